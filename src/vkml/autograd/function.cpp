@@ -1,0 +1,176 @@
+#include "vkml/autograd/function.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "vkml/autograd/engine.h"
+#include "vkml/core/grad_mode.h"
+#include "vkml/ops/creation.h"
+#include "vkml/ops/elementwise.h"
+#include "vkml/ops/op.h"
+#include "vkml/ops/reduction.h"
+#include "vkml/ops/shape_ops.h"
+
+namespace vk::autograd {
+
+Tensor from_op(const Tensor& result, const std::vector<Tensor>& parents, Vjp vjp, std::string name) {
+  bool record = false;
+  for (const auto& p : parents) record = record || p.requires_grad();
+  if (!record || !GradMode::is_enabled() || !is_floating(result.dtype())) return result.detach();
+  auto op = std::make_shared<CustomOp>();
+  op->name = std::move(name);
+  op->result = result.detach().impl_ptr();
+  op->grad = [vjp = std::move(vjp)](const GradCtx& c) { return vjp(c.grad); };
+  Attrs a;
+  a.custom = std::move(op);
+  return dispatch(OpKind::Custom, parents, a);
+}
+
+Tensor apply_function(const std::string& name, const std::vector<Tensor>& inputs,
+                      const ForwardFn& forward, const BackwardFn& backward) {
+  auto ctx = std::make_shared<FunctionCtx>();
+  for (const auto& t : inputs) ctx->needs_input_grad.push_back(t.requires_grad());
+  Tensor result;
+  {
+    NoGradGuard no_grad;
+    result = forward(*ctx, inputs);
+  }
+  return from_op(result, inputs, [ctx, backward](const Tensor& g) { return backward(*ctx, g); },
+                 name);
+}
+
+Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                  const std::vector<Tensor>& inputs) {
+  RngState rng = get_rng_state();
+  Tensor result;
+  {
+    NoGradGuard no_grad;
+    result = fn(inputs);
+  }
+  auto recompute = [fn, rng, inputs_needed = inputs.size()](const GradCtx& c) -> std::vector<Tensor> {
+    // Under create_graph the recomputed graph must hang off the real inputs so that it can be
+    // differentiated again; otherwise fresh leaves keep the walk inside this subgraph.
+    bool create_graph = GradMode::is_enabled();
+    std::vector<Tensor> xs;
+    std::vector<Tensor> wrt;
+    std::vector<size_t> wrt_index;
+    for (size_t i = 0; i < c.in.size(); ++i) {
+      Tensor x = create_graph ? c.in[i] : c.in[i].detach();
+      if (!create_graph && c.needs[i]) x.set_requires_grad(true);
+      if (c.needs[i]) {
+        wrt.push_back(x);
+        wrt_index.push_back(i);
+      }
+      xs.push_back(x);
+    }
+    RngState current = get_rng_state();
+    set_rng_state(rng);
+    Tensor out;
+    {
+      EnableGradGuard enable;
+      out = fn(xs);
+    }
+    set_rng_state(current);
+    std::vector<Tensor> grads(inputs_needed);
+    if (!out.requires_grad()) return grads;
+    std::vector<Tensor> got = grad({out}, wrt, {c.grad}, create_graph, create_graph, true);
+    for (size_t k = 0; k < got.size(); ++k) grads[wrt_index[k]] = got[k];
+    return grads;
+  };
+  bool record = false;
+  for (const auto& p : inputs) record = record || p.requires_grad();
+  if (!record || !GradMode::is_enabled()) return result;
+  auto op = std::make_shared<CustomOp>();
+  op->name = "checkpoint";
+  op->result = result.detach().impl_ptr();
+  op->grad = recompute;
+  Attrs a;
+  a.custom = std::move(op);
+  return dispatch(OpKind::Custom, inputs, a);
+}
+
+namespace {
+
+// Writes v into the i-th element (row-major) of a contiguous float64 tensor.
+void set_at(const Tensor& t, int64_t i, double v) { t.data<double>()[i] = v; }
+
+}  // namespace
+
+std::string gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, double eps,
+                      double atol, double rtol) {
+  for (const auto& x : inputs)
+    if (x.requires_grad())
+      VK_CHECK(x.dtype() == DType::Float64 && x.is_contiguous(), DTypeError,
+               "gradcheck: inputs that require grad must be contiguous float64, got ", x.describe());
+  Tensor y = fn(inputs);
+  VK_CHECK(y.requires_grad(), RuntimeError, "gradcheck: the output does not require grad");
+  const int64_t ny = y.numel();
+  std::ostringstream err;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& x = inputs[k];
+    if (!x.requires_grad()) continue;
+    const int64_t nx = x.numel();
+    // numeric[j][i] = d y_j / d x_i by central differences
+    std::vector<std::vector<double>> numeric(ny, std::vector<double>(nx));
+    for (int64_t i = 0; i < nx; ++i) {
+      double orig = x.data<double>()[i];
+      std::vector<double> plus, minus;
+      // Not under no_grad: fn may itself differentiate (gradgradcheck's first derivative).
+      set_at(x, i, orig + eps);
+      plus = to_vector(cast(fn(inputs), DType::Float64));
+      set_at(x, i, orig - eps);
+      minus = to_vector(cast(fn(inputs), DType::Float64));
+      set_at(x, i, orig);
+      for (int64_t j = 0; j < ny; ++j) numeric[j][i] = (plus[j] - minus[j]) / (2 * eps);
+    }
+    for (int64_t j = 0; j < ny; ++j) {
+      std::vector<double> e(static_cast<size_t>(ny), 0.0);
+      e[j] = 1.0;
+      Tensor onehot = from_vector(e, y.shape(), y.dtype());
+      Tensor g = grad({y}, {x}, {onehot}, true, false, true)[0];
+      std::vector<double> analytic =
+          g.defined() ? to_vector(g) : std::vector<double>(static_cast<size_t>(nx), 0.0);
+      for (int64_t i = 0; i < nx; ++i) {
+        double a = analytic[i], n = numeric[j][i];
+        if (!(std::fabs(a - n) <= atol + rtol * std::fabs(n))) {
+          err << "input " << k << " " << x.describe() << ": d out[" << j << "] / d in[" << i
+              << "] analytic " << a << " vs numeric " << n << "\n";
+          if (err.tellp() > 2000) return err.str();
+        }
+      }
+    }
+  }
+  return err.str();
+}
+
+std::string gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, double eps,
+                          double atol, double rtol) {
+  Tensor y = fn(inputs);
+  VK_CHECK(y.requires_grad(), RuntimeError, "gradgradcheck: the output does not require grad");
+  Tensor v;
+  {
+    NoGradGuard ng;
+    v = randn(y.shape(), DType::Float64) + 0.5;
+  }
+  std::vector<Tensor> wrt;
+  for (const auto& x : inputs)
+    if (x.requires_grad()) wrt.push_back(x);
+  std::string err;
+  for (size_t k = 0; k < wrt.size(); ++k) {
+    TensorFn first = [&, k](const std::vector<Tensor>& xs) {
+      std::vector<Tensor> w;
+      for (const auto& x : xs)
+        if (x.requires_grad()) w.push_back(x);
+      Tensor out = fn(xs);
+      Tensor g = grad({out}, w, {v}, true, true, true)[k];
+      // A gradient that does not depend on the inputs (a linear op) is a constant: nothing to check.
+      return g.defined() ? g : zeros(w[k].shape(), DType::Float64);
+    };
+    Tensor probe = first(inputs);
+    if (!probe.requires_grad()) continue;
+    err += gradcheck(first, inputs, eps, atol, rtol);
+  }
+  return err;
+}
+
+}  // namespace vk::autograd

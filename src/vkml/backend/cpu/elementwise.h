@@ -1,0 +1,47 @@
+#pragma once
+#include "vkml/backend/cpu/kernel.h"
+
+namespace vk::cpu {
+// unary (float in, same dtype out unless noted)
+VK_KERNEL(neg);
+VK_KERNEL(exp);
+VK_KERNEL(log);
+VK_KERNEL(log1p);
+VK_KERNEL(expm1);
+VK_KERNEL(sqrt);
+VK_KERNEL(rsqrt);
+VK_KERNEL(reciprocal);
+VK_KERNEL(abs);
+VK_KERNEL(sign);
+VK_KERNEL(sin);
+VK_KERNEL(cos);
+VK_KERNEL(tanh);
+VK_KERNEL(sigmoid);
+VK_KERNEL(relu);
+VK_KERNEL(gelu);  // a.flag: tanh approximation
+VK_KERNEL(erf);
+VK_KERNEL(erfc);
+VK_KERNEL(floor);
+VK_KERNEL(ceil);
+VK_KERNEL(round);
+// binary (same dtype, same shape after prepare)
+VK_KERNEL(add);
+VK_KERNEL(sub);
+VK_KERNEL(mul);
+VK_KERNEL(div);
+VK_KERNEL(pow);
+VK_KERNEL(maximum);
+VK_KERNEL(minimum);
+VK_KERNEL(where);  // in: cond(bool), a, b
+VK_KERNEL(clamp);  // a.scalar = min, a.scalar2 = max
+// comparisons -> bool
+VK_KERNEL(eq);
+VK_KERNEL(ne);
+VK_KERNEL(lt);
+VK_KERNEL(le);
+VK_KERNEL(gt);
+VK_KERNEL(ge);
+// dtype conversion; also the strided copy used by contiguous()
+VK_KERNEL(cast);
+void copy_into(const Tensor& dst, const Tensor& src);  // same shape; converts dtype
+}  // namespace vk::cpu

@@ -1,0 +1,129 @@
+#include "vkml/backend/cpu/parallel.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace vk::cpu {
+namespace {
+
+thread_local bool t_inside_pool = false;
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n) { resize(n); }
+  ~ThreadPool() { stop_workers(); }
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  void resize(int n) {
+    std::lock_guard<std::mutex> use(use_mutex_);
+    stop_workers();
+    stopping_ = false;
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, i] { work(i); });
+  }
+
+  // Returns false (and runs nothing) when another caller holds the pool.
+  bool run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+    std::unique_lock<std::mutex> use(use_mutex_, std::try_to_lock);
+    if (!use.owns_lock()) return false;
+    int64_t parts = std::min<int64_t>(size(), (n + grain - 1) / grain);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fn_ = &fn;
+      n_ = n;
+      parts_ = parts;
+      pending_ = static_cast<int>(parts) - 1;
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    run_part(0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+ private:
+  void run_part(int64_t part) {
+    int64_t begin = n_ * part / parts_, end = n_ * (part + 1) / parts_;
+    t_inside_pool = true;
+    try {
+      if (begin < end) (*fn_)(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    t_inside_pool = false;
+  }
+
+  void work(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        if (index >= parts_) continue;
+      }
+      run_part(index);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+  }
+
+  std::mutex use_mutex_;  // one parallel_for at a time; others run inline
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0, parts_ = 0;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+int initial_threads() {
+  if (const char* env = std::getenv("VKML_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n >= 1) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool& pool() {
+  static ThreadPool p(initial_threads());
+  return p;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) { pool().resize(std::max(1, n)); }
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  if (n <= grain || t_inside_pool || pool().size() == 1 || !pool().run(n, grain, fn)) fn(0, n);
+}
+
+}  // namespace vk::cpu

@@ -1,0 +1,141 @@
+// Tensor: a strided view over ref-counted storage, plus its autograd history.
+//
+// A tensor that an op produced while recording remembers the op, the op's parameters and its
+// input tensors (its parents): the tensor is its own graph node, as in micrograd. Backward walks
+// parents iteratively (autograd/engine.cpp); teardown of a long chain is iterative too
+// (~TensorImpl), so no graph depth can overflow the stack.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vkml/core/attrs.h"
+#include "vkml/core/dtype.h"
+#include "vkml/core/error.h"
+#include "vkml/core/shape.h"
+
+namespace vk {
+
+struct OpDef;
+
+// A block of memory on a device. `version` counts in-place writes, so backward can tell that a
+// tensor it saved was modified after it was recorded.
+struct Storage {
+  using Deleter = std::function<void(void*)>;
+  Storage(size_t nbytes, Device device);                 // owned, 64-byte aligned, uninitialised
+  Storage(void* data, size_t nbytes, Deleter deleter);  // borrowed (numpy, DLPack)
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device = Device::CPU;
+  std::atomic<uint32_t> version{0};
+
+ private:
+  Deleter deleter_;
+};
+
+class Tensor;
+using Hook = std::function<Tensor(const Tensor&)>;
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Strides strides;  // in elements
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::Float32;
+
+  // Autograd. A leaf has op == nullptr.
+  bool requires_grad = false;
+  bool retains_grad = false;
+  bool graph_freed = false;  // backward ran with retain_graph=false
+  const OpDef* op = nullptr;
+  std::vector<Tensor> parents;
+  std::shared_ptr<const Attrs> attrs;
+  std::vector<uint32_t> saved_versions;  // parents' storage versions when recorded
+  std::vector<Tensor> saved;  // extra results a kernel keeps for the rule (max_pool2d's argmax)
+  std::shared_ptr<TensorImpl> grad;
+  std::vector<Hook> hooks;
+  std::string anomaly_trace;  // where the forward ran, filled only in anomaly mode
+
+  TensorImpl() = default;
+  ~TensorImpl();
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // A fresh contiguous tensor; contents are uninitialised.
+  static Tensor empty(const Shape& shape, DType dtype);
+  // A tensor over existing storage (no copy).
+  static Tensor from_storage(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
+                             int64_t offset, DType dtype);
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  const Shape& shape() const { return impl_->shape; }
+  const Strides& strides() const { return impl_->strides; }
+  int64_t offset() const { return impl_->offset; }
+  DType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->storage->device; }
+  int64_t ndim() const { return static_cast<int64_t>(impl_->shape.size()); }
+  int64_t numel() const;
+  int64_t size(int64_t dim) const;
+  bool is_contiguous() const;
+  const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
+
+  // Pointer to the first element. T must match dtype().
+  template <class T>
+  T* data() const {
+    VK_CHECK(dtype_of<T>::value == dtype(), DTypeError, "data<", dtype_name(dtype_of<T>::value),
+             ">() on a tensor of dtype ", dtype_name(dtype()));
+    return static_cast<T*>(impl_->storage->data) + impl_->offset;
+  }
+  void* raw_data() const {
+    return static_cast<char*>(impl_->storage->data) + impl_->offset * dtype_size(dtype());
+  }
+  double item() const;  // the one element, converted to double
+
+  // A view of the same storage with other geometry; no autograd history.
+  Tensor alias(Shape shape, Strides strides, int64_t offset) const;
+  // Same data, no history, requires_grad false.
+  Tensor detach() const;
+
+  // Autograd state.
+  bool requires_grad() const { return impl_->requires_grad; }
+  Tensor& set_requires_grad(bool requires_grad);  // DTypeError for non-floating dtypes
+  bool is_leaf() const { return impl_->op == nullptr; }
+  const OpDef* op() const { return impl_->op; }
+  const std::vector<Tensor>& parents() const { return impl_->parents; }
+  const Attrs& attrs() const;
+  const std::vector<Tensor>& saved() const { return impl_->saved; }
+  Tensor grad() const { return Tensor(impl_->grad); }
+  void set_grad(const Tensor& g) { impl_->grad = g.impl_; }
+  void retain_grad();
+  bool retains_grad() const { return impl_->retains_grad; }
+  // A hook sees the gradient arriving at this tensor in backward and may return a replacement.
+  void register_hook(Hook hook);
+
+  uint32_t version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
+  void bump_version() const { impl_->storage->version.fetch_add(1, std::memory_order_relaxed); }
+
+  std::string describe() const;  // "float32[2, 3]"
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+}  // namespace vk

@@ -1,0 +1,105 @@
+// The op table: the single place where an op is defined.
+//
+// One OpDef per OpKind holds the op's name and documentation, how its inputs are prepared (dtype
+// promotion, broadcasting), its shape/dtype rule, its CPU kernel, and its gradient rule written
+// with public tensor ops (or the reason it has none). docs/ops.md, the gradcheck sweep and the
+// Python binding list are all derived from this table.
+#pragma once
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "vkml/core/tensor.h"
+
+namespace vk {
+
+enum class OpKind : uint16_t {
+  // creation
+  Full, Arange, Rand, Randn, Randint,
+  // unary
+  Neg, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu,
+  Gelu, Erf, Erfc, Floor, Ceil, Round,
+  // binary and friends
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum, Where, Clamp,
+  // comparison
+  Eq, Ne, Lt, Le, Gt, Ge,
+  Cast,
+  // reductions
+  Sum, Mean, Amax, Amin, MaxDim, MinDim, Prod, ArgMax, ArgMin, LogSumExp, Var,
+  // fused
+  Softmax, LogSoftmax,
+  // shape
+  Reshape, Permute, Expand, Contiguous, Slice, SliceBackward, Cat, Stack, Pad, Flip,
+  // index
+  IndexSelect, Gather, ScatterAdd,
+  // linear algebra, convolution, pooling
+  Matmul, Im2Col, Col2Im, Conv2d, MaxPool2d, MaxPool2dBackward, AvgPool2d,
+  // user-defined (custom functions, checkpoint)
+  Custom,
+  kCount
+};
+inline constexpr size_t kNumOps = static_cast<size_t>(OpKind::kCount);
+
+struct Meta {
+  Shape shape;
+  DType dtype;
+};
+
+using Grads = std::vector<Tensor>;  // one per input; an undefined Tensor means "no gradient"
+
+// What a gradient rule sees: the recorded output, the gradient arriving at it, and its inputs.
+struct GradCtx {
+  const Tensor& out;
+  const Tensor& grad;
+  const std::vector<Tensor>& in;
+  const Attrs& attrs;
+  const std::vector<bool>& needs;  // needs[i]: input i wants a gradient
+};
+
+enum class Determinism { Bitwise, NotBitwise };
+
+struct OpDef {
+  OpKind kind;
+  std::string_view name;
+  int arity;                    // number of tensor inputs; -1 = any number
+  std::string_view signature;   // as the C++ API spells it
+  std::string_view summary;     // what it computes
+  // Casts and broadcasts the inputs in place (records cast/expand nodes); null = leave as given.
+  void (*prepare)(std::vector<Tensor>& in, const Attrs& a, std::string_view op) = nullptr;
+  Meta (*infer)(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) = nullptr;
+  Tensor (*cpu)(const std::vector<Tensor>& in, const Attrs& a, const Meta& out) = nullptr;
+  Grads (*grad)(const GradCtx& c) = nullptr;  // null: no rule
+  std::string_view grad_doc;   // the rule in words, or why there is none
+  Determinism determinism = Determinism::Bitwise;
+};
+
+const OpDef& op_def(OpKind kind);
+std::span<const OpDef> all_ops();
+
+// Runs one op: prepare, infer, kernel, and records the node when grad mode is on and an input
+// requires grad (and the result is floating point).
+Tensor dispatch(OpKind kind, std::vector<Tensor> in, const Attrs& attrs = {});
+
+// The families, each in ops/<family>.cpp; table.cpp collects them.
+using OpList = std::vector<OpDef>;
+void add_creation_ops(OpList& ops);
+void add_elementwise_ops(OpList& ops);
+void add_reduction_ops(OpList& ops);
+void add_shape_ops(OpList& ops);
+void add_index_ops(OpList& ops);
+void add_linalg_ops(OpList& ops);
+void add_nn_ops(OpList& ops);
+void add_custom_ops(OpList& ops);
+
+// Shared building blocks for entries.
+std::string_view op_name(const OpDef& def);
+DType result_type(const Tensor& a, const Tensor& b);
+void prepare_common_dtype(std::vector<Tensor>& in, const Attrs& a, std::string_view op);
+void prepare_broadcast(std::vector<Tensor>& in, const Attrs& a, std::string_view op);
+void prepare_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);        // both
+void prepare_float_unary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);   // int->f32
+void prepare_float_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);  // + int->f32
+Meta infer_same_as_first(const std::vector<Tensor>& in, const Attrs& a, std::string_view op);
+Meta infer_bool_like_first(const std::vector<Tensor>& in, const Attrs& a, std::string_view op);
+
+}  // namespace vk

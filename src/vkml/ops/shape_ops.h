@@ -1,0 +1,32 @@
+// Shape ops. reshape/permute/expand/slice/squeeze/unsqueeze return views when they can.
+#pragma once
+#include "vkml/core/tensor.h"
+
+namespace vk {
+
+Tensor reshape(const Tensor& x, const Shape& shape);  // one -1 allowed; copies only if needed
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor expand(const Tensor& x, const Shape& shape);  // -1 keeps a dim; new dims go in front
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+// Sums x down to `shape` (the adjoint of broadcasting `shape` to x's shape).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+// Python slice semantics on one dim (start/stop clamped, step >= 1).
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step = 1);
+// The adjoint of slice: g placed into zeros of `input_shape` at the sliced positions.
+Tensor slice_backward(const Tensor& g, const Shape& input_shape, int64_t dim, int64_t start,
+                      int64_t stop, int64_t step);
+Tensor select(const Tensor& x, int64_t dim, int64_t index);  // slice + drop the dim
+Tensor squeeze(const Tensor& x);
+Tensor squeeze(const Tensor& x, int64_t dim);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+Tensor contiguous(const Tensor& x);  // the same tensor when already contiguous
+Tensor clone(const Tensor& x);       // always a fresh contiguous copy (identity gradient)
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
+// Constant padding; `pad` lists (before, after) pairs starting from the LAST dim, as torch.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, double value = 0.0);
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims);
+
+}  // namespace vk

@@ -1,0 +1,15 @@
+// The whole C++ API of vkml.
+#pragma once
+#include "vkml/autograd/engine.h"
+#include "vkml/autograd/function.h"
+#include "vkml/backend/cpu/parallel.h"
+#include "vkml/core/grad_mode.h"
+#include "vkml/core/tensor.h"
+#include "vkml/ops/creation.h"
+#include "vkml/ops/elementwise.h"
+#include "vkml/ops/index_ops.h"
+#include "vkml/ops/linalg.h"
+#include "vkml/ops/nn_ops.h"
+#include "vkml/ops/op.h"
+#include "vkml/ops/reduction.h"
+#include "vkml/ops/shape_ops.h"

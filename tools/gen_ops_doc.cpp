@@ -1,0 +1,34 @@
+// Writes docs/ops.md from the op table (the only source of truth about ops).
+#include <fstream>
+#include <iostream>
+
+#include "vkml/vkml.h"
+
+int main(int argc, char** argv) {
+  using namespace vk;
+  std::ostream* out = &std::cout;
+  std::ofstream file;
+  if (argc > 1) {
+    file.open(argv[1]);
+    out = &file;
+  }
+  size_t with_rule = 0;
+  for (const OpDef& def : all_ops()) with_rule += def.grad != nullptr;
+  *out << "# vkml ops\n\n"
+       << "Generated from the op table (`src/vkml/ops/*.cpp`) by `tools/gen_ops_doc.cpp`; do not "
+          "edit by hand (`make docs` rewrites it, and a test fails when it is stale).\n\n"
+       << all_ops().size() << " ops, " << with_rule << " with gradient rules.\n\n";
+  for (const OpDef& def : all_ops()) {
+    *out << "## " << def.name << "\n\n"
+         << "- signature: `" << def.signature << "`\n"
+         << "- computes: " << def.summary << "\n"
+         << "- gradient: " << (def.grad ? "" : "none — ") << def.grad_doc << "\n"
+         << "- inputs: " << (def.arity < 0 ? std::string("any number") : std::to_string(def.arity))
+         << " tensors\n"
+         << "- determinism: "
+         << (def.determinism == Determinism::Bitwise ? "bitwise identical at any thread count"
+                                                     : "not bitwise reproducible")
+         << "\n\n";
+  }
+  return 0;
+}
