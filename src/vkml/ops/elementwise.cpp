@@ -100,6 +100,46 @@ void add_elementwise_ops(OpList& ops) {
 
 Tensor neg(const Tensor& x) { return dispatch(OpKind::Neg, {x}); }
 Tensor exp(const Tensor& x) { return dispatch(OpKind::Exp, {x}); }
+Tensor log(const Tensor& x) { return dispatch(OpKind::Log, {x}); }
+Tensor log1p(const Tensor& x) { return dispatch(OpKind::Log1p, {x}); }
+Tensor expm1(const Tensor& x) { return dispatch(OpKind::Expm1, {x}); }
+Tensor sqrt(const Tensor& x) { return dispatch(OpKind::Sqrt, {x}); }
+Tensor rsqrt(const Tensor& x) { return dispatch(OpKind::Rsqrt, {x}); }
+Tensor reciprocal(const Tensor& x) { return dispatch(OpKind::Reciprocal, {x}); }
+Tensor abs(const Tensor& x) { return dispatch(OpKind::Abs, {x}); }
+Tensor sign(const Tensor& x) { return dispatch(OpKind::Sign, {x}); }
+Tensor sin(const Tensor& x) { return dispatch(OpKind::Sin, {x}); }
+Tensor cos(const Tensor& x) { return dispatch(OpKind::Cos, {x}); }
+Tensor tanh(const Tensor& x) { return dispatch(OpKind::Tanh, {x}); }
+Tensor sigmoid(const Tensor& x) { return dispatch(OpKind::Sigmoid, {x}); }
+Tensor relu(const Tensor& x) { return dispatch(OpKind::Relu, {x}); }
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  Attrs a;
+  a.flag = tanh_approximation;
+  return dispatch(OpKind::Gelu, {x}, a);
+}
+Tensor erf(const Tensor& x) { return dispatch(OpKind::Erf, {x}); }
+Tensor erfc(const Tensor& x) { return dispatch(OpKind::Erfc, {x}); }
+Tensor floor(const Tensor& x) { return dispatch(OpKind::Floor, {x}); }
+Tensor ceil(const Tensor& x) { return dispatch(OpKind::Ceil, {x}); }
+Tensor round(const Tensor& x) { return dispatch(OpKind::Round, {x}); }
+Tensor pow(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Pow, {a, b}); }
+Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(exponent, a)); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Maximum, {a, b}); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Minimum, {a, b}); }
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::Where, {cond, a, b});
+}
+Tensor clamp(const Tensor& x, double min, double max) {
+  Attrs a;
+  a.scalar = min;
+  a.scalar2 = max;
+  return dispatch(OpKind::Clamp, {x}, a);
+}
+Tensor lt(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Lt, {a, b}); }
+Tensor le(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Le, {a, b}); }
+Tensor gt(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Gt, {a, b}); }
+Tensor ge(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Ge, {a, b}); }
 Tensor add(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Add, {a, b}); }
 Tensor sub(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Sub, {a, b}); }
 Tensor mul(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Mul, {a, b}); }

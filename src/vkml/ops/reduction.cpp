@@ -58,3 +58,66 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
 }
 
 }  // namespace vk
+
+namespace vk {
+
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
+  return dispatch(OpKind::Mean, {x}, reduce_attrs(x, dims, keepdim, "mean"));
+}
+Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {
+  return dispatch(OpKind::Amax, {x}, reduce_attrs(x, dims, keepdim, "amax"));
+}
+Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) {
+  return dispatch(OpKind::Amin, {x}, reduce_attrs(x, dims, keepdim, "amin"));
+}
+ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim) {
+  Attrs a;
+  a.dim = wrap_dim(dim, x.ndim(), "max");
+  a.keepdim = keepdim;
+  Tensor v = dispatch(OpKind::MaxDim, {x}, a);
+  return {v, v.saved().empty() ? Tensor() : v.saved()[0]};
+}
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) {
+  Attrs a;
+  a.dim = wrap_dim(dim, x.ndim(), "min");
+  a.keepdim = keepdim;
+  Tensor v = dispatch(OpKind::MinDim, {x}, a);
+  return {v, v.saved().empty() ? Tensor() : v.saved()[0]};
+}
+Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
+  return dispatch(OpKind::Prod, {x}, reduce_attrs(x, dims, keepdim, "prod"));
+}
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  Attrs a;
+  a.dim = wrap_dim(dim, x.ndim(), "argmax");
+  a.keepdim = keepdim;
+  return dispatch(OpKind::ArgMax, {x}, a);
+}
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  Attrs a;
+  a.dim = wrap_dim(dim, x.ndim(), "argmin");
+  a.keepdim = keepdim;
+  return dispatch(OpKind::ArgMin, {x}, a);
+}
+Tensor argmax(const Tensor& x) { return argmax(reshape(x, {-1}), 0); }
+Tensor argmin(const Tensor& x) { return argmin(reshape(x, {-1}), 0); }
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
+  return dispatch(OpKind::LogSumExp, {x}, reduce_attrs(x, dims, keepdim, "logsumexp"));
+}
+Tensor var(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
+  Attrs a = reduce_attrs(x, dims, keepdim, "var");
+  a.scalar = correction;
+  return dispatch(OpKind::Var, {x}, a);
+}
+Tensor softmax(const Tensor& x, int64_t dim) {
+  Attrs a;
+  a.dim = wrap_dim(dim, x.ndim(), "softmax");
+  return dispatch(OpKind::Softmax, {x}, a);
+}
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  Attrs a;
+  a.dim = wrap_dim(dim, x.ndim(), "log_softmax");
+  return dispatch(OpKind::LogSoftmax, {x}, a);
+}
+
+}  // namespace vk

@@ -178,6 +178,62 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
   return reshape(x, s);
 }
 
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+  Attrs a;
+  a.dim = wrap_dim(dim, x.ndim(), "slice");
+  a.start = start;
+  a.stop = stop;
+  a.step = step;
+  return dispatch(OpKind::Slice, {x}, a);
+}
+
+Tensor slice_backward(const Tensor& g, const Shape& input_shape, int64_t dim, int64_t start,
+                      int64_t stop, int64_t step) {
+  Attrs a;
+  a.shape = input_shape;
+  a.dim = dim;
+  a.start = start;
+  a.stop = stop;
+  a.step = step;
+  return dispatch(OpKind::SliceBackward, {g}, a);
+}
+
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  int64_t d = wrap_dim(dim, x.ndim(), "select");
+  int64_t n = x.shape()[d];
+  VK_CHECK(index >= -n && index < n, IndexError, "select: index ", index,
+           " is out of range for dim ", d, " of size ", n);
+  int64_t i = index < 0 ? index + n : index;
+  return squeeze(slice(x, d, i, i + 1, 1), d);
+}
+
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  VK_CHECK(!xs.empty(), ShapeError, "cat: expected a non-empty list of tensors");
+  Attrs a;
+  a.dim = wrap_dim(dim, xs[0].ndim(), "cat");
+  return dispatch(OpKind::Cat, xs, a);
+}
+
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+  VK_CHECK(!xs.empty(), ShapeError, "stack: expected a non-empty list of tensors");
+  Attrs a;
+  a.dim = wrap_dim(dim, xs[0].ndim() + 1, "stack");
+  return dispatch(OpKind::Stack, xs, a);
+}
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& widths, double value) {
+  Attrs a;
+  a.ints = widths;
+  a.scalar = value;
+  return dispatch(OpKind::Pad, {x}, a);
+}
+
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
+  Attrs a;
+  a.dims = wrap_dims(dims, x.ndim(), "flip");
+  return dispatch(OpKind::Flip, {x}, a);
+}
+
 Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
 Tensor clone(const Tensor& x) { return dispatch(OpKind::Contiguous, {x}); }
 
