@@ -8,6 +8,8 @@
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/index_ops.h"
+#include "vkml/ops/indexing.h"
+#include "vkml/ops/inplace.h"
 #include "vkml/ops/linalg.h"
 #include "vkml/ops/nn_ops.h"
 #include "vkml/ops/op.h"

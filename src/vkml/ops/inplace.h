@@ -1,0 +1,22 @@
+// In-place ops (PyTorch's trailing underscore). Each writes into x's storage and bumps its version
+// counter, so a graph that saved x and is differentiated later raises instead of computing a
+// wrong gradient. While grad mode is on, writing into a tensor that requires grad (or writing a
+// value that requires grad) raises RuntimeError: use the out-of-place op, or no_grad() for
+// updates such as optimizer steps.
+#pragma once
+#include "vkml/core/tensor.h"
+
+namespace vk {
+
+void add_(const Tensor& x, const Tensor& other, double alpha = 1.0);  // x += alpha * other
+void sub_(const Tensor& x, const Tensor& other);
+void mul_(const Tensor& x, const Tensor& other);
+void div_(const Tensor& x, const Tensor& other);
+void add_(const Tensor& x, double other);
+void mul_(const Tensor& x, double other);
+void zero_(const Tensor& x);
+void fill_(const Tensor& x, double value);
+void copy_(const Tensor& x, const Tensor& src);  // src broadcasts to x's shape; dtype converts
+void clamp_(const Tensor& x, double min, double max);
+
+}  // namespace vk
