@@ -45,6 +45,19 @@ RegisterOpCases core_cases({
      [](const V& x) { return permute(x[0], {2, 0, 1}) * 2.0; }},
     {OpKind::Expand, "expand", [] { return V{leaf({3, 1})}; },
      [](const V& x) { return expand(x[0], {2, 3, 4}) * expand(x[0], {2, 3, 4}); }},
+    {OpKind::Custom, "custom/from_op_cube", [] { return V{leaf({3})}; },
+     [](const V& x) {
+       Tensor in = x[0];
+       Tensor y = autograd::from_op(
+           in.detach() * in.detach() * in.detach(), {in},
+           [in](const Tensor& g) { return std::vector<Tensor>{g * in * in * 3.0}; }, "cube");
+       return y * y;
+     }},
+    {OpKind::Custom, "custom/checkpoint", [] { return V{leaf({2, 3}), leaf({3})}; },
+     [](const V& x) {
+       return autograd::checkpoint(
+           [](const V& in) { return exp(in[0] * in[1]) * in[1]; }, x);
+     }},
     {OpKind::Contiguous, "contiguous", [] { return V{leaf({3, 2})}; },
      [](const V& x) { return clone(transpose(x[0] * x[0], 0, 1)); }},
 });

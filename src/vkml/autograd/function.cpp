@@ -13,17 +13,28 @@
 
 namespace vk::autograd {
 
-Tensor from_op(const Tensor& result, const std::vector<Tensor>& parents, Vjp vjp, std::string name) {
+namespace {
+
+// Records `result` as the output of a user-defined op whose rule is `grad`.
+Tensor record_custom(const Tensor& result, const std::vector<Tensor>& parents, std::string name,
+                     std::function<std::vector<Tensor>(const GradCtx&)> grad) {
   bool record = false;
   for (const auto& p : parents) record = record || p.requires_grad();
   if (!record || !GradMode::is_enabled() || !is_floating(result.dtype())) return result.detach();
   auto op = std::make_shared<CustomOp>();
   op->name = std::move(name);
   op->result = result.detach().impl_ptr();
-  op->grad = [vjp = std::move(vjp)](const GradCtx& c) { return vjp(c.grad); };
+  op->grad = std::move(grad);
   Attrs a;
   a.custom = std::move(op);
   return dispatch(OpKind::Custom, parents, a);
+}
+
+}  // namespace
+
+Tensor from_op(const Tensor& result, const std::vector<Tensor>& parents, Vjp vjp, std::string name) {
+  return record_custom(result, parents, std::move(name),
+                       [vjp = std::move(vjp)](const GradCtx& c) { return vjp(c.grad); });
 }
 
 Tensor apply_function(const std::string& name, const std::vector<Tensor>& inputs,
@@ -35,8 +46,12 @@ Tensor apply_function(const std::string& name, const std::vector<Tensor>& inputs
     NoGradGuard no_grad;
     result = forward(*ctx, inputs);
   }
-  return from_op(result, inputs, [ctx, backward](const Tensor& g) { return backward(*ctx, g); },
-                 name);
+  return record_custom(result, inputs, name, [ctx, backward](const GradCtx& c) {
+    ctx->output = c.out;
+    std::vector<Tensor> grads = backward(*ctx, c.grad);
+    ctx->output = Tensor();  // no cycle through the context once backward is done
+    return grads;
+  });
 }
 
 Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
@@ -77,16 +92,7 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
     for (size_t k = 0; k < got.size(); ++k) grads[wrt_index[k]] = got[k];
     return grads;
   };
-  bool record = false;
-  for (const auto& p : inputs) record = record || p.requires_grad();
-  if (!record || !GradMode::is_enabled()) return result;
-  auto op = std::make_shared<CustomOp>();
-  op->name = "checkpoint";
-  op->result = result.detach().impl_ptr();
-  op->grad = recompute;
-  Attrs a;
-  a.custom = std::move(op);
-  return dispatch(OpKind::Custom, inputs, a);
+  return record_custom(result, inputs, "checkpoint", recompute);
 }
 
 namespace {

@@ -21,6 +21,9 @@ Tensor from_op(const Tensor& result, const std::vector<Tensor>& parents, Vjp vjp
 struct FunctionCtx {
   std::vector<Tensor> saved;
   std::vector<bool> needs_input_grad;
+  // The recorded output, set just before backward runs: a backward that uses it (rather than a
+  // copy saved in forward) stays connected to the inputs, so it can be differentiated again.
+  Tensor output;
   void save_for_backward(std::vector<Tensor> tensors) { saved = std::move(tensors); }
 };
 using ForwardFn = std::function<Tensor(FunctionCtx&, const std::vector<Tensor>&)>;

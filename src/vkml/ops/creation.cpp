@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "vkml/backend/cpu/creation.h"
+#include "vkml/core/grad_mode.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/shape_ops.h"
@@ -166,6 +167,7 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType 
 }
 
 std::vector<double> to_vector(const Tensor& t) {
+  NoGradGuard no_grad;
   Tensor c = contiguous(t);
   std::vector<double> out(static_cast<size_t>(c.numel()));
   VK_DISPATCH_ALL(c.dtype(), "to_vector", {

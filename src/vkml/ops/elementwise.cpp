@@ -4,11 +4,13 @@
 #include "vkml/ops/elementwise.h"
 
 #include <cmath>
+#include <limits>
+#include <numbers>
+#include <optional>
 
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/op.h"
-#include "vkml/ops/todo.h"
 
 namespace vk {
 namespace {
@@ -22,78 +24,363 @@ Meta infer_cast(const std::vector<Tensor>& in, const Attrs& a, std::string_view)
   return {in[0].shape(), a.dtype};
 }
 
+Meta infer_where(const std::vector<Tensor>& in, const Attrs&, std::string_view) {
+  return {in[1].shape(), in[1].dtype()};
+}
+
+// where(cond, a, b): cond must be bool; a and b take their common dtype; all three broadcast.
+void prepare_where(std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  VK_CHECK(in[0].dtype() == DType::Bool, DTypeError, op,
+           ": the condition must be a bool tensor, got ", in[0].describe());
+  DType common = result_type(in[1], in[2]);
+  in[1] = cast(in[1], common);
+  in[2] = cast(in[2], common);
+  prepare_broadcast(in, a, op);
+}
+
+// clamp keeps integer dtypes unless a bound has a fraction (then float32, as torch promotes).
+void prepare_clamp(std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  VK_CHECK(in[0].dtype() != DType::Bool, DTypeError, op, ": not defined for bool tensors");
+  auto fractional = [](double v) { return !std::isinf(v) && v != std::floor(v); };  // NaN too
+  if (is_integral(in[0].dtype()) && (fractional(a.scalar) || fractional(a.scalar2)))
+    in[0] = cast(in[0], DType::Float32);
+}
+
 constexpr std::string_view kBoolResult = "boolean result: not differentiable";
+constexpr std::string_view kStep = "dx = 0: zero almost everywhere (step function), as PyTorch";
+constexpr double kTwoOverSqrtPi = std::numbers::inv_sqrtpi * 2;                 // erf'(0)
+constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  // phi(0)
+
+Tensor scalar(double v, const Tensor& like) { return scalar_like(v, like); }
+
+// The value of a constant that is one scalar broadcast by prepare (all strides 0), if t is one.
+std::optional<double> constant_scalar(const Tensor& t) {
+  if (t.requires_grad() || t.numel() == 0) return std::nullopt;
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    if (t.strides()[d] != 0 && t.shape()[d] != 1) return std::nullopt;
+  return t.alias({}, {}, t.offset()).item();
+}
 
 OpDef compare_op(OpKind kind, std::string_view name, std::string_view summary,
                  VK_KERNEL((*kernel))) {
-  return {.kind = kind, .name = name, .arity = 2, .signature = "(a, b) -> bool",
-          .summary = summary, .prepare = prepare_binary, .infer = infer_bool_like_first,
-          .cpu = kernel, .grad_doc = kBoolResult};
+  return {.kind = kind,
+          .name = name,
+          .arity = 2,
+          .signature = "(a, b) -> bool",
+          .summary = summary,
+          .prepare = prepare_binary,
+          .infer = infer_bool_like_first,
+          .cpu = kernel,
+          .grad_doc = kBoolResult};
+}
+
+// Float-only math: integer and bool inputs compute in float32, as PyTorch.
+OpDef float_unary(OpKind kind, std::string_view name, std::string_view signature,
+                  std::string_view summary, VK_KERNEL((*kernel)), Grads (*grad)(const GradCtx&),
+                  std::string_view grad_doc) {
+  return {.kind = kind,
+          .name = name,
+          .arity = 1,
+          .signature = signature,
+          .summary = summary,
+          .prepare = prepare_float_unary,
+          .infer = infer_same_as_first,
+          .cpu = kernel,
+          .grad = grad,
+          .grad_doc = grad_doc};
+}
+
+// Keeps integer dtypes; bool is a DTypeError.
+OpDef numeric_unary(OpKind kind, std::string_view name, std::string_view signature,
+                    std::string_view summary, VK_KERNEL((*kernel)), Grads (*grad)(const GradCtx&),
+                    std::string_view grad_doc) {
+  return {.kind = kind,
+          .name = name,
+          .arity = 1,
+          .signature = signature,
+          .summary = summary,
+          .infer = infer_numeric,
+          .cpu = kernel,
+          .grad = grad,
+          .grad_doc = grad_doc};
+}
+
+Grads step_grad(const GradCtx& c) { return {zeros_like(c.in[0])}; }
+
+// d gelu / dx for the erf form: Phi(x) + x phi(x).
+Tensor gelu_erf_derivative(const Tensor& x) {
+  Tensor cdf = (erf(x * (1 / std::numbers::sqrt2)) + 1.0) * 0.5;
+  Tensor pdf = exp(x * x * -0.5) * kInvSqrt2Pi;
+  return cdf + x * pdf;
+}
+
+// d gelu / dx for the tanh form, y = 0.5 x (1 + t), t = tanh(k (x + c x^3)):
+// 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2).
+Tensor gelu_tanh_derivative(const Tensor& x) {
+  constexpr double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, c = 0.044715;
+  Tensor x2 = x * x;
+  Tensor t = tanh((x + x * x2 * c) * k);
+  return (t + 1.0) * 0.5 + x * (1.0 - t * t) * (x2 * (3 * c * k) + k) * 0.5;
 }
 
 }  // namespace
 
 void add_elementwise_ops(OpList& ops) {
-  ops.push_back({.kind = OpKind::Neg, .name = "neg", .arity = 1, .signature = "neg(x)",
-                 .summary = "-x", .infer = infer_numeric, .cpu = cpu::neg,
+  ops.push_back({.kind = OpKind::Neg,
+                 .name = "neg",
+                 .arity = 1,
+                 .signature = "neg(x)",
+                 .summary = "-x",
+                 .infer = infer_numeric,
+                 .cpu = cpu::neg,
                  .grad = [](const GradCtx& c) -> Grads { return {neg(c.grad)}; },
                  .grad_doc = "dx = -g"});
-  ops.push_back({.kind = OpKind::Exp, .name = "exp", .arity = 1, .signature = "exp(x)",
-                 .summary = "e^x", .prepare = prepare_float_unary, .infer = infer_same_as_first,
-                 .cpu = cpu::exp,
-                 .grad = [](const GradCtx& c) -> Grads { return {c.grad * c.out}; },
-                 .grad_doc = "dx = g * out"});
-  for (auto [kind, name] : {std::pair{OpKind::Log, "log"}, {OpKind::Log1p, "log1p"},
-                            {OpKind::Expm1, "expm1"}, {OpKind::Sqrt, "sqrt"},
-                            {OpKind::Rsqrt, "rsqrt"}, {OpKind::Reciprocal, "reciprocal"},
-                            {OpKind::Abs, "abs"}, {OpKind::Sign, "sign"}, {OpKind::Sin, "sin"},
-                            {OpKind::Cos, "cos"}, {OpKind::Tanh, "tanh"},
-                            {OpKind::Sigmoid, "sigmoid"}, {OpKind::Relu, "relu"},
-                            {OpKind::Gelu, "gelu"}, {OpKind::Erf, "erf"}, {OpKind::Erfc, "erfc"},
-                            {OpKind::Floor, "floor"}, {OpKind::Ceil, "ceil"},
-                            {OpKind::Round, "round"}})
-    ops.push_back(todo_op(kind, name, 1));
+  ops.push_back(float_unary(
+      OpKind::Exp, "exp", "exp(x)", "e^x", cpu::exp,
+      [](const GradCtx& c) -> Grads { return {c.grad * c.out}; }, "dx = g * out"));
+  ops.push_back(float_unary(
+      OpKind::Log, "log", "log(x)", "natural logarithm", cpu::log,
+      [](const GradCtx& c) -> Grads { return {c.grad / c.in[0]}; }, "dx = g / x"));
+  ops.push_back(float_unary(
+      OpKind::Log1p, "log1p", "log1p(x)", "log(1 + x), accurate for small x", cpu::log1p,
+      [](const GradCtx& c) -> Grads { return {c.grad / (c.in[0] + 1.0)}; }, "dx = g / (1 + x)"));
+  ops.push_back(float_unary(
+      OpKind::Expm1, "expm1", "expm1(x)", "e^x - 1, accurate for small x", cpu::expm1,
+      [](const GradCtx& c) -> Grads { return {c.grad * (c.out + 1.0)}; }, "dx = g * (out + 1)"));
+  ops.push_back(float_unary(
+      OpKind::Sqrt, "sqrt", "sqrt(x)", "square root", cpu::sqrt,
+      [](const GradCtx& c) -> Grads { return {c.grad / (2.0 * c.out)}; }, "dx = g / (2 * out)"));
+  ops.push_back(float_unary(
+      OpKind::Rsqrt, "rsqrt", "rsqrt(x)", "1 / sqrt(x)", cpu::rsqrt,
+      [](const GradCtx& c) -> Grads { return {c.grad * (c.out * c.out * c.out) * -0.5}; },
+      "dx = -g * out^3 / 2"));
+  ops.push_back(float_unary(
+      OpKind::Reciprocal, "reciprocal", "reciprocal(x)", "1 / x (integers give float32)",
+      cpu::reciprocal, [](const GradCtx& c) -> Grads { return {neg(c.grad * c.out * c.out)}; },
+      "dx = -g * out^2"));
+  ops.push_back(numeric_unary(
+      OpKind::Abs, "abs", "abs(x)", "|x|", cpu::abs,
+      [](const GradCtx& c) -> Grads { return {c.grad * sign(c.in[0])}; },
+      "dx = g * sign(x) (0 at x = 0, as PyTorch)"));
+  ops.push_back(numeric_unary(OpKind::Sign, "sign", "sign(x)", "-1, 0 or 1 (NaN gives 0)",
+                              cpu::sign, step_grad, kStep));
+  ops.push_back(float_unary(
+      OpKind::Sin, "sin", "sin(x)", "sine", cpu::sin,
+      [](const GradCtx& c) -> Grads { return {c.grad * cos(c.in[0])}; }, "dx = g * cos(x)"));
+  ops.push_back(float_unary(
+      OpKind::Cos, "cos", "cos(x)", "cosine", cpu::cos,
+      [](const GradCtx& c) -> Grads { return {neg(c.grad * sin(c.in[0]))}; }, "dx = -g * sin(x)"));
+  ops.push_back(float_unary(
+      OpKind::Tanh, "tanh", "tanh(x)", "hyperbolic tangent", cpu::tanh,
+      [](const GradCtx& c) -> Grads { return {c.grad * (1.0 - c.out * c.out)}; },
+      "dx = g * (1 - out^2)"));
+  ops.push_back(float_unary(
+      OpKind::Sigmoid, "sigmoid", "sigmoid(x)", "1 / (1 + e^-x)", cpu::sigmoid,
+      [](const GradCtx& c) -> Grads { return {c.grad * c.out * (1.0 - c.out)}; },
+      "dx = g * out * (1 - out)"));
+  ops.push_back(numeric_unary(
+      OpKind::Relu, "relu", "relu(x)", "max(x, 0); integers stay integers", cpu::relu,
+      [](const GradCtx& c) -> Grads {
+        return {where(gt(c.in[0], scalar(0.0, c.in[0])), c.grad, scalar(0.0, c.grad))};
+      },
+      "dx = g where x > 0, else 0 (0 at x = 0, as PyTorch)"));
+  ops.push_back(float_unary(
+      OpKind::Gelu, "gelu", "gelu(x, tanh_approximation = false)",
+      "x * Phi(x) with Phi the standard normal CDF; with attrs.flag the tanh approximation "
+      "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+      cpu::gelu,
+      [](const GradCtx& c) -> Grads {
+        const Tensor& x = c.in[0];
+        return {c.grad * (c.attrs.flag ? gelu_tanh_derivative(x) : gelu_erf_derivative(x))};
+      },
+      "dx = g * (Phi(x) + x * phi(x)) with phi the normal density (written with erf and exp); "
+      "tanh form: dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)), "
+      "t = tanh(sqrt(2/pi) (x + 0.044715 x^3))"));
+  ops.push_back(float_unary(
+      OpKind::Erf, "erf", "erf(x)", "error function", cpu::erf,
+      [](const GradCtx& c) -> Grads {
+        return {c.grad * exp(neg(c.in[0] * c.in[0])) * kTwoOverSqrtPi};
+      },
+      "dx = g * 2 / sqrt(pi) * exp(-x^2)"));
+  ops.push_back(float_unary(
+      OpKind::Erfc, "erfc", "erfc(x)", "complementary error function 1 - erf(x)", cpu::erfc,
+      [](const GradCtx& c) -> Grads {
+        return {c.grad * exp(neg(c.in[0] * c.in[0])) * -kTwoOverSqrtPi};
+      },
+      "dx = -g * 2 / sqrt(pi) * exp(-x^2)"));
+  ops.push_back(numeric_unary(OpKind::Floor, "floor", "floor(x)",
+                              "largest integer <= x (identity on integer dtypes)", cpu::floor,
+                              step_grad, kStep));
+  ops.push_back(numeric_unary(OpKind::Ceil, "ceil", "ceil(x)",
+                              "smallest integer >= x (identity on integer dtypes)", cpu::ceil,
+                              step_grad, kStep));
+  ops.push_back(numeric_unary(OpKind::Round, "round", "round(x)",
+                              "nearest integer, halves to even as PyTorch (identity on integers)",
+                              cpu::round, step_grad, kStep));
 
-  ops.push_back({.kind = OpKind::Add, .name = "add", .arity = 2, .signature = "add(a, b)",
-                 .summary = "a + b", .prepare = prepare_binary, .infer = infer_numeric,
+  ops.push_back({.kind = OpKind::Add,
+                 .name = "add",
+                 .arity = 2,
+                 .signature = "add(a, b)",
+                 .summary = "a + b",
+                 .prepare = prepare_binary,
+                 .infer = infer_numeric,
                  .cpu = cpu::add,
-                 .grad = [](const GradCtx& c) -> Grads { return {c.grad, c.grad}; },
+                 .grad = [](const GradCtx& c) -> Grads {
+                   return {c.grad, c.grad};
+                 },
                  .grad_doc = "da = g, db = g"});
-  ops.push_back({.kind = OpKind::Sub, .name = "sub", .arity = 2, .signature = "sub(a, b)",
-                 .summary = "a - b", .prepare = prepare_binary, .infer = infer_numeric,
+  ops.push_back({.kind = OpKind::Sub,
+                 .name = "sub",
+                 .arity = 2,
+                 .signature = "sub(a, b)",
+                 .summary = "a - b",
+                 .prepare = prepare_binary,
+                 .infer = infer_numeric,
                  .cpu = cpu::sub,
-                 .grad = [](const GradCtx& c) -> Grads { return {c.grad, neg(c.grad)}; },
+                 .grad = [](const GradCtx& c) -> Grads {
+                   return {c.grad, neg(c.grad)};
+                 },
                  .grad_doc = "da = g, db = -g"});
-  ops.push_back({.kind = OpKind::Mul, .name = "mul", .arity = 2, .signature = "mul(a, b)",
-                 .summary = "a * b", .prepare = prepare_binary, .infer = infer_numeric,
+  ops.push_back({.kind = OpKind::Mul,
+                 .name = "mul",
+                 .arity = 2,
+                 .signature = "mul(a, b)",
+                 .summary = "a * b",
+                 .prepare = prepare_binary,
+                 .infer = infer_numeric,
                  .cpu = cpu::mul,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? c.grad * c.in[1] : Tensor(),
                            c.needs[1] ? c.grad * c.in[0] : Tensor()};
                  },
                  .grad_doc = "da = g * b, db = g * a"});
-  ops.push_back({.kind = OpKind::Div, .name = "div", .arity = 2, .signature = "div(a, b)",
+  ops.push_back({.kind = OpKind::Div,
+                 .name = "div",
+                 .arity = 2,
+                 .signature = "div(a, b)",
                  .summary = "a / b (true division; integers give float32)",
-                 .prepare = prepare_float_binary, .infer = infer_same_as_first, .cpu = cpu::div,
+                 .prepare = prepare_float_binary,
+                 .infer = infer_same_as_first,
+                 .cpu = cpu::div,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? c.grad / c.in[1] : Tensor(),
                            c.needs[1] ? neg(c.grad * c.out / c.in[1]) : Tensor()};
                  },
                  .grad_doc = "da = g / b, db = -g * a / b^2 = -g * out / b"});
-  for (auto [kind, name] : {std::pair{OpKind::Pow, "pow"}, {OpKind::Maximum, "maximum"},
-                            {OpKind::Minimum, "minimum"}})
-    ops.push_back(todo_op(kind, name, 2));
-  ops.push_back(todo_op(OpKind::Where, "where", 3));
-  ops.push_back(todo_op(OpKind::Clamp, "clamp", 1));
+  ops.push_back(
+      {.kind = OpKind::Pow,
+       .name = "pow",
+       .arity = 2,
+       .signature = "pow(a, b)",
+       .summary = "a^b; integer tensors stay integer (exact, by squaring), as PyTorch",
+       .prepare = prepare_binary,
+       .infer = infer_numeric,
+       .cpu = cpu::pow,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Tensor &a = c.in[0], &b = c.in[1], &g = c.grad;
+         Tensor zero = scalar(0.0, g), da, db;
+         if (c.needs[0]) {
+           if (auto e = constant_scalar(b))  // x ** 2.0: scalar ops, no full tensors of 2.0
+             da = *e == 0 ? zeros_like(g) : g * (pow(a, *e - 1) * *e);
+           else
+             da = where(eq(b, scalar(0.0, b)), zero, g * b * pow(a, b - 1.0));
+         }
+         if (c.needs[1]) {
+           Tensor d = g * c.out * log(a);
+           db = where(eq(a, scalar(0.0, a)), where(ge(b, scalar(0.0, b)), zero, d), d);
+         }
+         return {da, db};
+       },
+       .grad_doc = "da = g * b * a^(b-1), 0 where b == 0 (so a = 0 gives finite gradients; a "
+                   "constant scalar b is read once: g * (b * a^(b-1)) with scalar ops); "
+                   "db = g * out * log(a), 0 where a == 0 and b >= 0 (as PyTorch)"});
+  ops.push_back(
+      {.kind = OpKind::Maximum,
+       .name = "maximum",
+       .arity = 2,
+       .signature = "maximum(a, b)",
+       .summary = "element-wise larger of a and b; NaN propagates",
+       .prepare = prepare_binary,
+       .infer = infer_same_as_first,
+       .cpu = cpu::maximum,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Tensor &a = c.in[0], &b = c.in[1];
+         Tensor zero = scalar(0.0, c.grad);
+         Tensor split = where(eq(a, b), c.grad * 0.5, c.grad);
+         return {c.needs[0] ? where(lt(a, b), zero, split) : Tensor(),
+                 c.needs[1] ? where(gt(a, b), zero, split) : Tensor()};
+       },
+       .grad_doc = "g goes to the larger operand; ties split it half and half (as PyTorch)"});
+  ops.push_back(
+      {.kind = OpKind::Minimum,
+       .name = "minimum",
+       .arity = 2,
+       .signature = "minimum(a, b)",
+       .summary = "element-wise smaller of a and b; NaN propagates",
+       .prepare = prepare_binary,
+       .infer = infer_same_as_first,
+       .cpu = cpu::minimum,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Tensor &a = c.in[0], &b = c.in[1];
+         Tensor zero = scalar(0.0, c.grad);
+         Tensor split = where(eq(a, b), c.grad * 0.5, c.grad);
+         return {c.needs[0] ? where(gt(a, b), zero, split) : Tensor(),
+                 c.needs[1] ? where(lt(a, b), zero, split) : Tensor()};
+       },
+       .grad_doc = "g goes to the smaller operand; ties split it half and half (as PyTorch)"});
+  ops.push_back(
+      {.kind = OpKind::Where,
+       .name = "where",
+       .arity = 3,
+       .signature = "where(cond, a, b)",
+       .summary = "a where cond (bool) is true, else b; a and b take their common dtype and all "
+                  "three broadcast together",
+       .prepare = prepare_where,
+       .infer = infer_where,
+       .cpu = cpu::where,
+       .grad = [](const GradCtx& c) -> Grads {
+         Tensor zero = scalar(0.0, c.grad);
+         return {Tensor(), c.needs[1] ? where(c.in[0], c.grad, zero) : Tensor(),
+                 c.needs[2] ? where(c.in[0], zero, c.grad) : Tensor()};
+       },
+       .grad_doc = "da = where(cond, g, 0), db = where(cond, 0, g); cond is a constant. The branch "
+                   "not taken still gets 0 * its own gradient, so an inf/NaN there gives NaN (as "
+                   "PyTorch and JAX)"});
+  ops.push_back({.kind = OpKind::Clamp,
+                 .name = "clamp",
+                 .arity = 1,
+                 .signature = "clamp(x, min, max)",
+                 .summary =
+                     "min(max(x, attrs.scalar), attrs.scalar2); +-inf leaves a side open; integers "
+                     "stay integers unless a bound has a fraction",
+                 .prepare = prepare_clamp,
+                 .infer = infer_same_as_first,
+                 .cpu = cpu::clamp,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const Tensor& x = c.in[0];
+                   Tensor g = c.grad, zero = scalar(0.0, c.grad);
+                   constexpr double inf = std::numeric_limits<double>::infinity();
+                   if (c.attrs.scalar > -inf) g = where(ge(x, scalar(c.attrs.scalar, x)), g, zero);
+                   if (c.attrs.scalar2 < inf) g = where(le(x, scalar(c.attrs.scalar2, x)), g, zero);
+                   return {g};
+                 },
+                 .grad_doc = "dx = g where min <= x <= max, else 0 (as PyTorch)"});
 
   ops.push_back(compare_op(OpKind::Eq, "eq", "a == b", cpu::eq));
   ops.push_back(compare_op(OpKind::Ne, "ne", "a != b", cpu::ne));
-  for (auto [kind, name] : {std::pair{OpKind::Lt, "lt"}, {OpKind::Le, "le"}, {OpKind::Gt, "gt"},
-                            {OpKind::Ge, "ge"}})
-    ops.push_back(todo_op(kind, name, 2));
+  ops.push_back(compare_op(OpKind::Lt, "lt", "a < b", cpu::lt));
+  ops.push_back(compare_op(OpKind::Le, "le", "a <= b", cpu::le));
+  ops.push_back(compare_op(OpKind::Gt, "gt", "a > b", cpu::gt));
+  ops.push_back(compare_op(OpKind::Ge, "ge", "a >= b", cpu::ge));
 
-  ops.push_back({.kind = OpKind::Cast, .name = "cast", .arity = 1, .signature = "cast(x, dtype)",
-                 .summary = "x converted to another dtype", .infer = infer_cast, .cpu = cpu::cast,
+  ops.push_back({.kind = OpKind::Cast,
+                 .name = "cast",
+                 .arity = 1,
+                 .signature = "cast(x, dtype)",
+                 .summary = "x converted to another dtype",
+                 .infer = infer_cast,
+                 .cpu = cpu::cast,
                  .grad = [](const GradCtx& c) -> Grads { return {cast(c.grad, c.in[0].dtype())}; },
                  .grad_doc = "dx = g cast back to x's dtype"});
 }

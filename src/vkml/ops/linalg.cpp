@@ -1,8 +1,112 @@
+// Linear algebra. The matmul op itself is the 2-D/batched core: (B..., M, K) @ (B..., K, N).
+// The public matmul() gives it torch.matmul semantics by recording view ops around it (1-D
+// operands are unsqueezed, then the added dim squeezed away; a batched operand times a matrix is
+// folded into one 2-D product), and prepare broadcasts the batch dims with expand views, so the
+// rule only ever sees operands with equal batch dims and expand's rule sums the reuse back.
 #include "vkml/ops/linalg.h"
 
+#include <algorithm>
+
+#include "vkml/backend/cpu/matmul.h"
 #include "vkml/ops/op.h"
-#include "vkml/ops/todo.h"
+#include "vkml/ops/shape_ops.h"
 
 namespace vk {
-void add_linalg_ops(OpList& ops) { ops.push_back(todo_op(OpKind::Matmul, "matmul", 2)); }
+namespace {
+
+Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
+
+void check_inner(const Tensor& a, const Tensor& b, std::string_view op) {
+  VK_CHECK(a.ndim() >= 2 && b.ndim() >= 2, ShapeError, op,
+           ": the matmul op takes operands with at least 2 dims, got shapes ", shape_str(a.shape()),
+           " and ", shape_str(b.shape()));
+  int64_t ka = a.shape()[a.ndim() - 1], kb = b.shape()[b.ndim() - 2];
+  VK_CHECK(ka == kb, ShapeError, op, ": shapes ", shape_str(a.shape()), " and ",
+           shape_str(b.shape()), " cannot be multiplied (", ka, " != ", kb, ")");
+}
+
+// Common dtype, then the batch dims broadcast by recorded expand views.
+void prepare_matmul(std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  prepare_common_dtype(in, a, op);
+  if (in[0].ndim() < 2 || in[1].ndim() < 2) return;  // infer reports it
+  Shape ba = batch_of(in[0]), bb = batch_of(in[1]);
+  if (ba == bb) return;
+  size_t n = std::max(ba.size(), bb.size());
+  Shape batch(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i + ba.size() >= n ? ba[i + ba.size() - n] : 1;
+    int64_t db = i + bb.size() >= n ? bb[i + bb.size() - n] : 1;
+    VK_CHECK(da == db || da == 1 || db == 1, ShapeError, op, ": the batch dims of shapes ",
+             shape_str(in[0].shape()), " and ", shape_str(in[1].shape()), " do not broadcast");
+    batch[i] = da == 1 ? db : da;
+  }
+  for (auto& t : in) {
+    Shape s = batch;
+    s.push_back(t.shape()[t.ndim() - 2]);
+    s.push_back(t.shape()[t.ndim() - 1]);
+    if (s != t.shape()) t = expand(t, s);
+  }
+}
+
+Meta infer_matmul(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  const Tensor &a = in[0], &b = in[1];
+  check_inner(a, b, op);
+  VK_CHECK(batch_of(a) == batch_of(b), ShapeError, op, ": the batch dims of shapes ",
+           shape_str(a.shape()), " and ", shape_str(b.shape()), " differ");
+  VK_CHECK(a.dtype() == b.dtype(), DTypeError, op, ": dtypes ", dtype_name(a.dtype()), " and ",
+           dtype_name(b.dtype()), " differ");
+  VK_CHECK(a.dtype() != DType::Bool, DTypeError, op, ": not defined for bool tensors");
+  Shape s = batch_of(a);
+  s.push_back(a.shape()[a.ndim() - 2]);
+  s.push_back(b.shape()[b.ndim() - 1]);
+  return {s, a.dtype()};
+}
+
+Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
+
+}  // namespace
+
+void add_linalg_ops(OpList& ops) {
+  ops.push_back(
+      {.kind = OpKind::Matmul,
+       .name = "matmul",
+       .arity = 2,
+       .signature = "matmul(a, b)",
+       .summary = "matrix product with torch.matmul semantics: 1-D operands are vectors, batch "
+                  "dims broadcast; the op itself is (B..., M, K) @ (B..., K, N) (BLAS for "
+                  "float32/float64, a loop for integers; dtypes are promoted)",
+       .prepare = prepare_matmul,
+       .infer = infer_matmul,
+       .cpu = cpu::matmul,
+       .grad = [](const GradCtx& c) -> Grads {
+         return {c.needs[0] ? matmul(c.grad, mT(c.in[1])) : Tensor(),
+                 c.needs[1] ? matmul(mT(c.in[0]), c.grad) : Tensor()};
+       },
+       .grad_doc = "da = g @ b^T, db = a^T @ g (batch broadcasting is summed back by expand's "
+                   "rule; 1-D operands by the view ops around the core)"});
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  VK_CHECK(a.ndim() >= 1 && b.ndim() >= 1, ShapeError,
+           "matmul: both operands need at least 1 dim, got shapes ", shape_str(a.shape()), " and ",
+           shape_str(b.shape()));
+  const int64_t ka = a.shape().back();
+  const int64_t kb = b.ndim() == 1 ? b.shape()[0] : b.shape()[b.ndim() - 2];
+  VK_CHECK(ka == kb, ShapeError, "matmul: shapes ", shape_str(a.shape()), " and ",
+           shape_str(b.shape()), " cannot be multiplied (", ka, " != ", kb, ")");
+  if (a.ndim() == 1 && b.ndim() == 1)
+    return reshape(matmul(reshape(a, {1, ka}), reshape(b, {kb, 1})), {});
+  if (a.ndim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
+  if (b.ndim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
+  if (a.ndim() >= 3 && b.ndim() == 2) {
+    // (B..., M, K) @ (K, N): one 2-D product over all the rows (a view when a's rows allow).
+    Shape s = a.shape();
+    s.back() = b.shape()[1];
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < a.ndim(); ++d) rows *= a.shape()[d];
+    return reshape(matmul(reshape(a, {rows, ka}), b), s);
+  }
+  return dispatch(OpKind::Matmul, {a, b});
+}
+
 }  // namespace vk

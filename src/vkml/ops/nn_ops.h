@@ -10,8 +10,8 @@ Tensor im2col(const Tensor& x, const Window2d& w);
 Tensor col2im(const Tensor& cols, int64_t height, int64_t width, const Window2d& w);
 // weight (O, C/groups, kh, kw); bias optional (undefined Tensor for none).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride_h,
-              int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dil_h = 1,
-              int64_t dil_w = 1, int64_t groups = 1);
+              int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dil_h = 1, int64_t dil_w = 1,
+              int64_t groups = 1);
 struct PoolResult {
   Tensor values, indices;  // indices: int64 flat positions within each (H, W) input plane
 };

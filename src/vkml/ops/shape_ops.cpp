@@ -2,6 +2,7 @@
 #include "vkml/ops/shape_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "vkml/backend/cpu/shape.h"
@@ -9,7 +10,6 @@
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/reduction.h"
-#include "vkml/ops/todo.h"
 
 namespace vk {
 namespace {
@@ -38,13 +38,117 @@ Meta infer_permute(const std::vector<Tensor>& in, const Attrs& a, std::string_vi
 
 Meta infer_expand(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
   const Shape& from = in[0].shape();
-  VK_CHECK(a.shape.size() >= from.size(), ShapeError, op, ": cannot expand shape ",
-           shape_str(from), " to fewer dims ", shape_str(a.shape));
+  VK_CHECK(a.shape.size() >= from.size(), ShapeError, op, ": cannot expand shape ", shape_str(from),
+           " to fewer dims ", shape_str(a.shape));
   size_t lead = a.shape.size() - from.size();
   for (size_t i = 0; i < from.size(); ++i)
     VK_CHECK(from[i] == a.shape[lead + i] || from[i] == 1, ShapeError, op, ": cannot expand shape ",
              shape_str(from), " to ", shape_str(a.shape));
   return {a.shape, in[0].dtype()};
+}
+
+Meta infer_slice(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor& x = in[0];
+  VK_CHECK(x.ndim() > 0, IndexError, op, ": cannot slice a 0-d tensor");
+  VK_CHECK(a.dim >= 0 && a.dim < x.ndim(), IndexError, op, ": dim ", a.dim,
+           " is out of range for a tensor of shape ", shape_str(x.shape()));
+  VK_CHECK(a.step >= 1, ShapeError, op, ": step must be positive, got ", a.step);
+  Shape s = x.shape();
+  s[a.dim] = cpu::slice_range(s[a.dim], a.start, a.stop, a.step).len;
+  return {s, x.dtype()};
+}
+
+Meta infer_slice_backward(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor& g = in[0];
+  const int64_t nd = static_cast<int64_t>(a.shape.size());
+  VK_CHECK(a.dim >= 0 && a.dim < nd, IndexError, op, ": dim ", a.dim,
+           " is out of range for the input shape ", shape_str(a.shape));
+  VK_CHECK(a.step >= 1, ShapeError, op, ": step must be positive, got ", a.step);
+  numel_of(a.shape);  // validates the extents
+  Shape expected = a.shape;
+  expected[a.dim] = cpu::slice_range(a.shape[a.dim], a.start, a.stop, a.step).len;
+  VK_CHECK(g.shape() == expected, ShapeError, op, ": gradient of shape ", shape_str(g.shape()),
+           " does not match the slice [", a.start, ":", a.stop, ":", a.step, "] of dim ", a.dim,
+           " of shape ", shape_str(a.shape), ", which has shape ", shape_str(expected));
+  return {a.shape, g.dtype()};
+}
+
+// cat/stack: every input takes the common dtype of all of them (torch's promotion).
+void prepare_promote_all(std::vector<Tensor>& in, const Attrs&, std::string_view) {
+  DType common = in[0].dtype();
+  for (const Tensor& t : in) common = promote(common, t.dtype());
+  for (Tensor& t : in) t = cast(t, common);
+}
+
+Meta infer_cat(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const size_t ref = cpu::cat_reference(in);
+  const Shape& rs = in[ref].shape();
+  const int64_t nd = static_cast<int64_t>(rs.size());
+  VK_CHECK(nd > 0, ShapeError, op, ": zero-dimensional tensor (input ", ref,
+           ") cannot be concatenated");
+  VK_CHECK(a.dim >= 0 && a.dim < nd, IndexError, op, ": dim ", a.dim,
+           " is out of range for tensors of shape ", shape_str(rs));
+  Shape out = rs;
+  out[a.dim] = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& t = in[i];
+    if (cpu::cat_skips(t, nd)) continue;
+    VK_CHECK(t.dtype() == in[ref].dtype(), DTypeError, op, ": input ", i, " has dtype ",
+             dtype_name(t.dtype()), ", input ", ref, " has ", dtype_name(in[ref].dtype()));
+    bool match = t.ndim() == nd;
+    for (int64_t d = 0; match && d < nd; ++d) match = d == a.dim || t.shape()[d] == rs[d];
+    VK_CHECK(match, ShapeError, op, ": shapes ", shape_str(rs), " (input ", ref, ") and ",
+             shape_str(t.shape()), " (input ", i, ") must match except in dim ", a.dim);
+    out[a.dim] += t.shape()[a.dim];
+  }
+  return {out, in[ref].dtype()};
+}
+
+Meta infer_stack(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Shape& s0 = in[0].shape();
+  const int64_t nd = static_cast<int64_t>(s0.size());
+  VK_CHECK(a.dim >= 0 && a.dim <= nd, IndexError, op, ": dim ", a.dim,
+           " is out of range for stacking tensors of shape ", shape_str(s0));
+  for (size_t i = 1; i < in.size(); ++i) {
+    VK_CHECK(in[i].shape() == s0, ShapeError, op, ": expects tensors of equal shape, got ",
+             shape_str(s0), " (input 0) and ", shape_str(in[i].shape()), " (input ", i, ")");
+    VK_CHECK(in[i].dtype() == in[0].dtype(), DTypeError, op, ": input ", i, " has dtype ",
+             dtype_name(in[i].dtype()), ", input 0 has ", dtype_name(in[0].dtype()));
+  }
+  Shape out = s0;
+  out.insert(out.begin() + a.dim, static_cast<int64_t>(in.size()));
+  return {out, in[0].dtype()};
+}
+
+Meta infer_pad(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor& x = in[0];
+  const int64_t nd = x.ndim();
+  VK_CHECK(a.ints.size() % 2 == 0, ShapeError, op, ": padding has ", a.ints.size(),
+           " values; it must be (before, after) pairs");
+  VK_CHECK(static_cast<int64_t>(a.ints.size()) <= 2 * nd, ShapeError, op, ": ", a.ints.size() / 2,
+           " (before, after) pairs are too many for a tensor of shape ", shape_str(x.shape()));
+  VK_CHECK(is_floating(x.dtype()) || std::isfinite(a.scalar), DTypeError, op,
+           ": cannot pad a tensor of dtype ", dtype_name(x.dtype()), " with ", a.scalar);
+  Shape s = x.shape();
+  for (size_t k = 0; k * 2 < a.ints.size(); ++k) {
+    const int64_t d = nd - 1 - static_cast<int64_t>(k);
+    const int64_t n = s[d] + a.ints[2 * k] + a.ints[2 * k + 1];
+    VK_CHECK(n >= 0, ShapeError, op, ": padding (", a.ints[2 * k], ", ", a.ints[2 * k + 1],
+             ") of dim ", d, " of shape ", shape_str(x.shape()), " gives a negative size ", n);
+    s[d] = n;
+  }
+  return {s, x.dtype()};
+}
+
+Meta infer_flip(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor& x = in[0];
+  std::vector<bool> seen(static_cast<size_t>(x.ndim()), false);
+  for (int64_t d : a.dims) {
+    VK_CHECK(d >= 0 && d < x.ndim() && !seen[d], IndexError, op, ": dims ", shape_str(a.dims),
+             " are not distinct dims of a tensor of shape ", shape_str(x.shape()));
+    seen[d] = true;
+  }
+  return {x.shape(), x.dtype()};
 }
 
 std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& p) {
@@ -56,37 +160,137 @@ std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& p) {
 }  // namespace
 
 void add_shape_ops(OpList& ops) {
-  ops.push_back({.kind = OpKind::Reshape, .name = "reshape", .arity = 1,
-                 .signature = "reshape(x, shape)",
-                 .summary = "the same elements in row-major order with another shape (a view when "
-                            "the strides allow)",
-                 .infer = infer_reshape, .cpu = cpu::reshape,
-                 .grad = [](const GradCtx& c) -> Grads { return {reshape(c.grad, c.in[0].shape())}; },
-                 .grad_doc = "dx = reshape(g, x.shape)"});
-  ops.push_back({.kind = OpKind::Permute, .name = "permute", .arity = 1,
-                 .signature = "permute(x, dims)", .summary = "a view with the dims reordered",
-                 .infer = infer_permute, .cpu = cpu::permute,
+  ops.push_back(
+      {.kind = OpKind::Reshape,
+       .name = "reshape",
+       .arity = 1,
+       .signature = "reshape(x, shape)",
+       .summary = "the same elements in row-major order with another shape (a view when "
+                  "the strides allow)",
+       .infer = infer_reshape,
+       .cpu = cpu::reshape,
+       .grad = [](const GradCtx& c) -> Grads { return {reshape(c.grad, c.in[0].shape())}; },
+       .grad_doc = "dx = reshape(g, x.shape)"});
+  ops.push_back({.kind = OpKind::Permute,
+                 .name = "permute",
+                 .arity = 1,
+                 .signature = "permute(x, dims)",
+                 .summary = "a view with the dims reordered",
+                 .infer = infer_permute,
+                 .cpu = cpu::permute,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {permute(c.grad, inverse_permutation(c.attrs.dims))};
                  },
                  .grad_doc = "dx = permute(g, inverse permutation)"});
-  ops.push_back({.kind = OpKind::Expand, .name = "expand", .arity = 1,
-                 .signature = "expand(x, shape)",
-                 .summary = "a view repeating size-1 dims (stride 0) and adding leading dims",
-                 .infer = infer_expand, .cpu = cpu::expand,
-                 .grad = [](const GradCtx& c) -> Grads { return {sum_to(c.grad, c.in[0].shape())}; },
-                 .grad_doc = "dx = g summed over the stretched and added dims (sum_to)"});
-  ops.push_back({.kind = OpKind::Contiguous, .name = "contiguous", .arity = 1,
-                 .signature = "contiguous(x)", .summary = "a row-major copy of x",
-                 .infer = infer_same_as_first, .cpu = cpu::contiguous,
+  ops.push_back(
+      {.kind = OpKind::Expand,
+       .name = "expand",
+       .arity = 1,
+       .signature = "expand(x, shape)",
+       .summary = "a view repeating size-1 dims (stride 0) and adding leading dims",
+       .infer = infer_expand,
+       .cpu = cpu::expand,
+       .grad = [](const GradCtx& c) -> Grads { return {sum_to(c.grad, c.in[0].shape())}; },
+       .grad_doc = "dx = g summed over the stretched and added dims (sum_to)"});
+  ops.push_back({.kind = OpKind::Contiguous,
+                 .name = "contiguous",
+                 .arity = 1,
+                 .signature = "contiguous(x)",
+                 .summary = "a row-major copy of x",
+                 .infer = infer_same_as_first,
+                 .cpu = cpu::contiguous,
                  .grad = [](const GradCtx& c) -> Grads { return {c.grad}; },
                  .grad_doc = "dx = g"});
-  ops.push_back(todo_op(OpKind::Slice, "slice", 1));
-  ops.push_back(todo_op(OpKind::SliceBackward, "slice_backward", 1));
-  ops.push_back(todo_op(OpKind::Cat, "cat", -1));
-  ops.push_back(todo_op(OpKind::Stack, "stack", -1));
-  ops.push_back(todo_op(OpKind::Pad, "pad", 1));
-  ops.push_back(todo_op(OpKind::Flip, "flip", 1));
+  ops.push_back({.kind = OpKind::Slice,
+                 .name = "slice",
+                 .arity = 1,
+                 .signature = "slice(x, dim, start, stop, step)",
+                 .summary = "a view of x[start:stop:step] along dim (Python slice semantics: "
+                            "negative bounds count from the end, bounds are clamped, step >= 1)",
+                 .infer = infer_slice,
+                 .cpu = cpu::slice,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const Attrs& a = c.attrs;
+                   auto r = cpu::slice_range(c.in[0].shape()[a.dim], a.start, a.stop, a.step);
+                   return {slice_backward(c.grad, c.in[0].shape(), a.dim, r.start, r.stop, r.step)};
+                 },
+                 .grad_doc = "dx = slice_backward(g, x.shape, dim, start, stop, step)"});
+  ops.push_back({.kind = OpKind::SliceBackward,
+                 .name = "slice_backward",
+                 .arity = 1,
+                 .signature = "slice_backward(g, input_shape, dim, start, stop, step)",
+                 .summary = "zeros of input_shape with g written at the positions "
+                            "slice(dim, start, stop, step) selects (the adjoint of slice)",
+                 .infer = infer_slice_backward,
+                 .cpu = cpu::slice_backward,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const Attrs& a = c.attrs;
+                   return {slice(c.grad, a.dim, a.start, a.stop, a.step)};
+                 },
+                 .grad_doc = "dg = slice(g_out, dim, start, stop, step)"});
+  ops.push_back({.kind = OpKind::Cat,
+                 .name = "cat",
+                 .arity = -1,
+                 .signature = "cat(xs, dim)",
+                 .summary = "the inputs joined along dim (shapes equal elsewhere; dtypes promoted; "
+                            "1-D empty tensors are skipped, as torch)",
+                 .prepare = prepare_promote_all,
+                 .infer = infer_cat,
+                 .cpu = cpu::cat,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const int64_t dim = c.attrs.dim;
+                   const int64_t nd = c.in[cpu::cat_reference(c.in)].ndim();
+                   Grads gs(c.in.size());
+                   int64_t at = 0;
+                   for (size_t i = 0; i < c.in.size(); ++i) {
+                     if (cpu::cat_skips(c.in[i], nd)) continue;
+                     const int64_t size = c.in[i].shape()[dim];
+                     if (c.needs[i]) gs[i] = slice(c.grad, dim, at, at + size, 1);
+                     at += size;
+                   }
+                   return gs;
+                 },
+                 .grad_doc = "dx_i = slice(g, dim, offset_i, offset_i + x_i.shape[dim])"});
+  ops.push_back(
+      {.kind = OpKind::Stack,
+       .name = "stack",
+       .arity = -1,
+       .signature = "stack(xs, dim)",
+       .summary = "the inputs (all of one shape) joined along a new dim (dtypes promoted)",
+       .prepare = prepare_promote_all,
+       .infer = infer_stack,
+       .cpu = cpu::stack,
+       .grad = [](const GradCtx& c) -> Grads {
+         Grads gs(c.in.size());
+         for (size_t i = 0; i < c.in.size(); ++i)
+           if (c.needs[i]) gs[i] = select(c.grad, c.attrs.dim, static_cast<int64_t>(i));
+         return gs;
+       },
+       .grad_doc = "dx_i = select(g, dim, i)"});
+  ops.push_back({.kind = OpKind::Pad,
+                 .name = "pad",
+                 .arity = 1,
+                 .signature = "pad(x, widths, value)",
+                 .summary = "constant padding; widths are (before, after) pairs from the last dim, "
+                            "as torch.nn.functional.pad; negative widths crop",
+                 .infer = infer_pad,
+                 .cpu = cpu::pad,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   std::vector<int64_t> crop(c.attrs.ints.size());
+                   for (size_t i = 0; i < crop.size(); ++i) crop[i] = -c.attrs.ints[i];
+                   return {pad(c.grad, crop, 0.0)};
+                 },
+                 .grad_doc = "dx = pad(g, -widths, 0): the padded border cut off (and a cropped "
+                             "border given zero gradient)"});
+  ops.push_back({.kind = OpKind::Flip,
+                 .name = "flip",
+                 .arity = 1,
+                 .signature = "flip(x, dims)",
+                 .summary = "a copy of x with the order of elements reversed along dims",
+                 .infer = infer_flip,
+                 .cpu = cpu::flip,
+                 .grad = [](const GradCtx& c) -> Grads { return {flip(c.grad, c.attrs.dims)}; },
+                 .grad_doc = "dx = flip(g, dims)"});
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
@@ -150,7 +354,8 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   size_t lead = x.shape().size() - shape.size();
   std::vector<int64_t> dims;
   for (size_t i = 0; i < x.shape().size(); ++i)
-    if (i < lead || (shape[i - lead] == 1 && x.shape()[i] != 1)) dims.push_back(static_cast<int64_t>(i));
+    if (i < lead || (shape[i - lead] == 1 && x.shape()[i] != 1))
+      dims.push_back(static_cast<int64_t>(i));
   Tensor s = dims.empty() ? x : sum(x, dims, true);
   return reshape(s, shape);
 }
@@ -191,7 +396,7 @@ Tensor slice_backward(const Tensor& g, const Shape& input_shape, int64_t dim, in
                       int64_t stop, int64_t step) {
   Attrs a;
   a.shape = input_shape;
-  a.dim = dim;
+  a.dim = wrap_dim(dim, static_cast<int64_t>(input_shape.size()), "slice_backward");
   a.start = start;
   a.stop = stop;
   a.step = step;
@@ -210,7 +415,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   VK_CHECK(!xs.empty(), ShapeError, "cat: expected a non-empty list of tensors");
   Attrs a;
-  a.dim = wrap_dim(dim, xs[0].ndim(), "cat");
+  a.dim = wrap_dim(dim, xs[cpu::cat_reference(xs)].ndim(), "cat");
   return dispatch(OpKind::Cat, xs, a);
 }
 
@@ -229,8 +434,9 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& widths, double value) {
 }
 
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
-  Attrs a;
-  a.dims = wrap_dims(dims, x.ndim(), "flip");
+  Attrs a;  // an empty list flips nothing (as torch); a repeated dim is an error (infer_flip)
+  for (int64_t d : dims) a.dims.push_back(wrap_dim(d, x.ndim(), "flip"));
+  if (x.ndim() == 0) a.dims.clear();
   return dispatch(OpKind::Flip, {x}, a);
 }
 

@@ -1,6 +1,13 @@
+// Element-wise CPU kernels. Every kernel is one scalar function handed to map(): operands are
+// already of one shape and (except where's condition) one dtype, so a kernel only picks the C++
+// element type and says what happens to one element. Each output element depends only on the
+// input elements at its index, so results are bitwise identical at any thread count.
 #include "vkml/backend/cpu/elementwise.h"
 
 #include <cmath>
+#include <limits>
+#include <numbers>
+#include <type_traits>
 
 #include "vkml/backend/cpu/loops.h"
 #include "vkml/ops/op.h"
@@ -8,17 +15,96 @@
 namespace vk::cpu {
 namespace {
 
+// True when every element of t is the same memory element: a scalar broadcast by an expand view
+// (x * 0.5, x ** 2.0), with all strides 0.
+bool is_uniform(const Tensor& t) {
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    if (t.strides()[d] != 0 && t.shape()[d] != 1) return false;
+  return true;
+}
+
+// An input of the flat loop: a contiguous array, or one value repeated (Uniform = true).
+template <class T, bool Uniform>
+struct Reader {
+  const T* p;
+  T operator[](int64_t i) const { return p[i]; }
+};
+template <class T>
+struct Reader<T, true> {
+  T v;
+  T operator[](int64_t) const { return v; }
+};
+
+template <class T, bool Uniform>
+Reader<T, Uniform> reader(const Tensor& t) {
+  if constexpr (Uniform)
+    return {*t.data<T>()};
+  else
+    return {t.data<T>()};
+}
+
+// The flat loop for one combination of contiguous (bit k clear) and uniform (bit k set) inputs.
+template <unsigned Mask, class Out, class... In, class F, size_t... K>
+void flat_map(const Tensor& out, const std::array<const Tensor*, sizeof...(In)>& ins, F& f,
+              std::index_sequence<K...>) {
+  Out* const o = out.data<Out>();
+  const std::tuple<Reader<In, ((Mask >> K) & 1u) != 0>...> readers{
+      reader<In, ((Mask >> K) & 1u) != 0>(*ins[K])...};
+  auto body = [o, readers, &f](int64_t begin, int64_t end) {
+    const auto r = readers;  // locals: the compiler sees they cannot alias the output
+    for (int64_t i = begin; i < end; ++i) o[i] = f(std::get<K>(r)[i]...);
+  };
+  const int64_t n = out.numel();
+  if (n <= kElementwiseGrain)
+    body(0, n);  // inline: no thread hand-off, no heap allocation
+  else
+    parallel_for(n, kElementwiseGrain, body);
+}
+
+template <class Out, class... In, class F, unsigned... M>
+void flat_map_for(unsigned mask, const Tensor& out,
+                  const std::array<const Tensor*, sizeof...(In)>& ins, F& f,
+                  std::integer_sequence<unsigned, M...>) {
+  ((mask == M ? (flat_map<M, Out, In...>(out, ins, f, std::index_sequence_for<In...>{}), true)
+              : false) ||
+   ...);
+}
+
+// out[i] = f(in[i]...). The output is fresh and contiguous; when every input is contiguous or a
+// broadcast scalar (the common cases) the loop is a flat indexed one the compiler vectorises;
+// otherwise the strided walker of loops.h. Either way f sees the same values for each element,
+// so the path taken never changes a result.
+template <class Out, class... In, class F>
+void map(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f) {
+  bool flat = out.is_contiguous();
+  unsigned mask = 0;
+  for (size_t k = 0; k < ins.size() && flat; ++k) {
+    if (ins[k]->is_contiguous()) continue;
+    if (is_uniform(*ins[k]))
+      mask |= 1u << k;
+    else
+      flat = false;
+  }
+  // Every input uniform (a filled expand, copied by contiguous()) is rare: no loop of its own.
+  constexpr unsigned kAllUniform = (1u << sizeof...(In)) - 1;
+  if (!flat || mask == kAllUniform) {
+    map_elements<Out, In...>(out, ins, f);
+    return;
+  }
+  flat_map_for<Out, In...>(mask, out, ins, f, std::make_integer_sequence<unsigned, kAllUniform>{});
+}
+
 template <class F>
 Tensor unary_float(const Tensor& x, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_FLOAT(x.dtype(), name, map_elements<T, T>(out, {&x}, [&](T v) { return f(v); }));
+  VK_DISPATCH_FLOAT(x.dtype(), name, map<T, T>(out, {&x}, [&](T v) -> T { return f(v); }));
   return out;
 }
 
 template <class F>
 Tensor unary_numeric(const Tensor& x, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_NUMERIC(x.dtype(), name, map_elements<T, T>(out, {&x}, [&](T v) { return f(v); }));
+  VK_DISPATCH_NUMERIC(x.dtype(), name, map<T, T>(out, {&x}, [&](T v) -> T { return f(v); }));
   return out;
 }
 
@@ -26,38 +112,312 @@ template <class F>
 Tensor binary_numeric(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(in[0].dtype(), name,
-                      map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T a, T b) { return f(a, b); }));
+                      map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) -> T { return f(x, y); }));
+  return out;
+}
+
+template <class F>
+Tensor binary_all(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_ALL(in[0].dtype(), name,
+                  map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) -> T { return f(x, y); }));
   return out;
 }
 
 template <class F>
 Tensor compare(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, DType::Bool);
-  VK_DISPATCH_ALL(in[0].dtype(), name,
-                  map_elements<bool, T, T>(out, {&in[0], &in[1]},
-                                           [&](T a, T b) -> bool { return f(a, b); }));
+  VK_DISPATCH_ALL(
+      in[0].dtype(), name,
+      map<bool, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) -> bool { return f(x, y); }));
   return out;
+}
+
+template <class T>
+constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+// Integer power by squaring, wrapping on overflow like C++ unsigned arithmetic (and PyTorch).
+// A negative exponent gives 1 / base^|e| truncated: 0 unless the base is 1 or -1.
+template <class T>
+T int_pow(T base, T e) {
+  if (e < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (e & 1) ? T(-1) : T(1);
+    return 0;
+  }
+  using U = std::make_unsigned_t<T>;
+  U r = 1, b = static_cast<U>(base);
+  for (U k = static_cast<U>(e); k != 0; k >>= 1) {
+    if (k & 1) r *= b;
+    b *= b;
+  }
+  return static_cast<T>(r);
+}
+
+// A clamp bound in the element type: floats keep it as is (+-inf means open); integers saturate.
+template <class T>
+T bound(double v) {
+  if constexpr (is_float_v<T>) {
+    return static_cast<T>(v);
+  } else {
+    if (!(v > static_cast<double>(std::numeric_limits<T>::lowest())))
+      return std::numeric_limits<T>::lowest();
+    if (!(v < static_cast<double>(std::numeric_limits<T>::max())))
+      return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  }
 }
 
 }  // namespace
 
-VK_KERNEL(neg) { (void)a; return unary_numeric(in[0], m, "neg", [](auto v) { return -v; }); }
-VK_KERNEL(exp) { (void)a; return unary_float(in[0], m, "exp", [](auto v) { return std::exp(v); }); }
+// ---- unary ----
 
-VK_KERNEL(add) { (void)a; return binary_numeric(in, m, "add", [](auto x, auto y) { return x + y; }); }
-VK_KERNEL(sub) { (void)a; return binary_numeric(in, m, "sub", [](auto x, auto y) { return x - y; }); }
-VK_KERNEL(mul) { (void)a; return binary_numeric(in, m, "mul", [](auto x, auto y) { return x * y; }); }
-VK_KERNEL(div) { (void)a; return binary_numeric(in, m, "div", [](auto x, auto y) { return x / y; }); }
+VK_KERNEL(neg) {
+  (void)a;
+  return unary_numeric(in[0], m, "neg", [](auto v) { return -v; });
+}
+VK_KERNEL(exp) {
+  (void)a;
+  return unary_float(in[0], m, "exp", [](auto v) { return std::exp(v); });
+}
+VK_KERNEL(log) {
+  (void)a;
+  return unary_float(in[0], m, "log", [](auto v) { return std::log(v); });
+}
+VK_KERNEL(log1p) {
+  (void)a;
+  return unary_float(in[0], m, "log1p", [](auto v) { return std::log1p(v); });
+}
+VK_KERNEL(expm1) {
+  (void)a;
+  return unary_float(in[0], m, "expm1", [](auto v) { return std::expm1(v); });
+}
+VK_KERNEL(sqrt) {
+  (void)a;
+  return unary_float(in[0], m, "sqrt", [](auto v) { return std::sqrt(v); });
+}
+VK_KERNEL(rsqrt) {
+  (void)a;
+  return unary_float(in[0], m, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+}
+VK_KERNEL(reciprocal) {
+  (void)a;
+  return unary_float(in[0], m, "reciprocal", [](auto v) { return decltype(v)(1) / v; });
+}
+VK_KERNEL(sin) {
+  (void)a;
+  return unary_float(in[0], m, "sin", [](auto v) { return std::sin(v); });
+}
+VK_KERNEL(cos) {
+  (void)a;
+  return unary_float(in[0], m, "cos", [](auto v) { return std::cos(v); });
+}
+VK_KERNEL(tanh) {
+  (void)a;
+  return unary_float(in[0], m, "tanh", [](auto v) { return std::tanh(v); });
+}
+VK_KERNEL(sigmoid) {
+  (void)a;
+  return unary_float(in[0], m, "sigmoid", [](auto v) {
+    using T = decltype(v);
+    return T(1) / (T(1) + std::exp(-v));
+  });
+}
+VK_KERNEL(gelu) {
+  if (a.flag)  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    return unary_float(in[0], m, "gelu", [](auto v) {
+      using T = decltype(v);
+      const T k = static_cast<T>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2/pi)
+      return T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
+    });
+  return unary_float(in[0], m, "gelu", [](auto v) {  // x Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
+    using T = decltype(v);
+    return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(1 / std::numbers::sqrt2)));
+  });
+}
+VK_KERNEL(erf) {
+  (void)a;
+  return unary_float(in[0], m, "erf", [](auto v) { return std::erf(v); });
+}
+VK_KERNEL(erfc) {
+  (void)a;
+  return unary_float(in[0], m, "erfc", [](auto v) { return std::erfc(v); });
+}
 
-VK_KERNEL(eq) { (void)a; return compare(in, m, "eq", [](auto x, auto y) { return x == y; }); }
-VK_KERNEL(ne) { (void)a; return compare(in, m, "ne", [](auto x, auto y) { return x != y; }); }
+VK_KERNEL(abs) {
+  (void)a;
+  return unary_numeric(in[0], m, "abs", [](auto v) {
+    using T = decltype(v);
+    if constexpr (is_float_v<T>)
+      return std::fabs(v);
+    else
+      return v < 0 ? T(-v) : v;
+  });
+}
+VK_KERNEL(sign) {  // NaN gives 0, as PyTorch
+  (void)a;
+  return unary_numeric(in[0], m, "sign", [](auto v) {
+    using T = decltype(v);
+    return static_cast<T>((T(0) < v) - (v < T(0)));
+  });
+}
+VK_KERNEL(relu) {  // NaN stays NaN
+  (void)a;
+  return unary_numeric(in[0], m, "relu", [](auto v) { return v < 0 ? decltype(v)(0) : v; });
+}
+VK_KERNEL(floor) {
+  (void)a;
+  return unary_numeric(in[0], m, "floor", [](auto v) {
+    if constexpr (is_float_v<decltype(v)>)
+      return std::floor(v);
+    else
+      return v;
+  });
+}
+VK_KERNEL(ceil) {
+  (void)a;
+  return unary_numeric(in[0], m, "ceil", [](auto v) {
+    if constexpr (is_float_v<decltype(v)>)
+      return std::ceil(v);
+    else
+      return v;
+  });
+}
+VK_KERNEL(round) {  // nearbyint in the default rounding mode: halves go to the even neighbour
+  (void)a;
+  return unary_numeric(in[0], m, "round", [](auto v) {
+    if constexpr (is_float_v<decltype(v)>)
+      return std::nearbyint(v);
+    else
+      return v;
+  });
+}
+
+// ---- binary ----
+
+VK_KERNEL(add) {
+  (void)a;
+  return binary_numeric(in, m, "add", [](auto x, auto y) { return x + y; });
+}
+VK_KERNEL(sub) {
+  (void)a;
+  return binary_numeric(in, m, "sub", [](auto x, auto y) { return x - y; });
+}
+VK_KERNEL(mul) {
+  (void)a;
+  return binary_numeric(in, m, "mul", [](auto x, auto y) { return x * y; });
+}
+VK_KERNEL(div) {
+  (void)a;
+  return binary_numeric(in, m, "div", [](auto x, auto y) { return x / y; });
+}
+
+VK_KERNEL(pow) {
+  (void)a;
+  // One exponent for every element (x ** 2.0: a broadcast scalar). The usual small powers are
+  // products or roots, several times faster than pow() and vectorised, as PyTorch does.
+  if (is_floating(m.dtype) && is_uniform(in[1]) && in[1].numel() > 0) {
+    Tensor out = Tensor::empty(m.shape, m.dtype);
+    VK_DISPATCH_FLOAT(m.dtype, "pow", {
+      const T e = *in[1].data<T>();
+      const std::array<const Tensor*, 1> x{&in[0]};
+      if (e == T(2))
+        map<T, T>(out, x, [](T v) { return v * v; });
+      else if (e == T(3))
+        map<T, T>(out, x, [](T v) { return v * v * v; });
+      else if (e == T(1))
+        map<T, T>(out, x, [](T v) { return v; });
+      else if (e == T(0.5))
+        map<T, T>(out, x, [](T v) { return std::sqrt(v); });
+      else if (e == T(-1))
+        map<T, T>(out, x, [](T v) { return T(1) / v; });
+      else
+        map<T, T>(out, x, [e](T v) { return std::pow(v, e); });
+    });
+    return out;
+  }
+  return binary_numeric(in, m, "pow", [](auto x, auto y) {
+    if constexpr (is_float_v<decltype(x)>)
+      return std::pow(x, y);
+    else
+      return int_pow(x, y);
+  });
+}
+
+// maximum/minimum propagate NaN from either side, as PyTorch.
+VK_KERNEL(maximum) {
+  (void)a;
+  return binary_all(in, m, "maximum", [](auto x, auto y) {
+    if constexpr (is_float_v<decltype(x)>)
+      if (std::isnan(x) || std::isnan(y)) return x + y;
+    return x > y ? x : y;
+  });
+}
+VK_KERNEL(minimum) {
+  (void)a;
+  return binary_all(in, m, "minimum", [](auto x, auto y) {
+    if constexpr (is_float_v<decltype(x)>)
+      if (std::isnan(x) || std::isnan(y)) return x + y;
+    return x < y ? x : y;
+  });
+}
+
+VK_KERNEL(where) {
+  (void)a;
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_ALL(m.dtype, "where",
+                  map<T, bool, T, T>(out, {&in[0], &in[1], &in[2]},
+                                     [](bool c, T x, T y) -> T { return c ? x : y; }));
+  return out;
+}
+
+// min(max(x, lo), hi) as torch.clamp: with lo > hi every element becomes hi; NaN stays NaN.
+VK_KERNEL(clamp) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_NUMERIC(m.dtype, "clamp", {
+    const T lo = bound<T>(a.scalar), hi = bound<T>(a.scalar2);
+    map<T, T>(out, {&in[0]}, [lo, hi](T v) -> T {
+      T r = v < lo ? lo : v;
+      return r > hi ? hi : r;
+    });
+  });
+  return out;
+}
+
+// ---- comparisons ----
+
+VK_KERNEL(eq) {
+  (void)a;
+  return compare(in, m, "eq", [](auto x, auto y) { return x == y; });
+}
+VK_KERNEL(ne) {
+  (void)a;
+  return compare(in, m, "ne", [](auto x, auto y) { return x != y; });
+}
+VK_KERNEL(lt) {
+  (void)a;
+  return compare(in, m, "lt", [](auto x, auto y) { return x < y; });
+}
+VK_KERNEL(le) {
+  (void)a;
+  return compare(in, m, "le", [](auto x, auto y) { return x <= y; });
+}
+VK_KERNEL(gt) {
+  (void)a;
+  return compare(in, m, "gt", [](auto x, auto y) { return x > y; });
+}
+VK_KERNEL(ge) {
+  (void)a;
+  return compare(in, m, "ge", [](auto x, auto y) { return x >= y; });
+}
+
+// ---- conversion ----
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   VK_DISPATCH_ALL(dst.dtype(), "copy", {
     using Out = T;
-    VK_DISPATCH_ALL(src.dtype(), "copy", {
-      map_elements<Out, T>(dst, {&src}, [](T v) { return static_cast<Out>(v); });
-    });
+    VK_DISPATCH_ALL(src.dtype(), "copy",
+                    { map<Out, T>(dst, {&src}, [](T v) { return static_cast<Out>(v); }); });
   });
 }
 

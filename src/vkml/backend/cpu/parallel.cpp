@@ -24,7 +24,7 @@ class ThreadPool {
     std::lock_guard<std::mutex> use(use_mutex_);
     stop_workers();
     stopping_ = false;
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this, i] { work(i); });
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, i, g = generation_] { work(i, g); });
   }
 
   // Returns false (and runs nothing) when another caller holds the pool.
@@ -63,8 +63,9 @@ class ThreadPool {
     t_inside_pool = false;
   }
 
-  void work(int index) {
-    uint64_t seen = 0;
+  // `seen` starts at the generation current at creation: a new worker must not mistake the
+  // last finished job for a new one.
+  void work(int index, uint64_t seen) {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mutex_);

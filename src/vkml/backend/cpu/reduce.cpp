@@ -1,70 +1,806 @@
+// Reduction kernels and the fused softmax family.
+//
+// Every reduction goes through run_reduce(), which views x as two index spaces: the kept dims
+// (one output element each) and the reduced dims, each coalesced where strides chain. Then one of
+// two loops runs:
+//   rows:    for each output, fold its reduced elements (contiguous when the reduced dims are
+//            innermost: a tight loop over `lanes` independent accumulators, which vectorises);
+//            long folds are cut into fixed blocks of kBlock elements whose partial results are
+//            combined in a fixed pairwise tree. A full reduction is the one-output case.
+//   columns: when the innermost kept dim is contiguous, whole rows of outputs are accumulated at
+//            once (a vectorisable add of a row of x into a row of accumulators).
+// Determinism: the order in which elements are combined depends only on the shape and strides of
+// x, never on how parallel_for splits the work, so results are bitwise identical at any thread
+// count. Float32 accumulates in double.
 #include "vkml/backend/cpu/reduce.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
 
+#include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/ops/op.h"
 
 namespace vk::cpu {
 namespace {
 
-// Splits x's dims into kept (outer) and reduced (inner) index spaces.
-struct ReducePlan {
-  Shape outer_shape, inner_shape;
-  Strides outer_strides, inner_strides;
-  int64_t outer = 1, inner = 1;
+constexpr int64_t kBlock = 8192;     // reduced elements per partial result in row reductions
+constexpr int64_t kColWidth = 256;   // output columns per work item in column reductions
+constexpr int64_t kWork = 32768;     // about this many elements per parallel range
+constexpr int64_t kColRows = 65536;  // elements per row block of a blocked column reduction
+
+// Explicit SIMD (GCC/Clang vector extensions) where the auto-vectoriser gives up: selects with
+// NaN handling (max/min, first index of a value). One machine vector of T.
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+#else
+constexpr int kVecBytes = 32;
+#endif
+template <class T, int N>
+struct SimdOf {
+  typedef T type __attribute__((vector_size(N * sizeof(T))));
+};
+template <class T, int N = kVecBytes / static_cast<int>(sizeof(T))>
+using Simd = typename SimdOf<T, N>::type;
+
+template <class V, class T>
+inline V load_simd(const T* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V, class T>
+inline void store_simd(T* p, const V& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// ---- vectorisable exp ----
+// exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln2 / 2; exp(r) by a polynomial, 2^n built
+// in the exponent bits (in two factors so that results in the subnormal range are right). Pure
+// arithmetic and selects, so loops over it vectorise; the same code runs for every element, so
+// a value never depends on where a vector loop starts.
+inline float vexp(float x) {
+  constexpr float kHi = 88.72283935546875f, kLo = -103.97208404541016f;
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  float xc = x > kHi ? kHi : x;
+  xc = xc < kLo ? kLo : xc;
+  xc = x == x ? xc : 0.0f;
+  float t = std::fma(xc, 1.44269504088896341f, kMagic);
+  float n = t - kMagic;
+  int32_t ni = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kMagic);
+  float r = std::fma(n, -0.693359375f, xc);
+  r = std::fma(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  p = std::fma(p, r * r, r) + 1.0f;
+  int32_t n1 = ni >> 1, n2 = ni - n1;
+  float s1 = std::bit_cast<float>((n1 + 127) << 23), s2 = std::bit_cast<float>((n2 + 127) << 23);
+  float y = p * s1 * s2;
+  y = x > kHi ? std::numeric_limits<float>::infinity() : y;
+  y = x < kLo ? 0.0f : y;
+  return x == x ? y : x;
+}
+
+inline double vexp(double x) {
+  constexpr double kHi = 709.782712893384, kLo = -745.1332191019412;
+  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
+  double xc = x > kHi ? kHi : x;
+  xc = xc < kLo ? kLo : xc;
+  xc = x == x ? xc : 0.0;
+  double t = std::fma(xc, 1.4426950408889634, kMagic);
+  double n = t - kMagic;
+  int64_t ni = std::bit_cast<int64_t>(t) - std::bit_cast<int64_t>(kMagic);
+  double r = std::fma(n, -6.93147180369123816490e-01, xc);  // ln2 split in a high part with
+  r = std::fma(n, -1.90821492927058770002e-10, r);         // trailing zeros and the rest
+  // Taylor series of exp(r) to degree 13: truncation below 1e-17 for |r| <= 0.347.
+  double p = 1.0 / 6227020800.0;
+  p = std::fma(p, r, 1.0 / 479001600.0);
+  p = std::fma(p, r, 1.0 / 39916800.0);
+  p = std::fma(p, r, 1.0 / 3628800.0);
+  p = std::fma(p, r, 1.0 / 362880.0);
+  p = std::fma(p, r, 1.0 / 40320.0);
+  p = std::fma(p, r, 1.0 / 5040.0);
+  p = std::fma(p, r, 1.0 / 720.0);
+  p = std::fma(p, r, 1.0 / 120.0);
+  p = std::fma(p, r, 1.0 / 24.0);
+  p = std::fma(p, r, 1.0 / 6.0);
+  p = std::fma(p, r, 0.5);
+  p = std::fma(p, r * r, r) + 1.0;
+  int64_t n1 = ni >> 1, n2 = ni - n1;
+  double s1 = std::bit_cast<double>((n1 + 1023) << 52);
+  double s2 = std::bit_cast<double>((n2 + 1023) << 52);
+  double y = p * s1 * s2;
+  y = x > kHi ? std::numeric_limits<double>::infinity() : y;
+  y = x < kLo ? 0.0 : y;
+  return x == x ? y : x;
+}
+
+// ---- layout ----
+
+struct Dim {
+  int64_t size, stride;
 };
 
-ReducePlan plan_reduce(const Tensor& x, const std::vector<int64_t>& dims) {
-  ReducePlan p;
+// Appends an inner dim, merging it into the previous one when their strides chain.
+void push_dim(std::vector<Dim>& v, int64_t size, int64_t stride) {
+  if (size == 1) return;
+  if (!v.empty() && v.back().stride == size * stride) {
+    v.back().size *= size;
+    v.back().stride = stride;
+    return;
+  }
+  v.push_back({size, stride});
+}
+
+// kept: the output's index space, red: the reduced one; both row-major, coalesced, size-1 dims
+// dropped (so an empty list is one element).
+struct Plan {
+  std::vector<Dim> kept, red;
+  std::vector<Dim> red_outer;  // red without its innermost dim
+  int64_t n_out = 1, n_red = 1;
+};
+
+Plan make_plan(const Tensor& x, const std::vector<int64_t>& dims) {
+  Plan p;
   for (int64_t d = 0; d < x.ndim(); ++d) {
     bool reduced = std::binary_search(dims.begin(), dims.end(), d);
-    (reduced ? p.inner_shape : p.outer_shape).push_back(x.shape()[d]);
-    (reduced ? p.inner_strides : p.outer_strides).push_back(x.strides()[d]);
-    (reduced ? p.inner : p.outer) *= x.shape()[d];
+    int64_t size = x.shape()[d];
+    push_dim(reduced ? p.red : p.kept, size, x.strides()[d]);
+    (reduced ? p.n_red : p.n_out) *= size;
   }
+  if (!p.red.empty()) p.red_outer.assign(p.red.begin(), p.red.end() - 1);
   return p;
 }
 
-int64_t offset_of(int64_t linear, const Shape& shape, const Strides& strides) {
+// Walks an index space in row-major order, tracking the element offset.
+struct Walker {
+  const std::vector<Dim>& dims;
+  std::vector<int64_t> idx;
   int64_t off = 0;
-  for (size_t d = shape.size(); d-- > 0;) {
-    off += (linear % shape[d]) * strides[d];
-    linear /= shape[d];
+
+  explicit Walker(const std::vector<Dim>& d) : dims(d), idx(d.size(), 0) {}
+  void seek(int64_t linear) {
+    off = 0;
+    for (size_t k = dims.size(); k-- > 0;) {
+      idx[k] = linear % dims[k].size;
+      off += idx[k] * dims[k].stride;
+      linear /= dims[k].size;
+    }
+  }
+  void next() {
+    for (size_t k = dims.size(); k-- > 0;) {
+      off += dims[k].stride;
+      if (++idx[k] < dims[k].size) return;
+      off -= dims[k].size * dims[k].stride;
+      idx[k] = 0;
+    }
+  }
+};
+
+int64_t offset_of(int64_t linear, const std::vector<Dim>& dims) {
+  int64_t off = 0;
+  for (size_t k = dims.size(); k-- > 0;) {
+    off += (linear % dims[k].size) * dims[k].stride;
+    linear /= dims[k].size;
   }
   return off;
 }
 
-// out[o] = finish(fold(init, x[o, i] for i in row-major order over the reduced dims)).
-// Each output element is reduced by one thread in a fixed order: results never depend on the
-// thread count.
-template <class T, class Acc, class Fold, class Finish>
-void reduce_into(const Tensor& x, const std::vector<int64_t>& dims, T* out, Acc init, Fold fold,
-                 Finish finish) {
-  ReducePlan p = plan_reduce(x, dims);
-  const T* base = x.data<T>();
-  parallel_for(p.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(p.inner, 1)),
-               [&](int64_t b, int64_t e) {
-                 for (int64_t o = b; o < e; ++o) {
-                   const T* xo = base + offset_of(o, p.outer_shape, p.outer_strides);
-                   Acc acc = init;
-                   for (int64_t i = 0; i < p.inner; ++i)
-                     acc = fold(acc, xo[offset_of(i, p.inner_shape, p.inner_strides)]);
-                   out[o] = finish(acc, p.inner);
-                 }
-               });
+// Combines a[0..n) into a[0] in a fixed pairwise tree; a[k] and a[k + stride * w] are combined.
+template <class R>
+void merge_tree(const R& r, typename R::Acc* a, int64_t n, int64_t stride = 1) {
+  for (int64_t w = 1; w < n; w *= 2)
+    for (int64_t i = 0; i + w < n; i += 2 * w) r.merge(a[i * stride], a[(i + w) * stride]);
+}
+
+// ---- the reduction engine ----
+// A reducer R provides: T (element type), Acc (accumulator), init(), add(acc, v, i, o) (fold
+// element v at reduced index i into output o's accumulator), merge(a, b) (b's elements come
+// after a's), finish(acc, o) (writes output o).
+
+template <int L, bool Contig, class R>
+inline void fold_run(const R& r, typename R::Acc* lane, const typename R::T* p, int64_t stride,
+                     int64_t n, int64_t i0, int64_t o) {
+  const int64_t s = Contig ? 1 : stride;
+  int64_t k = 0;
+  for (; k + L <= n; k += L)
+    for (int j = 0; j < L; ++j) r.add(lane[j], p[(k + j) * s], i0 + k + j, o);
+  for (int j = 0; k < n; ++k, ++j) r.add(lane[j], p[k * s], i0 + k, o);
+}
+
+// A reducer may fold contiguous runs itself with explicit SIMD: it then names its lane count
+// (kLanes) and provides fold_contiguous(lanes, p, n, i0, o), equivalent to add() of each element
+// of the run into lane (k mod kLanes).
+template <class R, int L>
+concept VectorFold = requires { R::kLanes; } && R::kLanes == L;
+
+// Folds reduced elements [rb, re) of the output whose elements start at `base`; `w` walks the
+// reduced dims outside the innermost one (scratch owned by the caller).
+template <int L, class R>
+typename R::Acc fold_range(const R& r, const typename R::T* base, const Plan& p, Walker& w,
+                           int64_t rb, int64_t re, int64_t o) {
+  using Acc = typename R::Acc;
+  Acc lane[L];
+  for (int j = 0; j < L; ++j) lane[j] = r.init();
+  if (p.red.empty()) {
+    r.add(lane[0], base[0], 0, o);
+    return lane[0];
+  }
+  const Dim inner = p.red.back();
+  int64_t i = rb, j = rb % inner.size;
+  w.seek(rb / inner.size);
+  while (i < re) {
+    int64_t n = std::min(inner.size - j, re - i);
+    const typename R::T* run = base + w.off + j * inner.stride;
+    if constexpr (VectorFold<R, L>) {
+      if (inner.stride == 1)
+        r.fold_contiguous(lane, run, n, i, o);
+      else
+        fold_run<L, false>(r, lane, run, inner.stride, n, i, o);
+    } else if (inner.stride == 1)
+      fold_run<L, true>(r, lane, run, 1, n, i, o);
+    else
+      fold_run<L, false>(r, lane, run, inner.stride, n, i, o);
+    i += n;
+    j = 0;
+    w.next();
+  }
+  merge_tree(r, lane, L);
+  return lane[0];
+}
+
+template <class R>
+typename R::Acc fold_any(const R& r, const typename R::T* base, const Plan& p, Walker& w,
+                         int64_t rb, int64_t re, int64_t o) {
+  // The lane count is a function of the reduced extent (and the reducer) only.
+  if constexpr (requires { R::kLanes; }) {
+    if (p.n_red >= 2 * R::kLanes) return fold_range<R::kLanes>(r, base, p, w, rb, re, o);
+    return fold_range<1>(r, base, p, w, rb, re, o);
+  }
+  if (p.n_red >= 256) return fold_range<16>(r, base, p, w, rb, re, o);
+  if (p.n_red >= 16) return fold_range<4>(r, base, p, w, rb, re, o);
+  return fold_range<1>(r, base, p, w, rb, re, o);
+}
+
+template <class R>
+void reduce_rows(const R& r, const typename R::T* base, const Plan& p) {
+  using Acc = typename R::Acc;
+  const int64_t nb = (p.n_red + kBlock - 1) / kBlock;
+  const int64_t per_item = std::min(p.n_red, kBlock);
+  const int64_t grain = std::max<int64_t>(1, kWork / per_item);
+  if (nb == 1) {
+    parallel_for(p.n_out, grain, [&](int64_t b, int64_t e) {
+      Walker wo(p.kept), wr(p.red_outer);
+      wo.seek(b);
+      for (int64_t o = b; o < e; ++o, wo.next())
+        r.finish(fold_any(r, base + wo.off, p, wr, 0, p.n_red, o), o);
+    });
+    return;
+  }
+  auto part = std::make_unique_for_overwrite<Acc[]>(static_cast<size_t>(p.n_out * nb));
+  parallel_for(p.n_out * nb, grain, [&](int64_t b, int64_t e) {
+    Walker wr(p.red_outer);
+    for (int64_t t = b; t < e; ++t) {
+      int64_t o = t / nb, k = t % nb;
+      part[t] = fold_any(r, base + offset_of(o, p.kept), p, wr, k * kBlock,
+                         std::min(p.n_red, (k + 1) * kBlock), o);
+    }
+  });
+  parallel_for(p.n_out, std::max<int64_t>(1, kWork / nb), [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      merge_tree(r, &part[o * nb], nb);
+      r.finish(part[o * nb], o);
+    }
+  });
+}
+
+// The innermost kept dim is contiguous: out[o1, m] folds x[o1, r, m] over r, many m at once.
+template <class R>
+void reduce_cols(const R& r, const typename R::T* base, const Plan& p) {
+  using Acc = typename R::Acc;
+  const int64_t M = p.kept.back().size;
+  const std::vector<Dim> outer(p.kept.begin(), p.kept.end() - 1);
+  const int64_t n_o1 = p.n_out / M;
+  const int64_t nc = (M + kColWidth - 1) / kColWidth;
+  const int64_t width = std::min(M, kColWidth);
+  // Few independent items: cut the reduced rows into blocks too (decided by the shape alone).
+  const int64_t rows_per_block = std::max<int64_t>(1, kColRows / width);
+  const int64_t nrb = n_o1 * nc >= 64 ? 1 : (p.n_red + rows_per_block - 1) / rows_per_block;
+  const int64_t rpb = nrb == 1 ? p.n_red : rows_per_block;
+  auto part = std::make_unique_for_overwrite<Acc[]>(nrb > 1 ? static_cast<size_t>(n_o1 * nrb * M) : 0);
+  const int64_t items = n_o1 * nrb * nc;
+  const int64_t grain = std::max<int64_t>(1, kWork / std::max<int64_t>(1, rpb * width));
+  parallel_for(items, grain, [&](int64_t b, int64_t e) {
+    Acc acc[kColWidth];
+    Walker w(p.red);
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t c = t % nc, rb = (t / nc) % nrb, o1 = t / (nc * nrb);
+      const int64_t m0 = c * kColWidth, mw = std::min(kColWidth, M - m0);
+      const int64_t r0 = rb * rpb, r1 = std::min(p.n_red, r0 + rpb);
+      const typename R::T* col = base + offset_of(o1, outer) + m0;
+      const int64_t o0 = o1 * M + m0;
+      for (int64_t m = 0; m < mw; ++m) acc[m] = r.init();
+      if (p.red.size() == 1) {
+        const int64_t st = p.red[0].stride;
+        for (int64_t i = r0; i < r1; ++i) {
+          const typename R::T* row = col + i * st;
+          for (int64_t m = 0; m < mw; ++m) r.add(acc[m], row[m], i, o0 + m);
+        }
+      } else {
+        w.seek(r0);
+        for (int64_t i = r0; i < r1; ++i, w.next()) {
+          const typename R::T* row = col + w.off;
+          for (int64_t m = 0; m < mw; ++m) r.add(acc[m], row[m], i, o0 + m);
+        }
+      }
+      if (nrb == 1) {
+        for (int64_t m = 0; m < mw; ++m) r.finish(acc[m], o0 + m);
+      } else {
+        Acc* dst = &part[(o1 * nrb + rb) * M + m0];
+        for (int64_t m = 0; m < mw; ++m) dst[m] = acc[m];
+      }
+    }
+  });
+  if (nrb == 1) return;
+  parallel_for(n_o1 * nc, std::max<int64_t>(1, kWork / (nrb * width)), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t c = t % nc, o1 = t / nc;
+      const int64_t m0 = c * kColWidth, mw = std::min(kColWidth, M - m0);
+      Acc* blk = &part[o1 * nrb * M];
+      for (int64_t w = 1; w < nrb; w *= 2)
+        for (int64_t i = 0; i + w < nrb; i += 2 * w)
+          for (int64_t m = m0; m < m0 + mw; ++m) r.merge(blk[i * M + m], blk[(i + w) * M + m]);
+      for (int64_t m = m0; m < m0 + mw; ++m) r.finish(blk[m], o1 * M + m);
+    }
+  });
+}
+
+template <class R>
+void run_reduce(const Tensor& x, const std::vector<int64_t>& dims, const R& r) {
+  Plan p = make_plan(x, dims);
+  if (p.n_out == 0) return;
+  if (p.n_red == 0) {
+    for (int64_t o = 0; o < p.n_out; ++o) r.finish(r.init(), o);
+    return;
+  }
+  const typename R::T* base = x.data<typename R::T>();
+  if (!p.kept.empty() && !p.red.empty() && p.kept.back().stride == 1)
+    reduce_cols(r, base, p);
+  else
+    reduce_rows(r, base, p);
+}
+
+// ---- reducers ----
+
+template <class T>
+using WideAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+// Integer sums and products wrap around (as in PyTorch) instead of overflowing.
+template <class A>
+inline A wrap_add(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else
+    return a + b;
+}
+template <class A>
+inline A wrap_mul(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else
+    return a * b;
+}
+
+// Sum; with `mean`, divided by the count. Out may differ from T (double for internal passes).
+template <class T_, class Out>
+struct SumR {
+  using T = T_;
+  using Acc = WideAcc<T>;
+  Out* out;
+  double divisor = 0;  // 0: plain sum
+  Acc init() const { return Acc(0); }
+  void add(Acc& a, T v, int64_t, int64_t) const { a = wrap_add(a, static_cast<Acc>(v)); }
+  void merge(Acc& a, const Acc& b) const { a = wrap_add(a, b); }
+  void finish(const Acc& a, int64_t o) const {
+    if constexpr (std::is_floating_point_v<Acc>)
+      out[o] = static_cast<Out>(divisor != 0 ? a / divisor : a);
+    else
+      out[o] = static_cast<Out>(a);
+  }
+};
+
+template <class T_>
+struct ProdR {
+  using T = T_;
+  using Acc = WideAcc<T>;
+  T* out;
+  Acc init() const { return Acc(1); }
+  void add(Acc& a, T v, int64_t, int64_t) const { a = wrap_mul(a, static_cast<Acc>(v)); }
+  void merge(Acc& a, const Acc& b) const { a = wrap_mul(a, b); }
+  void finish(const Acc& a, int64_t o) const { out[o] = static_cast<T>(a); }
+};
+
+template <class T>
+inline bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v != v;
+  else
+    return false;
+}
+
+// v replaces the running extreme a: larger (smaller for min), or NaN (NaN propagates, as in
+// PyTorch: once a is NaN nothing replaces it). Bitwise, not short-circuit, so loops vectorise.
+template <bool Max, class T>
+inline bool takes(T v, T a) {
+  if constexpr (std::is_same_v<T, bool>)
+    return Max ? (v && !a) : (!v && a);
+  else
+    return (Max ? v > a : v < a) | is_nan(v);
+}
+
+template <class T>
+constexpr T worst(bool max) {
+  if constexpr (std::is_same_v<T, bool>)
+    return !max;
+  else if constexpr (std::is_floating_point_v<T>)
+    return max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else
+    return max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+}
+
+template <class T_, bool Max, class Out>
+struct ExtremeRBase {
+  using T = T_;
+  using Acc = T;
+  Out* out;
+  Acc init() const { return worst<T>(Max); }
+  void add(Acc& a, T v, int64_t, int64_t) const { a = takes<Max>(v, a) ? v : a; }
+  void merge(Acc& a, const Acc& b) const { a = takes<Max>(b, a) ? b : a; }
+  void finish(const Acc& a, int64_t o) const { out[o] = static_cast<Out>(a); }
+};
+
+template <class T_, bool Max, class Out>
+struct ExtremeR : ExtremeRBase<T_, Max, Out> {};
+
+// Arithmetic types: contiguous runs one machine vector at a time.
+template <class T_, bool Max, class Out>
+  requires(!std::is_same_v<T_, bool>)
+struct ExtremeR<T_, Max, Out> : ExtremeRBase<T_, Max, Out> {
+  using V = Simd<T_>;
+  static constexpr int kLanes = sizeof(V) / sizeof(T_);
+  void fold_contiguous(T_* lane, const T_* p, int64_t n, int64_t i0, int64_t o) const {
+    V a = load_simd<V>(lane);
+    int64_t k = 0;
+    for (; k + kLanes <= n; k += kLanes) {
+      V v = load_simd<V>(p + k);
+      auto take = Max ? v > a : v < a;
+      if constexpr (std::is_floating_point_v<T_>) take |= v != v;
+      a = take ? v : a;
+    }
+    store_simd(lane, a);
+    for (int j = 0; k < n; ++k, ++j) this->add(lane[j], p[k], i0 + k, o);
+  }
+};
+
+// The first reduced index i with x[i] equal to target[o] (a NaN target matches the first NaN):
+// argmax is the first index of the maximum.
+template <class T_>
+struct FirstIndexRBase {
+  using T = T_;
+  using Acc = int64_t;
+  int64_t* idx;
+  const T* target;
+  Acc init() const { return std::numeric_limits<int64_t>::max(); }
+  void add(Acc& a, T v, int64_t i, int64_t o) const {
+    const T t = target[o];
+    bool match = (v == t) | (is_nan(v) & is_nan(t));
+    a = match & (i < a) ? i : a;
+  }
+  void merge(Acc& a, const Acc& b) const { a = b < a ? b : a; }
+  void finish(const Acc& a, int64_t o) const { idx[o] = a; }
+};
+
+template <class T_>
+struct FirstIndexR : FirstIndexRBase<T_> {};
+
+template <class T_>
+  requires(!std::is_same_v<T_, bool>)
+struct FirstIndexR<T_> : FirstIndexRBase<T_> {
+  static constexpr int kLanes = kVecBytes / 8;
+  using I = Simd<int64_t, kLanes>;
+  using V = Simd<T_, kLanes>;
+  using M = decltype(V{} == V{});  // the comparison mask: integers of T's width
+  void fold_contiguous(int64_t* lane, const T_* p, int64_t n, int64_t i0, int64_t o) const {
+    const T_ t = this->target[o];
+    I a = load_simd<I>(lane);
+    I i;
+    for (int j = 0; j < kLanes; ++j) i[j] = i0 + j;
+    M nan_target = M{} - static_cast<int>(is_nan(t));  // all ones when the target is NaN
+    int64_t k = 0;
+    for (; k + kLanes <= n; k += kLanes, i += kLanes) {
+      V v = load_simd<V>(p + k);
+      M match = (v == t) | ((v != v) & nan_target);
+      I m = __builtin_convertvector(match, I);
+      a = (m != 0) & (i < a) ? i : a;
+    }
+    store_simd(lane, a);
+    for (int j = 0; k < n; ++k, ++j) this->add(lane[j], p[k], i0 + k, o);
+  }
+};
+
+// Sum of squared deviations from mean[o], divided by `divisor`.
+template <class T_>
+struct SqDevR {
+  using T = T_;
+  using Acc = double;
+  T* out;
+  const double* mean;
+  double divisor;
+  Acc init() const { return 0.0; }
+  void add(Acc& a, T v, int64_t, int64_t o) const {
+    double d = static_cast<double>(v) - mean[o];
+    a += d * d;
+  }
+  void merge(Acc& a, const Acc& b) const { a += b; }
+  void finish(const Acc& a, int64_t o) const { out[o] = static_cast<T>(a / divisor); }
+};
+
+// Sum of exp(x - shift[o]); writes shift + log(sum).
+template <class T_>
+struct SumExpR {
+  using T = T_;
+  using Acc = double;
+  T* out;
+  const T* shift;
+  Acc init() const { return 0.0; }
+  void add(Acc& a, T v, int64_t, int64_t o) const { a += static_cast<double>(vexp(T(v - shift[o]))); }
+  void merge(Acc& a, const Acc& b) const { a += b; }
+  void finish(const Acc& a, int64_t o) const {
+    out[o] = static_cast<T>(std::log(a) + static_cast<double>(shift[o]));
+  }
+};
+
+std::vector<int64_t> one_dim(const Tensor& x, int64_t dim) {
+  return x.ndim() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{dim};
+}
+
+int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.shape()[d];
+  return n;
+}
+
+template <bool Max>
+Tensor extreme(const std::vector<Tensor>& in, const Attrs& a, const Meta& m, const char* name) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_ALL(in[0].dtype(), name,
+                  run_reduce(in[0], a.dims, ExtremeR<T, Max, T>{{out.data<T>()}}));
+  return out;
+}
+
+// Values, then the first index holding each value.
+template <bool Max>
+Tensor extreme_dim(const std::vector<Tensor>& in, const Attrs& a, const Meta& m, const char* name) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  Tensor idx = Tensor::empty(m.shape, DType::Int64);
+  std::vector<int64_t> dims = one_dim(in[0], a.dim);
+  VK_DISPATCH_ALL(in[0].dtype(), name, {
+    run_reduce(in[0], dims, ExtremeR<T, Max, T>{{out.data<T>()}});
+    run_reduce(in[0], dims, FirstIndexR<T>{{idx.data<int64_t>(), out.data<T>()}});
+  });
+  out.impl()->saved = {idx};
+  return out;
+}
+
+template <bool Max>
+Tensor arg_extreme(const std::vector<Tensor>& in, const Attrs& a, const Meta& m, const char* name) {
+  Tensor idx = Tensor::empty(m.shape, DType::Int64);
+  std::vector<int64_t> dims = one_dim(in[0], a.dim);
+  VK_DISPATCH_ALL(in[0].dtype(), name, {
+    auto values = std::make_unique_for_overwrite<T[]>(static_cast<size_t>(idx.numel()));
+    run_reduce(in[0], dims, ExtremeR<T, Max, T>{{values.get()}});
+    run_reduce(in[0], dims, FirstIndexR<T>{{idx.data<int64_t>(), values.get()}});
+  });
+  return idx;
+}
+
+// ---- softmax ----
+
+// One row of length K (contiguous): max, sum of exp(x - max), then the result. A NaN is skipped
+// by the max but makes the sum NaN, so the whole row comes out NaN (as in PyTorch).
+template <class T, bool Log>
+void softmax_row(const T* x, T* y, int64_t K) {
+  constexpr int L = 16;
+  using V = Simd<T>;
+  constexpr int W = sizeof(V) / sizeof(T);
+  V vmx = V{} - std::numeric_limits<T>::infinity();
+  int64_t k = 0;
+  for (; k + W <= K; k += W) {
+    V v = load_simd<V>(x + k);
+    vmx = v > vmx ? v : vmx;
+  }
+  T m = -std::numeric_limits<T>::infinity();
+  for (int j = 0; j < W; ++j) m = vmx[j] > m ? vmx[j] : m;
+  for (; k < K; ++k) m = x[k] > m ? x[k] : m;
+  double s[L] = {};
+  k = 0;
+  if constexpr (Log) {
+    for (; k + L <= K; k += L)
+      for (int j = 0; j < L; ++j) s[j] += static_cast<double>(vexp(T(x[k + j] - m)));
+    for (int j = 0; k < K; ++k, ++j) s[j] += static_cast<double>(vexp(T(x[k] - m)));
+  } else {
+    for (; k + L <= K; k += L)
+      for (int j = 0; j < L; ++j) {
+        T e = vexp(T(x[k + j] - m));
+        y[k + j] = e;
+        s[j] += static_cast<double>(e);
+      }
+    for (int j = 0; k < K; ++k, ++j) {
+      T e = vexp(T(x[k] - m));
+      y[k] = e;
+      s[j] += static_cast<double>(e);
+    }
+  }
+  for (int w = 1; w < L; w *= 2)
+    for (int j = 0; j + w < L; j += 2 * w) s[j] += s[j + w];
+  if constexpr (Log) {
+    const T ls = static_cast<T>(std::log(s[0]));
+    for (int64_t i = 0; i < K; ++i) y[i] = (x[i] - m) - ls;
+  } else {
+    const T sum = static_cast<T>(s[0]);
+    for (int64_t i = 0; i < K; ++i) y[i] = y[i] / sum;
+  }
+}
+
+// `w` columns at once, K rows apart by `stride` elements (softmax along a non-innermost dim).
+template <class T, bool Log>
+void softmax_cols(const T* x, T* y, int64_t K, int64_t stride, int64_t w) {
+  T mx[kColWidth];
+  double s[kColWidth];
+  for (int64_t c = 0; c < w; ++c) {
+    mx[c] = -std::numeric_limits<T>::infinity();
+    s[c] = 0.0;
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const T* row = x + k * stride;
+    for (int64_t c = 0; c < w; ++c) mx[c] = row[c] > mx[c] ? row[c] : mx[c];
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const T* row = x + k * stride;
+    T* out = y + k * stride;
+    for (int64_t c = 0; c < w; ++c) {
+      T e = vexp(T(row[c] - mx[c]));
+      if constexpr (!Log) out[c] = e;
+      s[c] += static_cast<double>(e);
+    }
+  }
+  if constexpr (Log) {
+    T ls[kColWidth];
+    for (int64_t c = 0; c < w; ++c) ls[c] = static_cast<T>(std::log(s[c]));
+    for (int64_t k = 0; k < K; ++k) {
+      const T* row = x + k * stride;
+      T* out = y + k * stride;
+      for (int64_t c = 0; c < w; ++c) out[c] = (row[c] - mx[c]) - ls[c];
+    }
+  } else {
+    T sum[kColWidth];
+    for (int64_t c = 0; c < w; ++c) sum[c] = static_cast<T>(s[c]);
+    for (int64_t k = 0; k < K; ++k) {
+      T* out = y + k * stride;
+      for (int64_t c = 0; c < w; ++c) out[c] = out[c] / sum[c];
+    }
+  }
+}
+
+Tensor contiguous_input(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor c = Tensor::empty(x.shape(), x.dtype());
+  copy_into(c, x);
+  return c;
+}
+
+template <bool Log>
+Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
+                      const char* name) {
+  Tensor x = contiguous_input(in[0]);
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (x.numel() == 0) return out;
+  int64_t outer = 1, K = 1, inner = 1;
+  for (int64_t d = 0; d < x.ndim(); ++d) (d < a.dim ? outer : d == a.dim ? K : inner) *= x.shape()[d];
+  VK_DISPATCH_FLOAT(x.dtype(), name, {
+    const T* xp = x.data<T>();
+    T* yp = out.data<T>();
+    if (inner == 1) {
+      parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) softmax_row<T, Log>(xp + o * K, yp + o * K, K);
+      });
+    } else {
+      const int64_t nc = (inner + kColWidth - 1) / kColWidth;
+      const int64_t per = K * std::min(inner, kColWidth);
+      parallel_for(outer * nc, std::max<int64_t>(1, kWork / per), [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t o = t / nc, c0 = (t % nc) * kColWidth;
+          const int64_t off = o * K * inner + c0;
+          softmax_cols<T, Log>(xp + off, yp + off, K, inner, std::min(kColWidth, inner - c0));
+        }
+      });
+    }
+  });
+  return out;
 }
 
 }  // namespace
 
 VK_KERNEL(sum) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_NUMERIC(in[0].dtype(), "sum", {
-    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-    reduce_into<T>(in[0], a.dims, out.data<T>(), Acc{0}, [](Acc s, T v) { return s + v; },
-                   [](Acc s, int64_t) { return static_cast<T>(s); });
+  VK_DISPATCH_NUMERIC(in[0].dtype(), "sum", run_reduce(in[0], a.dims, SumR<T, T>{out.data<T>()}));
+  return out;
+}
+
+VK_KERNEL(mean) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  double n = static_cast<double>(reduced_count(in[0], a.dims));
+  VK_DISPATCH_FLOAT(in[0].dtype(), "mean", {
+    if (n == 0) {
+      std::fill_n(out.data<T>(), out.numel(), std::numeric_limits<T>::quiet_NaN());
+    } else {
+      run_reduce(in[0], a.dims, SumR<T, T>{out.data<T>(), n});
+    }
   });
   return out;
 }
+
+VK_KERNEL(amax) { return extreme<true>(in, a, m, "amax"); }
+VK_KERNEL(amin) { return extreme<false>(in, a, m, "amin"); }
+VK_KERNEL(max_dim) { return extreme_dim<true>(in, a, m, "max"); }
+VK_KERNEL(min_dim) { return extreme_dim<false>(in, a, m, "min"); }
+VK_KERNEL(argmax) { return arg_extreme<true>(in, a, m, "argmax"); }
+VK_KERNEL(argmin) { return arg_extreme<false>(in, a, m, "argmin"); }
+
+VK_KERNEL(prod) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_NUMERIC(in[0].dtype(), "prod", run_reduce(in[0], a.dims, ProdR<T>{out.data<T>()}));
+  return out;
+}
+
+VK_KERNEL(logsumexp) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_FLOAT(in[0].dtype(), "logsumexp", {
+    const int64_t n = out.numel();
+    std::vector<T> shift(static_cast<size_t>(n));
+    run_reduce(in[0], a.dims, ExtremeR<T, true, T>{{shift.data()}});
+    for (auto& s : shift) s = std::isinf(s) ? T(0) : s;  // all -inf: -inf; any +inf: +inf
+    run_reduce(in[0], a.dims, SumExpR<T>{out.data<T>(), shift.data()});
+  });
+  return out;
+}
+
+VK_KERNEL(var) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  const double n = static_cast<double>(reduced_count(in[0], a.dims));
+  VK_DISPATCH_FLOAT(in[0].dtype(), "var", {
+    std::vector<double> mu(static_cast<size_t>(out.numel()));
+    if (n == 0) {
+      std::fill_n(out.data<T>(), out.numel(), std::numeric_limits<T>::quiet_NaN());
+    } else {
+      run_reduce(in[0], a.dims, SumR<T, double>{mu.data(), n});
+      run_reduce(in[0], a.dims, SqDevR<T>{out.data<T>(), mu.data(), std::max(0.0, n - a.scalar)});
+    }
+  });
+  return out;
+}
+
+VK_KERNEL(softmax) { return softmax_kernel<false>(in, a, m, "softmax"); }
+VK_KERNEL(log_softmax) { return softmax_kernel<true>(in, a, m, "log_softmax"); }
 
 }  // namespace vk::cpu

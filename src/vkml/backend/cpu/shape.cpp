@@ -1,6 +1,10 @@
 #include "vkml/backend/cpu/shape.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "vkml/backend/cpu/elementwise.h"
+#include "vkml/backend/cpu/parallel.h"
 #include "vkml/ops/op.h"
 
 namespace vk::cpu {
@@ -67,6 +71,174 @@ VK_KERNEL(contiguous) {
   (void)a;
   Tensor out = Tensor::empty(m.shape, m.dtype);
   copy_into(out, in[0]);
+  return out;
+}
+
+SliceRange slice_range(int64_t n, int64_t start, int64_t stop, int64_t step) {
+  auto resolve = [n](int64_t v) {
+    if (v < 0) v += n;  // v >= INT64_MIN and n >= 0: no overflow
+    return std::clamp<int64_t>(v, 0, n);
+  };
+  SliceRange r;
+  r.start = resolve(start);
+  r.stop = std::max(r.start, resolve(stop));
+  r.step = step;
+  const int64_t span = r.stop - r.start;
+  r.len = span == 0 ? 0 : (span - 1) / step + 1;
+  return r;
+}
+
+VK_KERNEL(slice) {
+  const Tensor& x = in[0];
+  SliceRange r = slice_range(x.shape()[a.dim], a.start, a.stop, a.step);
+  Strides st = x.strides();
+  int64_t offset = x.offset() + (r.len > 0 ? r.start * st[a.dim] : 0);
+  st[a.dim] *= r.step;
+  return x.alias(m.shape, st, offset);
+}
+
+void fill_zero(const Tensor& t) {
+  const int64_t nbytes = t.numel() * static_cast<int64_t>(dtype_size(t.dtype()));
+  char* p = static_cast<char*>(t.raw_data());
+  parallel_for(nbytes, kElementwiseGrain * 8,
+               [&](int64_t b, int64_t e) { std::memset(p + b, 0, static_cast<size_t>(e - b)); });
+}
+
+VK_KERNEL(slice_backward) {
+  const Tensor& g = in[0];
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  fill_zero(out);
+  if (g.numel() == 0) return out;
+  SliceRange r = slice_range(m.shape[a.dim], a.start, a.stop, a.step);
+  Strides st = out.strides();
+  int64_t offset = r.start * st[a.dim];
+  st[a.dim] *= r.step;
+  copy_into(out.alias(g.shape(), st, offset), g);
+  return out;
+}
+
+size_t cat_reference(const std::vector<Tensor>& xs) {
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!(xs[i].ndim() == 1 && xs[i].shape()[0] == 0)) return i;
+  return 0;
+}
+
+bool cat_skips(const Tensor& x, int64_t reference_ndim) {
+  return reference_ndim != 1 && x.ndim() == 1 && x.shape()[0] == 0;
+}
+
+namespace {
+
+// Writes the parts one after another along `dim` of the fresh contiguous `out`. Every part has
+// out's shape except in `dim`. Contiguous parts are copied row by row with memcpy (one row per
+// index of the dims before `dim`), in parallel over rows; others go through the strided copy.
+void cat_into(const Tensor& out, const std::vector<Tensor>& parts, int64_t dim) {
+  const int64_t es = static_cast<int64_t>(dtype_size(out.dtype()));
+  const Shape& os = out.shape();
+  int64_t outer = 1, tail = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= os[d];
+  for (size_t d = static_cast<size_t>(dim) + 1; d < os.size(); ++d) tail *= os[d];
+  const int64_t row_bytes = os[dim] * tail * es;
+  struct Piece {
+    const char* src;
+    int64_t bytes;   // per row
+    int64_t offset;  // in the output row, bytes
+  };
+  std::vector<Piece> pieces;
+  int64_t at = 0;  // position along dim
+  for (const Tensor& p : parts) {
+    const int64_t size = p.shape()[dim];
+    if (p.numel() > 0) {
+      if (p.is_contiguous()) {
+        pieces.push_back(
+            {static_cast<const char*>(p.raw_data()), size * tail * es, at * tail * es});
+      } else {
+        copy_into(out.alias(p.shape(), out.strides(), out.offset() + at * out.strides()[dim]), p);
+      }
+    }
+    at += size;
+  }
+  if (pieces.empty() || row_bytes == 0) return;
+  char* dst = static_cast<char*>(out.raw_data());
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain * 8 / row_bytes);
+  parallel_for(outer, grain, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o)
+      for (const Piece& pc : pieces)
+        std::memcpy(dst + o * row_bytes + pc.offset, pc.src + o * pc.bytes,
+                    static_cast<size_t>(pc.bytes));
+  });
+}
+
+}  // namespace
+
+VK_KERNEL(cat) {
+  const int64_t ref_ndim = in[cat_reference(in)].ndim();
+  std::vector<Tensor> parts;
+  for (const Tensor& x : in)
+    if (!cat_skips(x, ref_ndim)) parts.push_back(x);
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  cat_into(out, parts, a.dim);
+  return out;
+}
+
+VK_KERNEL(stack) {
+  // Each input viewed with a size-1 dim inserted at a.dim, then concatenated along it.
+  std::vector<Tensor> parts;
+  parts.reserve(in.size());
+  for (const Tensor& x : in) {
+    Shape s = x.shape();
+    Strides st = x.strides();
+    s.insert(s.begin() + a.dim, 1);
+    st.insert(st.begin() + a.dim, 1);  // any stride: the dim has one element
+    parts.push_back(x.alias(s, st, x.offset()));
+  }
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  cat_into(out, parts, a.dim);
+  return out;
+}
+
+VK_KERNEL(pad) {
+  const Tensor& x = in[0];
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (out.numel() == 0) return out;
+  const int64_t nd = x.ndim();
+  // The region of x that survives (negative widths crop) and where it lands in out.
+  Shape region = x.shape();
+  int64_t x_off = x.offset(), o_off = 0;
+  bool covers_all = true;
+  for (size_t k = 0; k * 2 < a.ints.size(); ++k) {
+    const int64_t d = nd - 1 - static_cast<int64_t>(k);
+    const int64_t before = a.ints[2 * k], after = a.ints[2 * k + 1];
+    const int64_t crop_lo = std::max<int64_t>(0, -before), crop_hi = std::max<int64_t>(0, -after);
+    region[d] = std::max<int64_t>(0, x.shape()[d] - crop_lo - crop_hi);
+    x_off += crop_lo * x.strides()[d];
+    o_off += std::max<int64_t>(0, before) * out.strides()[d];
+    covers_all = covers_all && before <= 0 && after <= 0;
+  }
+  if (!covers_all) {
+    VK_DISPATCH_ALL(m.dtype, "pad", {
+      T* p = out.data<T>();
+      const T v = static_cast<T>(a.scalar);
+      parallel_for(out.numel(), kElementwiseGrain,
+                   [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
+    });
+  }
+  if (numel_of(region) > 0)
+    copy_into(out.alias(region, out.strides(), o_off), x.alias(region, x.strides(), x_off));
+  return out;
+}
+
+VK_KERNEL(flip) {
+  const Tensor& x = in[0];
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (out.numel() == 0) return out;
+  Strides st = x.strides();
+  int64_t offset = x.offset();
+  for (int64_t d : a.dims) {
+    offset += (x.shape()[d] - 1) * st[d];
+    st[d] = -st[d];
+  }
+  copy_into(out, x.alias(x.shape(), st, offset));
   return out;
 }
 

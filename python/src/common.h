@@ -1,0 +1,104 @@
+// Shared declarations of the vkml._C extension: conversions between Python objects and vk
+// types, the GIL policy, and the per-file binding entry points. The bindings are thin: every
+// computation is a call into the C++ library; this layer only converts arguments.
+#pragma once
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkml/vkml.h"
+
+namespace nb = nanobind;
+
+namespace vkpy {
+
+using namespace nb::literals;
+using vk::DType;
+using vk::Shape;
+using vk::Tensor;
+
+// ---- dtypes ----
+// A vk dtype from: a vkml dtype, a numpy dtype or scalar type, a Python type (float -> float64,
+// int -> int64, bool -> bool, as numpy), or a name ("float32"). Anything else: DTypeError.
+DType to_dtype(nb::handle h);
+std::optional<DType> to_dtype_opt(nb::handle h);  // None -> nullopt
+nb::object numpy_dtype(DType t);                   // numpy.dtype for a vk dtype
+
+// ---- tensors from Python data ----
+// A new tensor holding a copy of `data` (nested sequences, numpy arrays and scalars, vkml
+// tensors, anything numpy.asarray accepts). Without `dtype`, the dtype is inferred as
+// torch.tensor does: Python floats -> float32, ints -> int64, bools -> bool; numpy arrays keep
+// theirs (float16 -> float32, other integer widths -> int64).
+Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype);
+// `h` itself when it is a Tensor, else tensor_from_py(h, dtype).
+Tensor as_tensor(nb::handle h, std::optional<DType> dtype = std::nullopt);
+// The other operand of a binary op with tensor `like`: a Tensor as is; a Python or numpy scalar
+// as a 0-d tensor of like's dtype; an array or sequence as a constant tensor (of like's dtype
+// when like is floating). nullopt when `h` is nothing of the sort (the operator then returns
+// NotImplemented).
+std::optional<Tensor> operand(nb::handle h, const Tensor& like);
+bool is_py_scalar(nb::handle h);  // Python or numpy bool/int/float (not an array)
+double scalar_value(nb::handle h);
+
+// ---- shapes and dims ----
+Shape to_shape(nb::handle h);                 // int or sequence of ints
+Shape shape_from_args(const nb::args& args);  // f(2, 3) or f((2, 3)) or f([2, 3])
+std::vector<int64_t> to_dims(nb::handle h);   // None -> {} (all), int -> {d}, sequence -> list
+nb::tuple shape_tuple(const Shape& s);
+
+// ---- numpy / DLPack export and import ----
+nb::object to_numpy(const Tensor& t, bool force);  // zero-copy view; RuntimeError with grad unless force
+nb::object dlpack_ndarray(const Tensor& t);        // a nanobind nb_ndarray over t (zero-copy)
+Tensor from_dlpack(nb::handle obj);                // zero-copy import
+nb::object tolist(const Tensor& t);
+nb::object item(const Tensor& t);
+
+// ---- Python callables held by C++ closures ----
+// A strong reference that may be dropped on any thread, with or without the GIL.
+struct PyRef {
+  std::shared_ptr<PyObject> obj;
+  PyRef() = default;
+  explicit PyRef(nb::handle h);
+  nb::handle get() const { return nb::handle(obj.get()); }
+};
+// Converts what a Python gradient function returned into one Tensor per expected input
+// (None -> undefined). A single tensor is accepted when one gradient is expected.
+std::vector<Tensor> grads_from_py(nb::handle r, const std::vector<DType>& dtypes, const char* who);
+
+// ---- GIL policy ----
+// Ops on small tensors keep the GIL (releasing costs more than the op); anything sizeable
+// releases it, so Python threads compute at once. Backward always releases it.
+inline constexpr int64_t kReleaseGilElements = 1 << 15;
+struct MaybeRelease {
+  std::optional<nb::gil_scoped_release> release;
+  explicit MaybeRelease(bool yes) {
+    if (yes) release.emplace();
+  }
+};
+inline bool heavy(const Tensor& a) { return a.numel() >= kReleaseGilElements; }
+inline bool heavy(const Tensor& a, const Tensor& b) {
+  return a.numel() + b.numel() >= kReleaseGilElements;
+}
+
+// ---- op naming ----
+std::string op_label(const Tensor& t);       // "mul", or a custom op's own name
+std::string backward_name(const Tensor& t);  // "MulBackward"
+
+// ---- binding entry points, one per file ----
+void bind_dtypes_and_errors(nb::module_& m);
+void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_functions(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_autograd(nb::module_& m);
+
+extern nb::handle g_dtype_error;  // vkml.DTypeError
+extern nb::handle g_shape_error;  // vkml.ShapeError
+
+}  // namespace vkpy

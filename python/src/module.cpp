@@ -1,0 +1,55 @@
+// vkml._C: the extension module. Each binding family lives in its own file.
+#include "common.h"
+
+namespace vkpy {
+
+nb::handle g_dtype_error;
+nb::handle g_shape_error;
+
+void bind_dtypes_and_errors(nb::module_& m) {
+  nb::enum_<DType>(m, "dtype", "The element type of a tensor.")
+      .value("bool", DType::Bool)
+      .value("int32", DType::Int32)
+      .value("int64", DType::Int64)
+      .value("float32", DType::Float32)
+      .value("float64", DType::Float64);
+
+  // vk::DTypeError -> vkml.DTypeError (a TypeError), vk::ShapeError -> vkml.ShapeError (a
+  // ValueError); the others map onto Python's built-in exceptions. The C++ message is kept.
+  g_dtype_error = PyErr_NewExceptionWithDoc("vkml.DTypeError",
+                                            "A dtype that an operation does not accept.",
+                                            PyExc_TypeError, nullptr);
+  g_shape_error = PyErr_NewExceptionWithDoc("vkml.ShapeError",
+                                            "Shapes that an operation does not accept.",
+                                            PyExc_ValueError, nullptr);
+  m.attr("DTypeError") = g_dtype_error;
+  m.attr("ShapeError") = g_shape_error;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const vk::DTypeError& e) {
+      PyErr_SetString(g_dtype_error.ptr(), e.what());
+    } catch (const vk::ShapeError& e) {
+      PyErr_SetString(g_shape_error.ptr(), e.what());
+    } catch (const vk::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const vk::NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const vk::MemoryError& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const vk::Error& e) {  // vk::RuntimeError and any other vk error
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+}
+
+}  // namespace vkpy
+
+NB_MODULE(_C, m) {
+  m.doc() = "vkml's C++ core: tensors, ops and autograd (use the `vkml` package)";
+  vkpy::bind_dtypes_and_errors(m);
+  nb::class_<vkpy::Tensor> cls(m, "Tensor", nb::is_weak_referenceable());
+  vkpy::bind_tensor(m, cls);
+  vkpy::bind_functions(m, cls);
+  vkpy::bind_autograd(m);
+}

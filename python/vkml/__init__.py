@@ -1,0 +1,126 @@
+"""vkml: tensors with reverse-mode automatic differentiation, shaped like PyTorch.
+
+    import vkml as vk
+    x = vk.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    loss = (x * x).sum()
+    loss.backward()
+    x.grad      # tensor([[2., 4.], [6., 8.]])
+
+Every op runs in the C++ core (vkml._C); this package only arranges names.
+"""
+
+import builtins as _builtins
+import os as _os
+
+from . import _C
+from ._C import *  # noqa: F401,F403  (ops, creation functions, Tensor, dtype, errors)
+from ._C import DTypeError, ShapeError, Tensor, dtype
+from ._grad_mode import (enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,
+                         no_grad, set_grad_enabled)
+from . import _tensor_str
+from . import autograd
+from . import utils
+from . import return_types
+
+__version__ = "0.1.0"
+
+# Names of _C that belong under vk.autograd / vk.utils only (torch has no torch.grad).
+for _name in ("backward", "grad", "gradcheck", "gradgradcheck", "checkpoint", "Node",
+              "RemovableHandle"):
+    globals().pop(_name, None)
+from ._C import from_op  # noqa: E402  (vk.from_op is part of the API)
+
+_C._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))
+
+# ---- dtypes: vk.float32 ... and PyTorch's aliases ----
+float32 = dtype.float32
+float64 = dtype.float64
+int32 = dtype.int32
+int64 = dtype.int64
+bool_ = dtype.bool
+globals().update({"bool": dtype.bool, "float": dtype.float32, "double": dtype.float64,
+                  "long": dtype.int64, "int": dtype.int32})
+
+dtype.__repr__ = lambda self: f"vkml.{self.name}"
+dtype.__str__ = dtype.__repr__
+dtype.is_floating_point = property(lambda self: self.name in ("float32", "float64"))
+dtype.itemsize = property(lambda self: {"bool": 1, "int32": 4, "int64": 8,
+                                        "float32": 4, "float64": 8}[self.name])
+
+_DEFAULT_FLOAT = dtype.float32
+
+
+def get_default_dtype():
+    return _DEFAULT_FLOAT
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t):
+    return t.is_floating_point()
+
+
+def numel(t):
+    return t.numel()
+
+
+def op_table():
+    """The C++ op table: a list of dicts (name, arity, signature, summary, has_grad, grad_doc)."""
+    return [_C.op_info(n) for n in _C.op_names()]
+
+
+# ---- Tensor: the parts that are presentation or Python protocol, not computation ----
+
+# numpy defers to Tensor for `ndarray <op> Tensor`, so the result is a Tensor with a graph.
+Tensor.__array_ufunc__ = None
+Tensor.__array_priority__ = 1000
+Tensor.__repr__ = _tensor_str.tensor_repr
+Tensor.__str__ = _tensor_str.tensor_repr
+Tensor.is_tensor = True
+
+
+def _format(self, spec):
+    if self.ndim == 0 and spec:
+        return format(self.item(), spec)
+    return _tensor_str.tensor_repr(self) if not spec else format(str(self), spec)
+
+
+Tensor.__format__ = _format
+
+
+def _deepcopy(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    import copy
+    with no_grad():
+        data = self.detach().clone()
+    new = Tensor._make_subclass(type(self), data, self.requires_grad)
+    memo[id(self)] = new
+    if self.grad is not None:
+        new.grad = self.grad.detach().clone()
+    if hasattr(self, "__dict__"):
+        for k, v in self.__dict__.items():
+            setattr(new, k, copy.deepcopy(v, memo))
+    return new
+
+
+Tensor.__deepcopy__ = _deepcopy
+
+
+def _rebuild(cls, array, requires_grad, state):
+    t = Tensor._make_subclass(cls, tensor(array), requires_grad)
+    if state:
+        t.__dict__.update(state)
+    return t
+
+
+def _reduce_ex(self, protocol):
+    state = dict(self.__dict__) if hasattr(self, "__dict__") else None
+    return (_rebuild, (type(self), self.detach().numpy().copy(), self.requires_grad, state))
+
+
+Tensor.__reduce_ex__ = _reduce_ex
+
+del _name

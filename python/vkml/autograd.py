@@ -1,0 +1,179 @@
+"""vkml.autograd: grad, backward, custom functions, gradient checks and anomaly mode.
+
+Everything here forwards to the C++ engine (vk::autograd); Function is a thin layer over
+vk::autograd::from_op, the same seam every user-defined op uses.
+"""
+
+from . import _C
+from ._C import Tensor
+from ._grad_mode import (detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled,
+                         no_grad, set_detect_anomaly, set_grad_enabled)
+
+__all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
+           "gradgradcheck", "GradcheckError", "detect_anomaly", "set_detect_anomaly",
+           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "is_anomaly_enabled"]
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False, materialize_grads=False):
+    """d(outputs)/d(inputs) weighted by grad_outputs, as a tuple (None for an unused input when
+    allow_unused). Touches no .grad. With create_graph the result can be differentiated again."""
+    res = _C.grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                  allow_unused or materialize_grads)
+    if materialize_grads:
+        ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        res = tuple(_C.zeros_like(x) if g is None else g for g, x in zip(res, ins))
+    return res
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates d(tensors)/d(leaf) into the leaves' .grad (several roots at once)."""
+    if inputs is not None:
+        roots = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+        if len(roots) != 1:
+            raise NotImplementedError("backward(inputs=...) supports one root")
+        roots[0].backward(grad_tensors, retain_graph, create_graph, inputs)
+        return
+    _C.backward(tensors, grad_tensors, retain_graph, create_graph)
+
+
+class FunctionCtx:
+    """What forward and backward of a Function share."""
+
+    def __init__(self):
+        self._saved = ()
+        self.needs_input_grad = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        self._saved = tensors
+
+    @property
+    def saved_tensors(self):
+        return self._saved
+
+    def mark_non_differentiable(self, *tensors):
+        pass
+
+    def mark_dirty(self, *tensors):
+        pass
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = value
+
+
+class Function:
+    """A differentiable op written in Python, as torch.autograd.Function:
+
+        class Exp(vk.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_backward(y)
+                return y
+            @staticmethod
+            def backward(ctx, g):
+                (y,) = ctx.saved_tensors
+                return g * y
+        y = Exp.apply(x)
+
+    forward runs without recording; backward returns one gradient per forward argument (None
+    for non-tensors or inputs without gradient). Built with vkml ops, backward is itself
+    differentiable (create_graph). forward may return a tuple of tensors.
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("Function subclasses must implement forward")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("Function subclasses must implement backward")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx()
+        recording = _C.is_grad_enabled()
+        ctx.needs_input_grad = tuple(recording and isinstance(a, Tensor) and a.requires_grad
+                                     for a in args)
+        with no_grad():
+            out = cls.forward(ctx, *args, **kwargs)
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        parents = [args[i] for i in positions]
+        name = cls.__name__ + "Backward"
+
+        def pick(grads):
+            if not isinstance(grads, (tuple, list)):
+                grads = (grads,)
+            grads = tuple(grads)
+            # trailing Nones beyond the inputs are allowed, as in PyTorch
+            while len(grads) > len(args) and grads[-1] is None:
+                grads = grads[:-1]
+            if len(grads) != len(args):
+                raise RuntimeError(f"{name}: backward returned {len(grads)} gradients for "
+                                   f"{len(args)} forward arguments")
+            return [grads[i] for i in positions]
+
+        if not isinstance(out, (tuple, list)):
+            return _C.from_op(out, parents, lambda g: pick(cls.backward(ctx, g)), name)
+
+        # Several outputs: one node per output; by linearity the gradient of each input is the
+        # sum of backward's results with the other outputs' gradients set to zero.
+        outs = list(out)
+        tensor_outs = [o for o in outs if isinstance(o, Tensor)]
+
+        def make_vjp(k):
+            def vjp(g):
+                grads = [g if j == k else _C.zeros_like(o) for j, o in enumerate(tensor_outs)]
+                return pick(cls.backward(ctx, *grads))
+            return vjp
+
+        results, k = [], 0
+        for o in outs:
+            if isinstance(o, Tensor):
+                results.append(_C.from_op(o, parents, make_vjp(k), name))
+                k += 1
+            else:
+                results.append(o)
+        return type(out)(results) if isinstance(out, tuple) else results
+
+
+def once_differentiable(backward):
+    """Marks a backward that is not itself differentiable: it runs without recording."""
+    def wrapper(ctx, *grads):
+        with no_grad():
+            return backward(ctx, *grads)
+    wrapper.__name__ = getattr(backward, "__name__", "backward")
+    return wrapper
+
+
+class GradcheckError(RuntimeError):
+    """An analytic gradient disagreed with finite differences."""
+
+
+def _as_tuple(inputs):
+    return (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **unused):
+    """Checks every analytic Jacobian entry of func at inputs (float64 tensors that require
+    grad) against central differences. True when they agree; otherwise raises GradcheckError
+    (or returns False with raise_exception=False)."""
+    err = _C.gradcheck(func, _as_tuple(inputs), eps, atol, rtol)
+    if err:
+        if raise_exception:
+            raise GradcheckError("gradcheck failed:\n" + err)
+        return False
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  raise_exception=True, **unused):
+    """gradcheck of the first derivative: checks second derivatives against finite
+    differences of the (analytic) first derivative."""
+    err = _C.gradgradcheck(func, _as_tuple(inputs), eps, atol, rtol)
+    if err:
+        if raise_exception:
+            raise GradcheckError("gradgradcheck failed:\n" + err)
+        return False
+    return True

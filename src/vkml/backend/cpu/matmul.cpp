@@ -1,0 +1,180 @@
+#include "vkml/backend/cpu/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <type_traits>
+#include <vector>
+
+#include "vkml/backend/cpu/parallel.h"
+#include "vkml/ops/op.h"
+
+namespace vk::cpu {
+namespace {
+
+// vkml owns the threads: OpenBLAS runs every call on the calling thread.
+void blas_single_threaded() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+struct Layout {
+  bool ok;
+  bool trans;  // the matrix is stored column-major: pass it to row-major BLAS as a transpose
+  int64_t ld;
+};
+
+// How a rows x cols matrix with element strides (rs, cs) is described to row-major BLAS, if it can
+// be without a copy. A dim of extent 1 may have any stride.
+Layout blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  Layout l{false, false, 0};
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= std::max<int64_t>(cols, 1)))
+    l = {true, false, rows <= 1 ? std::max<int64_t>(cols, 1) : rs};
+  else if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= std::max<int64_t>(rows, 1)))
+    l = {true, true, cols <= 1 ? std::max<int64_t>(rows, 1) : cs};
+  if (l.ld > INT_MAX) l.ok = false;
+  return l;
+}
+
+// Packs a strided rows x cols matrix into `buf` row-major.
+template <class T>
+const T* pack(MatRef<T> m, int64_t rows, int64_t cols, std::vector<T>& buf) {
+  buf.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) buf[i * cols + j] = m.data[i * m.rs + j * m.cs];
+  return buf.data();
+}
+
+void blas_call(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+               int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+void blas_call(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b,
+               int ldb, double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Integer product (no BLAS): rows of C in i-k-j order, wrapping on overflow like PyTorch.
+template <class T>
+void int_gemm(int64_t M, int64_t N, int64_t K, MatRef<T> A, MatRef<T> B, T* C, int64_t ldc) {
+  using U = std::make_unsigned_t<T>;
+  for (int64_t i = 0; i < M; ++i) {
+    U* c = reinterpret_cast<U*>(C + i * ldc);
+    std::fill(c, c + N, U(0));
+    for (int64_t k = 0; k < K; ++k) {
+      U av = static_cast<U>(A.data[i * A.rs + k * A.cs]);
+      const T* b = B.data + k * B.rs;
+      if (B.cs == 1)
+        for (int64_t j = 0; j < N; ++j) c[j] += av * static_cast<U>(b[j]);
+      else
+        for (int64_t j = 0; j < N; ++j) c[j] += av * static_cast<U>(b[j * B.cs]);
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void gemm(int64_t M, int64_t N, int64_t K, MatRef<T> A, MatRef<T> B, T beta, T* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+    return;
+  }
+  VK_CHECK(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && ldc <= INT_MAX, ShapeError,
+           "matmul: a matrix extent above 2^31 - 1 (", M, " x ", K, " @ ", K, " x ", N,
+           ") is not supported by BLAS");
+  blas_single_threaded();
+  std::vector<T> abuf, bbuf;
+  Layout la = blas_layout(M, K, A.rs, A.cs);
+  const T* ap = A.data;
+  if (!la.ok) {
+    ap = pack(A, M, K, abuf);
+    la = {true, false, K};
+  }
+  Layout lb = blas_layout(K, N, B.rs, B.cs);
+  const T* bp = B.data;
+  if (!lb.ok) {
+    bp = pack(B, K, N, bbuf);
+    lb = {true, false, N};
+  }
+  blas_call(la.trans, lb.trans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), ap,
+            static_cast<int>(la.ld), bp, static_cast<int>(lb.ld), beta, C,
+            static_cast<int>(std::max<int64_t>(ldc, 1)));
+}
+
+template void gemm<float>(int64_t, int64_t, int64_t, MatRef<float>, MatRef<float>, float, float*,
+                          int64_t);
+template void gemm<double>(int64_t, int64_t, int64_t, MatRef<double>, MatRef<double>, double,
+                           double*, int64_t);
+
+GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
+  // Each extra tile re-packs an operand panel inside BLAS: cut only big products, into few large
+  // tiles, along the longer side of C (cutting rows re-packs B, cutting columns re-packs A).
+  constexpr double kTileMacs = 1 << 22;  // at least this much work per tile
+  constexpr int64_t kMinSide = 256;      // and at least this many rows (or columns)
+  constexpr int64_t kMaxTiles = 64;
+  const double macs = static_cast<double>(M) * static_cast<double>(N) *
+                      static_cast<double>(std::max<int64_t>(K, 1));
+  const int64_t side = std::max(M, N);
+  int64_t tiles = static_cast<int64_t>(std::min<double>(kMaxTiles, macs / kTileMacs));
+  tiles = std::min(tiles, side / kMinSide);
+  if (tiles <= 1) return {M, N};
+  const int64_t len = (side + tiles - 1) / tiles;
+  const int64_t block = std::min(side, (len + 15) / 16 * 16);
+  return M >= N ? GemmTiles{block, N} : GemmTiles{M, block};
+}
+
+VK_KERNEL(matmul) {
+  (void)a;
+  const Tensor& A = in[0];
+  const Tensor& B = in[1];
+  const int64_t nd = A.ndim();
+  const int64_t M = A.shape()[nd - 2], K = A.shape()[nd - 1], N = B.shape()[nd - 1];
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (out.numel() == 0) return out;
+  int64_t batch = 1;
+  for (int64_t d = 0; d < nd - 2; ++d) batch *= A.shape()[d];
+  const int64_t ars = A.strides()[nd - 2], acs = A.strides()[nd - 1];
+  const int64_t brs = B.strides()[nd - 2], bcs = B.strides()[nd - 1];
+  const GemmTiles tile = gemm_tiles(M, N, K);
+  const int64_t nr = (M + tile.rows - 1) / tile.rows, nc = (N + tile.cols - 1) / tile.cols;
+  const int64_t ntile = nr * nc;
+  const int64_t task_macs = std::max<int64_t>(tile.rows * tile.cols * std::max<int64_t>(K, 1), 1);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / task_macs);
+  VK_DISPATCH_NUMERIC(out.dtype(), "matmul", {
+    const T* pa = A.data<T>();
+    const T* pb = B.data<T>();
+    T* po = out.data<T>();
+    parallel_for(batch * ntile, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t bi = t / ntile, ti = t % ntile;
+        const int64_t r0 = ti / nc * tile.rows, r1 = std::min(M, r0 + tile.rows);
+        const int64_t c0 = ti % nc * tile.cols, c1 = std::min(N, c0 + tile.cols);
+        int64_t ao = 0, bo = 0, rest = bi;
+        for (int64_t d = nd - 3; d >= 0; --d) {
+          const int64_t idx = rest % A.shape()[d];
+          rest /= A.shape()[d];
+          ao += idx * A.strides()[d];
+          bo += idx * B.strides()[d];
+        }
+        MatRef<T> am{pa + ao + r0 * ars, ars, acs}, bm{pb + bo + c0 * bcs, brs, bcs};
+        T* c = po + bi * M * N + r0 * N + c0;
+        if constexpr (std::is_floating_point_v<T>)
+          gemm<T>(r1 - r0, c1 - c0, K, am, bm, T(0), c, N);
+        else
+          int_gemm<T>(r1 - r0, c1 - c0, K, am, bm, c, N);
+      }
+    });
+  });
+  return out;
+}
+
+}  // namespace vk::cpu

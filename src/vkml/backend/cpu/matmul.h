@@ -1,0 +1,38 @@
+// Matrix multiplication on the CPU: BLAS (sgemm/dgemm) for floating types, a plain loop for
+// integers. OpenBLAS is kept single-threaded; vkml's own pool splits the work into a partition
+// that depends only on the shapes, so every output element comes from the same BLAS call at any
+// thread count and results are bitwise identical.
+#pragma once
+#include <cstdint>
+
+#include "vkml/backend/cpu/kernel.h"
+
+namespace vk::cpu {
+
+// in: a (B..., M, K), b (B..., K, N) with equal batch dims (any strides, stride 0 allowed) and one
+// dtype. Result: a fresh contiguous (B..., M, N).
+VK_KERNEL(matmul);
+
+// A strided matrix operand: element (i, j) is data[i * rs + j * cs].
+template <class T>
+struct MatRef {
+  const T* data;
+  int64_t rs, cs;
+};
+
+// C = A @ B + beta * C for an M x N row-major C with row stride ldc (unit column stride), by one
+// single-threaded BLAS call. A is M x K, B is K x N; either is passed to BLAS without a copy when
+// it is row- or column-contiguous, and packed first otherwise. T is float or double. Call it from
+// inside a parallel_for with a partition fixed by the shapes to keep results bitwise stable.
+template <class T>
+void gemm(int64_t M, int64_t N, int64_t K, MatRef<T> A, MatRef<T> B, T beta, T* C, int64_t ldc);
+
+// How an M x N x K product is cut into independent GEMM calls for the thread pool: tiles of
+// `rows` x `cols` of C (one of them the full extent). Depends only on the shape, never on the
+// number of threads, so every element of C comes from the same call at any thread count.
+struct GemmTiles {
+  int64_t rows, cols;
+};
+GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K);
+
+}  // namespace vk::cpu

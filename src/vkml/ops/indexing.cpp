@@ -1,0 +1,217 @@
+// Indexing as a composition of table ops, so every gradient comes from those ops' rules:
+// ints -> select, slices -> slice, None -> unsqueeze, integer tensors -> index_select on a
+// flattened block of the indexed dims, bool masks -> their nonzero positions.
+#include "vkml/ops/indexing.h"
+
+#include <algorithm>
+
+#include "vkml/backend/cpu/elementwise.h"
+#include "vkml/core/grad_mode.h"
+#include "vkml/ops/creation.h"
+#include "vkml/ops/elementwise.h"
+#include "vkml/ops/index_ops.h"
+#include "vkml/ops/reduction.h"
+#include "vkml/ops/shape_ops.h"
+
+namespace vk {
+
+Tensor logical_or_oob(const Tensor& idx, int64_t n);  // idx < -n or idx >= n, as int64
+
+namespace {
+
+using Kind = IndexItem::Kind;
+
+int64_t dims_consumed(const IndexItem& it) {
+  switch (it.kind) {
+    case Kind::Int:
+    case Kind::Slice: return 1;
+    case Kind::Tensor: return it.tensor.dtype() == DType::Bool ? std::max<int64_t>(it.tensor.ndim(), 1) : 1;
+    default: return 0;
+  }
+}
+
+// Python slice semantics -> (start, stop) clamped into [0, n], step > 0.
+void normalize_slice(const IndexItem& it, int64_t n, int64_t& start, int64_t& stop, int64_t& step) {
+  step = it.step.value_or(1);
+  VK_CHECK(step > 0, ShapeError, "index: slice step must be positive, got ", step);
+  start = it.start.value_or(0);
+  stop = it.stop.value_or(n);
+  if (start < 0) start += n;
+  if (stop < 0) stop += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  stop = std::clamp<int64_t>(stop, start, n);
+}
+
+struct Advanced {
+  int64_t dim;     // dim of the partially indexed result it applies to
+  Tensor indices;  // int64, any shape (broadcast with the others)
+};
+
+// Applies the basic items (views) and collects the advanced ones.
+Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items, std::vector<Advanced>& adv) {
+  int64_t consumed = 0;
+  bool ellipsis = false;
+  for (const auto& it : items) {
+    consumed += dims_consumed(it);
+    if (it.kind == Kind::Ellipsis) {
+      VK_CHECK(!ellipsis, IndexError, "index: an index can only have a single ellipsis");
+      ellipsis = true;
+    }
+  }
+  VK_CHECK(consumed <= x.ndim(), IndexError, "index: too many indices for a tensor of shape ",
+           shape_str(x.shape()), ": ", consumed, " dims indexed");
+  Tensor r = x;
+  int64_t d = 0;
+  for (const auto& it : items) {
+    switch (it.kind) {
+      case Kind::Int: {
+        int64_t n = r.shape()[d];
+        VK_CHECK(it.index >= -n && it.index < n, IndexError, "index ", it.index,
+                 " is out of bounds for dim ", d, " with size ", n);
+        r = select(r, d, it.index);
+        break;
+      }
+      case Kind::Slice: {
+        int64_t start, stop, step;
+        normalize_slice(it, r.shape()[d], start, stop, step);
+        r = slice(r, d, start, stop, step);
+        ++d;
+        break;
+      }
+      case Kind::None: r = unsqueeze(r, d++); break;
+      case Kind::Ellipsis: d += x.ndim() - consumed; break;
+      case Kind::Tensor: {
+        const Tensor& t = it.tensor;
+        if (t.dtype() == DType::Bool) {
+          int64_t nd = std::max<int64_t>(t.ndim(), 1);
+          for (int64_t k = 0; k < t.ndim(); ++k)
+            VK_CHECK(t.shape()[k] == r.shape()[d + k], IndexError, "index: the mask of shape ",
+                     shape_str(t.shape()), " does not match the indexed shape ",
+                     shape_str(r.shape()), " at dim ", d + k);
+          Tensor pos = nonzero(t.ndim() == 0 ? reshape(t, {1}) : t);  // (n, nd)
+          for (int64_t k = 0; k < nd; ++k) adv.push_back({d + k, select(pos, 1, k)});
+          d += nd;
+        } else {
+          VK_CHECK(is_integral(t.dtype()), DTypeError, "index: tensors used as indices must be "
+                   "integer or bool, got ", dtype_name(t.dtype()));
+          adv.push_back({d, cast(t, DType::Int64)});
+          ++d;
+        }
+        break;
+      }
+    }
+  }
+  return r;
+}
+
+// Linear positions into the block of advanced dims (moved to the front), as int64 of the
+// broadcast index shape. Negative indices count from the end.
+Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape& index_shape) {
+  NoGradGuard no_grad;
+  index_shape = adv[0].indices.shape();
+  for (const auto& a : adv)
+    index_shape = broadcast_shapes(index_shape, a.indices.shape(), "index");
+  Tensor lin = zeros(index_shape, DType::Int64);
+  int64_t stride = 1;
+  for (size_t k = adv.size(); k-- > 0;) {
+    int64_t n = r.shape()[adv[k].dim];
+    Tensor idx = adv[k].indices;
+    Tensor out_of_range = sum(cast(logical_or_oob(idx, n), DType::Int64));
+    VK_CHECK(out_of_range.item() == 0, IndexError, "index: an index is out of bounds for dim ",
+             adv[k].dim, " with size ", n);
+    idx = where(lt(idx, scalar_like(0, idx)), idx + static_cast<double>(n), idx);
+    lin = lin + idx * static_cast<double>(stride);
+    stride *= n;
+  }
+  return lin;
+}
+
+}  // namespace
+
+Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
+  std::vector<Advanced> adv;
+  Tensor r = apply_basic(x, items, adv);
+  if (adv.empty()) return r;
+  // Move the advanced dims to the front (in order), flatten them, gather, then unflatten.
+  std::vector<int64_t> perm;
+  for (const auto& a : adv) perm.push_back(a.dim);
+  for (int64_t d = 0; d < r.ndim(); ++d)
+    if (std::find(perm.begin(), perm.end(), d) == perm.end()) perm.push_back(d);
+  Tensor moved = permute(r, perm);
+  int64_t block = 1;
+  for (const auto& a : adv) block *= r.shape()[a.dim];
+  Shape rest(moved.shape().begin() + static_cast<int64_t>(adv.size()), moved.shape().end());
+  Shape flat = {block};
+  flat.insert(flat.end(), rest.begin(), rest.end());
+  Shape index_shape;
+  Tensor lin = linear_positions(r, adv, index_shape);
+  Tensor picked = index_select(reshape(moved, flat), 0, reshape(lin, {-1}));
+  Shape out_shape = index_shape;
+  out_shape.insert(out_shape.end(), rest.begin(), rest.end());
+  Tensor out = reshape(picked, out_shape);
+  // NumPy: adjacent advanced indices keep their place; separated ones go to the front.
+  bool adjacent = true;
+  for (size_t k = 1; k < adv.size(); ++k) adjacent = adjacent && adv[k].dim == adv[k - 1].dim + 1;
+  int64_t first = adv[0].dim;
+  if (!adjacent || first == 0) return out;
+  int64_t ni = static_cast<int64_t>(index_shape.size());
+  std::vector<int64_t> back;
+  for (int64_t d = ni; d < ni + first; ++d) back.push_back(d);
+  for (int64_t d = 0; d < ni; ++d) back.push_back(d);
+  for (int64_t d = ni + first; d < out.ndim(); ++d) back.push_back(d);
+  return permute(out, back);
+}
+
+Tensor logical_or_oob(const Tensor& idx, int64_t n) {
+  Tensor lo = lt(idx, scalar_like(static_cast<double>(-n), idx));
+  Tensor hi = ge(idx, scalar_like(static_cast<double>(n), idx));
+  return add(cast(lo, DType::Int64), cast(hi, DType::Int64));
+}
+
+void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
+  VK_CHECK(!GradMode::is_enabled() || (!x.requires_grad() && !value.requires_grad()), RuntimeError,
+           "index_put_: in-place assignment into a tensor that requires grad (or of a value that "
+           "requires grad) while grad mode is on; build the result out of place, or use no_grad()");
+  NoGradGuard no_grad;
+  // Element offsets of every position of x, indexed like x: the selected ones say where to write.
+  Tensor offsets = full({}, static_cast<double>(x.offset()), DType::Int64);
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    Shape s(x.ndim(), 1);
+    s[d] = x.shape()[d];
+    offsets = offsets + reshape(arange(0, static_cast<double>(x.shape()[d]), 1, DType::Int64) *
+                                    static_cast<double>(x.strides()[d]), s);
+  }
+  offsets = contiguous(expand(offsets, x.shape()));
+  Tensor where_to = contiguous(index(offsets, items));
+  Tensor v = contiguous(cast(value, x.dtype()));
+  VK_CHECK(broadcast_shapes(where_to.shape(), v.shape(), "index_put_") == where_to.shape(),
+           ShapeError, "index_put_: cannot assign a value of shape ", shape_str(v.shape()),
+           " to an indexed region of shape ", shape_str(where_to.shape()));
+  v = contiguous(expand(v, where_to.shape()));
+  if (v.storage() == x.storage()) v = clone(v);
+  const int64_t* pos = where_to.data<int64_t>();
+  VK_DISPATCH_ALL(x.dtype(), "index_put_", {
+    T* base = static_cast<T*>(x.storage()->data);
+    const T* src = v.data<T>();
+    for (int64_t i = 0; i < where_to.numel(); ++i) base[pos[i]] = src[i];
+  });
+  x.bump_version();
+}
+
+Tensor nonzero(const Tensor& mask) {
+  VK_CHECK(mask.dtype() == DType::Bool, DTypeError, "nonzero: expected a bool tensor, got ",
+           dtype_name(mask.dtype()));
+  Tensor m = contiguous(mask);
+  const bool* p = m.data<bool>();
+  std::vector<double> coords;
+  Strides st = contiguous_strides(m.shape());
+  int64_t count = 0;
+  for (int64_t i = 0; i < m.numel(); ++i) {
+    if (!p[i]) continue;
+    ++count;
+    for (int64_t d = 0; d < m.ndim(); ++d) coords.push_back(static_cast<double>((i / st[d]) % m.shape()[d]));
+  }
+  return from_vector(coords, {count, m.ndim()}, DType::Int64);
+}
+
+}  // namespace vk

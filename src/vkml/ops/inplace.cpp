@@ -1,0 +1,80 @@
+// In-place ops: compute out of place with the table's ops, then write into x's storage.
+#include "vkml/ops/inplace.h"
+
+#include "vkml/backend/cpu/elementwise.h"
+#include "vkml/core/grad_mode.h"
+#include "vkml/ops/creation.h"
+#include "vkml/ops/elementwise.h"
+#include "vkml/ops/shape_ops.h"
+
+namespace vk {
+namespace {
+
+void check_target(const Tensor& x, const Tensor* value, const char* op) {
+  if (!GradMode::is_enabled()) return;
+  VK_CHECK(!x.requires_grad(), RuntimeError, op, ": in-place write into a ", x.describe(),
+           " tensor that requires grad while grad mode is on; use the out-of-place op, or "
+           "no_grad() for updates such as optimizer steps");
+  VK_CHECK(value == nullptr || !value->requires_grad(), RuntimeError, op,
+           ": writing a value that requires grad into a tensor in place would drop its graph; "
+           "build the result out of place (cat, stack, where) instead");
+}
+
+// Writes `result` (same shape as x after broadcasting) into x and records the write.
+void write_back(const Tensor& x, const Tensor& result, const char* op) {
+  VK_CHECK(is_floating(x.dtype()) || !is_floating(result.dtype()), DTypeError, op, ": result type ",
+           dtype_name(result.dtype()), " cannot be written in place into a ", dtype_name(x.dtype()),
+           " tensor");
+  Tensor r = result;
+  if (r.shape() != x.shape()) {
+    Shape b = broadcast_shapes(x.shape(), r.shape(), op);
+    VK_CHECK(b == x.shape(), ShapeError, op, ": cannot write a result of shape ",
+             shape_str(r.shape()), " in place into shape ", shape_str(x.shape()));
+    r = expand(r, x.shape());
+  }
+  if (r.storage() == x.storage()) r = clone(r);  // e.g. x.copy_(flip(x)): read before writing
+  cpu::copy_into(x, r);
+  x.bump_version();
+}
+
+template <class F>
+void apply(const Tensor& x, const Tensor& other, const char* op, F f) {
+  check_target(x, &other, op);
+  NoGradGuard no_grad;  // nothing here is recorded: the check above guarantees no graph is lost
+  write_back(x, f(x, other), op);
+}
+
+}  // namespace
+
+void add_(const Tensor& x, const Tensor& other, double alpha) {
+  apply(x, other, "add_", [alpha](const Tensor& a, const Tensor& b) {
+    return alpha == 1.0 ? a + b : a + b * alpha;
+  });
+}
+void sub_(const Tensor& x, const Tensor& other) { apply(x, other, "sub_", [](auto& a, auto& b) { return a - b; }); }
+void mul_(const Tensor& x, const Tensor& other) { apply(x, other, "mul_", [](auto& a, auto& b) { return a * b; }); }
+void div_(const Tensor& x, const Tensor& other) { apply(x, other, "div_", [](auto& a, auto& b) { return a / b; }); }
+void add_(const Tensor& x, double other) { add_(x, scalar_like(other, x)); }
+void mul_(const Tensor& x, double other) { mul_(x, scalar_like(other, x)); }
+void zero_(const Tensor& x) { fill_(x, 0.0); }
+
+void fill_(const Tensor& x, double value) {
+  check_target(x, nullptr, "fill_");
+  NoGradGuard no_grad;
+  write_back(x, full({}, value, x.dtype()), "fill_");
+}
+
+void copy_(const Tensor& x, const Tensor& src) {
+  check_target(x, &src, "copy_");
+  NoGradGuard no_grad;
+  Tensor s = src.dtype() == x.dtype() ? src : cast(src, x.dtype());
+  write_back(x, s, "copy_");
+}
+
+void clamp_(const Tensor& x, double min, double max) {
+  check_target(x, nullptr, "clamp_");
+  NoGradGuard no_grad;
+  write_back(x, clamp(x, min, max), "clamp_");
+}
+
+}  // namespace vk
