@@ -20,10 +20,10 @@ deps:
 	@command -v $(CMAKE) >/dev/null 2>&1 || python3 -m pip install -q cmake ninja
 
 $(BUILD)/build.ninja $(BUILD)/Makefile: CMakeLists.txt
-	$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON >/dev/null
+	$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON >/dev/null
 
 build: deps
-	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON >/dev/null
+	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON >/dev/null
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 test-cpp: build

@@ -44,8 +44,8 @@ int main() {
   std::vector<double> label_values;
   for (int64_t i = 0; i < n; ++i) label_values.push_back(static_cast<double>(i % 3));
   Tensor labels = from_vector(label_values, {n}, DType::Int64);
-  Tensor centers = from_vector({-2, 0, 2, 0, 0, 2.5}, {3, 2});
-  Tensor x = index_select(centers, 0, labels) + randn({n, 2}) * 0.6;
+  Tensor centers = from_vector({-1, 0, 1, 0, 0, 1.2}, {3, 2});
+  Tensor x = index_select(centers, 0, labels) + randn({n, 2}) * 0.7;
 
   Mlp model;
   const double lr = 0.1;

@@ -137,7 +137,8 @@ void bind_autograd(nb::module_& m) {
   }, "outputs"_a, "inputs"_a, "grad_outputs"_a = nb::none(), "retain_graph"_a = nb::none(),
      "create_graph"_a = false, "allow_unused"_a = false);
 
-  m.def("from_op", [](nb::handle data, nb::handle parents, nb::handle vjp, const std::string& op) {
+  m.def("from_op", [](nb::handle data, nb::handle parents, nb::handle vjp, const std::string& op,
+                      bool pass_output) {
     std::vector<Tensor> ps = tensors_of(parents);
     std::optional<DType> dt;
     for (const auto& p : ps)
@@ -150,16 +151,37 @@ void bind_autograd(nb::module_& m) {
     for (const auto& p : ps) dtypes.push_back(p.dtype());
     std::string name = op.empty() ? "custom" : op;
     PyRef f(vjp);
-    vk::autograd::Vjp cvjp = [f, dtypes, name](const Tensor& g) {
+    if (!pass_output) {
+      vk::autograd::Vjp cvjp = [f, dtypes, name](const Tensor& g) {
+        nb::gil_scoped_acquire gil;
+        nb::object r = f.get()(g);
+        return grads_from_py(r, dtypes, name.c_str());
+      };
+      return vk::autograd::from_op(result, ps, std::move(cvjp), name);
+    }
+    // vjp(grad, out): `out` is the recorded output itself, handed over only while the rule runs
+    // (holding it in the closure would make the node own itself). A rule that uses it stays
+    // connected to the inputs, so it can be differentiated again (autograd.Function's saved
+    // outputs).
+    bool record = false;
+    for (const auto& p : ps) record = record || p.requires_grad();
+    if (!record || !vk::GradMode::is_enabled() || !vk::is_floating(result.dtype())) return result.detach();
+    auto custom = std::make_shared<vk::CustomOp>();
+    custom->name = name;
+    custom->result = result.detach().impl_ptr();
+    custom->grad = [f, dtypes, name](const vk::GradCtx& c) {
       nb::gil_scoped_acquire gil;
-      nb::object r = f.get()(g);
+      nb::object r = f.get()(c.grad, c.out);
       return grads_from_py(r, dtypes, name.c_str());
     };
-    return vk::autograd::from_op(result, ps, std::move(cvjp), name);
-  }, "data"_a, "parents"_a, "vjp"_a, "op"_a = "",
+    vk::Attrs a;
+    a.custom = std::move(custom);
+    return vk::dispatch(vk::OpKind::Custom, ps, a);
+  }, "data"_a, "parents"_a, "vjp"_a, "op"_a = "", "pass_output"_a = false,
      "The lowest-level custom op: `data` (computed by the caller) becomes the output of an op "
      "named `op` with inputs `parents`; vjp(grad) returns one gradient per parent (None for "
-     "none). Written with vkml ops, the vjp is differentiable again.");
+     "none). Written with vkml ops, the vjp is differentiable again. With pass_output, the rule "
+     "is called as vjp(grad, out) with the recorded output.");
 
   m.def("checkpoint", [](nb::handle fn, nb::handle inputs) {
     PyRef f(fn);

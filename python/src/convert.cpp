@@ -106,7 +106,9 @@ Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype) {
   // Python's own scalars and containers follow torch.tensor's default dtype (float32); numpy
   // arrays and scalars, and foreign arrays, keep the dtype they have.
   PyObject* p = data.ptr();
-  bool python_data = PyFloat_Check(p) || PyLong_Check(p) || PyList_Check(p) || PyTuple_Check(p);
+  // (exact checks: numpy.float64 is a subclass of float, and keeps float64)
+  bool python_data = PyFloat_CheckExact(p) || PyLong_CheckExact(p) || PyBool_Check(p) ||
+                     PyList_Check(p) || PyTuple_Check(p);
   nb::object arr = np().asarray(data);
   DType target;
   if (dtype) {
@@ -122,9 +124,9 @@ Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype) {
       throw vk::DTypeError("tensor: cannot make a tensor from " + py_repr(dt) +
                            " data; vkml has float32, float64, int32, int64 and bool");
   }
-  nb::object c = np().ascontiguousarray(arr, "dtype"_a = numpy_dtype(target));
+  nb::object c = np().asarray(arr, "dtype"_a = numpy_dtype(target), "order"_a = "C");
   auto view = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(c);
-  Shape shape = to_shape(c.attr("shape"));  // (view.ndim() reads a 0-d array as 1-d)
+  Shape shape = to_shape(c.attr("shape"));
   return vk::from_data(view.data(), shape, target);
 }
 

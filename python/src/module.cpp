@@ -1,4 +1,7 @@
 // vkml._C: the extension module. Each binding family lives in its own file.
+#include <new>
+#include <stdexcept>
+
 #include "common.h"
 
 namespace vkpy {
@@ -41,6 +44,19 @@ void bind_dtypes_and_errors(nb::module_& m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
+  // Throws the named C++ error: lets the tests check every mapping, including ones no op
+  // currently raises.
+  m.def("_throw", [](const std::string& kind, const std::string& msg) {
+    if (kind == "DTypeError") throw vk::DTypeError(msg);
+    if (kind == "ShapeError") throw vk::ShapeError(msg);
+    if (kind == "IndexError") throw vk::IndexError(msg);
+    if (kind == "NotImplementedError") throw vk::NotImplementedError(msg);
+    if (kind == "MemoryError") throw vk::MemoryError(msg);
+    if (kind == "RuntimeError") throw vk::RuntimeError(msg);
+    if (kind == "Error") throw vk::Error(msg);
+    if (kind == "bad_alloc") throw std::bad_alloc();
+    throw std::runtime_error(msg);
+  }, "kind"_a, "message"_a);
 }
 
 }  // namespace vkpy

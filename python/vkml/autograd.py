@@ -42,6 +42,7 @@ class FunctionCtx:
 
     def __init__(self):
         self._saved = ()
+        self._recorded = None  # (forward's output, the recorded output) while backward runs
         self.needs_input_grad = ()
         self.materialize_grads = True
 
@@ -50,7 +51,12 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        return self._saved
+        """The saved tensors. An output of forward saved here is, during backward, the recorded
+        output itself, so a backward that uses it can be differentiated again (as in PyTorch)."""
+        if self._recorded is None:
+            return self._saved
+        fwd, rec = self._recorded
+        return tuple(rec if t is fwd else t for t in self._saved)
 
     def mark_non_differentiable(self, *tensors):
         pass
@@ -114,8 +120,15 @@ class Function:
                                    f"{len(args)} forward arguments")
             return [grads[i] for i in positions]
 
+        def call_backward(fwd_out, recorded, grads):
+            ctx._recorded = (fwd_out, recorded)
+            try:
+                return pick(cls.backward(ctx, *grads))
+            finally:
+                ctx._recorded = None
+
         if not isinstance(out, (tuple, list)):
-            return _C.from_op(out, parents, lambda g: pick(cls.backward(ctx, g)), name)
+            return _C.from_op(out, parents, lambda g, rec: call_backward(out, rec, (g,)), name, True)
 
         # Several outputs: one node per output; by linearity the gradient of each input is the
         # sum of backward's results with the other outputs' gradients set to zero.
@@ -123,15 +136,15 @@ class Function:
         tensor_outs = [o for o in outs if isinstance(o, Tensor)]
 
         def make_vjp(k):
-            def vjp(g):
+            def vjp(g, rec):
                 grads = [g if j == k else _C.zeros_like(o) for j, o in enumerate(tensor_outs)]
-                return pick(cls.backward(ctx, *grads))
+                return call_backward(tensor_outs[k], rec, grads)
             return vjp
 
         results, k = [], 0
         for o in outs:
             if isinstance(o, Tensor):
-                results.append(_C.from_op(o, parents, make_vjp(k), name))
+                results.append(_C.from_op(o, parents, make_vjp(k), name, True))
                 k += 1
             else:
                 results.append(o)

@@ -18,87 +18,203 @@ Tensor distinct(const Shape& shape) {
 
 RegisterOpCases reduction_cases({
     // sum's basic cases are in cases_core.cpp; these take the other kernel paths.
-    {OpKind::Sum, "sum/leading_dims", [] { return V{leaf({3, 4, 5})}; },
-     [](const V& x) { return sum(x[0] * x[0], {0, 1}); }},
-    {OpKind::Sum, "sum/middle_dim_transposed", [] { return V{leaf({3, 4, 5})}; },
+    {OpKind::Sum, "sum/leading_dims",
+     [] {
+       return V{leaf({3, 4, 5})};
+     },
+     [](const V& x) {
+       return sum(x[0] * x[0], {0, 1});
+     }},
+    {OpKind::Sum, "sum/middle_dim_transposed",
+     [] {
+       return V{leaf({3, 4, 5})};
+     },
      [](const V& x) { return sum(transpose(x[0], 0, 2), {1}, true); }},
 
-    {OpKind::Mean, "mean/all", [] { return V{leaf({2, 3})}; },
+    {OpKind::Mean, "mean/all",
+     [] {
+       return V{leaf({2, 3})};
+     },
      [](const V& x) { return mean(x[0]); }},
-    {OpKind::Mean, "mean/dims_keepdim", [] { return V{leaf({2, 3, 4})}; },
-     [](const V& x) { return mean(x[0], {0, 2}, true); }},
-    {OpKind::Mean, "mean/negative_dim", [] { return V{leaf({2, 3})}; },
+    {OpKind::Mean, "mean/dims_keepdim",
+     [] {
+       return V{leaf({2, 3, 4})};
+     },
+     [](const V& x) {
+       return mean(x[0], {0, 2}, true);
+     }},
+    {OpKind::Mean, "mean/negative_dim",
+     [] {
+       return V{leaf({2, 3})};
+     },
      [](const V& x) { return mean(x[0] * x[0], {-1}); }},
 
-    {OpKind::Amax, "amax/all", [] { return V{distinct({2, 3})}; },
+    {OpKind::Amax, "amax/all",
+     [] {
+       return V{distinct({2, 3})};
+     },
      [](const V& x) { return amax(x[0]); }},
-    {OpKind::Amax, "amax/dims_keepdim", [] { return V{distinct({2, 3, 4})}; },
-     [](const V& x) { return amax(x[0], {0, 2}, true); }},
-    {OpKind::Amax, "amax/negative_dim", [] { return V{distinct({3, 4})}; },
+    {OpKind::Amax, "amax/dims_keepdim",
+     [] {
+       return V{distinct({2, 3, 4})};
+     },
+     [](const V& x) {
+       return amax(x[0], {0, 2}, true);
+     }},
+    {OpKind::Amax, "amax/negative_dim",
+     [] {
+       return V{distinct({3, 4})};
+     },
      [](const V& x) { return amax(x[0] * 2.0, {-1}); }},
-    {OpKind::Amin, "amin/all", [] { return V{distinct({2, 3})}; },
+    {OpKind::Amin, "amin/all",
+     [] {
+       return V{distinct({2, 3})};
+     },
      [](const V& x) { return amin(x[0]); }},
-    {OpKind::Amin, "amin/dim0", [] { return V{distinct({3, 4})}; },
+    {OpKind::Amin, "amin/dim0",
+     [] {
+       return V{distinct({3, 4})};
+     },
      [](const V& x) { return amin(x[0], {0}); }},
-    {OpKind::Amin, "amin/negative_dim_keepdim", [] { return V{distinct({2, 3, 4})}; },
+    {OpKind::Amin, "amin/negative_dim_keepdim",
+     [] {
+       return V{distinct({2, 3, 4})};
+     },
      [](const V& x) { return amin(x[0], {-2}, true); }},
 
-    {OpKind::MaxDim, "max_dim/dim1", [] { return V{distinct({3, 4})}; },
+    {OpKind::MaxDim, "max_dim/dim1",
+     [] {
+       return V{distinct({3, 4})};
+     },
      [](const V& x) { return max(x[0], 1).values; }},
-    {OpKind::MaxDim, "max_dim/negative_keepdim", [] { return V{distinct({2, 3, 4})}; },
+    {OpKind::MaxDim, "max_dim/negative_keepdim",
+     [] {
+       return V{distinct({2, 3, 4})};
+     },
      [](const V& x) { return max(x[0], -3, true).values; }},
-    {OpKind::MinDim, "min_dim/dim0", [] { return V{distinct({3, 4})}; },
+    {OpKind::MinDim, "min_dim/dim0",
+     [] {
+       return V{distinct({3, 4})};
+     },
      [](const V& x) { return min(x[0], 0).values; }},
-    {OpKind::MinDim, "min_dim/negative_keepdim", [] { return V{distinct({2, 3, 4})}; },
+    {OpKind::MinDim, "min_dim/negative_keepdim",
+     [] {
+       return V{distinct({2, 3, 4})};
+     },
      [](const V& x) { return min(x[0], -1, true).values; }},
 
-    {OpKind::Prod, "prod/all", [] { return V{leaf({2, 3}, 0.5, 1.5)}; },
+    {OpKind::Prod, "prod/all",
+     [] {
+       return V{leaf({2, 3}, 0.5, 1.5)};
+     },
      [](const V& x) { return prod(x[0]); }},
-    {OpKind::Prod, "prod/dims_keepdim", [] { return V{leaf({2, 3, 4}, 0.5, 1.5)}; },
-     [](const V& x) { return prod(x[0], {0, 2}, true); }},
-    {OpKind::Prod, "prod/negative_dim", [] { return V{leaf({3, 4}, -1.5, -0.5)}; },
+    {OpKind::Prod, "prod/dims_keepdim",
+     [] {
+       return V{leaf({2, 3, 4}, 0.5, 1.5)};
+     },
+     [](const V& x) {
+       return prod(x[0], {0, 2}, true);
+     }},
+    {OpKind::Prod, "prod/negative_dim",
+     [] {
+       return V{leaf({3, 4}, -1.5, -0.5)};
+     },
      [](const V& x) { return prod(x[0], {-1}); }},
     // At zeros the rule switches formulas; its values and its own derivative must stay right.
     {OpKind::Prod, "prod/one_zero",
-     [] { return V{values({0.5, 0.0, -1.5, 2.0, 1.25, 0.75}, {2, 3})}; },
+     [] {
+       return V{values({0.5, 0.0, -1.5, 2.0, 1.25, 0.75}, {2, 3})};
+     },
      [](const V& x) { return prod(x[0], {1}); }},
     {OpKind::Prod, "prod/two_zeros",
-     [] { return V{values({0.5, 0.0, -1.5, 0.0, 1.25, 0.75}, {6})}; },
+     [] {
+       return V{values({0.5, 0.0, -1.5, 0.0, 1.25, 0.75}, {6})};
+     },
      [](const V& x) { return prod(x[0]); }},
     {OpKind::Prod, "prod/three_zeros",
-     [] { return V{values({0.0, 0.5, 0.0, -1.5, 0.0, 1.25}, {2, 3})}; },
-     [](const V& x) { return prod(x[0], {0, 1}, true); }},
+     [] {
+       return V{values({0.0, 0.5, 0.0, -1.5, 0.0, 1.25}, {2, 3})};
+     },
+     [](const V& x) {
+       return prod(x[0], {0, 1}, true);
+     }},
 
-    {OpKind::ArgMax, "argmax", [] { return V{distinct({3, 4})}; },
+    {OpKind::ArgMax, "argmax",
+     [] {
+       return V{distinct({3, 4})};
+     },
      [](const V& x) { return argmax(x[0], 1); }},
-    {OpKind::ArgMin, "argmin", [] { return V{distinct({3, 4})}; },
+    {OpKind::ArgMin, "argmin",
+     [] {
+       return V{distinct({3, 4})};
+     },
      [](const V& x) { return argmin(x[0], -2, true); }},
 
-    {OpKind::LogSumExp, "logsumexp/all", [] { return V{leaf({2, 3})}; },
+    {OpKind::LogSumExp, "logsumexp/all",
+     [] {
+       return V{leaf({2, 3})};
+     },
      [](const V& x) { return logsumexp(x[0]); }},
-    {OpKind::LogSumExp, "logsumexp/dims_keepdim", [] { return V{leaf({2, 3, 4}, -3.0, 3.0)}; },
-     [](const V& x) { return logsumexp(x[0], {0, 2}, true); }},
-    {OpKind::LogSumExp, "logsumexp/negative_dim", [] { return V{leaf({3, 4}, -3.0, 3.0)}; },
+    {OpKind::LogSumExp, "logsumexp/dims_keepdim",
+     [] {
+       return V{leaf({2, 3, 4}, -3.0, 3.0)};
+     },
+     [](const V& x) {
+       return logsumexp(x[0], {0, 2}, true);
+     }},
+    {OpKind::LogSumExp, "logsumexp/negative_dim",
+     [] {
+       return V{leaf({3, 4}, -3.0, 3.0)};
+     },
      [](const V& x) { return logsumexp(x[0], {-1}); }},
 
-    {OpKind::Var, "var/correction1_all", [] { return V{leaf({2, 3})}; },
+    {OpKind::Var, "var/correction1_all",
+     [] {
+       return V{leaf({2, 3})};
+     },
      [](const V& x) { return var(x[0]); }},
-    {OpKind::Var, "var/correction0_dims", [] { return V{leaf({2, 3, 4})}; },
-     [](const V& x) { return var(x[0], {0, 2}, 0.0); }},
-    {OpKind::Var, "var/negative_dim_keepdim", [] { return V{leaf({3, 4})}; },
+    {OpKind::Var, "var/correction0_dims",
+     [] {
+       return V{leaf({2, 3, 4})};
+     },
+     [](const V& x) {
+       return var(x[0], {0, 2}, 0.0);
+     }},
+    {OpKind::Var, "var/negative_dim_keepdim",
+     [] {
+       return V{leaf({3, 4})};
+     },
      [](const V& x) { return var(x[0], {-1}, 1.0, true); }},
 
-    {OpKind::Softmax, "softmax/dim0", [] { return V{leaf({3, 4}, -2.0, 2.0)}; },
+    {OpKind::Softmax, "softmax/dim0",
+     [] {
+       return V{leaf({3, 4}, -2.0, 2.0)};
+     },
      [](const V& x) { return softmax(x[0], 0); }},
-    {OpKind::Softmax, "softmax/last", [] { return V{leaf({3, 4}, -2.0, 2.0)}; },
+    {OpKind::Softmax, "softmax/last",
+     [] {
+       return V{leaf({3, 4}, -2.0, 2.0)};
+     },
      [](const V& x) { return softmax(x[0], -1); }},
-    {OpKind::Softmax, "softmax/middle_transposed", [] { return V{leaf({2, 3, 4}, -2.0, 2.0)}; },
+    {OpKind::Softmax, "softmax/middle_transposed",
+     [] {
+       return V{leaf({2, 3, 4}, -2.0, 2.0)};
+     },
      [](const V& x) { return softmax(transpose(x[0], 0, 2), 1); }},
-    {OpKind::LogSoftmax, "log_softmax/dim0", [] { return V{leaf({3, 4}, -2.0, 2.0)}; },
+    {OpKind::LogSoftmax, "log_softmax/dim0",
+     [] {
+       return V{leaf({3, 4}, -2.0, 2.0)};
+     },
      [](const V& x) { return log_softmax(x[0], 0); }},
-    {OpKind::LogSoftmax, "log_softmax/last", [] { return V{leaf({3, 4}, -2.0, 2.0)}; },
+    {OpKind::LogSoftmax, "log_softmax/last",
+     [] {
+       return V{leaf({3, 4}, -2.0, 2.0)};
+     },
      [](const V& x) { return log_softmax(x[0], -1); }},
-    {OpKind::LogSoftmax, "log_softmax/middle", [] { return V{leaf({2, 3, 4}, -2.0, 2.0)}; },
+    {OpKind::LogSoftmax, "log_softmax/middle",
+     [] {
+       return V{leaf({2, 3, 4}, -2.0, 2.0)};
+     },
      [](const V& x) { return log_softmax(x[0], 1); }},
 });
 

@@ -237,6 +237,21 @@ TEST(Elementwise, BitwiseIdenticalHoweverSplit) {
   }
 }
 
+TEST(Elementwise, BitwiseIdenticalAt1And2Threads) {
+  Tensor x = randn({1 << 18}, DType::Float32), y = randn({1 << 18}, DType::Float32);
+  auto f = [&] {
+    return to_vector(gelu(x) * maximum(x, y) + pow(sigmoid(y), x) - where(gt(x, y), erf(x), y));
+  };
+  const int saved = cpu::num_threads();
+  cpu::set_num_threads(1);
+  std::vector<double> one = f();
+  cpu::set_num_threads(2);
+  std::vector<double> two = f();
+  cpu::set_num_threads(saved);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << "at " << i;
+}
+
 // ---- gradients by hand ----
 
 TEST(ElementwiseGrad, ReluSeed003) {

@@ -16,8 +16,12 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Tensor f32(const std::vector<double>& v, const Shape& s) { return from_vector(v, s, DType::Float32); }
-Tensor f64(const std::vector<double>& v, const Shape& s) { return from_vector(v, s, DType::Float64); }
+Tensor f32(const std::vector<double>& v, const Shape& s) {
+  return from_vector(v, s, DType::Float32);
+}
+Tensor f64(const std::vector<double>& v, const Shape& s) {
+  return from_vector(v, s, DType::Float64);
+}
 
 Tensor grad_of(const Tensor& y, const Tensor& x) {
   return autograd::grad({y}, {x}, {ones_like(y)})[0];
@@ -193,8 +197,8 @@ TEST(Reduction, SoftmaxExpAccuracy) {
   got = to_vector(p32);
   for (size_t i = 0; i < small.size(); i += 2) {
     float x = static_cast<float>(small[i]);
-    double want = x < 0 ? std::exp(double(x)) / (1 + std::exp(double(x)))
-                        : 1 / (1 + std::exp(-double(x)));
+    double want =
+        x < 0 ? std::exp(double(x)) / (1 + std::exp(double(x))) : 1 / (1 + std::exp(-double(x)));
     EXPECT_NEAR(got[i], want, 4e-7 * want + 1e-44) << "x = " << x;
   }
 }
@@ -379,18 +383,19 @@ void check_against_reference(const Tensor& x, const std::vector<int64_t>& dims, 
 
 TEST(ReductionPaths, MatchReferenceOnEveryLayout) {
   manual_seed(11);
-  const std::vector<std::vector<int64_t>> dim_sets = {{0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}};
+  const std::vector<std::vector<int64_t>> dim_sets = {{0},    {1},    {2},      {0, 1},
+                                                      {0, 2}, {1, 2}, {0, 1, 2}};
   for (DType dt : {DType::Float32, DType::Float64}) {
     for (Shape shape : {Shape{3, 4, 5}, Shape{2, 1, 7}, Shape{5, 300, 3}, Shape{1, 2, 20000}}) {
       // positive, and close to 1 for long reductions, so that prod stays finite
       Tensor base = numel_of(shape) > 1000 ? cast(rand(shape) * 0.02 + 0.99, dt)
                                            : cast(rand(shape) * 2.0 + 0.1, dt);
       for (const auto& dims : dim_sets) {
-        check_against_reference(base, dims, dt, "contiguous " + shape_str(shape) + " dims " +
-                                                    shape_str(dims));
+        check_against_reference(base, dims, dt,
+                                "contiguous " + shape_str(shape) + " dims " + shape_str(dims));
         Tensor p = permute(base, {2, 0, 1});  // non-contiguous views take the strided paths
-        check_against_reference(p, dims, dt, "permuted " + shape_str(p.shape()) + " dims " +
-                                                 shape_str(dims));
+        check_against_reference(p, dims, dt,
+                                "permuted " + shape_str(p.shape()) + " dims " + shape_str(dims));
       }
     }
   }

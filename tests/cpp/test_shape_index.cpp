@@ -290,6 +290,23 @@ TEST(IndexAdd, AddsSlicesAtIndices) {
   VK_EXPECT_ERROR(index_add(base, 0, from_vector({0, 1, 2}, {3}), src), DTypeError, "index_add");
 }
 
+TEST(IndexOps, ZeroDimTensorsAndInt32Indices) {
+  Tensor s = from_vector({5}, {}, DType::Float64);
+  Tensor zero = from_vector({0}, {}, DType::Int32);
+  Tensor y = index_select(s, 0, ints({0}, {1}));
+  EXPECT_EQ(y.shape(), (Shape{}));
+  expect_values(y, {5});
+  expect_values(gather(s, 0, zero), {5});
+  expect_values(scatter_add(s, 0, zero, s), {10});
+  VK_EXPECT_ERROR(gather(s, 0, from_vector({1}, {}, DType::Int32)), IndexError, "gather", "index 1",
+                  "size 1");
+  Tensor x = iota({2, 3});
+  Tensor i32 = from_vector({2, 2, 0, 1}, {2, 2}, DType::Int32);
+  expect_values(gather(x, 1, i32), {2, 2, 3, 4});
+  expect_values(scatter_add(zeros({2, 3}, DType::Float64), 1, i32, iota({2, 2}) + 1.0),
+                {0, 0, 3, 3, 4, 0});
+}
+
 // ---- large inputs: parallel paths agree with the strided ones and with any thread count ----
 
 TEST(ShapeIndexLarge, ContiguousAndStridedPathsAgree) {

@@ -43,6 +43,10 @@ inline void expect_values(const Tensor& t, const std::vector<double>& expected, 
       EXPECT_TRUE(std::isnan(got[i])) << "at " << i;
       continue;
     }
+    if (std::isinf(expected[i])) {
+      EXPECT_EQ(got[i], expected[i]) << "at flat index " << i << " of " << t.describe();
+      continue;
+    }
     EXPECT_NEAR(got[i], expected[i], tol) << "at flat index " << i << " of " << t.describe();
   }
 }

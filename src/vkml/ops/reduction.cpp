@@ -4,12 +4,12 @@
 #include <algorithm>
 
 #include "vkml/backend/cpu/reduce.h"
+#include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/index_ops.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/shape_ops.h"
-#include "vkml/core/grad_mode.h"
-#include "vkml/ops/index_ops.h"
 
 namespace vk {
 namespace {
@@ -27,9 +27,8 @@ Meta infer_reduce_numeric(const std::vector<Tensor>& in, const Attrs& a, std::st
 
 // mean and var, as in PyTorch, do not pick a floating dtype for integer inputs: cast first.
 Meta infer_reduce_float(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
-  VK_CHECK(is_floating(in[0].dtype()), DTypeError, op,
-           ": expected a floating dtype, got ", dtype_name(in[0].dtype()),
-           " (cast the input to float32 or float64 first)");
+  VK_CHECK(is_floating(in[0].dtype()), DTypeError, op, ": expected a floating dtype, got ",
+           dtype_name(in[0].dtype()), " (cast the input to float32 or float64 first)");
   return infer_reduce(in, a, op);
 }
 
@@ -138,74 +137,117 @@ constexpr std::string_view kIntegerResult = "integer result: not differentiable"
 }  // namespace
 
 void add_reduction_ops(OpList& ops) {
-  ops.push_back({.kind = OpKind::Sum, .name = "sum", .arity = 1,
-                 .signature = "sum(x, dims, keepdim)", .summary = "sum over dims",
-                 .infer = infer_reduce_numeric, .cpu = cpu::sum,
-                 .grad = [](const GradCtx& c) -> Grads { return {unreduce(c.grad, c.in[0], c.attrs)}; },
-                 .grad_doc = "dx = g expanded back over the reduced dims"});
-  ops.push_back({.kind = OpKind::Mean, .name = "mean", .arity = 1,
+  ops.push_back(
+      {.kind = OpKind::Sum,
+       .name = "sum",
+       .arity = 1,
+       .signature = "sum(x, dims, keepdim)",
+       .summary = "sum over dims",
+       .infer = infer_reduce_numeric,
+       .cpu = cpu::sum,
+       .grad = [](const GradCtx& c) -> Grads { return {unreduce(c.grad, c.in[0], c.attrs)}; },
+       .grad_doc = "dx = g expanded back over the reduced dims"});
+  ops.push_back({.kind = OpKind::Mean,
+                 .name = "mean",
+                 .arity = 1,
                  .signature = "mean(x, dims, keepdim)",
                  .summary = "mean over dims (floating dtypes only, as in PyTorch)",
-                 .infer = infer_reduce_float, .cpu = cpu::mean,
+                 .infer = infer_reduce_float,
+                 .cpu = cpu::mean,
                  .grad = [](const GradCtx& c) -> Grads {
                    double n = static_cast<double>(reduced_count(c.in[0], c.attrs.dims));
                    return {unreduce(c.grad, c.in[0], c.attrs) / n};
                  },
                  .grad_doc = "dx = g / N expanded back over the reduced dims"});
-  ops.push_back({.kind = OpKind::Amax, .name = "amax", .arity = 1,
+  ops.push_back({.kind = OpKind::Amax,
+                 .name = "amax",
+                 .arity = 1,
                  .signature = "amax(x, dims, keepdim)",
-                 .summary = "maximum over dims (NaN propagates)", .infer = infer_reduce_nonempty,
-                 .cpu = cpu::amax, .grad = extreme_grad,
+                 .summary = "maximum over dims (NaN propagates)",
+                 .infer = infer_reduce_nonempty,
+                 .cpu = cpu::amax,
+                 .grad = extreme_grad,
                  .grad_doc = "dx = g split evenly among the elements equal to the maximum: "
                              "g * (x == out) / count(x == out)"});
-  ops.push_back({.kind = OpKind::Amin, .name = "amin", .arity = 1,
+  ops.push_back({.kind = OpKind::Amin,
+                 .name = "amin",
+                 .arity = 1,
                  .signature = "amin(x, dims, keepdim)",
-                 .summary = "minimum over dims (NaN propagates)", .infer = infer_reduce_nonempty,
-                 .cpu = cpu::amin, .grad = extreme_grad,
+                 .summary = "minimum over dims (NaN propagates)",
+                 .infer = infer_reduce_nonempty,
+                 .cpu = cpu::amin,
+                 .grad = extreme_grad,
                  .grad_doc = "dx = g split evenly among the elements equal to the minimum: "
                              "g * (x == out) / count(x == out)"});
-  ops.push_back({.kind = OpKind::MaxDim, .name = "max_dim", .arity = 1,
+  ops.push_back({.kind = OpKind::MaxDim,
+                 .name = "max_dim",
+                 .arity = 1,
                  .signature = "max(x, dim, keepdim) -> (values, indices)",
                  .summary = "maximum along one dim and the int64 index of its first occurrence "
                             "(saved with the values)",
-                 .infer = infer_dim, .cpu = cpu::max_dim, .grad = extreme_dim_grad,
+                 .infer = infer_dim,
+                 .cpu = cpu::max_dim,
+                 .grad = extreme_dim_grad,
                  .grad_doc = "dx = scatter_add(zeros_like(x), dim, indices, g): all to the index"});
-  ops.push_back({.kind = OpKind::MinDim, .name = "min_dim", .arity = 1,
+  ops.push_back({.kind = OpKind::MinDim,
+                 .name = "min_dim",
+                 .arity = 1,
                  .signature = "min(x, dim, keepdim) -> (values, indices)",
                  .summary = "minimum along one dim and the int64 index of its first occurrence "
                             "(saved with the values)",
-                 .infer = infer_dim, .cpu = cpu::min_dim, .grad = extreme_dim_grad,
+                 .infer = infer_dim,
+                 .cpu = cpu::min_dim,
+                 .grad = extreme_dim_grad,
                  .grad_doc = "dx = scatter_add(zeros_like(x), dim, indices, g): all to the index"});
-  ops.push_back({.kind = OpKind::Prod, .name = "prod", .arity = 1,
+  ops.push_back({.kind = OpKind::Prod,
+                 .name = "prod",
+                 .arity = 1,
                  .signature = "prod(x, dims, keepdim)",
                  .summary = "product over dims (bool and int32 give int64)",
-                 .infer = infer_reduce_numeric, .cpu = cpu::prod, .grad = prod_grad,
+                 .infer = infer_reduce_numeric,
+                 .cpu = cpu::prod,
+                 .grad = prod_grad,
                  .grad_doc = "dx_i = g * product of the other elements: g * out / x without zeros; "
                              "with zeros, built from prods of the nonzero and zero parts so that "
                              "second order is right too"});
-  ops.push_back({.kind = OpKind::ArgMax, .name = "argmax", .arity = 1,
+  ops.push_back({.kind = OpKind::ArgMax,
+                 .name = "argmax",
+                 .arity = 1,
                  .signature = "argmax(x, dim, keepdim)",
                  .summary = "int64 index of the first maximum along dim (the first NaN if any)",
-                 .infer = infer_arg, .cpu = cpu::argmax, .grad_doc = kIntegerResult});
-  ops.push_back({.kind = OpKind::ArgMin, .name = "argmin", .arity = 1,
+                 .infer = infer_arg,
+                 .cpu = cpu::argmax,
+                 .grad_doc = kIntegerResult});
+  ops.push_back({.kind = OpKind::ArgMin,
+                 .name = "argmin",
+                 .arity = 1,
                  .signature = "argmin(x, dim, keepdim)",
                  .summary = "int64 index of the first minimum along dim (the first NaN if any)",
-                 .infer = infer_arg, .cpu = cpu::argmin, .grad_doc = kIntegerResult});
-  ops.push_back({.kind = OpKind::LogSumExp, .name = "logsumexp", .arity = 1,
+                 .infer = infer_arg,
+                 .cpu = cpu::argmin,
+                 .grad_doc = kIntegerResult});
+  ops.push_back({.kind = OpKind::LogSumExp,
+                 .name = "logsumexp",
+                 .arity = 1,
                  .signature = "logsumexp(x, dims, keepdim)",
                  .summary = "log(sum(exp(x))) over dims, computed stably (max subtracted); "
                             "integers give float32",
-                 .prepare = prepare_float_unary, .infer = infer_reduce, .cpu = cpu::logsumexp,
+                 .prepare = prepare_float_unary,
+                 .infer = infer_reduce,
+                 .cpu = cpu::logsumexp,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor& x = c.in[0];
                    return {unreduce(c.grad, x, c.attrs) * exp(x - unreduce(c.out, x, c.attrs))};
                  },
                  .grad_doc = "dx = g * exp(x - out)"});
-  ops.push_back({.kind = OpKind::Var, .name = "var", .arity = 1,
+  ops.push_back({.kind = OpKind::Var,
+                 .name = "var",
+                 .arity = 1,
                  .signature = "var(x, dims, correction, keepdim)",
                  .summary = "variance over dims: sum((x - mean)^2) / max(0, N - correction) "
                             "(floating dtypes only)",
-                 .infer = infer_reduce_float, .cpu = cpu::var,
+                 .infer = infer_reduce_float,
+                 .cpu = cpu::var,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor& x = c.in[0];
                    double n = static_cast<double>(reduced_count(x, c.attrs.dims));
@@ -214,19 +256,25 @@ void add_reduction_ops(OpList& ops) {
                    return {unreduce(c.grad, x, c.attrs) * centered * (2.0 / denom)};
                  },
                  .grad_doc = "dx = g * 2 (x - mean) / (N - correction)"});
-  ops.push_back({.kind = OpKind::Softmax, .name = "softmax", .arity = 1,
+  ops.push_back({.kind = OpKind::Softmax,
+                 .name = "softmax",
+                 .arity = 1,
                  .signature = "softmax(x, dim)",
                  .summary = "exp(x) / sum(exp(x)) along dim, fused and stable (max subtracted)",
-                 .infer = infer_softmax, .cpu = cpu::softmax,
+                 .infer = infer_softmax,
+                 .cpu = cpu::softmax,
                  .grad = [](const GradCtx& c) -> Grads {
                    Tensor dot = sum(c.grad * c.out, dim_list(c.out, c.attrs.dim), true);
                    return {c.out * (c.grad - expand(dot, c.out.shape()))};
                  },
                  .grad_doc = "dx = out * (g - sum(g * out, dim, keepdim))"});
-  ops.push_back({.kind = OpKind::LogSoftmax, .name = "log_softmax", .arity = 1,
+  ops.push_back({.kind = OpKind::LogSoftmax,
+                 .name = "log_softmax",
+                 .arity = 1,
                  .signature = "log_softmax(x, dim)",
                  .summary = "x - logsumexp(x) along dim, fused and stable",
-                 .infer = infer_softmax, .cpu = cpu::log_softmax,
+                 .infer = infer_softmax,
+                 .cpu = cpu::log_softmax,
                  .grad = [](const GradCtx& c) -> Grads {
                    Tensor total = sum(c.grad, dim_list(c.out, c.attrs.dim), true);
                    return {c.grad - exp(c.out) * expand(total, c.out.shape())};

@@ -46,7 +46,7 @@ Reader<T, Uniform> reader(const Tensor& t) {
 // The flat loop for one combination of contiguous (bit k clear) and uniform (bit k set) inputs.
 template <unsigned Mask, class Out, class... In, class F, size_t... K>
 void flat_map(const Tensor& out, const std::array<const Tensor*, sizeof...(In)>& ins, F& f,
-              std::index_sequence<K...>) {
+              int64_t grain, std::index_sequence<K...>) {
   Out* const o = out.data<Out>();
   const std::tuple<Reader<In, ((Mask >> K) & 1u) != 0>...> readers{
       reader<In, ((Mask >> K) & 1u) != 0>(*ins[K])...};
@@ -55,27 +55,33 @@ void flat_map(const Tensor& out, const std::array<const Tensor*, sizeof...(In)>&
     for (int64_t i = begin; i < end; ++i) o[i] = f(std::get<K>(r)[i]...);
   };
   const int64_t n = out.numel();
-  if (n <= kElementwiseGrain)
+  if (n <= grain)
     body(0, n);  // inline: no thread hand-off, no heap allocation
   else
-    parallel_for(n, kElementwiseGrain, body);
+    parallel_for(n, grain, body);
 }
 
 template <class Out, class... In, class F, unsigned... M>
 void flat_map_for(unsigned mask, const Tensor& out,
-                  const std::array<const Tensor*, sizeof...(In)>& ins, F& f,
+                  const std::array<const Tensor*, sizeof...(In)>& ins, F& f, int64_t grain,
                   std::integer_sequence<unsigned, M...>) {
-  ((mask == M ? (flat_map<M, Out, In...>(out, ins, f, std::index_sequence_for<In...>{}), true)
-              : false) ||
-   ...);
+  auto run = [&]<unsigned Mask>() {
+    flat_map<Mask, Out, In...>(out, ins, f, grain, std::index_sequence_for<In...>{});
+  };
+  ((mask == M ? (run.template operator()<M>(), true) : false) || ...);
 }
 
-// out[i] = f(in[i]...). The output is fresh and contiguous; when every input is contiguous or a
-// broadcast scalar (the common cases) the loop is a flat indexed one the compiler vectorises;
-// otherwise the strided walker of loops.h. Either way f sees the same values for each element,
-// so the path taken never changes a result.
+// Elements per thread for ops that call libm (exp, erf, ...): each element costs about ten
+// vectorised adds, so splitting pays off sooner.
+constexpr int64_t kLibmGrain = kElementwiseGrain / 8;
+
+// out[i] = f(in[i]...). When the output is contiguous (a fresh result) and every input is
+// contiguous or a broadcast scalar (the common cases), the loop is a flat indexed one the
+// compiler vectorises; otherwise the strided walker of loops.h. Either way f sees the same values
+// for each element, so the path taken never changes a result.
 template <class Out, class... In, class F>
-void map(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f) {
+void map(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f,
+         int64_t grain = kElementwiseGrain) {
   bool flat = out.is_contiguous();
   unsigned mask = 0;
   for (size_t k = 0; k < ins.size() && flat; ++k) {
@@ -91,13 +97,17 @@ void map(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f) {
     map_elements<Out, In...>(out, ins, f);
     return;
   }
-  flat_map_for<Out, In...>(mask, out, ins, f, std::make_integer_sequence<unsigned, kAllUniform>{});
+  flat_map_for<Out, In...>(mask, out, ins, f, grain,
+                           std::make_integer_sequence<unsigned, kAllUniform>{});
 }
 
 template <class F>
-Tensor unary_float(const Tensor& x, const Meta& m, const char* name, F f) {
+Tensor unary_float(const Tensor& x, const Meta& m, const char* name, F f,
+                   int64_t grain = kLibmGrain) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_FLOAT(x.dtype(), name, map<T, T>(out, {&x}, [&](T v) -> T { return f(v); }));
+  VK_DISPATCH_FLOAT(x.dtype(), name,
+                    map<T, T>(
+                        out, {&x}, [&](T v) -> T { return f(v); }, grain));
   return out;
 }
 
@@ -109,10 +119,12 @@ Tensor unary_numeric(const Tensor& x, const Meta& m, const char* name, F f) {
 }
 
 template <class F>
-Tensor binary_numeric(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
+Tensor binary_numeric(const std::vector<Tensor>& in, const Meta& m, const char* name, F f,
+                      int64_t grain = kElementwiseGrain) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(in[0].dtype(), name,
-                      map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) -> T { return f(x, y); }));
+                      map<T, T, T>(
+                          out, {&in[0], &in[1]}, [&](T x, T y) -> T { return f(x, y); }, grain));
   return out;
 }
 
@@ -194,15 +206,18 @@ VK_KERNEL(expm1) {
 }
 VK_KERNEL(sqrt) {
   (void)a;
-  return unary_float(in[0], m, "sqrt", [](auto v) { return std::sqrt(v); });
+  return unary_float(
+      in[0], m, "sqrt", [](auto v) { return std::sqrt(v); }, kElementwiseGrain);
 }
 VK_KERNEL(rsqrt) {
   (void)a;
-  return unary_float(in[0], m, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+  return unary_float(
+      in[0], m, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); }, kElementwiseGrain);
 }
 VK_KERNEL(reciprocal) {
   (void)a;
-  return unary_float(in[0], m, "reciprocal", [](auto v) { return decltype(v)(1) / v; });
+  return unary_float(
+      in[0], m, "reciprocal", [](auto v) { return decltype(v)(1) / v; }, kElementwiseGrain);
 }
 VK_KERNEL(sin) {
   (void)a;
@@ -336,12 +351,15 @@ VK_KERNEL(pow) {
     });
     return out;
   }
-  return binary_numeric(in, m, "pow", [](auto x, auto y) {
-    if constexpr (is_float_v<decltype(x)>)
-      return std::pow(x, y);
-    else
-      return int_pow(x, y);
-  });
+  return binary_numeric(
+      in, m, "pow",
+      [](auto x, auto y) {
+        if constexpr (is_float_v<decltype(x)>)
+          return std::pow(x, y);
+        else
+          return int_pow(x, y);
+      },
+      kLibmGrain);
 }
 
 // maximum/minimum propagate NaN from either side, as PyTorch.

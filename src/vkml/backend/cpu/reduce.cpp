@@ -34,6 +34,7 @@ constexpr int64_t kBlock = 8192;     // reduced elements per partial result in r
 constexpr int64_t kColWidth = 256;   // output columns per work item in column reductions
 constexpr int64_t kWork = 32768;     // about this many elements per parallel range
 constexpr int64_t kColRows = 65536;  // elements per row block of a blocked column reduction
+constexpr int64_t kThinSpan = 64;    // accumulators for column reductions of narrow rows
 
 // Explicit SIMD (GCC/Clang vector extensions) where the auto-vectoriser gives up: selects with
 // NaN handling (max/min, first index of a value). One machine vector of T.
@@ -58,6 +59,27 @@ inline V load_simd(const T* p) {
 template <class V, class T>
 inline void store_simd(T* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
+}
+
+// Accumulates f(p[k]) into 16 double lanes, lane (k mod 16) for element k, keeping the lanes in
+// registers. f maps a vector of 8 doubles (or one double, for the tail) to what is added.
+template <class T, class F>
+inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
+  using D = Simd<double, 8>;
+  D a0 = load_simd<D>(lane), a1 = load_simd<D>(lane + 8);
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    if constexpr (std::is_same_v<T, float>) {
+      a0 += f(__builtin_convertvector(load_simd<Simd<float, 8>>(p + k), D));
+      a1 += f(__builtin_convertvector(load_simd<Simd<float, 8>>(p + k + 8), D));
+    } else {
+      a0 += f(load_simd<D>(p + k));
+      a1 += f(load_simd<D>(p + k + 8));
+    }
+  }
+  store_simd(lane, a0);
+  store_simd(lane + 8, a1);
+  for (int j = 0; k < n; ++k, ++j) lane[j] += f(static_cast<double>(p[k]));
 }
 
 // ---- vectorisable exp ----
@@ -101,7 +123,7 @@ inline double vexp(double x) {
   double n = t - kMagic;
   int64_t ni = std::bit_cast<int64_t>(t) - std::bit_cast<int64_t>(kMagic);
   double r = std::fma(n, -6.93147180369123816490e-01, xc);  // ln2 split in a high part with
-  r = std::fma(n, -1.90821492927058770002e-10, r);         // trailing zeros and the rest
+  r = std::fma(n, -1.90821492927058770002e-10, r);          // trailing zeros and the rest
   // Taylor series of exp(r) to degree 13: truncation below 1e-17 for |r| <= 0.347.
   double p = 1.0 / 6227020800.0;
   p = std::fma(p, r, 1.0 / 479001600.0);
@@ -206,7 +228,8 @@ void merge_tree(const R& r, typename R::Acc* a, int64_t n, int64_t stride = 1) {
 // ---- the reduction engine ----
 // A reducer R provides: T (element type), Acc (accumulator), init(), add(acc, v, i, o) (fold
 // element v at reduced index i into output o's accumulator), merge(a, b) (b's elements come
-// after a's), finish(acc, o) (writes output o).
+// after a's), finish(acc, o) (writes output o). Optional: kPositionFree (add ignores i and o),
+// kLanes + fold_contiguous (below).
 
 template <int L, bool Contig, class R>
 inline void fold_run(const R& r, typename R::Acc* lane, const typename R::T* p, int64_t stride,
@@ -222,7 +245,10 @@ inline void fold_run(const R& r, typename R::Acc* lane, const typename R::T* p, 
 // (kLanes) and provides fold_contiguous(lanes, p, n, i0, o), equivalent to add() of each element
 // of the run into lane (k mod kLanes).
 template <class R, int L>
-concept VectorFold = requires { R::kLanes; } && R::kLanes == L;
+concept VectorFold = requires {
+  R::kLanes;
+}
+&&R::kLanes == L;
 
 // Folds reduced elements [rb, re) of the output whose elements start at `base`; `w` walks the
 // reduced dims outside the innermost one (scratch owned by the caller).
@@ -317,8 +343,10 @@ void reduce_cols(const R& r, const typename R::T* base, const Plan& p) {
   const int64_t rows_per_block = std::max<int64_t>(1, kColRows / width);
   const int64_t nrb = n_o1 * nc >= 64 ? 1 : (p.n_red + rows_per_block - 1) / rows_per_block;
   const int64_t rpb = nrb == 1 ? p.n_red : rows_per_block;
-  auto part = std::make_unique_for_overwrite<Acc[]>(nrb > 1 ? static_cast<size_t>(n_o1 * nrb * M) : 0);
+  auto part =
+      std::make_unique_for_overwrite<Acc[]>(nrb > 1 ? static_cast<size_t>(n_o1 * nrb * M) : 0);
   const int64_t items = n_o1 * nrb * nc;
+  const bool thin = M <= kThinSpan / 4 && p.red.size() == 1 && p.red[0].stride == M;
   const int64_t grain = std::max<int64_t>(1, kWork / std::max<int64_t>(1, rpb * width));
   parallel_for(items, grain, [&](int64_t b, int64_t e) {
     Acc acc[kColWidth];
@@ -330,7 +358,27 @@ void reduce_cols(const R& r, const typename R::T* base, const Plan& p) {
       const typename R::T* col = base + offset_of(o1, outer) + m0;
       const int64_t o0 = o1 * M + m0;
       for (int64_t m = 0; m < mw; ++m) acc[m] = r.init();
-      if (p.red.size() == 1) {
+      if (thin) {
+        // Narrow rows back to back: fold q rows (q * M contiguous elements) per step into q * M
+        // accumulators, then merge the q copies of each column in order.
+        const int64_t q = kThinSpan / M, span = q * M;
+        Acc wide[kThinSpan];
+        for (int64_t k = 0; k < span; ++k) wide[k] = r.init();
+        int64_t i = r0;
+        for (; i + q <= r1; i += q) {
+          const typename R::T* blk = col + i * M;
+          if constexpr (requires { R::kPositionFree; }) {  // one flat, vectorisable loop
+            for (int64_t k = 0; k < span; ++k) r.add(wide[k], blk[k], 0, 0);
+          } else {
+            for (int64_t k = 0; k < q; ++k)
+              for (int64_t m = 0; m < M; ++m) r.add(wide[k * M + m], blk[k * M + m], i + k, o0 + m);
+          }
+        }
+        for (int64_t k = 0; i < r1; ++i, ++k)
+          for (int64_t m = 0; m < M; ++m) r.add(wide[k * M + m], col[i * M + m], i, o0 + m);
+        for (int64_t k = 0; k < q; ++k)
+          for (int64_t m = 0; m < M; ++m) r.merge(acc[m], wide[k * M + m]);
+      } else if (p.red.size() == 1) {
         const int64_t st = p.red[0].stride;
         for (int64_t i = r0; i < r1; ++i) {
           const typename R::T* row = col + i * st;
@@ -401,11 +449,12 @@ inline A wrap_mul(A a, A b) {
     return a * b;
 }
 
-// Sum; with `mean`, divided by the count. Out may differ from T (double for internal passes).
+// Sum; with a divisor, the mean. Out may differ from T (double for internal passes).
 template <class T_, class Out>
-struct SumR {
+struct SumRBase {
   using T = T_;
   using Acc = WideAcc<T>;
+  static constexpr bool kPositionFree = true;  // add() ignores the element's position
   Out* out;
   double divisor = 0;  // 0: plain sum
   Acc init() const { return Acc(0); }
@@ -419,10 +468,23 @@ struct SumR {
   }
 };
 
+template <class T_, class Out>
+struct SumR : SumRBase<T_, Out> {};
+
+template <class T_, class Out>
+requires std::is_floating_point_v<T_>
+struct SumR<T_, Out> : SumRBase<T_, Out> {
+  static constexpr int kLanes = 16;
+  void fold_contiguous(double* lane, const T_* p, int64_t n, int64_t, int64_t) const {
+    add_lanes16(lane, p, n, [](auto v) { return v; });
+  }
+};
+
 template <class T_>
 struct ProdR {
   using T = T_;
   using Acc = WideAcc<T>;
+  static constexpr bool kPositionFree = true;
   T* out;
   Acc init() const { return Acc(1); }
   void add(Acc& a, T v, int64_t, int64_t) const { a = wrap_mul(a, static_cast<Acc>(v)); }
@@ -462,6 +524,7 @@ template <class T_, bool Max, class Out>
 struct ExtremeRBase {
   using T = T_;
   using Acc = T;
+  static constexpr bool kPositionFree = true;
   Out* out;
   Acc init() const { return worst<T>(Max); }
   void add(Acc& a, T v, int64_t, int64_t) const { a = takes<Max>(v, a) ? v : a; }
@@ -474,8 +537,7 @@ struct ExtremeR : ExtremeRBase<T_, Max, Out> {};
 
 // Arithmetic types: contiguous runs one machine vector at a time.
 template <class T_, bool Max, class Out>
-  requires(!std::is_same_v<T_, bool>)
-struct ExtremeR<T_, Max, Out> : ExtremeRBase<T_, Max, Out> {
+requires(!std::is_same_v<T_, bool>) struct ExtremeR<T_, Max, Out> : ExtremeRBase<T_, Max, Out> {
   using V = Simd<T_>;
   static constexpr int kLanes = sizeof(V) / sizeof(T_);
   void fold_contiguous(T_* lane, const T_* p, int64_t n, int64_t i0, int64_t o) const {
@@ -514,8 +576,7 @@ template <class T_>
 struct FirstIndexR : FirstIndexRBase<T_> {};
 
 template <class T_>
-  requires(!std::is_same_v<T_, bool>)
-struct FirstIndexR<T_> : FirstIndexRBase<T_> {
+requires(!std::is_same_v<T_, bool>) struct FirstIndexR<T_> : FirstIndexRBase<T_> {
   static constexpr int kLanes = kVecBytes / 8;
   using I = Simd<int64_t, kLanes>;
   using V = Simd<T_, kLanes>;
@@ -553,6 +614,11 @@ struct SqDevR {
   }
   void merge(Acc& a, const Acc& b) const { a += b; }
   void finish(const Acc& a, int64_t o) const { out[o] = static_cast<T>(a / divisor); }
+  static constexpr int kLanes = 16;
+  void fold_contiguous(double* lane, const T* p, int64_t n, int64_t, int64_t o) const {
+    const double mu = mean[o];
+    add_lanes16(lane, p, n, [mu](auto v) { return (v - mu) * (v - mu); });
+  }
 };
 
 // Sum of exp(x - shift[o]); writes shift + log(sum).
@@ -563,7 +629,9 @@ struct SumExpR {
   T* out;
   const T* shift;
   Acc init() const { return 0.0; }
-  void add(Acc& a, T v, int64_t, int64_t o) const { a += static_cast<double>(vexp(T(v - shift[o]))); }
+  void add(Acc& a, T v, int64_t, int64_t o) const {
+    a += static_cast<double>(vexp(T(v - shift[o])));
+  }
   void merge(Acc& a, const Acc& b) const { a += b; }
   void finish(const Acc& a, int64_t o) const {
     out[o] = static_cast<T>(std::log(a) + static_cast<double>(shift[o]));
@@ -632,25 +700,10 @@ void softmax_row(const T* x, T* y, int64_t K) {
   T m = -std::numeric_limits<T>::infinity();
   for (int j = 0; j < W; ++j) m = vmx[j] > m ? vmx[j] : m;
   for (; k < K; ++k) m = x[k] > m ? x[k] : m;
+  // exp(x - max) into y (a plain loop: vectorised), then its sum in 16 double lanes.
+  for (int64_t i = 0; i < K; ++i) y[i] = vexp(T(x[i] - m));
   double s[L] = {};
-  k = 0;
-  if constexpr (Log) {
-    for (; k + L <= K; k += L)
-      for (int j = 0; j < L; ++j) s[j] += static_cast<double>(vexp(T(x[k + j] - m)));
-    for (int j = 0; k < K; ++k, ++j) s[j] += static_cast<double>(vexp(T(x[k] - m)));
-  } else {
-    for (; k + L <= K; k += L)
-      for (int j = 0; j < L; ++j) {
-        T e = vexp(T(x[k + j] - m));
-        y[k + j] = e;
-        s[j] += static_cast<double>(e);
-      }
-    for (int j = 0; k < K; ++k, ++j) {
-      T e = vexp(T(x[k] - m));
-      y[k] = e;
-      s[j] += static_cast<double>(e);
-    }
-  }
+  add_lanes16(s, y, K, [](auto v) { return v; });
   for (int w = 1; w < L; w *= 2)
     for (int j = 0; j + w < L; j += 2 * w) s[j] += s[j + w];
   if constexpr (Log) {
@@ -716,7 +769,8 @@ Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta&
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (x.numel() == 0) return out;
   int64_t outer = 1, K = 1, inner = 1;
-  for (int64_t d = 0; d < x.ndim(); ++d) (d < a.dim ? outer : d == a.dim ? K : inner) *= x.shape()[d];
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    (d < a.dim ? outer : d == a.dim ? K : inner) *= x.shape()[d];
   VK_DISPATCH_FLOAT(x.dtype(), name, {
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
@@ -743,7 +797,7 @@ Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta&
 
 VK_KERNEL(sum) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_NUMERIC(in[0].dtype(), "sum", run_reduce(in[0], a.dims, SumR<T, T>{out.data<T>()}));
+  VK_DISPATCH_NUMERIC(in[0].dtype(), "sum", run_reduce(in[0], a.dims, SumR<T, T>{{out.data<T>()}}));
   return out;
 }
 
@@ -754,7 +808,7 @@ VK_KERNEL(mean) {
     if (n == 0) {
       std::fill_n(out.data<T>(), out.numel(), std::numeric_limits<T>::quiet_NaN());
     } else {
-      run_reduce(in[0], a.dims, SumR<T, T>{out.data<T>(), n});
+      run_reduce(in[0], a.dims, SumR<T, T>{{out.data<T>(), n}});
     }
   });
   return out;
@@ -793,7 +847,7 @@ VK_KERNEL(var) {
     if (n == 0) {
       std::fill_n(out.data<T>(), out.numel(), std::numeric_limits<T>::quiet_NaN());
     } else {
-      run_reduce(in[0], a.dims, SumR<T, double>{mu.data(), n});
+      run_reduce(in[0], a.dims, SumR<T, double>{{mu.data(), n}});
       run_reduce(in[0], a.dims, SqDevR<T>{out.data<T>(), mu.data(), std::max(0.0, n - a.scalar)});
     }
   });

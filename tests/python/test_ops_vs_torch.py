@@ -1,0 +1,604 @@
+"""Differential tests of every op of the C++ op table against PyTorch.
+
+SPECS maps each op name of vk._C.op_names() to cases; a case applies the op through the Python
+API in vkml and in torch (same code where the APIs agree). For each case and dtype the runner
+checks: the forward values, shapes and dtypes; every differentiable input's gradient for a
+random upstream gradient; second derivatives through create_graph=True; and, in float64, the
+analytic gradients against central differences (vk.autograd.gradcheck) and the second
+derivatives against differences of the first (gradgradcheck). An op without a gradient rule
+must raise NotImplementedError naming itself in backward.
+
+test_every_op_has_a_spec fails when an op of the table has no spec here, so no op is missed;
+ops whose C++ kernels are not written yet fail their cases until they land (by design).
+"""
+
+import zlib
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import vkml as vk
+from conftest import assert_close, to_np
+
+OPS = list(vk._C.op_names())
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+
+
+class F:
+    """A float input that requires grad: uniform in [lo, hi), kept `gap` away from `avoid`
+    points (kinks, ties with integers, ...)."""
+
+    def __init__(self, *shape, lo=-2.0, hi=2.0, avoid=(), gap=0.05, grad=True, distinct=False):
+        self.shape, self.lo, self.hi, self.avoid, self.gap = shape, lo, hi, avoid, gap
+        self.grad, self.distinct = grad, distinct
+
+    def make(self, rng, dtype):
+        a = rng.uniform(self.lo, self.hi, size=self.shape)
+        for p in self.avoid:
+            close = np.abs(a - p) < self.gap
+            a = np.where(close, p + np.sign(a - p + 1e-12) * self.gap * 1.5, a)
+        if self.distinct and a.size:  # no ties anywhere (max/min/sort-like ops)
+            order = rng.permutation(a.size).reshape(a.shape)
+            a = self.lo + (self.hi - self.lo) * (order + rng.uniform(0.2, 0.8, size=a.shape)) / a.size
+        return a.astype(dtype)
+
+
+class K:
+    """A fixed input: an array, or a function of (rng, dtype); a constant unless grad=True."""
+
+    def __init__(self, value, float_dtype=False, grad=False):
+        self.value, self.float_dtype, self.grad = value, float_dtype, grad
+
+    def make(self, rng, dtype):
+        v = self.value(rng, dtype) if callable(self.value) else np.array(self.value)
+        return v.astype(dtype) if self.float_dtype else v
+
+
+def idx(*values):
+    return K(np.array(values, dtype=np.int64))
+
+
+class Case:
+    def __init__(self, fn, inputs, tfn=None, label="", dtypes=("float64", "float32"),
+                 fd=True, gg=True, second=True, check=None, forward_only=False):
+        self.fn, self.inputs, self.tfn, self.label = fn, inputs, tfn, label
+        self.dtypes, self.fd, self.gg, self.second = dtypes, fd, gg, second
+        self.check, self.forward_only = check, forward_only
+
+
+# ---------------------------------------------------------------------------------------------
+# the spec table: op name -> cases
+
+BROADCASTS = [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((), (2, 3)), ((2, 1, 4), (3, 1)),
+              ((2, 3), ())]
+
+
+def unary(name, *, lo=-2.0, hi=2.0, avoid=(), tname=None, shapes=((3, 4), (), (2, 3, 2))):
+    t = tname or name
+    return [Case(lambda m, x, n=name, tn=t: getattr(m, n if m is vk else tn)(x),
+                 [F(*s, lo=lo, hi=hi, avoid=avoid)], label=f"shape{s}") for s in shapes] + [
+        Case(lambda m, x, n=name, tn=t: getattr(m, n if m is vk else tn)(x.transpose(0, 1)),
+             [F(4, 3, lo=lo, hi=hi, avoid=avoid)], label="strided")]
+
+
+def binary(fn, lo=-2.0, hi=2.0, lo2=None, hi2=None, avoid2=(), scalar=2.5, scalars=True):
+    lo2 = lo if lo2 is None else lo2
+    hi2 = hi if hi2 is None else hi2
+    cases = [Case(fn, [F(*a, lo=lo, hi=hi), F(*b, lo=lo2, hi=hi2, avoid=avoid2)], label=f"{a}x{b}")
+             for a, b in BROADCASTS]
+    if not scalars:
+        return cases
+    cases.append(Case(lambda m, x: fn(m, x, scalar), [F(3, 2, lo=lo, hi=hi)], label="tensor-scalar"))
+    cases.append(Case(lambda m, x: fn(m, scalar, x), [F(3, 2, lo=lo2, hi=hi2, avoid=avoid2)],
+                      label="scalar-tensor"))
+    cases.append(Case(lambda m, x, y: fn(m, x, y), [F(2, 3, lo=lo, hi=hi), K(
+        lambda r, d: r.uniform(lo2 if lo2 > 0 else 0.5, hi2, size=(2, 3)), float_dtype=True)],
+        label="with-constant"))
+    return cases
+
+
+def int_forward(fn, a=((1, -2, 3), (4, 5, -6)), b=((2, 2, -1),), dtypes=("int64",)):
+    return [Case(fn, [K(np.array(a, dtype=np.int64)), K(np.array(b, dtype=np.int64))],
+                 label="int64", dtypes=dtypes, forward_only=True)]
+
+
+def compare(fn):
+    cases = [Case(fn, [F(*a), F(*b)], label=f"{a}x{b}") for a, b in BROADCASTS[:4]]
+    cases.append(Case(fn, [F(3, 4), K(lambda r, d: np.array(0.25, dtype=d), float_dtype=True)], label="vs-0d"))
+    cases.append(Case(lambda m, x: fn(m, x, x.detach() * 1.0), [F(5)], label="equal-values"))
+    cases.append(Case(lambda m, x: fn(m, x, 0.5), [F(5)], label="vs-scalar"))
+    cases += int_forward(fn)
+    return cases
+
+
+def reduce_cases(name, dims_list=(None, 0, 1, (0, 2), -1), keepdims=(False, True), distinct=False,
+                 lo=-2.0, hi=2.0, tfn=None):
+    cases = []
+    for dims in dims_list:
+        for keep in keepdims:
+            if dims is None:
+                fn = (lambda m, x, n=name: getattr(x, n)())
+            else:
+                fn = (lambda m, x, n=name, d=dims, k=keep: getattr(x, n)(d, keepdim=k))
+            if dims is None and keep:
+                continue
+            cases.append(Case(fn, [F(2, 3, 4, lo=lo, hi=hi, distinct=distinct)],
+                              tfn=tfn(dims, keep) if tfn else None, label=f"dim={dims},keep={keep}"))
+    return cases
+
+
+def pool_input(shape):
+    return F(*shape, distinct=True)
+
+
+def _max_pool_indices(x_np, k, s, p):
+    _, i = TF.max_pool2d(torch.tensor(x_np), k, s, p, return_indices=True)
+    return i.numpy()
+
+
+def _max_pool_backward_torch(g, i, shape):
+    n, c, h, w = shape
+    z = torch.zeros(n, c, h * w, dtype=g.dtype)
+    return z.scatter_add(2, i.reshape(n, c, -1), g.reshape(n, c, -1)).reshape(shape)
+
+
+def _slice_vk(m, x, dim, start, stop, step):
+    if m is vk:
+        return vk.slice(x, dim, start, stop, step)
+    index = [slice(None)] * x.ndim
+    index[dim] = slice(start, stop, step)
+    return x[tuple(index)]
+
+
+def _slice_backward(m, g, shape, dim, start, stop, step):
+    if m is vk:
+        return vk.slice_backward(g, shape, dim, start, stop, step)
+    return torch.ops.aten.slice_backward(g, list(shape), dim, start, stop, step)
+
+
+def _custom_square(m, x):
+    if m is torch:
+        return x * x
+    return vk.from_op((x * x).detach(), [x], lambda g: [2.0 * x * g], op="square")
+
+
+def _custom_two_parents(m, x, c):
+    if m is torch:
+        return x.exp() * c
+    return vk.from_op((x.exp() * c).detach(), [x, c], lambda g: [g * x.exp() * c, None], op="expmul")
+
+
+def _cast(target):
+    def fn(m, x):
+        return x.to(getattr(m, target))
+    return fn
+
+
+def _rng_forward(name):
+    """rand/randn/randint: not equal to torch's stream; check range, moments and seeding."""
+    def check(m_out, t_out, dtype):
+        v = to_np(m_out)
+        if name == "rand":
+            assert v.dtype == np.dtype(dtype) and v.shape == (200, 50)
+            assert v.min() >= 0.0 and v.max() < 1.0
+            assert abs(v.mean() - 0.5) < 0.02 and abs(v.var() - 1 / 12) < 0.01
+        elif name == "randn":
+            assert v.dtype == np.dtype(dtype) and v.shape == (200, 50)
+            assert abs(v.mean()) < 0.05 and abs(v.std() - 1.0) < 0.05
+        else:
+            assert v.dtype == np.int64 and v.shape == (200, 50)
+            assert v.min() == -3 and v.max() == 6  # every value of [-3, 7) drawn
+            assert abs(v.mean() - 1.5) < 0.1
+    return check
+
+
+def _seeded(name):
+    def fn(m, x):
+        if m is torch:  # shape stand-in: the values are checked by _rng_forward
+            return torch.zeros(200, 50, dtype=x.dtype)
+        vk.manual_seed(1234)
+        if name == "rand":
+            a = vk.rand(200, 50, dtype=x.dtype)
+        elif name == "randn":
+            a = vk.randn(200, 50, dtype=x.dtype)
+        else:
+            a = vk.randint(-3, 7, (200, 50))
+        vk.manual_seed(1234)
+        b = {"rand": lambda: vk.rand(200, 50, dtype=x.dtype), "randn": lambda: vk.randn(200, 50, dtype=x.dtype),
+             "randint": lambda: vk.randint(-3, 7, (200, 50))}[name]()
+        np.testing.assert_array_equal(to_np(a), to_np(b), err_msg="manual_seed does not repeat the draw")
+        return a
+    return fn
+
+
+SPECS = {
+    # ---- creation ----
+    "full": [Case(lambda m, x: m.full((2, 3), 1.5, dtype=x.dtype), [K(np.zeros(1), float_dtype=True)], forward_only=True),
+             Case(lambda m: m.full((3,), 7), [], forward_only=True, dtypes=("int64",), label="int"),
+             Case(lambda m: m.full((2, 2), True), [], forward_only=True, dtypes=("bool",), label="bool"),
+             Case(lambda m: m.zeros(2, 3) + m.ones(2, 3) * 2, [], forward_only=True, dtypes=("float32",),
+                  label="zeros-ones")],
+    "arange": [Case(lambda m: m.arange(10), [], forward_only=True, dtypes=("int64",)),
+               Case(lambda m: m.arange(-3, 11, 4), [], forward_only=True, dtypes=("int64",), label="step"),
+               Case(lambda m: m.arange(0.0, 1.0, 0.125), [], forward_only=True, dtypes=("float32",), label="float"),
+               Case(lambda m: m.linspace(-1.0, 2.0, 7), [], forward_only=True, dtypes=("float32",), label="linspace"),
+               Case(lambda m: m.eye(4), [], forward_only=True, dtypes=("float32",), label="eye")],
+    "rand": [Case(_seeded("rand"), [K(np.zeros(1), float_dtype=True)], check=_rng_forward("rand"), forward_only=True)],
+    "randn": [Case(_seeded("randn"), [K(np.zeros(1), float_dtype=True)], check=_rng_forward("randn"), forward_only=True)],
+    "randint": [Case(_seeded("randint"), [K(np.zeros(1), float_dtype=True)], check=_rng_forward("randint"),
+                     forward_only=True, dtypes=("float32",))],
+
+    # ---- unary ----
+    "neg": unary("neg") + [Case(lambda m, x: -x, [F(2, 3)], label="operator"),
+                           Case(lambda m, x: -x, [idx(1, -2, 3)], label="int", dtypes=("int64",), forward_only=True)],
+    "exp": unary("exp"),
+    "log": unary("log", lo=0.2, hi=3.0),
+    "log1p": unary("log1p", lo=-0.7, hi=3.0),
+    "expm1": unary("expm1"),
+    "sqrt": unary("sqrt", lo=0.2, hi=3.0),
+    "rsqrt": unary("rsqrt", lo=0.2, hi=3.0),
+    "reciprocal": unary("reciprocal", lo=0.3, hi=3.0) + unary("reciprocal", lo=-3.0, hi=-0.3)[:1],
+    "abs": unary("abs", avoid=(0.0,)),
+    "sign": unary("sign", avoid=(0.0,)),
+    "sin": unary("sin", lo=-4, hi=4),
+    "cos": unary("cos", lo=-4, hi=4),
+    "tanh": unary("tanh", lo=-3, hi=3),
+    "sigmoid": unary("sigmoid", lo=-5, hi=5),
+    "relu": unary("relu", avoid=(0.0,)),
+    "gelu": [Case(lambda m, x: (vk.gelu(x) if m is vk else TF.gelu(x)), [F(3, 4, lo=-3, hi=3)], label="erf"),
+             Case(lambda m, x: (vk.gelu(x, approximate="tanh") if m is vk else TF.gelu(x, approximate="tanh")),
+                  [F(3, 4, lo=-3, hi=3)], label="tanh"),
+             Case(lambda m, x: (x.gelu() if m is vk else TF.gelu(x)), [F(5, lo=-3, hi=3)], label="method")],
+    "erf": unary("erf"),
+    "erfc": unary("erfc"),
+    "floor": unary("floor", lo=-3, hi=3, avoid=(-3, -2, -1, 0, 1, 2, 3)),
+    "ceil": unary("ceil", lo=-3, hi=3, avoid=(-3, -2, -1, 0, 1, 2, 3)),
+    "round": unary("round", lo=-3, hi=3, avoid=(-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)) + [
+        Case(lambda m, x: x.round(), [K(np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5]), float_dtype=True)],
+             label="half-to-even", forward_only=True)],
+
+    # ---- binary ----
+    "add": binary(lambda m, a, b: a + b) + int_forward(lambda m, a, b: a + b) + [
+        Case(lambda m, a, b: m.add(a, b, alpha=0.5), [F(2, 3), F(3)], label="alpha")],
+    "sub": binary(lambda m, a, b: a - b) + int_forward(lambda m, a, b: a - b),
+    "mul": binary(lambda m, a, b: a * b) + int_forward(lambda m, a, b: a * b) + [
+        Case(lambda m, a: a * a, [F(3, 2)], label="same-input")],
+    "div": binary(lambda m, a, b: a / b, lo2=0.5, hi2=2.0) + int_forward(lambda m, a, b: a / b) + [
+        Case(lambda m, a, b: a / b, [F(4, lo=-2, hi=-0.5), F(4, lo=-2, hi=-0.5)], label="negative")],
+    "pow": binary(lambda m, a, b: a ** b, lo=0.5, hi=2.0, lo2=-1.5, hi2=1.5) + [
+        Case(lambda m, a, p=p: a ** p, [F(3, 4, lo=0.3, hi=2.0)], label=f"exponent{p}")
+        for p in (2, 3, 0.5, -1, -2.5, 1.0 / 3)] + [
+        Case(lambda m, a: a ** 2, [F(3, 4, lo=-2, hi=2)], label="negative-base-int-exponent"),
+        Case(lambda m, a: 2.0 ** a, [F(3, lo=-1, hi=1)], label="rpow"),
+        Case(lambda m, a, b: m.pow(a, b), [F(2, 3, lo=0.5, hi=2), F(2, 3, lo=-1, hi=1)], label="function")],
+    "maximum": binary(lambda m, a, b: m.maximum(a, b), scalars=False) + [
+        Case(lambda m, a: m.maximum(a, a.detach() * 1.0), [F(4)], label="ties", fd=False, gg=False),
+        Case(lambda m, a: m.maximum(a, a), [F(4)], label="same-input", fd=False, gg=False),
+        Case(lambda m, a: a.max(m.zeros_like(a)), [F(4, avoid=(0.0,))], label="method")],
+    "minimum": binary(lambda m, a, b: m.minimum(a, b), scalars=False) + [
+        Case(lambda m, a: m.minimum(a, a.detach() * 1.0), [F(4)], label="ties", fd=False, gg=False)],
+    "where": [Case(lambda m, c, a, b: m.where(c, a, b),
+                   [K(lambda r, d: r.uniform(size=(3, 4)) > 0.5), F(3, 4), F(3, 4)], label="same-shape"),
+              Case(lambda m, c, a, b: m.where(c, a, b),
+                   [K(lambda r, d: r.uniform(size=(3, 1)) > 0.5), F(1, 4), F(3, 4)], label="broadcast"),
+              Case(lambda m, c, a: m.where(c, a, 0.0), [K(lambda r, d: r.uniform(size=(5,)) > 0.3), F(5)],
+                   label="scalar-other"),
+              Case(lambda m, c, a: m.where(c, a, a * 2), [K(lambda r, d: r.uniform(size=(2, 3)) > 0.5), F(2, 3)],
+                   label="shared-input")],
+    "clamp": [Case(lambda m, x: x.clamp(-0.5, 0.7), [F(3, 4, avoid=(-0.5, 0.7))], label="both"),
+              Case(lambda m, x: x.clamp(min=0.1), [F(3, 4, avoid=(0.1,))], label="min"),
+              Case(lambda m, x: x.clamp(max=0.3), [F(3, 4, avoid=(0.3,))], label="max"),
+              Case(lambda m, x: m.clamp(x, -1.0, 1.0), [F(6, avoid=(-1.0, 1.0))], label="function"),
+              Case(lambda m, x: x.clamp(-2, 3), [idx(-5, 0, 2, 7)], dtypes=("int64",), forward_only=True,
+                   label="int")],
+
+    # ---- comparisons ----
+    "eq": compare(lambda m, a, b: a == b),
+    "ne": compare(lambda m, a, b: a != b),
+    "lt": compare(lambda m, a, b: a < b),
+    "le": compare(lambda m, a, b: a <= b),
+    "gt": compare(lambda m, a, b: a > b),
+    "ge": compare(lambda m, a, b: a >= b),
+
+    # ---- cast ----
+    "cast": [Case(_cast("float64"), [F(2, 3)], dtypes=("float32",), label="to-float64"),
+             # (no finite differences: the output has float32 resolution)
+             Case(_cast("float32"), [F(2, 3)], dtypes=("float64",), label="to-float32", fd=False),
+             Case(lambda m, x: x.double() * x, [F(3)], dtypes=("float32",), label="mixed"),
+             Case(_cast("int64"), [F(2, 3, lo=-5, hi=5, avoid=(-4, -3, -2, -1, 0, 1, 2, 3, 4))], label="to-int64",
+                  forward_only=True),
+             Case(_cast("float32"), [idx(1, -2, 3)], dtypes=("int64",), label="int-to-float", forward_only=True),
+             Case(lambda m, x: (x > 0).to(x.dtype) * x, [F(2, 3, avoid=(0.0,))], label="bool-mask")],
+
+    # ---- reductions ----
+    "sum": reduce_cases("sum") + [
+        Case(lambda m, x: x.sum(), [K(np.array([[True, False], [True, True]]))], dtypes=("bool",),
+             forward_only=True, label="bool"),
+        Case(lambda m, x: x.sum(0), [idx(1, 2, 3)], dtypes=("int64",), forward_only=True, label="int"),
+        Case(lambda m, x: m.sum(x.transpose(0, 1), 1), [F(3, 4)], label="strided")],
+    "mean": reduce_cases("mean"),
+    "amax": reduce_cases("amax", distinct=True) + [
+        Case(lambda m, x: x.max(), [F(3, 4, distinct=True)], label="max-all"),
+        Case(lambda m, x: m.amax(x, (0, 1)), [F(2, 2, distinct=True)], label="function"),
+        Case(lambda m, x: x.amax(), [K(np.array([1.0, 3.0, 3.0, -1.0]), float_dtype=True, grad=True)],
+             label="ties-split-evenly", fd=False, gg=False),
+        Case(lambda m, x: x.amax(1), [K(np.array([[2.0, 2.0, 2.0], [0.0, 1.0, 1.0]]), float_dtype=True, grad=True)],
+             label="ties-per-row", fd=False, gg=False)],
+    "amin": reduce_cases("amin", distinct=True) + [
+        Case(lambda m, x: x.min(), [F(3, 4, distinct=True)], label="min-all"),
+        Case(lambda m, x: x.amin(), [K(np.array([1.0, -3.0, -3.0, 2.0]), float_dtype=True, grad=True)],
+             label="ties-split-evenly", fd=False, gg=False)],
+    "max_dim": [Case(lambda m, x, d=d, k=k: tuple(x.max(d, keepdim=k)), [F(3, 4, 2, distinct=True)],
+                     label=f"dim={d},keep={k}") for d in (0, 1, -1) for k in (False, True)] + [
+        Case(lambda m, x: x.max(dim=1).values * 2, [F(3, 4, distinct=True)], label="values-attr"),
+        Case(lambda m, x: tuple(x.max(1)), [K(np.array([[1.0, 3.0, 3.0], [5.0, 5.0, 0.0]]), float_dtype=True,
+                                              grad=True)], label="ties-to-index", fd=False, gg=False)],
+    "min_dim": [Case(lambda m, x, d=d, k=k: tuple(x.min(d, keepdim=k)), [F(3, 4, 2, distinct=True)],
+                     label=f"dim={d},keep={k}") for d in (0, 2) for k in (False, True)],
+    "prod": [Case(lambda m, x: x.prod(), [F(2, 3, lo=0.5, hi=1.5)], label="all"),
+             Case(lambda m, x: x.prod(1), [F(3, 4, lo=-1.5, hi=1.5)], label="dim1"),
+             Case(lambda m, x: x.prod(0, keepdim=True), [F(3, 4, lo=-1.5, hi=1.5)], label="keep")],
+    "argmax": [Case(lambda m, x: x.argmax(), [F(3, 4, distinct=True)], forward_only=True),
+               Case(lambda m, x: x.argmax(1), [F(3, 4, distinct=True)], forward_only=True, label="dim"),
+               Case(lambda m, x: x.argmax(0, keepdim=True), [F(3, 4, distinct=True)], forward_only=True,
+                    label="keep"),
+               Case(lambda m, x: x.argmax(0), [K(np.array([1.0, 3.0, 3.0]), float_dtype=True)],
+                    forward_only=True, label="first-of-ties")],
+    "argmin": [Case(lambda m, x: x.argmin(), [F(3, 4, distinct=True)], forward_only=True),
+               Case(lambda m, x: x.argmin(1), [F(3, 4, distinct=True)], forward_only=True, label="dim")],
+    "logsumexp": [Case(lambda m, x, d=d, k=k: m.logsumexp(x, d, keepdim=k), [F(3, 4, 2, lo=-3, hi=3)],
+                       label=f"dim={d},keep={k}") for d in (0, 1, (0, 2)) for k in (False, True)] + [
+        Case(lambda m, x: m.logsumexp(x, 1), [K(lambda r, d: np.array([[1000.0, 1000.0], [-1000.0, 0.0]], dtype=d),
+                                               float_dtype=True)], forward_only=True, label="stable")],
+    "var": [Case(lambda m, x, d=d, c=c, k=k: x.var(d, correction=c, keepdim=k), [F(3, 5, 2)],
+                 label=f"dim={d},corr={c},keep={k}")
+            for d in (None, 1, (0, 2)) for c in (0, 1) for k in (False, True) if not (d is None and k)] + [
+        Case(lambda m, x: x.std(1), [F(3, 5)], label="std")],
+    "softmax": [Case(lambda m, x, d=d: m.softmax(x, d), [F(3, 4, 2, lo=-3, hi=3)], label=f"dim={d}")
+                for d in (0, 1, -1)],
+    "log_softmax": [Case(lambda m, x, d=d: m.log_softmax(x, d), [F(3, 4, 2, lo=-3, hi=3)], label=f"dim={d}")
+                    for d in (0, 1, -1)],
+
+    # ---- shape ----
+    "reshape": [Case(lambda m, x: x.reshape(4, 3), [F(3, 4)]),
+                Case(lambda m, x: x.reshape(-1), [F(2, 3, 2)], label="flatten"),
+                Case(lambda m, x: x.transpose(0, 1).reshape(12), [F(3, 4)], label="non-contiguous"),
+                Case(lambda m, x: x.view(2, 1, 6), [F(3, 4)], label="view"),
+                Case(lambda m, x: x.unsqueeze(1).squeeze(), [F(3, 4)], label="squeeze"),
+                Case(lambda m, x: x.flatten(1), [F(2, 3, 2)], label="flatten1")],
+    "permute": [Case(lambda m, x: x.permute(2, 0, 1), [F(2, 3, 4)]),
+                Case(lambda m, x: x.transpose(0, 1) * 2, [F(3, 4)], label="transpose"),
+                Case(lambda m, x: x.T, [F(3, 4)], label="T"),
+                Case(lambda m, x: x.mT, [F(2, 3, 4)], label="mT")],
+    "expand": [Case(lambda m, x: x.expand(3, 4), [F(1, 4)]),
+               Case(lambda m, x: x.expand(2, 3, 4), [F(3, 1)], label="new-dims"),
+               Case(lambda m, x: x.expand(-1, 5), [F(3, 1)], label="minus-one"),
+               Case(lambda m, x: m.broadcast_to(x, (2, 3)), [F(3)], label="broadcast_to")],
+    "contiguous": [Case(lambda m, x: x.transpose(0, 1).contiguous(), [F(3, 4)]),
+                   Case(lambda m, x: x.clone(), [F(3, 4)], label="clone")],
+    "slice": [Case(lambda m, x: _slice_vk(m, x, 1, 1, 4, 2), [F(3, 5)]),
+              Case(lambda m, x: _slice_vk(m, x, 0, 0, 2, 1), [F(3, 5)], label="dim0"),
+              Case(lambda m, x: x[1:, ::2], [F(4, 5)], label="getitem"),
+              Case(lambda m, x: x[:, -3:-1], [F(4, 5)], label="negative-bounds")],
+    "slice_backward": [Case(lambda m, g: _slice_backward(m, g, (4, 5), 1, 1, 5, 2), [F(4, 2)]),
+                       Case(lambda m, g: _slice_backward(m, g, (6, 3), 0, 0, 6, 3), [F(2, 3)], label="dim0")],
+    "cat": [Case(lambda m, a, b, c: m.cat([a, b, c], 1), [F(2, 1), F(2, 3), F(2, 2)]),
+            Case(lambda m, a, b: m.cat([a, b]), [F(2, 3), F(1, 3)], label="dim0"),
+            Case(lambda m, a, b: m.cat([a, b], -1), [F(2, 3), K(lambda r, d: np.ones((2, 2), dtype=d),
+                                                                   float_dtype=True)], label="constant")],
+    "stack": [Case(lambda m, a, b: m.stack([a, b]), [F(2, 3), F(2, 3)]),
+              Case(lambda m, a, b, c: m.stack([a, b, c], 2), [F(2, 3), F(2, 3), F(2, 3)], label="dim2")],
+    "pad": [Case(lambda m, x: (vk.pad(x, [1, 2]) if m is vk else TF.pad(x, (1, 2))), [F(2, 3)], label="last"),
+            Case(lambda m, x: (vk.pad(x, [1, 0, 2, 1], value=0.5) if m is vk else TF.pad(x, (1, 0, 2, 1), value=0.5)),
+                 [F(2, 3)], label="two-dims")],
+    "flip": [Case(lambda m, x: m.flip(x, [0]), [F(3, 4)]),
+             Case(lambda m, x: m.flip(x, (0, 2)), [F(2, 3, 2)], label="two-dims")],
+
+    # ---- index ----
+    "index_select": [Case(lambda m, x, i: x.index_select(0, i), [F(4, 3), idx(0, 2, 0, 3)]),
+                     Case(lambda m, x, i: m.index_select(x, 1, i), [F(2, 4), idx(3, 3, 1)], label="dim1"),
+                     Case(lambda m, x: x[[0, 2, 0]], [F(3, 2)], label="getitem-list"),
+                     Case(lambda m, x: x[:, m.tensor([1, 1, 0])], [F(3, 2)], label="getitem-tensor")],
+    "gather": [Case(lambda m, x, i: x.gather(1, i), [F(3, 4), K(np.array([[0, 0], [3, 1], [2, 2]], dtype=np.int64))]),
+               Case(lambda m, x, i: m.gather(x, 0, i), [F(3, 2), K(np.array([[2, 0], [2, 2]], dtype=np.int64))],
+                    label="dim0")],
+    "scatter_add": [Case(lambda m, x, i, s: x.scatter_add(1, i, s),
+                         [F(3, 4), K(np.array([[0, 0], [3, 1], [2, 2]], dtype=np.int64)), F(3, 2)]),
+                    Case(lambda m, x, i, s: m.scatter_add(x, 0, i, s),
+                         [F(3, 2), K(np.array([[2, 0], [2, 2]], dtype=np.int64)), F(2, 2)], label="dim0"),
+                    Case(lambda m, x, i, s: x.index_add(0, i, s), [F(3, 2), idx(2, 0, 2), F(3, 2)],
+                         label="index_add")],
+
+    # ---- linear algebra, convolution, pooling ----
+    "matmul": [Case(lambda m, a, b: a @ b, [F(*sa), F(*sb)], label=f"{sa}@{sb}")
+               for sa, sb in [((2, 3), (3, 4)), ((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)),
+                              ((2, 2, 3), (3, 4)), ((2, 1, 2, 3), (3, 3, 2)), ((4, 3), (2, 3, 2))]] + [
+        Case(lambda m, a, b: m.matmul(a.transpose(0, 1), b), [F(3, 2), F(3, 4)], label="transposed"),
+        Case(lambda m, a: a @ np.arange(6.0).reshape(3, 2) if m is vk else
+             a @ torch.arange(6.0, dtype=a.dtype).reshape(3, 2), [F(2, 3)], label="ndarray")],
+    "im2col": [Case(lambda m, x: (vk.im2col(x, 2) if m is vk else TF.unfold(x, 2)), [F(1, 2, 3, 4)]),
+               Case(lambda m, x: (vk.im2col(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)) if m is vk
+                                  else TF.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))),
+                    [F(2, 1, 4, 5)], label="general")],
+    "col2im": [Case(lambda m, c: (vk.col2im(c, (3, 4), 2) if m is vk else TF.fold(c, (3, 4), 2)), [F(1, 8, 6)]),
+               Case(lambda m, c: (vk.col2im(c, (4, 5), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)) if m is vk
+                                  else TF.fold(c, (4, 5), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))),
+                    [F(2, 6, 9)], label="general")],
+    "conv2d": [Case(lambda m, x, w, b: (vk.conv2d if m is vk else TF.conv2d)(x, w, b), [F(2, 3, 5, 4), F(4, 3, 3, 2), F(4)]),
+               Case(lambda m, x, w: (vk.conv2d if m is vk else TF.conv2d)(x, w, None, stride=2, padding=1),
+                    [F(1, 2, 5, 5), F(3, 2, 3, 3)], label="stride-pad"),
+               Case(lambda m, x, w: (vk.conv2d if m is vk else TF.conv2d)(x, w, None, padding=(1, 0), dilation=(2, 1),
+                                                                         groups=2),
+                    [F(1, 4, 5, 4), F(2, 2, 2, 2)], label="groups-dilation")],
+    "max_pool2d": [Case(lambda m, x: tuple((vk.max_pool2d if m is vk else TF.max_pool2d)(x, 2, return_indices=True)),
+                        [pool_input((1, 2, 4, 4))]),
+                   Case(lambda m, x: tuple((vk.max_pool2d if m is vk else TF.max_pool2d)(
+                       x, (3, 2), stride=(1, 2), padding=1, return_indices=True)), [pool_input((2, 1, 5, 4))],
+                       label="overlap-pad"),
+                   Case(lambda m, x: (vk.max_pool2d if m is vk else TF.max_pool2d)(x, 2, dilation=2),
+                        [pool_input((1, 1, 5, 5))], label="dilation")],
+    "max_pool2d_backward": [
+        Case(lambda m, g, i: (vk.max_pool2d_backward(g, i, (1, 2, 4, 4)) if m is vk
+                              else _max_pool_backward_torch(g, i, (1, 2, 4, 4))),
+             [F(1, 2, 2, 2), K(lambda r, d: _max_pool_indices(r.permutation(32).reshape(1, 2, 4, 4).astype(np.float64),
+                                                             2, 2, 0))]),
+        Case(lambda m, g, i: (vk.max_pool2d_backward(g, i, (1, 1, 4, 4)) if m is vk
+                              else _max_pool_backward_torch(g, i, (1, 1, 4, 4))),
+             [F(1, 1, 3, 3), K(lambda r, d: _max_pool_indices(r.permutation(16).reshape(1, 1, 4, 4).astype(np.float64),
+                                                             2, 1, 0))], label="overlapping")],
+    "avg_pool2d": [Case(lambda m, x: (vk.avg_pool2d if m is vk else TF.avg_pool2d)(x, 2), [F(1, 2, 4, 4)]),
+                   Case(lambda m, x: (vk.avg_pool2d if m is vk else TF.avg_pool2d)(x, (3, 2), stride=(1, 2), padding=1),
+                        [F(2, 1, 5, 4)], label="overlap-pad")],
+
+    # ---- user-defined ----
+    "custom": [Case(_custom_square, [F(3, 2)], label="from_op"),
+               Case(_custom_two_parents, [F(2, 3), F(2, 3, grad=False)], label="constant-parent")],
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# the runner
+
+NP_DTYPES = {"float64": np.float64, "float32": np.float32, "int64": np.int64, "bool": np.bool_}
+
+
+def _lib_tensor(m, a, grad):
+    if m is vk:
+        return vk.tensor(a, requires_grad=grad)
+    return torch.tensor(a, requires_grad=grad)
+
+
+def _outputs(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
+def _is_float(t):
+    return t.dtype in (vk.float32, vk.float64) if isinstance(t, vk.Tensor) else t.is_floating_point()
+
+
+def _dtype_name(t):
+    return t.dtype.name if isinstance(t, vk.Tensor) else str(t.dtype).replace("torch.", "")
+
+
+def run_case(op, i, case, dtype):
+    rng = np.random.default_rng(zlib.crc32(f"{op}/{i}/{case.label}".encode()))
+    np_dtype = NP_DTYPES[dtype] if dtype in ("float32", "float64") else np.float64
+    arrays = [spec.make(rng, np_dtype) for spec in case.inputs]
+    vin = [_lib_tensor(vk, a, spec.grad and not case.forward_only) for a, spec in zip(arrays, case.inputs)]
+    tin = [_lib_tensor(torch, a, spec.grad and not case.forward_only) for a, spec in zip(arrays, case.inputs)]
+    vout = _outputs(case.fn(vk, *vin))
+    tout = _outputs((case.tfn or case.fn)(torch, *tin))
+    assert len(vout) == len(tout)
+    tol_dtype = "float32" if dtype == "float32" else "float64"
+
+    # forward
+    if case.check:
+        case.check(vout[0], tout[0], dtype)
+    else:
+        for k, (v, t) in enumerate(zip(vout, tout)):
+            assert isinstance(v, vk.Tensor), f"output {k} is {type(v)}"
+            assert v.shape == tuple(t.shape), f"output {k}: shape {v.shape} != {tuple(t.shape)}"
+            assert _dtype_name(v) == _dtype_name(t), f"output {k}: dtype {v.dtype} != {t.dtype}"
+            assert_close(v, t, tol_dtype, what=f"{op} forward output {k}")
+    if case.forward_only:
+        return
+
+    diff = [k for k, spec in enumerate(case.inputs) if spec.grad]
+    fouts = [k for k, v in enumerate(vout) if _is_float(v)]
+    if not diff:
+        return
+    if not fouts:  # an integer/bool result records nothing
+        assert all(not v.requires_grad for v in vout)
+        return
+
+    info = vk.op_info(op)
+    ups = [rng.uniform(-1.0, 1.0, size=vout[k].shape).astype(np_dtype) for k in fouts]
+    v_ups = [vk.tensor(u) for u in ups]
+    t_ups = [torch.tensor(u) for u in ups]
+    v_roots = [vout[k] for k in fouts]
+    t_roots = [tout[k] for k in fouts]
+    if not info["has_grad"]:
+        with pytest.raises(NotImplementedError, match=op):
+            vk.autograd.grad(v_roots, [vin[k] for k in diff], v_ups, allow_unused=True)
+        return
+
+    # first derivatives against torch
+    vg = vk.autograd.grad(v_roots, [vin[k] for k in diff], v_ups, create_graph=case.second, allow_unused=True)
+    tg = torch.autograd.grad(t_roots, [tin[k] for k in diff], t_ups, create_graph=case.second, allow_unused=True)
+    for k, a, b in zip(diff, vg, tg):
+        if b is None:
+            b = torch.zeros_like(tin[k])
+        assert a is not None, f"{op}: input {k} got no gradient"
+        assert a.dtype == vin[k].dtype, f"{op}: gradient dtype {a.dtype} != input dtype {vin[k].dtype}"
+        assert_close(a, b, tol_dtype, what=f"{op} d/d input {k}")
+
+    # second derivatives against torch: d/dx sum(grad_k * w_k)
+    if case.second:
+        ws = [rng.uniform(-1.0, 1.0, size=arrays[k].shape).astype(np_dtype) for k in diff]
+        v_terms = [(g * vk.tensor(w)).sum() for g, w in zip(vg, ws) if g is not None and g.requires_grad]
+        t_terms = [(g * torch.tensor(w)).sum() for g, w in zip(tg, ws) if g is not None and g.requires_grad]
+        if v_terms or t_terms:
+            # A rule whose gradient does not depend on the inputs (relu's mask, a linear op) may
+            # leave the first derivative unconnected in one library: its second derivative is 0.
+            zeros = [np.zeros(arrays[k].shape, np_dtype) for k in diff]
+            vgg, tgg = list(zeros), list(zeros)
+            if v_terms:
+                vs = v_terms[0]
+                for term in v_terms[1:]:
+                    vs = vs + term
+                vgg = vk.autograd.grad(vs, [vin[k] for k in diff], allow_unused=True)
+            if t_terms:
+                ts = sum(t_terms[1:], t_terms[0])
+                tgg = torch.autograd.grad(ts, [tin[k] for k in diff], allow_unused=True)
+            for j, (k, a, b) in enumerate(zip(diff, vgg, tgg)):
+                a = zeros[j] if a is None else (a if isinstance(a, np.ndarray) else to_np(a))
+                b = zeros[j] if b is None else (b if isinstance(b, np.ndarray) else to_np(b))
+                assert_close(a, b, tol_dtype, what=f"{op} second derivative, input {k}")
+
+    # finite differences (float64): analytic gradients and second derivatives
+    if dtype == "float64" and case.fd:
+        def f(*xs):
+            full = list(vin)
+            for k, x in zip(diff, xs):
+                full[k] = x
+            outs = _outputs(case.fn(vk, *full))
+            return outs[fouts[0]]
+        fresh = [vk.tensor(arrays[k], requires_grad=True) for k in diff]
+        assert vk.autograd.gradcheck(f, fresh)
+        if case.gg and case.second and sum(arrays[k].size for k in diff) <= 40:
+            assert vk.autograd.gradgradcheck(f, fresh)
+
+
+def _params():
+    for op in OPS:
+        for i, case in enumerate(SPECS.get(op, [])):
+            for dtype in case.dtypes:
+                yield pytest.param(op, i, dtype, id=f"{op}-{i}-{case.label or 'base'}-{dtype}")
+
+
+def test_every_op_has_a_spec():
+    missing = [op for op in OPS if not SPECS.get(op)]
+    assert not missing, f"ops of the C++ table without a Python differential spec: {missing}"
+
+
+def test_no_spec_for_a_missing_op():
+    stale = sorted(set(SPECS) - set(OPS))
+    assert not stale, f"specs for ops that are not in the C++ table: {stale}"
+
+
+@pytest.mark.parametrize("op,i,dtype", list(_params()))
+def test_op_matches_torch(op, i, dtype):
+    run_case(op, i, SPECS[op][i], dtype)
+
+
+def test_op_table_is_documented():
+    for op in OPS:
+        info = vk.op_info(op)
+        assert info["name"] == op
+        if not info["has_grad"]:
+            assert info["grad_doc"], f"{op} has no gradient rule and no reason given"
