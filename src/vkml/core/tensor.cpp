@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "vkml/core/allocator.h"
 #include "vkml/core/grad_mode.h"
 
 namespace vk {
@@ -23,12 +24,9 @@ bool AnomalyMode::is_enabled() { return g_anomaly_enabled; }
 void AnomalyMode::set_enabled(bool enabled) { g_anomaly_enabled = enabled; }
 
 Storage::Storage(size_t nbytes_, Device device_) : nbytes(nbytes_), device(device_) {
-  constexpr size_t kAlign = 64;
-  size_t rounded = (nbytes + kAlign - 1) / kAlign * kAlign;
-  VK_CHECK(rounded >= nbytes, MemoryError, "cannot allocate ", nbytes, " bytes");
-  data = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
-  VK_CHECK(data != nullptr, MemoryError, "out of memory allocating ", nbytes, " bytes");
-  deleter_ = [](void* p) { std::free(p); };
+  CpuBlock block = cpu_allocate(nbytes);
+  data = block.data;
+  capacity_ = block.capacity;
 }
 
 Storage::Storage(void* data_, size_t nbytes_, Deleter deleter)
@@ -36,6 +34,7 @@ Storage::Storage(void* data_, size_t nbytes_, Deleter deleter)
 
 Storage::~Storage() {
   if (deleter_) deleter_(data);
+  else cpu_release({data, capacity_});
 }
 
 TensorImpl::~TensorImpl() {

@@ -26,7 +26,7 @@ struct OpDef;
 // tensor it saved was modified after it was recorded.
 struct Storage {
   using Deleter = std::function<void(void*)>;
-  Storage(size_t nbytes, Device device);                 // owned, 64-byte aligned, uninitialised
+  Storage(size_t nbytes, Device device);  // owned (caching allocator), 64-byte aligned, uninitialised
   Storage(void* data, size_t nbytes, Deleter deleter);  // borrowed (numpy, DLPack)
   ~Storage();
   Storage(const Storage&) = delete;
@@ -38,7 +38,8 @@ struct Storage {
   std::atomic<uint32_t> version{0};
 
  private:
-  Deleter deleter_;
+  Deleter deleter_;       // borrowed memory: how to give it back
+  size_t capacity_ = 0;   // owned memory: the allocator's size class
 };
 
 class Tensor;
