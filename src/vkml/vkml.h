@@ -5,6 +5,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/core/grad_mode.h"
 #include "vkml/core/tensor.h"
+#include "vkml/nn/functional.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/index_ops.h"
@@ -15,3 +16,4 @@
 #include "vkml/ops/op.h"
 #include "vkml/ops/reduction.h"
 #include "vkml/ops/shape_ops.h"
+#include "vkml/optim/optim.h"

@@ -1,0 +1,119 @@
+// Fused SGD and Adam updates. The arithmetic follows torch.optim's single-tensor code op by op
+// (same operations, same order, scalars rounded to the element type first), so a float32 step
+// matches torch's rounding rather than a re-associated formula.
+#include "vkml/backend/cpu/optim.h"
+
+#include <cmath>
+
+#include "vkml/backend/cpu/parallel.h"
+
+namespace vk::cpu {
+namespace {
+
+// The hyperparameters of one SGD step in the element type.
+template <class T>
+struct SgdScalars {
+  T neg_lr, momentum, keep, weight_decay;  // keep = 1 - dampening
+  explicit SgdScalars(const SgdHyper& h)
+      : neg_lr(static_cast<T>(-h.lr)),
+        momentum(static_cast<T>(h.momentum)),
+        keep(static_cast<T>(1.0 - h.dampening)),
+        weight_decay(static_cast<T>(h.weight_decay)) {}
+};
+
+template <class T>
+void sgd_typed(const Tensor& param, const Tensor& grad, const Tensor& buffer, const SgdHyper& h) {
+  T* const p = param.data<T>();
+  const T* const g = grad.data<T>();
+  T* const buf = h.momentum != 0.0 ? buffer.data<T>() : nullptr;
+  const SgdScalars<T> s(h);
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T d = h.maximize ? -g[i] : g[i];
+      if (h.weight_decay != 0.0) d = d + s.weight_decay * p[i];  // grad.add(param, alpha=wd)
+      if (buf != nullptr) {
+        buf[i] = h.first_step ? d : buf[i] * s.momentum + s.keep * d;
+        d = h.nesterov ? d + s.momentum * buf[i] : buf[i];
+      }
+      p[i] = p[i] + s.neg_lr * d;  // param.add_(grad, alpha=-lr)
+    }
+  };
+  parallel_for(param.numel(), kElementwiseGrain, body);
+}
+
+// The hyperparameters of one Adam step, bias corrections included, in the element type.
+template <class T>
+struct AdamScalars {
+  T decay_factor;  // AdamW: 1 - lr * weight_decay
+  T weight_decay, avg_weight, beta2, sq_weight, neg_step_size, bias_correction2_sqrt, eps;
+  explicit AdamScalars(const AdamHyper& h) {
+    const double step = static_cast<double>(h.step);
+    const double bias_correction1 = 1.0 - std::pow(h.beta1, step);
+    const double bias_correction2 = 1.0 - std::pow(h.beta2, step);
+    decay_factor = static_cast<T>(1.0 - h.lr * h.weight_decay);
+    weight_decay = static_cast<T>(h.weight_decay);
+    avg_weight = static_cast<T>(1.0 - h.beta1);
+    beta2 = static_cast<T>(h.beta2);
+    sq_weight = static_cast<T>(1.0 - h.beta2);
+    neg_step_size = static_cast<T>(-(h.lr / bias_correction1));
+    bias_correction2_sqrt = static_cast<T>(std::sqrt(bias_correction2));
+    eps = static_cast<T>(h.eps);
+  }
+};
+
+// torch.lerp(start, end, weight): the form chosen by |weight| keeps both ends exact.
+template <class T>
+T lerp(T start, T end, T weight) {
+  return std::abs(weight) < T(0.5) ? start + weight * (end - start)
+                                   : end - (end - start) * (T(1) - weight);
+}
+
+// torch.maximum: NaN in either operand gives NaN (std::max would drop a NaN second operand).
+template <class T>
+T nan_max(T a, T b) {
+  return std::isnan(a) || a > b ? a : b;
+}
+
+template <class T>
+void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h) {
+  T* const p = param.data<T>();
+  const T* const g = grad.data<T>();
+  T* const m = exp_avg.data<T>();
+  T* const v = exp_avg_sq.data<T>();
+  T* const vmax = h.amsgrad ? max_exp_avg_sq.data<T>() : nullptr;
+  const AdamScalars<T> s(h);
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T d = h.maximize ? -g[i] : g[i];
+      if (h.weight_decay != 0.0) {
+        if (h.decoupled)
+          p[i] = p[i] * s.decay_factor;  // param.mul_(1 - lr * wd)
+        else
+          d = d + s.weight_decay * p[i];  // grad.add(param, alpha=wd)
+      }
+      m[i] = lerp(m[i], d, s.avg_weight);           // exp_avg.lerp_(grad, 1 - beta1)
+      v[i] = v[i] * s.beta2 + s.sq_weight * d * d;  // mul_(beta2).addcmul_(g, g, 1 - beta2)
+      T second = v[i];
+      if (vmax != nullptr) second = vmax[i] = nan_max(vmax[i], v[i]);
+      const T denom = std::sqrt(second) / s.bias_correction2_sqrt + s.eps;
+      p[i] = p[i] + s.neg_step_size * (m[i] / denom);  // param.addcdiv_(m, denom, -step_size)
+    }
+  };
+  parallel_for(param.numel(), kElementwiseGrain, body);
+}
+
+}  // namespace
+
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                const SgdHyper& h) {
+  VK_DISPATCH_FLOAT(param.dtype(), "sgd_step_", sgd_typed<T>(param, grad, momentum_buffer, h));
+}
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h) {
+  VK_DISPATCH_FLOAT(param.dtype(), "adam_step_",
+                    adam_typed<T>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h));
+}
+
+}  // namespace vk::cpu

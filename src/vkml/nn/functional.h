@@ -1,0 +1,117 @@
+// vk::nn::functional — torch.nn.functional in C++, composed from public ops.
+//
+// Every function here is built from ops of the op table, so its gradient comes from the ops'
+// rules and second derivatives work without any rule written here. An optional tensor argument
+// is an undefined Tensor for "none" (as conv2d's bias). `reduction` is "mean", "sum" or "none".
+// Argument order and defaults follow torch.nn.functional, so the Python layer binds them 1:1.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "vkml/core/tensor.h"
+
+namespace vk::nn::functional {
+
+using Size2 = std::array<int64_t, 2>;  // (height, width), as torch's int-or-pair arguments
+
+// ---- linear layers and activations ----
+// y = x @ w^T + b; w is (out_features, in_features), b (out_features) or undefined.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");  // "none" | "tanh"
+Tensor silu(const Tensor& x);                                         // x * sigmoid(x)
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+
+// ---- losses ----
+// logits (N, C), (N, C, d1, ...) or unbatched (C). target: integer class indices of shape
+// (N, d1, ...) (or 0-d), or float class probabilities of the logits' shape.
+// weight (C) rescales each class; the weighted mean divides by the sum of the weights of the
+// non-ignored targets (torch). label_smoothing mixes the target with the uniform distribution.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
+                     int64_t ignore_index = -100, std::string_view reduction = "mean",
+                     double label_smoothing = 0.0);
+// log_probs as cross_entropy's logits; target integer class indices only.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight = Tensor(),
+                int64_t ignore_index = -100, std::string_view reduction = "mean");
+// input and target broadcast together (torch warns on different shapes; vkml accepts them).
+Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean");
+Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean");
+// -w * (y log p + (1 - y) log(1 - p)), each log clamped at -100 (torch); p in [0, 1] is checked.
+// target has p's shape; weight broadcasts to it.
+Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, const Tensor& weight = Tensor(),
+                            std::string_view reduction = "mean");
+// The stable form of binary_cross_entropy(sigmoid(x), y); pos_weight weighs the positive term and
+// broadcasts along the last dim (the class dim), weight broadcasts to x's shape.
+Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target,
+                                        const Tensor& weight = Tensor(),
+                                        const Tensor& pos_weight = Tensor(),
+                                        std::string_view reduction = "mean");
+
+// ---- normalisation and regularisation ----
+// Normalises over the last normalized_shape.size() dims with the biased variance (torch);
+// weight and bias (optional) have shape normalized_shape.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// x (N, C, ...). Training: normalises with the batch statistics (biased variance) and, when the
+// running stats are defined, updates them in place under no_grad with the unbiased variance:
+// running = (1 - momentum) * running + momentum * batch. They are bookkeeping, never recorded.
+// Eval: normalises with the running stats (which must be defined).
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  bool training = false, double momentum = 0.1, double eps = 1e-5);
+// Inverted dropout: zeroes each element with probability p and scales the rest by 1 / (1 - p).
+// The mask comes from vk::rand, so a seed (or checkpoint's saved RNG state) reproduces it.
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+
+// ---- embeddings and encodings ----
+// weight (num_embeddings, dim); result indices.shape + [dim]. Repeated indices add up their
+// gradients (index_select's rule is a scatter_add). padding_idx's row receives no gradient.
+Tensor embedding(const Tensor& indices, const Tensor& weight,
+                 std::optional<int64_t> padding_idx = std::nullopt);
+// int64 result of shape indices.shape + [num_classes]; num_classes -1 means max(indices) + 1.
+Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
+// Constant padding; `pad` lists (before, after) pairs from the last dim, as torch.
+// Only mode "constant" exists so far; other modes raise NotImplementedError.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, std::string_view mode = "constant",
+           double value = 0.0);
+
+// ---- attention ----
+// softmax(q k^T * scale + bias) v over q (..., L, E), k (..., S, E), v (..., S, Ev).
+// attn_mask: bool (true = attend) or float (added to the scores), broadcasting to (..., L, S).
+// is_causal masks key j > query i (top-left aligned, torch); it excludes attn_mask.
+// scale defaults to 1 / sqrt(E). A row with every key masked gives NaN (as torch's math path).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
+                                    bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt);
+
+// ---- convolution and pooling (NCHW; a 3-D input is one unbatched image, as torch) ----
+// im2col: (N, C, H, W) -> (N, C*kh*kw, L).
+Tensor unfold(const Tensor& x, Size2 kernel_size, Size2 dilation = {1, 1}, Size2 padding = {0, 0},
+              Size2 stride = {1, 1});
+// col2im: (N, C*kh*kw, L) -> (N, C, output_size), summing overlapping windows.
+Tensor fold(const Tensor& cols, Size2 output_size, Size2 kernel_size, Size2 dilation = {1, 1},
+            Size2 padding = {0, 0}, Size2 stride = {1, 1});
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              Size2 stride = {1, 1}, Size2 padding = {0, 0}, Size2 dilation = {1, 1},
+              int64_t groups = 1);
+// stride defaults to kernel_size. Windows never hang past the padded input (ceil_mode=False).
+Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
+                  Size2 padding = {0, 0}, Size2 dilation = {1, 1});
+struct PoolWithIndices {
+  Tensor values, indices;  // indices: int64 flat positions within each (H, W) input plane
+};
+PoolWithIndices max_pool2d_with_indices(const Tensor& x, Size2 kernel_size,
+                                        std::optional<Size2> stride = std::nullopt,
+                                        Size2 padding = {0, 0}, Size2 dilation = {1, 1});
+// Padding counts as zeros in the mean (torch's count_include_pad=True, ceil_mode=False).
+Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
+                  Size2 padding = {0, 0});
+
+}  // namespace vk::nn::functional
