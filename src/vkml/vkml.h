@@ -5,6 +5,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/core/grad_mode.h"
 #include "vkml/core/tensor.h"
+#include "vkml/io/safetensors.h"
 #include "vkml/nn/functional.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"

@@ -36,60 +36,63 @@ std::atomic<size_t> g_fail_budget{std::numeric_limits<size_t>::max()};  // testi
 
 std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
-// A name for a message: quoted, control characters escaped, long names cut (at a code point).
-std::string quoted(std::string_view s) {
-  constexpr size_t kMax = 80;
-  size_t n = s.size();
-  if (n > kMax) {
-    n = kMax;
-    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+// Length of the well-formed UTF-8 character at s (no overlong forms, no surrogates, nothing
+// above U+10FFFF), or 0 when there is none.
+size_t utf8_char_len(const uint8_t* s, size_t n) {
+  uint8_t c = s[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  uint32_t cp, min;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2, cp = c & 0x1Fu, min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3, cp = c & 0x0Fu, min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4, cp = c & 0x07u, min = 0x10000;
+  } else {
+    return 0;
   }
-  std::string out = "'";
-  for (size_t i = 0; i < n; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
+  if (n < len) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((s[k] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[k] & 0x3Fu);
   }
-  if (n < s.size()) out += "...";
-  out += "'";
-  return out;
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
 }
 
-// Offset of the first byte that does not belong to well-formed UTF-8 (no overlong forms, no
-// surrogates, nothing above U+10FFFF), or n when all of [s, s + n) is well formed.
+// Offset of the first byte that is not well-formed UTF-8, or n when all of [s, s + n) is.
 size_t utf8_error_at(const uint8_t* s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1Fu, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0Fu, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07u, min = 0x10000;
-    } else {
-      return i;
-    }
-    if (n - i < len) return i;
-    for (size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3Fu);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+  for (size_t i = 0; i < n;) {
+    size_t len = utf8_char_len(s + i, n - i);
+    if (len == 0) return i;
     i += len;
   }
   return n;
+}
+
+// A name for a message: quoted, control characters and bytes that are not UTF-8 escaped (\xNN),
+// long names cut.
+std::string quoted(std::string_view s) {
+  constexpr size_t kMax = 80;
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  std::string out = "'";
+  size_t i = 0;
+  while (i < s.size() && i < kMax) {
+    size_t len = utf8_char_len(p + i, s.size() - i);
+    if (len == 0 || p[i] < 0x20 || p[i] == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", p[i]);
+      out += buf;
+      i += 1;
+    } else {
+      out.append(s.data() + i, len);
+      i += len;
+    }
+  }
+  if (i < s.size()) out += "...";
+  out += "'";
+  return out;
 }
 
 void append_utf8(std::string& out, uint32_t cp) {
@@ -115,19 +118,21 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 struct FileDType {
   std::string_view name;
-  size_t size;   // bytes per element in the file; 0: vkml cannot load it
-  DType loaded;  // what it becomes in vkml
+  size_t size;   // bytes per element in the file
+  DType loaded;  // what it becomes in vkml (wider when vkml lacks the type; exact)
 };
 
 constexpr FileDType kFileDTypes[] = {
-    {"BOOL", 1, DType::Bool},     {"U8", 1, DType::Int32},      {"I8", 1, DType::Int32},
-    {"I16", 2, DType::Int32},     {"U16", 2, DType::Int32},     {"F16", 2, DType::Float32},
-    {"BF16", 2, DType::Float32},  {"I32", 4, DType::Int32},     {"U32", 4, DType::Int64},
-    {"F32", 4, DType::Float32},   {"I64", 8, DType::Int64},     {"F64", 8, DType::Float64},
-    {"U64", 0, DType::Int64},     {"F8_E5M2", 0, DType::Bool},  {"F8_E4M3", 0, DType::Bool},
-    {"F8_E8M0", 0, DType::Bool},  {"F4", 0, DType::Bool},       {"F6_E2M3", 0, DType::Bool},
-    {"F6_E3M2", 0, DType::Bool},  {"C64", 0, DType::Bool},      {"C128", 0, DType::Bool},
-    {"F8_E4M3FNUZ", 0, DType::Bool}, {"F8_E5M2FNUZ", 0, DType::Bool},
+    {"BOOL", 1, DType::Bool},    {"I32", 4, DType::Int32},   {"I64", 8, DType::Int64},
+    {"F32", 4, DType::Float32},  {"F64", 8, DType::Float64}, {"F16", 2, DType::Float32},
+    {"BF16", 2, DType::Float32}, {"U8", 1, DType::Int32},    {"I8", 1, DType::Int32},
+    {"I16", 2, DType::Int32},    {"U16", 2, DType::Int32},   {"U32", 4, DType::Int64},
+};
+
+// Dtypes of the format that vkml does not read: named in the error.
+constexpr std::string_view kUnsupportedDTypes[] = {
+    "U64", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+    "F4",  "F6_E2M3", "F6_E3M2", "C64",     "C128",
 };
 
 const FileDType* find_file_dtype(std::string_view name) {
@@ -136,13 +141,23 @@ const FileDType* find_file_dtype(std::string_view name) {
   return nullptr;
 }
 
+bool is_unsupported_dtype(std::string_view name) {
+  return std::find(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes), name) !=
+         std::end(kUnsupportedDTypes);
+}
+
 const char* file_dtype_name(DType t) {
   switch (t) {
-    case DType::Bool: return "BOOL";
-    case DType::Int32: return "I32";
-    case DType::Int64: return "I64";
-    case DType::Float32: return "F32";
-    case DType::Float64: return "F64";
+    case DType::Bool:
+      return "BOOL";
+    case DType::Int32:
+      return "I32";
+    case DType::Int64:
+      return "I64";
+    case DType::Float32:
+      return "F32";
+    case DType::Float64:
+      return "F64";
   }
   return "?";
 }
@@ -156,7 +171,7 @@ struct Entry {
   const FileDType* dtype = nullptr;
   Shape shape;
   uint64_t begin = 0, end = 0;
-  size_t at = 0;  // file offset of the entry's name, for messages
+  size_t at = 0;  // where the entry's name starts in the header, for messages
 };
 
 struct Header {
@@ -179,7 +194,8 @@ class JsonReader {
   size_t pos() const { return pos_; }
 
   void skip_ws() {
-    while (pos_ < n_ && (p_[pos_] == ' ' || p_[pos_] == '\t' || p_[pos_] == '\n' || p_[pos_] == '\r'))
+    while (pos_ < n_ &&
+           (p_[pos_] == ' ' || p_[pos_] == '\t' || p_[pos_] == '\n' || p_[pos_] == '\r'))
       ++pos_;
   }
   int peek() {
@@ -226,14 +242,30 @@ class JsonReader {
       if (pos_ + 1 >= n_) fail("unterminated escape in a string");
       char e = static_cast<char>(p_[pos_ + 1]);
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           size_t esc = pos_;
           uint32_t cp = hex4(pos_ + 2);
@@ -252,7 +284,8 @@ class JsonReader {
           append_utf8(out, cp);
           continue;
         }
-        default: fail("invalid escape in a string");
+        default:
+          fail("invalid escape in a string");
       }
       pos_ += 2;
     }
@@ -274,20 +307,24 @@ class JsonReader {
     uint64_t v = 0;
     while (pos_ < n_ && is_digit(p_[pos_])) {
       uint64_t d = p_[pos_] - '0';
-      if (v > (limit - d) / 10) fail(detail::cat("integer out of the int64 range (", what, ")"), start);
+      if (v > (limit - d) / 10)
+        fail(detail::cat("integer out of the int64 range (", what, ")"), start);
       v = v * 10 + d;
       ++pos_;
     }
     if (pos_ < n_ && (p_[pos_] == '.' || p_[pos_] == 'e' || p_[pos_] == 'E'))
-      fail(detail::cat("expected an integer (", what, "), found a number with a fraction or exponent"),
+      fail(detail::cat("expected an integer (", what,
+                       "), found a number with a fraction or exponent"),
            start);
     if (!negative) return static_cast<int64_t>(v);
-    return v == (uint64_t{1} << 63) ? std::numeric_limits<int64_t>::min() : -static_cast<int64_t>(v);
+    return v == (uint64_t{1} << 63) ? std::numeric_limits<int64_t>::min()
+                                    : -static_cast<int64_t>(v);
   }
 
   // A JSON array of integers, at most max_len of them (more: fail with too_long).
   template <class E>
-  std::vector<int64_t> integers(const std::string& what, size_t max_len, const std::string& too_long) {
+  std::vector<int64_t> integers(const std::string& what, size_t max_len,
+                                const std::string& too_long) {
     expect('[', detail::cat("to open ", what));
     std::vector<int64_t> out;
     if (consume(']')) return out;
@@ -352,8 +389,9 @@ Header parse_header(const uint8_t* p, size_t n, uint64_t data_size, const std::s
             std::string key = r.string("a metadata key");
             r.expect(':', detail::cat("after the metadata key ", quoted(key)));
             std::string value = r.string(detail::cat("the value of metadata key ", quoted(key)));
-            if (!h.metadata.emplace(std::move(key), std::move(value)).second)
-              r.fail("duplicate metadata key", key_at);
+            if (h.metadata.contains(key))
+              r.fail(detail::cat("duplicate metadata key ", quoted(key)), key_at);
+            h.metadata.emplace(std::move(key), std::move(value));
             if (r.consume('}')) break;
             r.expect(',', "or '}' in \"__metadata__\"");
           }
@@ -379,9 +417,9 @@ Header parse_header(const uint8_t* p, size_t n, uint64_t data_size, const std::s
               dtype = r.string(detail::cat("the dtype of ", tn));
             } else if (field == "shape") {
               seen = &have_shape;
-              e.shape = r.integers<ShapeError>(
-                  detail::cat("the shape of ", tn), kMaxDims,
-                  detail::cat(tn, ": more than ", kMaxDims, " dimensions"));
+              e.shape =
+                  r.integers<ShapeError>(detail::cat("the shape of ", tn), kMaxDims,
+                                         detail::cat(tn, ": more than ", kMaxDims, " dimensions"));
             } else if (field == "data_offsets") {
               seen = &have_offsets;
               offsets = r.integers<RuntimeError>(
@@ -400,26 +438,30 @@ Header parse_header(const uint8_t* p, size_t n, uint64_t data_size, const std::s
         }
         if (!have_dtype || !have_shape || !have_offsets)
           r.fail(detail::cat(tn, ": the entry lacks \"",
-                             !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets", "\""),
+                             !have_dtype   ? "dtype"
+                             : !have_shape ? "shape"
+                                           : "data_offsets",
+                             "\""),
                  at);
 
         // The entry's meaning.
         e.dtype = find_file_dtype(dtype);
-        if (e.dtype == nullptr) r.fail<DTypeError>(detail::cat(tn, ": unknown dtype ", quoted(dtype)), at);
-        if (e.dtype->size == 0)
+        if (e.dtype == nullptr && is_unsupported_dtype(dtype))
           r.fail<DTypeError>(detail::cat(tn, ": dtype ", dtype,
-                                         " is not supported by vkml (it reads BOOL, U8, I8, I16, U16, "
-                                         "I32, U32, I64, F16, BF16, F32, F64)"),
+                                         " is not supported by vkml (it reads BOOL, U8, I8, I16, "
+                                         "U16, I32, U32, I64, F16, BF16, F32, F64)"),
                              at);
+        if (e.dtype == nullptr)
+          r.fail<DTypeError>(detail::cat(tn, ": unknown dtype ", quoted(dtype)), at);
         int64_t numel = 1;
         for (int64_t d : e.shape) {
           if (d < 0)
             r.fail<ShapeError>(
                 detail::cat(tn, ": negative dimension ", d, " in shape ", shape_str(e.shape)), at);
           if (__builtin_mul_overflow(numel, d, &numel))
-            r.fail<ShapeError>(
-                detail::cat(tn, ": shape ", shape_str(e.shape), " has more elements than int64 holds"),
-                at);
+            r.fail<ShapeError>(detail::cat(tn, ": shape ", shape_str(e.shape),
+                                           " has more elements than int64 holds"),
+                               at);
         }
         if (offsets.size() != 2 || offsets[0] < 0 || offsets[1] < offsets[0])
           r.fail(detail::cat(tn, ": data_offsets must be [begin, end] with 0 <= begin <= end, got ",
@@ -478,8 +520,8 @@ Header parse_header(const uint8_t* p, size_t n, uint64_t data_size, const std::s
     prev = &e;
   }
   if (covered != data_size)
-    r.fail(detail::cat("the data section has ", data_size, " bytes but the tensors cover only the first ",
-                       covered),
+    r.fail(detail::cat("the data section has ", data_size,
+                       " bytes but the tensors cover only the first ", covered),
            n);
   return h;
 }
@@ -529,7 +571,7 @@ NamedTensors materialize(const Header& h, const ReadFn& read) {
   for (const Entry& e : h.entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype->loaded);
     const size_t nbytes = static_cast<size_t>(e.end - e.begin);
-    const size_t n = e.dtype->size == 0 ? 0 : nbytes / e.dtype->size;
+    const size_t n = nbytes / e.dtype->size;
     void* dst = t.raw_data();
     std::string_view d = e.dtype->name;
     if (e.dtype->size == dtype_size(e.dtype->loaded)) {
@@ -594,13 +636,27 @@ void json_string(std::string& out, std::string_view s) {  // escaped as serde_js
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           out += "\\u00";
@@ -622,8 +678,8 @@ class AtomicFile {
     size_t slash = path.rfind('/');
     std::string prefix = slash == std::string::npos ? "" : path.substr(0, slash + 1);
     std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    VK_CHECK(!base.empty() && base != "." && base != "..", RuntimeError, "save_safetensors: ",
-             quoted(path), " does not name a file");
+    VK_CHECK(!base.empty() && base != "." && base != "..", RuntimeError,
+             "save_safetensors: ", quoted(path), " does not name a file");
     dir_ = prefix.empty() ? "." : prefix;
     static std::atomic<uint64_t> counter{0};
     for (int attempt = 0;; ++attempt) {
@@ -634,8 +690,8 @@ class AtomicFile {
       if (errno != EEXIST || attempt == 100) {
         int err = errno;
         throw RuntimeError(detail::cat("save_safetensors: cannot write ", quoted(path),
-                                       ": creating the temp file ", quoted(tmp_), " failed: ",
-                                       errno_text(err)));
+                                       ": creating the temp file ", quoted(tmp_),
+                                       " failed: ", errno_text(err)));
       }
     }
   }
@@ -684,10 +740,11 @@ class AtomicFile {
 
  private:
   [[noreturn]] void fail(const char* step, int err) const {
-    throw RuntimeError(detail::cat(
-        "save_safetensors: cannot write ", quoted(path_), ": ", step,
-        renamed_ ? " (after the new file replaced the old one)" : detail::cat(" of the temp file ", quoted(tmp_)),
-        " failed: ", errno_text(err), renamed_ ? "" : "; the previous file, if any, is unchanged"));
+    throw RuntimeError(detail::cat("save_safetensors: cannot write ", quoted(path_), ": ", step,
+                                   renamed_ ? " (after the new file replaced the old one)"
+                                            : detail::cat(" of the temp file ", quoted(tmp_)),
+                                   " failed: ", errno_text(err),
+                                   renamed_ ? "" : "; the previous file, if any, is unchanged"));
   }
 
   std::string path_, dir_, tmp_;
@@ -700,10 +757,10 @@ class AtomicFile {
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata) {
   NoGradGuard no_grad;
-  auto check_text = [&](std::string_view s, const char* what) {
+  auto check_text = [&](std::string_view s, const std::string& what) {
     VK_CHECK(utf8_error_at(reinterpret_cast<const uint8_t*>(s.data()), s.size()) == s.size(),
-             RuntimeError, "save_safetensors(", quoted(path), "): ", what, " ", quoted(s),
-             " is not valid UTF-8");
+             RuntimeError, "save_safetensors(", quoted(path), "): ", what,
+             " is not valid UTF-8 (as the format requires)");
   };
 
   std::string header = "{";
@@ -712,8 +769,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     header += ":{";
     bool first = true;
     for (const auto& [k, v] : metadata) {
-      check_text(k, "metadata key");
-      check_text(v, "the value of metadata key");
+      check_text(k, detail::cat("metadata key ", quoted(k)));
+      check_text(v, detail::cat("the value of metadata key ", quoted(k)));
       if (!first) header += ',';
       first = false;
       json_string(header, k);
@@ -732,7 +789,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
              quoted(name), " is undefined");
     VK_CHECK(name != kMetadataKey, RuntimeError, "save_safetensors(", quoted(path),
              "): \"__metadata__\" cannot name a tensor");
-    check_text(name, "tensor name");
+    check_text(name, detail::cat("tensor name ", quoted(name)));
     VK_CHECK(names.insert(name).second, RuntimeError, "save_safetensors(", quoted(path),
              "): duplicate tensor name ", quoted(name));
     VK_CHECK(t.device() == Device::CPU, RuntimeError, "save_safetensors(", quoted(path),
@@ -829,9 +886,8 @@ NamedTensors load_safetensors(const std::string& path,
   read_at(8, header.size(), header.data());
   Header h = parse_header(header.data(), header.size(), size - 8 - n, where);
   header = {};
-  NamedTensors out = materialize(h, [&](uint64_t off, size_t nbytes, void* dst) {
-    read_at(8 + n + off, nbytes, dst);
-  });
+  NamedTensors out = materialize(
+      h, [&](uint64_t off, size_t nbytes, void* dst) { read_at(8 + n + off, nbytes, dst); });
   if (metadata != nullptr) *metadata = std::move(h.metadata);
   return out;
 }
