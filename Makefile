@@ -1,15 +1,23 @@
 # vkml: `make test` builds everything and runs every test; `make demo` shows it training.
-# Both install what is missing first (Debian packages with apt-get, Python packages with pip).
+# Both install what is missing first (Debian packages with apt-get, Python packages with pip
+# into .venv).
 
 JOBS    ?= $(shell nproc)
 BUILD   ?= build
 ASAN    ?= build-asan
+PYBUILD ?= build-py
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
 CMAKE   ?= cmake
 GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 LAUNCH  := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
-APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config
+APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv
+# The test extras of pyproject.toml. torch is the tests' oracle, never a runtime dependency.
+PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest torch==2.13.0 scikit-learn \
+           safetensors tqdm
 
-.PHONY: all deps build test test-cpp test-asan demo docs format clean example-install
+.PHONY: all deps venv build test test-cpp test-asan test-python python demo demo-cpp docs \
+        format clean example-install fuzz
 
 all: build
 
@@ -19,11 +27,17 @@ deps:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null; fi
 	@command -v $(CMAKE) >/dev/null 2>&1 || python3 -m pip install -q cmake ninja
 
-$(BUILD)/build.ninja $(BUILD)/Makefile: CMakeLists.txt
-	$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON >/dev/null
+# The venv sees the system's site-packages, so a torch already installed there is reused.
+$(VENV)/.deps: pyproject.toml
+	@test -x $(PY) || python3 -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q $(PY_DEPS)
+	@touch $@
+
+venv: deps $(VENV)/.deps
 
 build: deps
-	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON >/dev/null
+	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON \
+	  -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON >/dev/null
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 test-cpp: build
@@ -34,25 +48,49 @@ test-asan: deps
 	@$(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKML_WERROR=ON \
 	  -DVKML_SANITIZE=ON -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF >/dev/null
 	$(CMAKE) --build $(ASAN) -j $(JOBS) --target vkml_tests
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(ASAN)/vkml_tests --gtest_brief=1
+
+# The Python extension built in place (build-py/python/vkml mirrors the installed package).
+python: venv
+	@$(CMAKE) -S . -B $(PYBUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) -DVKML_BUILD_PYTHON=ON -DVKML_BUILD_TESTS=OFF \
+	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON >/dev/null
+	$(CMAKE) --build $(PYBUILD) -j $(JOBS)
+
+test-python: python
+	PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q tests/python
 
 docs: build
 	$(BUILD)/gen_ops_doc docs/ops.md
 
-# Builds, installs into a scratch prefix, and builds examples/cpp against it with find_package.
+# Installs the C++ library into a scratch prefix and builds examples/cpp against it, as a
+# user's project would (find_package(vkml)).
 example-install: build
 	$(CMAKE) --install $(BUILD) --prefix $(BUILD)/prefix >/dev/null
 	$(CMAKE) -S examples/cpp -B $(BUILD)/example $(GEN) -DCMAKE_PREFIX_PATH=$(CURDIR)/$(BUILD)/prefix >/dev/null
 	$(CMAKE) --build $(BUILD)/example -j $(JOBS)
+	$(BUILD)/example/mlp | tail -1
 
-test: test-asan example-install test-cpp
+test: test-asan example-install test-cpp test-python
 
 demo: build
 	$(BUILD)/mlp_example
+
+# libFuzzer on the safetensors reader (needs clang); FUZZ_SECONDS per run.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@dpkg -s clang >/dev/null 2>&1 && dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null)
+	$(CMAKE) -S fuzz -B build-fuzz $(GEN) -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+	$(CMAKE) --build build-fuzz -j $(JOBS)
+	python3 fuzz/make_seeds.py build-fuzz/seeds
+	mkdir -p build-fuzz/corpus
+	build-fuzz/fuzz_safetensors build-fuzz/corpus build-fuzz/seeds -dict=fuzz/safetensors.dict \
+	  -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 -malloc_limit_mb=256
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN)
+	rm -rf $(BUILD) $(ASAN) $(PYBUILD) build-fuzz

@@ -97,6 +97,7 @@ void bind_dtypes_and_errors(nb::module_& m);
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_functions(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m);
+void bind_nn(nb::module_& m);  // _nn, _optim, _io submodules
 
 extern nb::handle g_dtype_error;  // vkml.DTypeError
 extern nb::handle g_shape_error;  // vkml.ShapeError

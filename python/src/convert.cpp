@@ -235,7 +235,16 @@ nb::object dlpack_ndarray(const Tensor& t) { return export_array<nb::array_api>(
 Tensor from_dlpack(nb::handle obj) {
   if (nb::isinstance<Tensor>(obj)) return nb::cast<Tensor>(obj).detach();
   using Arr = nb::ndarray<nb::device::cpu>;
-  auto holder = std::make_shared<Arr>(nb::cast<Arr>(obj));
+  Arr imported;
+  if (!nb::try_cast<Arr>(obj, imported)) {
+    // Read-only memory (a non-writeable numpy array) is copied: vkml may write into its tensors.
+    using RoArr = nb::ndarray<nb::ro, nb::device::cpu>;
+    RoArr ro;
+    if (nb::try_cast<RoArr>(obj, ro)) return tensor_from_py(obj, std::nullopt);
+    throw nb::type_error(("from_dlpack: expected a CPU array with __dlpack__ or the buffer protocol, "
+                          "got " + py_repr(nb::handle(obj.type()))).c_str());
+  }
+  auto holder = std::make_shared<Arr>(std::move(imported));
   const Arr& a = *holder;
   auto dt = a.dtype();
   DType t;

@@ -518,6 +518,41 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
     return to_tuple(cols);
   }, nb::kw_only(), "as_tuple"_a = false);
 
+  // ---- logical reductions and float classification (bool results: no graph) ----
+  auto any_of = [](const Tensor& x, nb::handle dim, bool keepdim) {
+    vk::NoGradGuard ng;
+    Tensor nz = vk::cast(x.dtype() == DType::Bool ? x : vk::ne(x, vk::zeros({}, x.dtype())), DType::Int64);
+    return vk::ne(vk::sum(nz, to_dims(dim), keepdim), vk::zeros({}, DType::Int64));
+  };
+  both(m, c, "any", any_of, "dim"_a = nb::none(), "keepdim"_a = false);
+  both(m, c, "all", [](const Tensor& x, nb::handle dim, bool keepdim) {
+    vk::NoGradGuard ng;
+    Tensor zero = vk::cast(x.dtype() == DType::Bool ? vk::eq(x, vk::zeros({}, DType::Bool))
+                                                    : vk::eq(x, vk::zeros({}, x.dtype())),
+                           DType::Int64);
+    return vk::eq(vk::sum(zero, to_dims(dim), keepdim), vk::zeros({}, DType::Int64));
+  }, "dim"_a = nb::none(), "keepdim"_a = false);
+  both(m, c, "isnan", [](const Tensor& x) {
+    vk::NoGradGuard ng;
+    return vk::ne(x, x);
+  });
+  both(m, c, "isinf", [](const Tensor& x) {
+    vk::NoGradGuard ng;
+    if (!vk::is_floating(x.dtype())) return vk::ne(x, x);
+    return vk::eq(vk::abs(x), vk::full({}, kInf, x.dtype()));
+  });
+  both(m, c, "isfinite", [](const Tensor& x) {
+    vk::NoGradGuard ng;
+    if (!vk::is_floating(x.dtype())) return vk::eq(x, x);
+    return vk::eq(vk::sub(x, x), vk::zeros({}, x.dtype()));  // x - x is NaN for inf and NaN
+  });
+  c.def("__contains__", [](const Tensor& x, nb::handle element) {
+    std::optional<Tensor> e = operand(element, x);
+    if (!e) throw nb::type_error("'in' expects a tensor or a number");
+    vk::NoGradGuard ng;
+    return vk::sum(vk::cast(vk::eq(x, *e), DType::Int64)).item() > 0;
+  });
+
   // ---- convolution and pooling (torch.nn.functional's signatures) ----
   m.def("conv2d", [](const Tensor& x, const Tensor& w, std::optional<Tensor> bias, nb::handle stride,
                      nb::handle padding, nb::handle dilation, int64_t groups) {

@@ -1,4 +1,5 @@
 // vkml._C: the extension module. Each binding family lives in its own file.
+#include <cstdlib>
 #include <new>
 #include <stdexcept>
 
@@ -15,7 +16,11 @@ void bind_dtypes_and_errors(nb::module_& m) {
       .value("int32", DType::Int32)
       .value("int64", DType::Int64)
       .value("float32", DType::Float32)
-      .value("float64", DType::Float64);
+      .value("float64", DType::Float64)
+      .def("__repr__", [](DType t) { return "vkml." + std::string(vk::dtype_name(t)); })
+      .def("__str__", [](DType t) { return "vkml." + std::string(vk::dtype_name(t)); })
+      .def_prop_ro("is_floating_point", [](DType t) { return vk::is_floating(t); })
+      .def_prop_ro("itemsize", [](DType t) { return vk::dtype_size(t); });
 
   // vk::DTypeError -> vkml.DTypeError (a TypeError), vk::ShapeError -> vkml.ShapeError (a
   // ValueError); the others map onto Python's built-in exceptions. The C++ message is kept.
@@ -63,9 +68,14 @@ void bind_dtypes_and_errors(nb::module_& m) {
 
 NB_MODULE(_C, m) {
   m.doc() = "vkml's C++ core: tensors, ops and autograd (use the `vkml` package)";
+  // Python callables held by graph nodes (hooks, custom ops) may still be alive when the
+  // interpreter exits; nanobind would report them as leaks. VKML_LEAK_WARNINGS=1 shows them.
+  const char* warn = std::getenv("VKML_LEAK_WARNINGS");
+  nb::set_leak_warnings(warn != nullptr && warn[0] == '1');
   vkpy::bind_dtypes_and_errors(m);
   nb::class_<vkpy::Tensor> cls(m, "Tensor", nb::is_weak_referenceable());
   vkpy::bind_tensor(m, cls);
   vkpy::bind_functions(m, cls);
   vkpy::bind_autograd(m);
+  vkpy::bind_nn(m);
 }

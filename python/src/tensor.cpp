@@ -249,7 +249,12 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         if (f.t.op()) return nb::none();
         return nb::cast(f.t);
       })
-      .def("__repr__", [](const GradFn& f) { return "<" + backward_name(f.t) + ">"; })
+      .def("__repr__", [](const GradFn& f) {
+        std::string r = backward_name(f.t);  // (not "<" + ... + ">": GCC 12 -Wrestrict false positive)
+        r.insert(r.begin(), '<');
+        r.push_back('>');
+        return r;
+      })
       .def("__eq__", [](const GradFn& a, const GradFn& b) { return a.t.same(b.t); })
       .def("__hash__", [](const GradFn& f) { return (intptr_t)f.t.impl() >> 4; });
 
@@ -584,14 +589,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
     std::vector<vk::IndexItem> items = parse_index(idx);
     MaybeRelease r(heavy(t));
     return vk::index(t, items);
-  });
+  }, nb::arg("index").none());
   c.def("__setitem__", [](const Tensor& t, nb::handle idx, nb::handle value) {
     std::vector<vk::IndexItem> items = parse_index(idx);
     std::optional<Tensor> v = operand(value, t);
     if (!v) throw nb::type_error("index assignment: expected a tensor, a number or array data");
     MaybeRelease r(heavy(t));
     vk::index_put_(t, items, *v);
-  });
+  }, nb::arg("index").none(), nb::arg("value"));
 }
 
 }  // namespace vkpy

@@ -9,7 +9,6 @@
 Every op runs in the C++ core (vkml._C); this package only arranges names.
 """
 
-import builtins as _builtins
 import os as _os
 
 from . import _C
@@ -41,12 +40,6 @@ bool_ = dtype.bool
 globals().update({"bool": dtype.bool, "float": dtype.float32, "double": dtype.float64,
                   "long": dtype.int64, "int": dtype.int32})
 
-dtype.__repr__ = lambda self: f"vkml.{self.name}"
-dtype.__str__ = dtype.__repr__
-dtype.is_floating_point = property(lambda self: self.name in ("float32", "float64"))
-dtype.itemsize = property(lambda self: {"bool": 1, "int32": 4, "int64": 8,
-                                        "float32": 4, "float64": 8}[self.name])
-
 _DEFAULT_FLOAT = dtype.float32
 
 
@@ -73,21 +66,11 @@ def op_table():
 
 # ---- Tensor: the parts that are presentation or Python protocol, not computation ----
 
-# numpy defers to Tensor for `ndarray <op> Tensor`, so the result is a Tensor with a graph.
-Tensor.__array_ufunc__ = None
-Tensor.__array_priority__ = 1000
-Tensor.__repr__ = _tensor_str.tensor_repr
-Tensor.__str__ = _tensor_str.tensor_repr
-Tensor.is_tensor = True
-
 
 def _format(self, spec):
     if self.ndim == 0 and spec:
         return format(self.item(), spec)
     return _tensor_str.tensor_repr(self) if not spec else format(str(self), spec)
-
-
-Tensor.__format__ = _format
 
 
 def _deepcopy(self, memo):
@@ -106,9 +89,6 @@ def _deepcopy(self, memo):
     return new
 
 
-Tensor.__deepcopy__ = _deepcopy
-
-
 def _rebuild(cls, array, requires_grad, state):
     t = Tensor._make_subclass(cls, tensor(array), requires_grad)
     if state:
@@ -121,6 +101,15 @@ def _reduce_ex(self, protocol):
     return (_rebuild, (type(self), self.detach().numpy().copy(), self.requires_grad, state))
 
 
-Tensor.__reduce_ex__ = _reduce_ex
+# (Not while the type stubs of vkml._C are generated: they describe the extension alone.)
+if not _os.environ.get("VKML_STUBGEN"):
+    # numpy defers to Tensor for `ndarray <op> Tensor`: the result is a Tensor with a graph.
+    Tensor.__array_ufunc__ = None
+    Tensor.__array_priority__ = 1000
+    Tensor.__repr__ = _tensor_str.tensor_repr
+    Tensor.__str__ = _tensor_str.tensor_repr
+    Tensor.__format__ = _format
+    Tensor.__deepcopy__ = _deepcopy
+    Tensor.__reduce_ex__ = _reduce_ex
 
 del _name

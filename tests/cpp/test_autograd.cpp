@@ -1,6 +1,5 @@
 // The rules of DESIGN.md "Autograd rules", one named test each, plus the worked numbers of
 // seeds 003 and 004.
-#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -127,11 +126,8 @@ TEST(Autograd, ManySharedPathsCostLinearTime) {
   Tensor x = values({1}, {});
   Tensor y = x;
   for (int k = 0; k < 60; ++k) y = y + y;
-  auto t0 = std::chrono::steady_clock::now();
-  backward(y);
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  backward(y);  // a walk per path would not finish: ctest's timeout turns that into a failure
   expect_values(x.grad(), {std::ldexp(1.0, 60)}, 1.0);
-  EXPECT_LT(secs, 5.0) << "a walk that is not linear in the nodes";
 }
 
 TEST(Autograd, LeavesAccumulateAcrossCalls) {

@@ -5,11 +5,10 @@ are also checked against central finite differences computed here in Python.
 """
 
 import numpy as np
-import pytest
+import torch  # the oracle: a test dependency (pyproject's [test] extra), never vkml's
 
 import vkml as vk
 
-torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
 
