@@ -14,7 +14,7 @@ LAUNCH  := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_CXX_COMPIL
 APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv
 # The test extras of pyproject.toml. torch is the tests' oracle, never a runtime dependency.
 PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest torch==2.13.0 scikit-learn \
-           safetensors tqdm
+           safetensors tqdm matplotlib
 
 .PHONY: all deps venv build test test-cpp test-asan test-python python demo demo-cpp docs \
         format clean example-install fuzz
@@ -74,7 +74,11 @@ example-install: build
 
 test: test-asan example-install test-cpp test-python
 
-demo: build
+# The main job: train on scikit-learn's digits (MLP by default; --model cnn for the CNN).
+demo: python
+	PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m vkml.examples.digits $(DEMO_ARGS)
+
+demo-cpp: build
 	$(BUILD)/mlp_example
 
 # libFuzzer on the safetensors reader (needs clang); FUZZ_SECONDS per run.

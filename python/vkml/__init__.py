@@ -20,6 +20,9 @@ from . import _tensor_str
 from . import autograd
 from . import utils
 from . import return_types
+from .serialization import load, save
+from . import nn
+from . import optim
 
 __version__ = "0.1.0"
 

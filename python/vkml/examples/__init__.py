@@ -1,0 +1,1 @@
+"""Runnable demos: python -m vkml.examples.digits"""

@@ -1,0 +1,5 @@
+"""vk.nn: torch.nn's modules over vkml tensors (the math is in vkml._C._nn)."""
+
+from . import functional, init, utils
+from .modules import *  # noqa: F401,F403
+from .modules import Module, Parameter
