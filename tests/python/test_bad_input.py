@@ -122,9 +122,7 @@ ROWS = [
     row("stack-shapes", lambda: vk.stack([vk.ones(2, 3), vk.ones(2, 4)]), vk.ShapeError, "stack", "[2, 3]", "[2, 4]"),
     row("expand-shapes", lambda: vk.ones(3, 2).expand(4, 4), vk.ShapeError, "expand", "[3, 2]", "[4, 4]"),
     row("permute-not-a-permutation", lambda: vk.ones(3, 2).permute(0, 0), vk.ShapeError, "permute", "[0, 0]"),
-    row("sum_to-shapes", lambda: vk.sum_to(vk.ones(2, 3), (4,)), vk.ShapeError, "sum_to", "[2, 3]", "[4]",
-        marks=_xf("sum_to's error names reshape, not sum_to: 'reshape: cannot view a tensor of shape "
-                  "[1, 3] (3 elements) as shape [4]'")),
+    row("sum_to-shapes", lambda: vk.sum_to(vk.ones(2, 3), (4,)), vk.ShapeError, "sum_to", "[2, 3]", "[4]"),
 
     # ---- conv / pool with a kernel larger than the input ----
     row("conv2d-kernel-too-large", lambda: vk.conv2d(vk.ones(1, 3, 2, 2), vk.ones(2, 3, 3, 3)), vk.ShapeError,
@@ -226,15 +224,10 @@ ROWS = [
     row("pad-1e15", lambda: vk.pad(vk.ones(2), [10**15, 0]), MemoryError, "bytes"),
     row("arange-step-zero", lambda: vk.arange(0, 1, 0), vk.ShapeError, "arange", "step"),
     row("randint-empty-range", lambda: vk.randint(5, 2, (3,)), vk.ShapeError, "randint", "[5, 2)"),
-    row("arange-to-inf", lambda: vk.arange(0, INF), (vk.ShapeError, RuntimeError, ValueError), "arange", "inf",
-        marks=_xf("arange(0, inf) converts inf to int64 (UB) and reports 'negative dimension "
-                  "-9223372036854775808 in shape [-9223372036854775808]' without naming arange")),
+    row("arange-to-inf", lambda: vk.arange(0, INF), (vk.ShapeError, RuntimeError, ValueError), "arange", "inf"),
     row("arange-from-minus-inf", lambda: vk.arange(-INF, 0), (vk.ShapeError, RuntimeError, ValueError),
-        "arange", "inf",
-        marks=_xf("arange(-inf, 0): 'negative dimension -9223372036854775808 in shape "
-                  "[-9223372036854775808]', op and value not named")),
-    row("arange-to-nan", lambda: vk.arange(0, NAN), (vk.ShapeError, RuntimeError, ValueError), "arange", "nan",
-        marks=_xf("arange(0, nan) silently returns an empty tensor (torch raises)")),
+        "arange", "inf"),
+    row("arange-to-nan", lambda: vk.arange(0, NAN), (vk.ShapeError, RuntimeError, ValueError), "arange", "nan"),
     row("int-floordiv-by-zero", lambda: vk.tensor([2]) // vk.tensor([0]), RuntimeError, "ZeroDivisionError",
         marks=_xf("int64 // int64 is true division: returns float tensor([inf]) (and 7 // 2 gives 3. as "
                   "float32, not int64 3); torch raises RuntimeError ZeroDivisionError")),

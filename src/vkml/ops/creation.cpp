@@ -102,7 +102,12 @@ Tensor scalar_like(double value, const Tensor& like) {
 
 Tensor arange(double start, double stop, double step, DType dtype) {
   VK_CHECK(step != 0, ShapeError, "arange: step must be nonzero");
+  VK_CHECK(std::isfinite(start) && std::isfinite(stop) && std::isfinite(step), ShapeError,
+           "arange: unsupported range ", start, " -> ", stop, " with step ", step,
+           " (bounds and step must be finite)");
   double count = std::ceil((stop - start) / step);
+  VK_CHECK(count < 9.0e18, ShapeError, "arange: the range ", start, " -> ", stop, " with step ",
+           step, " has too many elements");
   Attrs a;
   a.shape = {count > 0 ? static_cast<int64_t>(count) : 0};
   a.scalar = start;
