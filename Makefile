@@ -17,7 +17,7 @@ PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest torch==2.13.0 
            safetensors tqdm matplotlib
 
 .PHONY: all deps venv build test test-cpp test-asan test-python python demo demo-cpp docs \
-        format clean example-install fuzz
+        format clean example-install fuzz bench
 
 all: build
 
@@ -77,6 +77,9 @@ test: test-asan example-install test-cpp test-python
 # The main job: train on scikit-learn's digits (MLP by default; --model cnn for the CNN).
 demo: python
 	PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m vkml.examples.digits $(DEMO_ARGS)
+
+bench: python
+	PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) bench/compare.py --json $(BUILD)/bench.json $(BENCH_ARGS)
 
 demo-cpp: build
 	$(BUILD)/mlp_example
