@@ -3,9 +3,12 @@
 // can be split among its parents by the op's rule. Contributions are summed, never assigned.
 #include "vkml/autograd/engine.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <unordered_map>
 
+#include "vkml/backend/cpu/elementwise.h"
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
@@ -16,44 +19,94 @@
 namespace vk::autograd {
 namespace {
 
-struct Graph {
-  std::vector<Tensor> order;  // parents before children; strong refs keep the walk alive
-  std::unordered_map<const TensorImpl*, size_t> index;
+// Where each node of a walk sits in the walk's order. The position is stamped into the node
+// itself (TensorImpl::walk_mark: the walk's id in the high 32 bits, the position in the low), so
+// finding a parent's slot is one load instead of a hash lookup. A node that another walk holds
+// (backward running at the same time in another thread, or nested in a hook) keeps that walk's
+// stamp, and this walk keeps its position in a map instead. Stamps are cleared when the walk
+// ends, so a later walk finds every node free.
+class WalkIndex {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;  // not in this walk, or not placed yet
+
+  WalkIndex() : id_(next_id()) {}
+  ~WalkIndex() {
+    for (const Tensor& t : held_) t.impl()->walk_mark.store(0, std::memory_order_relaxed);
+  }
+  WalkIndex(const WalkIndex&) = delete;
+  WalkIndex& operator=(const WalkIndex&) = delete;
+
+  // Enters t into the walk (not yet placed); false when it is in already.
+  bool claim(const Tensor& t) {
+    std::atomic<uint64_t>& mark = t.impl()->walk_mark;
+    uint64_t m = mark.load(std::memory_order_relaxed);
+    if ((m >> 32) == id_) return false;
+    if (m == 0 && mark.compare_exchange_strong(m, stamp(kNone), std::memory_order_relaxed)) {
+      held_.push_back(t);  // a strong reference: the stamp is cleared before the node can die
+      return true;
+    }
+    return foreign_.emplace(t.impl(), kNone).second;
+  }
+
+  void place(const Tensor& t, size_t pos) {
+    std::atomic<uint64_t>& mark = t.impl()->walk_mark;
+    if ((mark.load(std::memory_order_relaxed) >> 32) == id_)
+      mark.store(stamp(static_cast<uint32_t>(pos)), std::memory_order_relaxed);
+    else
+      foreign_[t.impl()] = static_cast<uint32_t>(pos);
+  }
+
+  uint32_t find(const Tensor& t) const {
+    const uint64_t m = t.impl()->walk_mark.load(std::memory_order_relaxed);
+    if ((m >> 32) == id_) return static_cast<uint32_t>(m);
+    if (foreign_.empty()) return kNone;
+    auto it = foreign_.find(t.impl());
+    return it == foreign_.end() ? kNone : it->second;
+  }
+
+ private:
+  static uint32_t next_id() {
+    static std::atomic<uint32_t> counter{0};
+    uint32_t id;
+    do id = counter.fetch_add(1, std::memory_order_relaxed) + 1;
+    while (id == 0);  // 0 marks a free node
+    return id;
+  }
+  uint64_t stamp(uint32_t pos) const { return (static_cast<uint64_t>(id_) << 32) | pos; }
+
+  uint32_t id_;
+  std::vector<Tensor> held_;
+  std::unordered_map<const TensorImpl*, uint32_t> foreign_;
 };
 
-// Iterative post-order DFS over tensors that require grad. `stop` tensors are not expanded.
-Graph topo_sort(const std::vector<Tensor>& roots, const std::vector<Tensor>& stop) {
-  Graph g;
-  std::unordered_map<const TensorImpl*, bool> stopped;
-  for (const auto& s : stop) stopped[s.impl()] = true;
+struct Graph {
+  std::vector<Tensor> order;  // parents before children; strong refs keep the walk alive
+  WalkIndex index;
+};
+
+// Iterative post-order DFS over the tensors that require grad.
+void topo_sort(const std::vector<Tensor>& roots, Graph& g) {
   struct Frame {
     Tensor t;
     size_t next;
   };
   std::vector<Frame> stack;
-  std::unordered_map<const TensorImpl*, bool> entered;
   for (const auto& r : roots) {
-    if (!r.requires_grad() || entered.count(r.impl())) continue;
-    entered[r.impl()] = true;
+    if (!r.requires_grad() || !g.index.claim(r)) continue;
     stack.push_back({r, 0});
     while (!stack.empty()) {
       Frame& f = stack.back();
       const auto& parents = f.t.parents();
-      bool expand = !stopped.count(f.t.impl());
-      if (expand && f.next < parents.size()) {
+      if (f.next < parents.size()) {
         const Tensor& p = parents[f.next++];
-        if (p.requires_grad() && !entered.count(p.impl())) {
-          entered[p.impl()] = true;
-          stack.push_back({p, 0});
-        }
+        if (p.requires_grad() && g.index.claim(p)) stack.push_back({p, 0});
         continue;
       }
-      g.index[f.t.impl()] = g.order.size();
+      g.index.place(f.t, g.order.size());
       g.order.push_back(std::move(f.t));
       stack.pop_back();
     }
   }
-  return g;
 }
 
 std::string op_label(const Tensor& t) {
@@ -84,14 +137,46 @@ void check_finite(const Tensor& g, const Tensor& t, size_t input) {
                                  t.impl()->anomaly_trace));
 }
 
-// .grad must own its memory: the arriving gradient may be a broadcast view or the user's seed.
-void accumulate_into(const Tensor& t, const Tensor& g, bool create_graph) {
-  Tensor old = t.grad();
-  Tensor next;
-  if (create_graph) next = old.defined() ? old + g : g;
-  else if (old.defined()) next = old.detach() + g.detach();
-  else next = clone(g.detach());
-  const_cast<Tensor&>(t).set_grad(next);
+// True when t is a plain value that only `refs` references hold and whose memory nothing else
+// shares: it may be written in place, or kept as a leaf's .grad as it is.
+bool sole_owner(const Tensor& t, long refs) {
+  return t.impl_ptr().use_count() == refs && t.storage().use_count() == 1 && t.is_leaf() &&
+         !t.requires_grad() && t.is_contiguous();
+}
+
+// acc += g, in place when nothing else can see acc (no graph is being built, acc is an
+// intermediate sum only this walk holds); otherwise a new tensor.
+void sum_into(Tensor& acc, const Tensor& g, bool create_graph) {
+  if (!create_graph && sole_owner(acc, 1) && acc.dtype() == g.dtype())
+    cpu::add_into(acc, acc, g);
+  else
+    acc = acc + g;
+}
+
+// Deposits g into t's .grad, which must own its memory (the arriving gradient may be a
+// broadcast view, the user's seed, or shared with other tensors). Without create_graph this
+// reuses memory where nobody else can see it: an existing .grad only it holds is added to in
+// place (as PyTorch does), and a fresh gradient only this walk holds becomes .grad as it is.
+void accumulate_into(const Tensor& t, Tensor g, bool create_graph) {
+  std::shared_ptr<TensorImpl>& slot = t.impl()->grad;
+  if (create_graph) {
+    Tensor old = t.grad();
+    t.impl()->grad = (old.defined() ? old + g : g).impl_ptr();
+    return;
+  }
+  if (!slot) {
+    const bool whole = g.offset() == 0 && g.storage()->nbytes ==
+                                              static_cast<size_t>(g.numel()) * dtype_size(g.dtype());
+    slot = (sole_owner(g, 1) && whole ? g : clone(g.detach())).impl_ptr();
+    return;
+  }
+  Tensor old = t.grad();  // a second reference to .grad: sole_owner expects two
+  if (sole_owner(old, 2) && old.dtype() == g.dtype()) {
+    cpu::add_into(old, old, g);
+    old.bump_version();
+  } else {
+    slot = (old.detach() + g.detach()).impl_ptr();
+  }
 }
 
 Tensor seed_for(const Tensor& root, const Tensor& grad) {
@@ -118,9 +203,10 @@ struct RunOptions {
 
 std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds,
                         const RunOptions& opt) {
-  const std::vector<Tensor> no_stop;
-  Graph graph = topo_sort(roots, no_stop);
+  Graph graph;
+  topo_sort(roots, graph);
   const size_t n = graph.order.size();
+  const WalkIndex& index = graph.index;
 
   // With `capture`, only nodes from which a captured input can be reached need gradients.
   std::vector<bool> wanted(n, true);
@@ -131,8 +217,8 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
       const Tensor& t = graph.order[k];
       bool w = captured.count(t.impl()) > 0;
       for (const auto& p : t.parents()) {
-        auto it = graph.index.find(p.impl());
-        if (it != graph.index.end() && wanted[it->second]) w = true;
+        const uint32_t pk = index.find(p);
+        if (pk != WalkIndex::kNone && wanted[pk]) w = true;
       }
       wanted[k] = w;
     }
@@ -140,11 +226,12 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
 
   std::vector<Tensor> pending(n);
   for (size_t r = 0; r < roots.size(); ++r) {
-    size_t k = graph.index.at(roots[r].impl());
+    const uint32_t k = index.find(roots[r]);
     pending[k] = pending[k].defined() ? pending[k] + seeds[r] : seeds[r];
   }
 
   std::vector<Tensor> results(opt.capture ? opt.capture->size() : 0);
+  std::vector<bool> needs;
   GradModeGuard mode(opt.create_graph);
   for (size_t k = n; k-- > 0;) {
     Tensor g = std::move(pending[k]);
@@ -158,39 +245,49 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
                shape_str(replaced.shape()));
       g = cast(replaced, t.dtype());
     }
-    if (auto it = captured.find(t.impl()); it != captured.end()) results[it->second] = g;
-    if (opt.accumulate && (t.is_leaf() || t.retains_grad())) accumulate_into(t, g, opt.create_graph);
-    if (t.is_leaf()) continue;
+    if (!captured.empty())
+      if (auto it = captured.find(t.impl()); it != captured.end()) results[it->second] = g;
+    if (t.is_leaf()) {
+      if (opt.accumulate) accumulate_into(t, std::move(g), opt.create_graph);
+      continue;
+    }
+    if (opt.accumulate && t.retains_grad()) accumulate_into(t, g, opt.create_graph);
 
     const OpDef& def = *t.op();
-    const std::string name = op_label(t);
-    VK_CHECK(!t.impl()->graph_freed, RuntimeError, "backward through ", name,
+    VK_CHECK(!t.impl()->graph_freed, RuntimeError, "backward through ", op_label(t),
              " a second time: its saved tensors were freed after the first backward. Pass "
              "retain_graph=True to the first backward to differentiate twice.");
     check_versions(t);
     const auto& parents = t.parents();
-    std::vector<bool> needs(parents.size());
+    needs.assign(parents.size(), false);
     bool any = false;
     for (size_t i = 0; i < parents.size(); ++i) {
-      auto it = graph.index.find(parents[i].impl());
-      needs[i] = parents[i].requires_grad() && it != graph.index.end() && wanted[it->second];
+      if (!parents[i].requires_grad()) continue;
+      const uint32_t pk = index.find(parents[i]);
+      needs[i] = pk != WalkIndex::kNone && wanted[pk];
       any = any || needs[i];
     }
     if (any) {
-      VK_CHECK(def.grad != nullptr, NotImplementedError, "backward through ", name,
+      VK_CHECK(def.grad != nullptr, NotImplementedError, "backward through ", op_label(t),
                ": no gradient rule (", def.grad_doc, ")");
       Grads grads = def.grad(GradCtx{t, g, parents, t.attrs(), needs});
-      VK_CHECK(grads.size() == parents.size(), RuntimeError, name, ": the gradient rule returned ",
-               grads.size(), " gradients for ", parents.size(), " inputs");
+      VK_CHECK(grads.size() == parents.size(), RuntimeError, op_label(t),
+               ": the gradient rule returned ", grads.size(), " gradients for ", parents.size(),
+               " inputs");
+      g = Tensor();  // let a rule's result that reused g be summed into in place
       for (size_t i = 0; i < parents.size(); ++i) {
         if (!needs[i] || !grads[i].defined()) continue;
-        VK_CHECK(grads[i].shape() == parents[i].shape(), RuntimeError, name,
-                 ": the gradient rule returned shape ", shape_str(grads[i].shape()), " for input ",
-                 i, " of shape ", shape_str(parents[i].shape()));
-        Tensor gi = cast(grads[i], parents[i].dtype());
+        VK_CHECK(grads[i].shape() == parents[i].shape(), RuntimeError, op_label(t),
+                 ": the gradient rule returned shape ", shape_str(grads[i].shape()),
+                 " for input ", i, " of shape ", shape_str(parents[i].shape()));
+        Tensor gi = grads[i].dtype() == parents[i].dtype() ? std::move(grads[i])
+                                                           : cast(grads[i], parents[i].dtype());
         if (AnomalyMode::is_enabled()) check_finite(gi, t, i);
-        size_t pk = graph.index.at(parents[i].impl());
-        pending[pk] = pending[pk].defined() ? pending[pk] + gi : gi;
+        Tensor& acc = pending[index.find(parents[i])];
+        if (acc.defined())
+          sum_into(acc, gi, opt.create_graph);
+        else
+          acc = std::move(gi);
       }
     }
     if (!opt.retain_graph) {

@@ -1,5 +1,6 @@
 #include "vkml/core/allocator.h"
 
+#include <bit>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -16,17 +17,19 @@ constexpr size_t kLargeStep = size_t{1} << 16;  // above: multiples of 64 KiB
 
 size_t size_class(size_t nbytes) {
   if (nbytes <= kAlign) return kAlign;
-  if (nbytes <= kSmall) {
-    size_t c = kAlign;
-    while (c < nbytes) c <<= 1;
-    return c;
-  }
+  if (nbytes <= kSmall) return std::bit_ceil(nbytes);
   return (nbytes + kLargeStep - 1) / kLargeStep * kLargeStep;
 }
 
+// The small classes (powers of two up to kSmall) have a fixed slot each, so the common case
+// finds its list without hashing; the large ones, which are few in a training loop, a map.
+constexpr int kSmallClasses = std::countr_zero(kSmall) - std::countr_zero(kAlign) + 1;
+int small_index(size_t cls) { return std::countr_zero(cls) - std::countr_zero(kAlign); }
+
 struct Cache {
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks;
+  std::vector<void*> small[kSmallClasses];
+  std::unordered_map<size_t, std::vector<void*>> large;
   AllocatorStats stats;
 #if defined(__SANITIZE_ADDRESS__)
   size_t limit = 0;  // reused blocks would hide use-after-free from AddressSanitizer
@@ -34,15 +37,25 @@ struct Cache {
   size_t limit = size_t{256} << 20;
 #endif
 
-  void trim_to(size_t target) {  // caller holds the mutex
-    for (auto it = free_blocks.begin(); it != free_blocks.end() && stats.cached_bytes > target;) {
-      while (!it->second.empty() && stats.cached_bytes > target) {
-        std::free(it->second.back());
-        it->second.pop_back();
-        stats.cached_bytes -= it->first;
-      }
-      it = it->second.empty() ? free_blocks.erase(it) : std::next(it);
+  std::vector<void*>& list(size_t cls) {  // caller holds the mutex
+    return cls <= kSmall ? small[small_index(cls)] : large[cls];
+  }
+
+  void trim_list(std::vector<void*>& blocks, size_t cls, size_t target) {
+    while (!blocks.empty() && stats.cached_bytes > target) {
+      std::free(blocks.back());
+      blocks.pop_back();
+      stats.cached_bytes -= cls;
     }
+  }
+
+  void trim_to(size_t target) {  // caller holds the mutex; large blocks go first
+    for (auto it = large.begin(); it != large.end() && stats.cached_bytes > target;) {
+      trim_list(it->second, it->first, target);
+      it = it->second.empty() ? large.erase(it) : std::next(it);
+    }
+    for (int i = kSmallClasses; i-- > 0 && stats.cached_bytes > target;)
+      trim_list(small[i], kAlign << i, target);
   }
 };
 
@@ -59,10 +72,15 @@ CpuBlock cpu_allocate(size_t nbytes) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    auto it = c.free_blocks.find(cls);
-    if (it != c.free_blocks.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
+    std::vector<void*>* blocks = nullptr;
+    if (cls <= kSmall) {
+      blocks = &c.small[small_index(cls)];
+    } else if (auto it = c.large.find(cls); it != c.large.end()) {
+      blocks = &it->second;
+    }
+    if (blocks && !blocks->empty()) {
+      void* p = blocks->back();
+      blocks->pop_back();
       c.stats.cached_bytes -= cls;
       c.stats.in_use_bytes += cls;
       if (c.stats.in_use_bytes > c.stats.peak_in_use_bytes) c.stats.peak_in_use_bytes = c.stats.in_use_bytes;
@@ -90,7 +108,7 @@ void cpu_release(CpuBlock block) {
     std::free(block.data);
     return;
   }
-  c.free_blocks[block.capacity].push_back(block.data);
+  c.list(block.capacity).push_back(block.data);
   c.stats.cached_bytes += block.capacity;
   if (c.stats.cached_bytes > c.limit) c.trim_to(c.limit / 2);
 }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "vkml/core/allocator.h"
 #include "vkml/core/grad_mode.h"
@@ -16,6 +17,93 @@ thread_local bool g_anomaly_enabled = false;
 // Iterative teardown: a dying tensor hands its parents to this per-thread list instead of
 // releasing them inside its own destructor, so a 100,000-deep chain unwinds in a loop.
 thread_local std::vector<Tensor>* g_teardown = nullptr;
+
+// Every op creates a TensorImpl and, unless it returns a view, a Storage, each in one block with
+// its shared_ptr control block. A per-thread list of freed blocks of each size hands them out
+// again: popping a list costs a fraction of malloc plus free, which on a one-element op are a
+// good part of the whole cost. A list holds at most kMaxCached blocks; a block freed by another
+// thread joins that thread's list; a thread's list is freed when the thread ends. Off under
+// AddressSanitizer, which must see every free to catch a use after it.
+template <size_t Size>
+class BlockCache {
+ public:
+  static void* get() {
+#if !defined(__SANITIZE_ADDRESS__)
+    if (Node* n = t_list.head) {
+      t_list.head = n->next;
+      --t_list.count;
+      return n;
+    }
+#endif
+    return ::operator new(Size);
+  }
+
+  static void put(void* p) {
+#if !defined(__SANITIZE_ADDRESS__)
+    List& l = t_list;
+    if (l.count < kMaxCached && !l.dead) {
+      if (!l.drain_registered) register_drain();
+      l.head = new (p) Node{l.head};
+      ++l.count;
+      return;
+    }
+#endif
+    ::operator delete(p);
+  }
+
+ private:
+  static constexpr int kMaxCached = 256;
+  struct Node {
+    Node* next;
+  };
+  struct List {  // trivially destructible: usable until the thread's storage goes
+    Node* head = nullptr;
+    int count = 0;
+    bool drain_registered = false;
+    bool dead = false;  // the thread is ending: free directly from now on
+  };
+  struct Drain {
+    ~Drain() {
+      while (Node* n = t_list.head) {
+        t_list.head = n->next;
+        ::operator delete(n);
+      }
+      t_list.count = 0;
+      t_list.dead = true;
+    }
+  };
+  static void register_drain() {
+    thread_local Drain drain;  // constructed once per thread; its destructor frees the list
+    (void)drain;
+    t_list.drain_registered = true;
+  }
+  static thread_local List t_list;
+};
+template <size_t Size>
+thread_local typename BlockCache<Size>::List BlockCache<Size>::t_list;
+
+// The allocator that routes make_shared's single block through BlockCache.
+template <class T>
+struct CachedAllocator {
+  using value_type = T;
+  CachedAllocator() = default;
+  template <class U>
+  CachedAllocator(const CachedAllocator<U>&) {}
+  T* allocate(size_t n) {
+    return n == 1 ? static_cast<T*>(BlockCache<sizeof(T)>::get())
+                  : static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) {
+    if (n == 1)
+      BlockCache<sizeof(T)>::put(p);
+    else
+      ::operator delete(p);
+  }
+  template <class U>
+  bool operator==(const CachedAllocator<U>&) const {
+    return true;
+  }
+};
 }  // namespace
 
 bool GradMode::is_enabled() { return g_grad_enabled; }
@@ -24,6 +112,10 @@ bool AnomalyMode::is_enabled() { return g_anomaly_enabled; }
 void AnomalyMode::set_enabled(bool enabled) { g_anomaly_enabled = enabled; }
 
 Storage::Storage(size_t nbytes_, Device device_) : nbytes(nbytes_), device(device_) {
+  if (nbytes <= kInlineBytes) {
+    data = inline_;
+    return;
+  }
   CpuBlock block = cpu_allocate(nbytes);
   data = block.data;
   capacity_ = block.capacity;
@@ -34,7 +126,12 @@ Storage::Storage(void* data_, size_t nbytes_, Deleter deleter)
 
 Storage::~Storage() {
   if (deleter_) deleter_(data);
-  else cpu_release({data, capacity_});
+  else if (data != inline_) cpu_release({data, capacity_});
+}
+
+const Attrs& no_attrs() {
+  static const Attrs* none = new Attrs();  // never destroyed: tensors may outlive static teardown
+  return *none;
 }
 
 TensorImpl::~TensorImpl() {
@@ -58,13 +155,15 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max() / 2;
   VK_CHECK(n <= kMaxBytes / static_cast<int64_t>(dtype_size(dtype)), MemoryError,
            "cannot allocate a tensor of shape ", shape_str(shape), " and dtype ", dtype_name(dtype));
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(n) * dtype_size(dtype), Device::CPU);
+  auto storage = std::allocate_shared<Storage>(CachedAllocator<Storage>(),
+                                               static_cast<size_t>(n) * dtype_size(dtype),
+                                               Device::CPU);
   return from_storage(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
 Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
                             int64_t offset, DType dtype) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(CachedAllocator<TensorImpl>());
   impl->storage = std::move(storage);
   impl->shape = std::move(shape);
   impl->strides = std::move(strides);
@@ -73,24 +172,8 @@ Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, Shape shape, Strid
   return Tensor(std::move(impl));
 }
 
-int64_t Tensor::numel() const {
-  int64_t n = 1;
-  for (int64_t d : impl_->shape) n *= d;
-  return n;
-}
-
 int64_t Tensor::size(int64_t dim) const {
   return impl_->shape[wrap_dim(dim, ndim(), "size")];
-}
-
-bool Tensor::is_contiguous() const {
-  int64_t expected = 1;
-  for (size_t i = impl_->shape.size(); i-- > 0;) {
-    if (impl_->shape[i] == 1) continue;
-    if (impl_->strides[i] != expected) return false;
-    expected *= impl_->shape[i];
-  }
-  return true;
 }
 
 double Tensor::item() const {
@@ -116,10 +199,7 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
   return *this;
 }
 
-const Attrs& Tensor::attrs() const {
-  static const Attrs kEmpty;
-  return impl_->attrs ? *impl_->attrs : kEmpty;
-}
+const Attrs& Tensor::attrs() const { return impl_->attrs ? *impl_->attrs : no_attrs(); }
 
 void Tensor::retain_grad() {
   VK_CHECK(requires_grad(), RuntimeError, "retain_grad() on a tensor that does not require grad");

@@ -26,11 +26,16 @@ struct OpDef;
 // tensor it saved was modified after it was recorded.
 struct Storage {
   using Deleter = std::function<void(void*)>;
-  Storage(size_t nbytes, Device device);  // owned (caching allocator), 64-byte aligned, uninitialised
+  // Owned and uninitialised: from the caching allocator, 64-byte aligned; up to kInlineBytes
+  // (scalars, small vectors) inside the Storage object itself, 16-byte aligned, which spares a
+  // tiny tensor the allocator's lock on creation and on release.
+  Storage(size_t nbytes, Device device);
   Storage(void* data, size_t nbytes, Deleter deleter);  // borrowed (numpy, DLPack)
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+
+  static constexpr size_t kInlineBytes = 32;
 
   void* data = nullptr;
   size_t nbytes = 0;
@@ -39,11 +44,16 @@ struct Storage {
 
  private:
   Deleter deleter_;       // borrowed memory: how to give it back
-  size_t capacity_ = 0;   // owned memory: the allocator's size class
+  size_t capacity_ = 0;   // owned memory: the allocator's size class (0: inline)
+  alignas(16) unsigned char inline_[kInlineBytes];
 };
 
 class Tensor;
 using Hook = std::function<Tensor(const Tensor&)>;
+
+// The parameters of an op called without any: shared, so that recording such an op allocates
+// no Attrs (a node's attrs pointer stays null and Tensor::attrs() returns this object).
+const Attrs& no_attrs();
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -64,6 +74,9 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::vector<Hook> hooks;
   std::string anomaly_trace;  // where the forward ran, filled only in anomaly mode
+  // Scratch for a backward walk (autograd/engine.cpp): the walk's id and this node's position
+  // in its order, so lookups need no hash map. 0 when no walk holds the node.
+  std::atomic<uint64_t> walk_mark{0};
 
   TensorImpl() = default;
   ~TensorImpl();
@@ -93,9 +106,24 @@ class Tensor {
   DType dtype() const { return impl_->dtype; }
   Device device() const { return impl_->storage->device; }
   int64_t ndim() const { return static_cast<int64_t>(impl_->shape.size()); }
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : impl_->shape) n *= d;
+    return n;
+  }
   int64_t size(int64_t dim) const;
-  bool is_contiguous() const;
+  bool is_contiguous() const {  // inline: every kernel asks, several times per op
+    int64_t expected = 1;
+    bool contiguous = true;
+    for (size_t i = impl_->shape.size(); i-- > 0;) {
+      const int64_t n = impl_->shape[i];
+      if (n == 0) return true;  // no element to be out of place
+      if (n == 1) continue;
+      contiguous = contiguous && impl_->strides[i] == expected;
+      expected *= n;
+    }
+    return contiguous;
+  }
   const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
 
   // Pointer to the first element. T must match dtype().

@@ -5,8 +5,12 @@
 // with public tensor ops (or the reason it has none). docs/ops.md, the gradcheck sweep and the
 // Python binding list are all derived from this table.
 #pragma once
+#include <concepts>
+#include <initializer_list>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "vkml/core/tensor.h"
@@ -76,9 +80,25 @@ struct OpDef {
 const OpDef& op_def(OpKind kind);
 std::span<const OpDef> all_ops();
 
+// An input in a braced list: dispatch(k, {a, b}) binds references instead of copying each
+// tensor (a copy is an atomic reference-count update, which costs as much as the op itself does
+// on a one-element tensor).
+struct TensorRef {
+  TensorRef(const Tensor& t) : tensor(t) {}  // NOLINT: implicit, for braced lists
+  const Tensor& tensor;
+};
+
 // Runs one op: prepare, infer, kernel, and records the node when grad mode is on and an input
-// requires grad (and the result is floating point).
-Tensor dispatch(OpKind kind, std::vector<Tensor> in, const Attrs& attrs = {});
+// requires grad (and the result is floating point). A braced list of inputs, dispatch(k, {a, b}),
+// fills a per-thread input vector kept from call to call instead of allocating one; a vector of
+// inputs is taken as it is. With no attrs, the op records none (its node's attrs are no_attrs()).
+Tensor dispatch(OpKind kind, std::initializer_list<TensorRef> in, const Attrs& attrs = no_attrs());
+Tensor dispatch_vector(OpKind kind, std::vector<Tensor> in, const Attrs& attrs);
+template <class V>
+  requires std::same_as<std::remove_cvref_t<V>, std::vector<Tensor>>
+Tensor dispatch(OpKind kind, V&& in, const Attrs& attrs = no_attrs()) {
+  return dispatch_vector(kind, std::forward<V>(in), attrs);
+}
 
 // The families, each in ops/<family>.cpp; table.cpp collects them.
 using OpList = std::vector<OpDef>;

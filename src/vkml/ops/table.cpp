@@ -9,6 +9,9 @@
 #include "vkml/ops/shape_ops.h"
 
 namespace vk {
+
+std::function<std::string()> g_anomaly_context;  // set by the Python layer: where forward ran
+
 namespace {
 
 std::vector<OpDef> build_table() {
@@ -46,37 +49,103 @@ bool any_requires_grad(const std::vector<Tensor>& in) {
   return false;
 }
 
-}  // namespace
+// A per-thread stack of input vectors for dispatch(kind, {a, b}): each keeps its capacity from
+// call to call, so building an op's input list allocates nothing. Nested dispatches (prepare
+// casting or expanding inputs, composite kernels) take the next slot; nesting deeper than
+// kSlots, or a dispatch while the thread is ending, uses a vector of its own.
+class InputSlot {
+ public:
+  explicit InputSlot(std::initializer_list<TensorRef> in) : v_(acquire()) {
+    for (const TensorRef& r : in) v_.push_back(r.tensor);
+  }
+  ~InputSlot() {
+    v_.clear();  // drop the references now, keep the capacity
+    if (&v_ != &own_) --t_depth;
+  }
+  InputSlot(const InputSlot&) = delete;
+  InputSlot& operator=(const InputSlot&) = delete;
+  std::vector<Tensor>& get() { return v_; }
 
-std::function<std::string()> g_anomaly_context;  // set by the Python layer: where forward ran
+ private:
+  static constexpr size_t kSlots = 16;
+  struct Stack {
+    std::vector<Tensor> slots[kSlots];
+  };
+  struct Owner {  // frees the thread's stack when the thread ends
+    ~Owner() {
+      delete t_stack;
+      t_stack = nullptr;
+      t_ended = true;
+    }
+  };
 
-const OpDef& op_def(OpKind kind) { return table()[static_cast<size_t>(kind)]; }
-std::span<const OpDef> all_ops() { return table(); }
-std::string_view op_name(const OpDef& def) { return def.name; }
+  std::vector<Tensor>& acquire() {
+    if (t_depth >= kSlots || t_ended) return own_;
+    if (!t_stack) {
+      thread_local Owner owner;  // registered on the thread's first dispatch
+      (void)owner;
+      t_stack = new Stack();
+    }
+    return t_stack->slots[t_depth++];
+  }
 
-Tensor dispatch(OpKind kind, std::vector<Tensor> in, const Attrs& attrs) {
+  // Plain pointers and counters: thread_locals without constructors cost nothing to reach.
+  static thread_local Stack* t_stack;
+  static thread_local size_t t_depth;
+  static thread_local bool t_ended;
+  std::vector<Tensor> own_;
+  std::vector<Tensor>& v_;
+};
+thread_local InputSlot::Stack* InputSlot::t_stack = nullptr;
+thread_local size_t InputSlot::t_depth = 0;
+thread_local bool InputSlot::t_ended = false;
+
+// Makes `out` the graph node of `def` applied to `in`. `owned`: `in` may be moved from.
+void record(Tensor& out, const OpDef& def, std::vector<Tensor>& in, const Attrs& attrs,
+            bool owned) {
+  TensorImpl* impl = out.impl();
+  if (impl->op != nullptr || impl->requires_grad) {  // a kernel returned an existing tensor
+    out = out.detach();
+    impl = out.impl();
+  }
+  impl->requires_grad = true;
+  impl->op = &def;
+  if (&attrs != &no_attrs()) impl->attrs = std::make_shared<const Attrs>(attrs);
+  impl->saved_versions.reserve(in.size());
+  for (const auto& t : in) impl->saved_versions.push_back(t.version());
+  if (owned)
+    impl->parents = std::move(in);
+  else
+    impl->parents.assign(in.begin(), in.end());
+  if (AnomalyMode::is_enabled() && g_anomaly_context) impl->anomaly_trace = g_anomaly_context();
+}
+
+Tensor run(OpKind kind, std::vector<Tensor>& in, const Attrs& attrs, bool owned) {
   const OpDef& def = op_def(kind);
   VK_CHECK(def.arity < 0 || static_cast<int>(in.size()) == def.arity, RuntimeError, def.name,
            ": expected ", def.arity, " tensor inputs, got ", in.size());
   for (const auto& t : in) VK_CHECK(t.defined(), RuntimeError, def.name, ": an input is undefined");
   if (def.prepare) def.prepare(in, attrs, def.name);
-  Meta meta = def.infer(in, attrs, def.name);
+  const Meta meta = def.infer(in, attrs, def.name);
   Tensor out = def.cpu(in, attrs, meta);
-  if (GradMode::is_enabled() && is_floating(out.dtype()) && any_requires_grad(in)) {
-    TensorImpl* impl = out.impl();
-    if (impl->op != nullptr || impl->requires_grad) {  // a kernel returned an existing tensor
-      out = out.detach();
-      impl = out.impl();
-    }
-    impl->requires_grad = true;
-    impl->op = &def;
-    impl->attrs = std::make_shared<const Attrs>(attrs);
-    impl->saved_versions.reserve(in.size());
-    for (const auto& t : in) impl->saved_versions.push_back(t.version());
-    impl->parents = std::move(in);
-    if (AnomalyMode::is_enabled() && g_anomaly_context) impl->anomaly_trace = g_anomaly_context();
-  }
+  if (GradMode::is_enabled() && is_floating(out.dtype()) && any_requires_grad(in))
+    record(out, def, in, attrs, owned);
   return out;
+}
+
+}  // namespace
+
+const OpDef& op_def(OpKind kind) { return table()[static_cast<size_t>(kind)]; }
+std::span<const OpDef> all_ops() { return table(); }
+std::string_view op_name(const OpDef& def) { return def.name; }
+
+Tensor dispatch_vector(OpKind kind, std::vector<Tensor> in, const Attrs& attrs) {
+  return run(kind, in, attrs, true);
+}
+
+Tensor dispatch(OpKind kind, std::initializer_list<TensorRef> in, const Attrs& attrs) {
+  InputSlot slot(in);
+  return run(kind, slot.get(), attrs, false);
 }
 
 // ---- shared prepare/infer rules ----
@@ -99,15 +168,34 @@ void prepare_common_dtype(std::vector<Tensor>& in, const Attrs&, std::string_vie
   if (in.size() < 2) return;
   DType common = result_type(in[0], in[1]);
   for (size_t i = 2; i < in.size(); ++i) common = promote(common, in[i].dtype());
-  for (auto& t : in) t = cast(t, common);
+  for (auto& t : in)
+    if (t.dtype() != common) t = cast(t, common);
 }
 
+namespace {
+// expand(t, shape) for a tensor whose expand would not be recorded: the same view, made
+// directly instead of through the op table (x * 2.0 broadcasts a constant on every call).
+Tensor broadcast_view(const Tensor& t, const Shape& shape) {
+  const size_t lead = shape.size() - t.shape().size();
+  Strides strides(shape.size(), 0);
+  for (size_t d = lead; d < shape.size(); ++d)
+    if (t.shape()[d - lead] == shape[d]) strides[d] = t.strides()[d - lead];
+  return t.alias(shape, std::move(strides), t.offset());
+}
+}  // namespace
+
 void prepare_broadcast(std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  bool same = true;  // the common case: nothing to broadcast, no shape to build
+  for (size_t i = 1; i < in.size() && same; ++i) same = in[i].shape() == in[0].shape();
+  if (same) return;
   std::string name(op);
   Shape shape = in[0].shape();
   for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape(), name.c_str());
-  for (auto& t : in)
-    if (t.shape() != shape) t = expand(t, shape);
+  const bool recording = GradMode::is_enabled();
+  for (auto& t : in) {
+    if (t.shape() == shape) continue;
+    t = recording && t.requires_grad() ? expand(t, shape) : broadcast_view(t, shape);
+  }
 }
 
 void prepare_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op) {

@@ -6,14 +6,21 @@
 
 #include <cmath>
 #include <limits>
-#include <numbers>
 #include <type_traits>
 
 #include "vkml/backend/cpu/loops.h"
+#include "vkml/backend/cpu/vmath.h"
 #include "vkml/ops/op.h"
+
+// An element function is always inlined into the loop that calls it: otherwise GCC may keep a
+// large one (gelu's polynomials) as a call per element, which also stops vectorisation.
+#define VK_ELEMENT __attribute__((always_inline))
 
 namespace vk::cpu {
 namespace {
+
+template <class... T>
+constexpr int64_t kSizes[] = {static_cast<int64_t>(sizeof(T))...};
 
 // True when every element of t is the same memory element: a scalar broadcast by an expand view
 // (x * 0.5, x ** 2.0), with all strides 0.
@@ -23,42 +30,24 @@ bool is_uniform(const Tensor& t) {
   return true;
 }
 
-// An input of the flat loop: a contiguous array, or one value repeated (Uniform = true).
-template <class T, bool Uniform>
-struct Reader {
-  const T* p;
-  T operator[](int64_t i) const { return p[i]; }
-};
-template <class T>
-struct Reader<T, true> {
-  T v;
-  T operator[](int64_t) const { return v; }
-};
-
-template <class T, bool Uniform>
-Reader<T, Uniform> reader(const Tensor& t) {
-  if constexpr (Uniform)
-    return {*t.data<T>()};
-  else
-    return {t.data<T>()};
-}
-
-// The flat loop for one combination of contiguous (bit k clear) and uniform (bit k set) inputs.
+// The flat loop over a contiguous output for one combination of contiguous (bit k of Mask
+// clear) and uniform (bit k set) inputs; the loop itself is loops.h's map_run.
 template <unsigned Mask, class Out, class... In, class F, size_t... K>
 void flat_map(const Tensor& out, const std::array<const Tensor*, sizeof...(In)>& ins, F& f,
-              int64_t grain, std::index_sequence<K...>) {
+              int64_t grain, std::index_sequence<K...> ks) {
   Out* const o = out.data<Out>();
-  const std::tuple<Reader<In, ((Mask >> K) & 1u) != 0>...> readers{
-      reader<In, ((Mask >> K) & 1u) != 0>(*ins[K])...};
-  auto body = [o, readers, &f](int64_t begin, int64_t end) {
-    const auto r = readers;  // locals: the compiler sees they cannot alias the output
-    for (int64_t i = begin; i < end; ++i) o[i] = f(std::get<K>(r)[i]...);
-  };
+  const std::array<const char*, sizeof...(In)> in{static_cast<const char*>(ins[K]->raw_data())...};
   const int64_t n = out.numel();
-  if (n <= grain)
-    body(0, n);  // inline: no thread hand-off, no heap allocation
-  else
-    parallel_for(n, grain, body);
+  if (n <= grain) {  // inline: no thread hand-off
+    map_run<Mask, Out, In...>(o, in, n, f, ks);
+    return;
+  }
+  parallel_for(n, grain, [&](int64_t begin, int64_t end) {
+    std::array<const char*, sizeof...(In)> at;
+    for (size_t k = 0; k < sizeof...(In); ++k)
+      at[k] = ((Mask >> k) & 1u) ? in[k] : in[k] + begin * kSizes<In...>[k];
+    map_run<Mask, Out, In...>(o + begin, at, end - begin, f, ks);
+  });
 }
 
 template <class Out, class... In, class F, unsigned... M>
@@ -71,14 +60,14 @@ void flat_map_for(unsigned mask, const Tensor& out,
   ((mask == M ? (run.template operator()<M>(), true) : false) || ...);
 }
 
-// Elements per thread for ops that call libm (exp, erf, ...): each element costs about ten
-// vectorised adds, so splitting pays off sooner.
+// Elements per thread for ops that still call scalar libm (sin, log1p, ...): each element
+// costs tens of nanoseconds, so splitting pays off sooner.
 constexpr int64_t kLibmGrain = kElementwiseGrain / 8;
 
 // out[i] = f(in[i]...). When the output is contiguous (a fresh result) and every input is
-// contiguous or a broadcast scalar (the common cases), the loop is a flat indexed one the
-// compiler vectorises; otherwise the strided walker of loops.h. Either way f sees the same values
-// for each element, so the path taken never changes a result.
+// contiguous or a broadcast scalar (the common cases), a flat indexed loop with next to no
+// set-up cost; otherwise loops.h's strided walker. Either way f sees the same values for each
+// element, so the path taken never changes a result.
 template <class Out, class... In, class F>
 void map(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f,
          int64_t grain = kElementwiseGrain) {
@@ -91,14 +80,12 @@ void map(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f,
     else
       flat = false;
   }
-  // Every input uniform (a filled expand, copied by contiguous()) is rare: no loop of its own.
-  constexpr unsigned kAllUniform = (1u << sizeof...(In)) - 1;
-  if (!flat || mask == kAllUniform) {
-    map_elements<Out, In...>(out, ins, f);
+  if (!flat) {
+    map_elements<Out, In...>(out, ins, f, grain);
     return;
   }
   flat_map_for<Out, In...>(mask, out, ins, f, grain,
-                           std::make_integer_sequence<unsigned, kAllUniform>{});
+                           std::make_integer_sequence<unsigned, (1u << sizeof...(In))>{});
 }
 
 template <class F>
@@ -107,14 +94,14 @@ Tensor unary_float(const Tensor& x, const Meta& m, const char* name, F f,
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_FLOAT(x.dtype(), name,
                     map<T, T>(
-                        out, {&x}, [&](T v) -> T { return f(v); }, grain));
+                        out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }, grain));
   return out;
 }
 
 template <class F>
 Tensor unary_numeric(const Tensor& x, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_NUMERIC(x.dtype(), name, map<T, T>(out, {&x}, [&](T v) -> T { return f(v); }));
+  VK_DISPATCH_NUMERIC(x.dtype(), name, map<T, T>(out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }));
   return out;
 }
 
@@ -124,7 +111,7 @@ Tensor binary_numeric(const std::vector<Tensor>& in, const Meta& m, const char* 
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(in[0].dtype(), name,
                       map<T, T, T>(
-                          out, {&in[0], &in[1]}, [&](T x, T y) -> T { return f(x, y); }, grain));
+                          out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }, grain));
   return out;
 }
 
@@ -132,7 +119,7 @@ template <class F>
 Tensor binary_all(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_ALL(in[0].dtype(), name,
-                  map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) -> T { return f(x, y); }));
+                  map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }));
   return out;
 }
 
@@ -141,7 +128,7 @@ Tensor compare(const std::vector<Tensor>& in, const Meta& m, const char* name, F
   Tensor out = Tensor::empty(m.shape, DType::Bool);
   VK_DISPATCH_ALL(
       in[0].dtype(), name,
-      map<bool, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) -> bool { return f(x, y); }));
+      map<bool, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> bool { return f(x, y); }));
   return out;
 }
 
@@ -190,11 +177,13 @@ VK_KERNEL(neg) {
 }
 VK_KERNEL(exp) {
   (void)a;
-  return unary_float(in[0], m, "exp", [](auto v) { return std::exp(v); });
+  return unary_float(
+      in[0], m, "exp", [](auto v) VK_ELEMENT { return vmath::exp(v); }, kElementwiseGrain);
 }
 VK_KERNEL(log) {
   (void)a;
-  return unary_float(in[0], m, "log", [](auto v) { return std::log(v); });
+  return unary_float(
+      in[0], m, "log", [](auto v) VK_ELEMENT { return vmath::log(v); }, kElementwiseGrain);
 }
 VK_KERNEL(log1p) {
   (void)a;
@@ -229,34 +218,30 @@ VK_KERNEL(cos) {
 }
 VK_KERNEL(tanh) {
   (void)a;
-  return unary_float(in[0], m, "tanh", [](auto v) { return std::tanh(v); });
+  return unary_float(
+      in[0], m, "tanh", [](auto v) VK_ELEMENT { return vmath::tanh(v); }, kElementwiseGrain);
 }
 VK_KERNEL(sigmoid) {
   (void)a;
-  return unary_float(in[0], m, "sigmoid", [](auto v) {
-    using T = decltype(v);
-    return T(1) / (T(1) + std::exp(-v));
-  });
+  return unary_float(
+      in[0], m, "sigmoid", [](auto v) VK_ELEMENT { return vmath::sigmoid(v); }, kElementwiseGrain);
 }
-VK_KERNEL(gelu) {
-  if (a.flag)  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    return unary_float(in[0], m, "gelu", [](auto v) {
-      using T = decltype(v);
-      const T k = static_cast<T>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2/pi)
-      return T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
-    });
-  return unary_float(in[0], m, "gelu", [](auto v) {  // x Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
-    using T = decltype(v);
-    return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(1 / std::numbers::sqrt2)));
-  });
+VK_KERNEL(gelu) {  // a.flag: the tanh approximation
+  if (a.flag)
+    return unary_float(
+        in[0], m, "gelu", [](auto v) VK_ELEMENT { return vmath::gelu_tanh(v); }, kElementwiseGrain);
+  return unary_float(
+      in[0], m, "gelu", [](auto v) VK_ELEMENT { return vmath::gelu(v); }, kElementwiseGrain);
 }
 VK_KERNEL(erf) {
   (void)a;
-  return unary_float(in[0], m, "erf", [](auto v) { return std::erf(v); });
+  return unary_float(
+      in[0], m, "erf", [](auto v) VK_ELEMENT { return vmath::erf(v); }, kElementwiseGrain);
 }
 VK_KERNEL(erfc) {
   (void)a;
-  return unary_float(in[0], m, "erfc", [](auto v) { return std::erfc(v); });
+  return unary_float(
+      in[0], m, "erfc", [](auto v) VK_ELEMENT { return vmath::erfc(v); }, kElementwiseGrain);
 }
 
 VK_KERNEL(abs) {
@@ -437,6 +422,11 @@ void copy_into(const Tensor& dst, const Tensor& src) {
     VK_DISPATCH_ALL(src.dtype(), "copy",
                     { map<Out, T>(dst, {&src}, [](T v) { return static_cast<Out>(v); }); });
   });
+}
+
+void add_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
+  VK_DISPATCH_NUMERIC(dst.dtype(), "add",
+                      map<T, T, T>(dst, {&a, &b}, [](T x, T y) -> T { return x + y; }));
 }
 
 VK_KERNEL(cast) {

@@ -44,4 +44,6 @@ VK_KERNEL(ge);
 // dtype conversion; also the strided copy used by contiguous()
 VK_KERNEL(cast);
 void copy_into(const Tensor& dst, const Tensor& src);  // same shape; converts dtype
+// dst = a + b, all of one shape and numeric dtype; dst may be a itself (in-place accumulation).
+void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
 }  // namespace vk::cpu

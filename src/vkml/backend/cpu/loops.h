@@ -5,6 +5,11 @@
 // thread pool, and hands the body runs along the innermost dimension:
 //   body(ptrs, byte_strides, n)  — n elements, operand k at ptrs[k] stepping byte_strides[k].
 // A body tests whether every stride equals the element size to take a vectorisable loop.
+//
+// map_elements() is the element-wise map built on it: out[i] = f(in[i]...). Each run takes a
+// vectorisable loop when every input steps by one element or by zero (a broadcast along the
+// run, as b in x[N, C] + b[N, 1]); and when an input is transposed against the output, the
+// walk goes tile by tile, so that both sides stay in cache.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -18,34 +23,61 @@
 
 namespace vk::cpu {
 
+// A short list of int64 held inline up to 8 entries (a coalesced layout rarely has more than
+// three dims), spilling to the heap beyond: building a layout allocates nothing.
+class DimVec {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return heap_.empty() ? inline_ : heap_.data(); }
+  const int64_t* data() const { return heap_.empty() ? inline_ : heap_.data(); }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t& back() { return data()[size_ - 1]; }
+  int64_t back() const { return data()[size_ - 1]; }
+  void push_back(int64_t v) {
+    if (heap_.empty() && size_ < kInline) {
+      inline_[size_++] = v;
+      return;
+    }
+    if (heap_.empty()) heap_.assign(inline_, inline_ + size_);
+    heap_.push_back(v);
+    ++size_;
+  }
+
+ private:
+  static constexpr size_t kInline = 8;
+  int64_t inline_[kInline];  // the first size_ entries are set
+  std::vector<int64_t> heap_;
+  size_t size_ = 0;
+};
+
 template <size_t N>
 struct StridedLayout {
-  Shape shape;                                // coalesced, innermost last
-  std::array<std::vector<int64_t>, N> bytes;  // byte stride of each operand per coalesced dim
+  DimVec shape;                  // coalesced, innermost last
+  std::array<DimVec, N> bytes;   // byte stride of each operand per coalesced dim
   int64_t numel = 1;
 };
 
 template <size_t N>
 StridedLayout<N> coalesce(const Shape& shape, const std::array<const Tensor*, N>& ts) {
   StridedLayout<N> L;
+  std::array<int64_t, N> esize;
+  for (size_t k = 0; k < N; ++k) esize[k] = static_cast<int64_t>(dtype_size(ts[k]->dtype()));
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     bool merge = !L.shape.empty();
     for (size_t k = 0; k < N && merge; ++k)
-      merge = L.bytes[k].back() ==
-              ts[k]->strides()[d] * static_cast<int64_t>(dtype_size(ts[k]->dtype())) * shape[d];
+      merge = L.bytes[k].back() == ts[k]->strides()[d] * esize[k] * shape[d];
     if (merge) {
       L.shape.back() *= shape[d];
-      for (size_t k = 0; k < N; ++k)
-        L.bytes[k].back() = ts[k]->strides()[d] * static_cast<int64_t>(dtype_size(ts[k]->dtype()));
+      for (size_t k = 0; k < N; ++k) L.bytes[k].back() = ts[k]->strides()[d] * esize[k];
     } else {
       L.shape.push_back(shape[d]);
-      for (size_t k = 0; k < N; ++k)
-        L.bytes[k].push_back(ts[k]->strides()[d] *
-                             static_cast<int64_t>(dtype_size(ts[k]->dtype())));
+      for (size_t k = 0; k < N; ++k) L.bytes[k].push_back(ts[k]->strides()[d] * esize[k]);
     }
   }
-  for (int64_t s : L.shape) L.numel *= s;
+  for (size_t d = 0; d < L.shape.size(); ++d) L.numel *= L.shape[d];
   if (L.shape.empty()) {  // a single element
     L.shape.push_back(1);
     for (size_t k = 0; k < N; ++k) L.bytes[k].push_back(0);
@@ -53,34 +85,43 @@ StridedLayout<N> coalesce(const Shape& shape, const std::array<const Tensor*, N>
   return L;
 }
 
-// Runs body over elements [begin, end) of the layout, one innermost run at a time.
+// Runs body over elements [begin, end) of the layout, one innermost run at a time. The operand
+// pointers advance like an odometer: a step adds a stride, a wrap subtracts a whole dim.
 template <size_t N, class Body>
-void run_range(const StridedLayout<N>& L, std::array<char*, N> base, int64_t begin, int64_t end,
+void run_range(const StridedLayout<N>& L, std::array<char*, N> ptrs, int64_t begin, int64_t end,
                Body& body) {
-  const int64_t nd = static_cast<int64_t>(L.shape.size());
+  const size_t nd = L.shape.size();
   const int64_t inner = L.shape[nd - 1];
-  std::vector<int64_t> idx(nd, 0);
+  DimVec idx;
+  for (size_t d = 0; d < nd; ++d) idx.push_back(0);
   int64_t rest = begin;
-  for (int64_t d = nd - 1; d >= 0; --d) {
+  for (size_t d = nd; d-- > 0;) {
     idx[d] = rest % L.shape[d];
     rest /= L.shape[d];
+    for (size_t k = 0; k < N; ++k) ptrs[k] += idx[d] * L.bytes[k][d];
   }
   std::array<int64_t, N> inner_bytes;
   for (size_t k = 0; k < N; ++k) inner_bytes[k] = L.bytes[k][nd - 1];
-  int64_t pos = begin;
-  while (pos < end) {
-    std::array<char*, N> ptrs = base;
-    for (size_t k = 0; k < N; ++k)
-      for (int64_t d = 0; d < nd; ++d) ptrs[k] += idx[d] * L.bytes[k][d];
-    int64_t n = std::min(inner - idx[nd - 1], end - pos);
+  for (int64_t pos = begin; pos < end;) {
+    const int64_t n = std::min(inner - idx[nd - 1], end - pos);
     body(ptrs, inner_bytes, n);
     pos += n;
     idx[nd - 1] += n;
-    for (int64_t d = nd - 1; d > 0 && idx[d] == L.shape[d]; --d) {
+    for (size_t k = 0; k < N; ++k) ptrs[k] += n * inner_bytes[k];
+    for (size_t d = nd - 1; d > 0 && idx[d] == L.shape[d]; --d) {
       idx[d] = 0;
       ++idx[d - 1];
+      for (size_t k = 0; k < N; ++k) ptrs[k] += L.bytes[k][d - 1] - L.shape[d] * L.bytes[k][d];
     }
   }
+}
+
+// Runs body over a whole layout, its elements split among the thread pool.
+template <size_t N, class Body>
+void run_layout(const StridedLayout<N>& L, const std::array<char*, N>& base, Body& body,
+                int64_t grain) {
+  if (L.numel == 0) return;
+  parallel_for(L.numel, grain, [&](int64_t b, int64_t e) { run_range(L, base, b, e, body); });
 }
 
 // ts[0] is usually the output. All operands share `shape` (broadcasting is done by expand views).
@@ -90,33 +131,157 @@ void for_each_run(const Shape& shape, const std::array<const Tensor*, N>& ts, Bo
   StridedLayout<N> L = coalesce(shape, ts);
   std::array<char*, N> base;
   for (size_t k = 0; k < N; ++k) base[k] = static_cast<char*>(ts[k]->raw_data());
-  parallel_for(L.numel, grain, [&](int64_t b, int64_t e) { run_range(L, base, b, e, body); });
+  run_layout(L, base, body, grain);
 }
 
-// Element-wise map: out[i] = f(in[i]...) with per-dtype element types Out and In...
+// ---- tiled walks for transposed operands ----
+
+// Side of the square tiles the last two dims are walked in when an operand is transposed
+// against the output: a tile's rows of both operands (32 x 32 x 8 bytes each at most) fit in L1.
+inline constexpr int64_t kTile = 32;
+
+// True when some operand steps further than one element along the innermost dim but by one
+// element along the dim before it: walking rows would touch a new cache line (and, for large
+// tensors, a new page) at every element of that operand.
+template <size_t N>
+bool wants_tiles(const StridedLayout<N>& L, const std::array<int64_t, N>& esize) {
+  const size_t nd = L.shape.size();
+  if (nd < 2 || L.shape[nd - 1] < 2 * kTile || L.shape[nd - 2] < 2 * kTile) return false;
+  for (size_t k = 0; k < N; ++k) {
+    const int64_t inner = L.bytes[k][nd - 1], outer = L.bytes[k][nd - 2];
+    if ((outer == esize[k] || outer == -esize[k]) && inner != esize[k] && inner != 0) return true;
+  }
+  return false;
+}
+
+// The part rows [r0, r1) x columns [c0, c1) of the last two dims, walked in tiles of
+// tr x tc: dims (outer..., row tiles, column tiles, tr, tc). With tr = r1 - r0 and
+// tc = c1 - c0 it is a plain sub-block.
+template <size_t N>
+StridedLayout<N> tile_layout(const StridedLayout<N>& L, int64_t r0, int64_t r1, int64_t c0,
+                             int64_t c1, int64_t tr, int64_t tc, std::array<char*, N>& base) {
+  const size_t nd = L.shape.size();
+  StridedLayout<N> T;
+  for (size_t d = 0; d + 2 < nd; ++d) {
+    T.shape.push_back(L.shape[d]);
+    for (size_t k = 0; k < N; ++k) T.bytes[k].push_back(L.bytes[k][d]);
+  }
+  const int64_t dims[4] = {(r1 - r0) / tr, (c1 - c0) / tc, tr, tc};
+  for (int i = 0; i < 4; ++i) {
+    T.shape.push_back(dims[i]);
+    for (size_t k = 0; k < N; ++k) {
+      const int64_t row = L.bytes[k][nd - 2], col = L.bytes[k][nd - 1];
+      const int64_t step[4] = {row * tr, col * tc, row, col};
+      T.bytes[k].push_back(step[i]);
+    }
+  }
+  for (size_t k = 0; k < N; ++k) base[k] += r0 * L.bytes[k][nd - 2] + c0 * L.bytes[k][nd - 1];
+  for (size_t d = 0; d < T.shape.size(); ++d) T.numel *= T.shape[d];
+  return T;
+}
+
+// Runs body over the layout in kTile x kTile tiles of its last two dims (the full tiles, then
+// the strips left over at the right and bottom edges, each as a plain block).
+template <size_t N, class Body>
+void run_tiled(const StridedLayout<N>& L, const std::array<char*, N>& base, Body& body,
+               int64_t grain) {
+  const size_t nd = L.shape.size();
+  const int64_t R = L.shape[nd - 2], C = L.shape[nd - 1];
+  const int64_t R1 = R - R % kTile, C1 = C - C % kTile;
+  auto part = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t tr, int64_t tc) {
+    if (r1 <= r0 || c1 <= c0) return;
+    std::array<char*, N> b = base;
+    StridedLayout<N> T = tile_layout(L, r0, r1, c0, c1, tr, tc, b);
+    run_layout(T, b, body, grain);
+  };
+  part(0, R1, 0, C1, kTile, kTile);
+  part(0, R1, C1, C, R1, C - C1);  // right strip
+  part(R1, R, 0, C, R - R1, C);    // bottom strip
+}
+
+// ---- element-wise maps ----
+
+// An input of a vectorisable run: consecutive elements, or one value repeated (Uniform).
+template <class T, bool Uniform>
+struct Reader {
+  const T* p;
+  T operator[](int64_t i) const { return p[i]; }
+};
+template <class T>
+struct Reader<T, true> {
+  T v;
+  T operator[](int64_t) const { return v; }
+};
+
+template <class T, bool Uniform>
+Reader<T, Uniform> reader_at(const char* p) {
+  if constexpr (Uniform)
+    return {*reinterpret_cast<const T*>(p)};
+  else
+    return {reinterpret_cast<const T*>(p)};
+}
+
+// out[i] = f(in[i]...) for i < n, with input k uniform when bit k of Mask is set. The readers
+// are copied into locals, so the compiler sees they cannot alias the output and vectorises.
+template <unsigned Mask, class Out, class... In, class F, size_t... K>
+void map_run(Out* o, const std::array<const char*, sizeof...(In)>& in, int64_t n, F& f,
+             std::index_sequence<K...>) {
+  const std::tuple<Reader<In, ((Mask >> K) & 1u) != 0>...> r{
+      reader_at<In, ((Mask >> K) & 1u) != 0>(in[K])...};
+  for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<K>(r)[i]...);
+}
+
+// map_run for a mask known only at run time.
+template <class Out, class... In, class F, unsigned... M>
+void map_run_masked(unsigned mask, Out* o, const std::array<const char*, sizeof...(In)>& in,
+                    int64_t n, F& f, std::integer_sequence<unsigned, M...>) {
+  ((mask == M ? (map_run<M, Out, In...>(o, in, n, f, std::index_sequence_for<In...>{}), true)
+              : false) ||
+   ...);
+}
+
+// Element-wise map: out[i] = f(in[i]...) with per-dtype element types Out and In... Every
+// element goes through the same f whatever loop computes it, so the loop taken (vectorised,
+// strided, tiled) and the split among threads never change a result.
 template <class Out, class... In, class F>
-void map_elements(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f) {
-  constexpr size_t N = sizeof...(In) + 1;
+void map_elements(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f,
+                  int64_t grain = kElementwiseGrain) {
+  constexpr size_t NI = sizeof...(In);
+  constexpr size_t N = NI + 1;
+  constexpr std::array<int64_t, N> unit = {static_cast<int64_t>(sizeof(Out)),
+                                           static_cast<int64_t>(sizeof(In))...};
   std::array<const Tensor*, N> ts;
   ts[0] = &out;
-  for (size_t k = 0; k < sizeof...(In); ++k) ts[k + 1] = ins[k];
-  for_each_run<N>(out.shape(), ts, [&](std::array<char*, N> p, std::array<int64_t, N> s, int64_t n) {
-    constexpr std::array<int64_t, N> unit = {static_cast<int64_t>(sizeof(Out)),
-                                             static_cast<int64_t>(sizeof(In))...};
-    if (s == unit) {
-      [&]<size_t... K>(std::index_sequence<K...>) {
-        Out* o = reinterpret_cast<Out*>(p[0]);
-        std::tuple<const In*...> in{reinterpret_cast<const In*>(p[K + 1])...};
-        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<K>(in)[i]...);
-      }(std::index_sequence_for<In...>{});
-    } else {
-      [&]<size_t... K>(std::index_sequence<K...>) {
-        for (int64_t i = 0; i < n; ++i)
-          *reinterpret_cast<Out*>(p[0] + i * s[0]) =
-              f(*reinterpret_cast<const In*>(p[K + 1] + i * s[K + 1])...);
-      }(std::index_sequence_for<In...>{});
+  for (size_t k = 0; k < NI; ++k) ts[k + 1] = ins[k];
+  auto body = [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
+    bool flat = s[0] == unit[0];
+    unsigned mask = 0;  // bit k: input k is the same element all along the run
+    for (size_t k = 0; k < NI && flat; ++k) {
+      if (s[k + 1] == 0)
+        mask |= 1u << k;
+      else
+        flat = s[k + 1] == unit[k + 1];
     }
-  });
+    if (flat) {
+      std::array<const char*, NI> in;
+      for (size_t k = 0; k < NI; ++k) in[k] = p[k + 1];
+      map_run_masked<Out, In...>(mask, reinterpret_cast<Out*>(p[0]), in, n, f,
+                                 std::make_integer_sequence<unsigned, (1u << NI)>{});
+      return;
+    }
+    [&]<size_t... K>(std::index_sequence<K...>) {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+            f(*reinterpret_cast<const In*>(p[K + 1] + i * s[K + 1])...);
+    }(std::index_sequence_for<In...>{});
+  };
+  StridedLayout<N> L = coalesce(out.shape(), ts);
+  std::array<char*, N> base;
+  for (size_t k = 0; k < N; ++k) base[k] = static_cast<char*>(ts[k]->raw_data());
+  if (wants_tiles(L, unit))
+    run_tiled(L, base, body, grain);
+  else
+    run_layout(L, base, body, grain);
 }
 
 }  // namespace vk::cpu

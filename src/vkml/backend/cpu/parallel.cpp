@@ -13,6 +13,9 @@ namespace {
 
 thread_local bool t_inside_pool = false;
 
+constexpr int64_t kRangeAlign = 64;         // items: see parallel_for in parallel.h
+constexpr int64_t kAlignedRangeMin = 1024;  // ranges at least this long get aligned boundaries
+
 class ThreadPool {
  public:
   explicit ThreadPool(int n) { resize(n); }
@@ -28,15 +31,16 @@ class ThreadPool {
   }
 
   // Returns false (and runs nothing) when another caller holds the pool.
-  bool run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  bool run(int64_t n, int64_t grain, RangeFn fn) {
     std::unique_lock<std::mutex> use(use_mutex_, std::try_to_lock);
     if (!use.owns_lock()) return false;
     int64_t parts = std::min<int64_t>(size(), (n + grain - 1) / grain);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      fn_ = &fn;
+      fn_ = fn;
       n_ = n;
       parts_ = parts;
+      align_ = n / parts >= kAlignedRangeMin ? kRangeAlign : 1;
       pending_ = static_cast<int>(parts) - 1;
       error_ = nullptr;
       ++generation_;
@@ -45,17 +49,23 @@ class ThreadPool {
     run_part(0);
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [this] { return pending_ == 0; });
-    fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
     return true;
   }
 
  private:
+  // Where part p starts: an even share, rounded down to a multiple of align_ (see parallel.h).
+  int64_t boundary(int64_t part) const {
+    if (part == parts_) return n_;
+    int64_t b = n_ * part / parts_;
+    return b - b % align_;
+  }
+
   void run_part(int64_t part) {
-    int64_t begin = n_ * part / parts_, end = n_ * (part + 1) / parts_;
+    int64_t begin = boundary(part), end = boundary(part + 1);
     t_inside_pool = true;
     try {
-      if (begin < end) (*fn_)(begin, end);
+      if (begin < end) fn_(begin, end);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
@@ -94,8 +104,8 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
-  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0, parts_ = 0;
+  RangeFn fn_;
+  int64_t n_ = 0, parts_ = 0, align_ = 1;
   int pending_ = 0;
   uint64_t generation_ = 0;
   bool stopping_ = false;
@@ -121,7 +131,7 @@ int num_threads() { return pool().size(); }
 
 void set_num_threads(int n) { pool().resize(std::max(1, n)); }
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_run(int64_t n, int64_t grain, RangeFn fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   if (n <= grain || t_inside_pool || pool().size() == 1 || !pool().run(n, grain, fn)) fn(0, n);

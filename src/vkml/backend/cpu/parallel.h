@@ -2,16 +2,49 @@
 // never changes a result, because kernels fix their summation order independently of the split.
 #pragma once
 #include <cstdint>
-#include <functional>
+#include <type_traits>
+#include <utility>
 
 namespace vk::cpu {
 
 int num_threads();
 void set_num_threads(int n);  // n >= 1; also called from VKML_NUM_THREADS at start-up
 
+// A borrowed callable fn(begin, end): a pointer and a trampoline, so handing a lambda to the
+// pool allocates nothing (std::function would for any lambda capturing more than two words).
+class RangeFn {
+ public:
+  RangeFn() = default;  // calls nothing; only a placeholder to assign to
+  template <class F>
+  RangeFn(F& f)  // NOLINT: implicit, like std::function_ref
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, int64_t b, int64_t e) { (*static_cast<F*>(o))(b, e); }) {}
+  void operator()(int64_t begin, int64_t end) const { call_(obj_, begin, end); }
+
+ private:
+  void* obj_ = nullptr;
+  void (*call_)(void*, int64_t, int64_t) = nullptr;
+};
+
+// parallel_for's out-of-line part: splits [0, n) among the pool when that pays (more than one
+// thread, not already inside a parallel region, the pool free); otherwise runs fn(0, n) here.
+void parallel_run(int64_t n, int64_t grain, RangeFn fn);
+
 // Runs fn(begin, end) over [0, n) in ranges of at least `grain` items. Runs inline when the
 // work is small, when only one thread is set, or when called from inside another parallel_for.
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+// Range boundaries other than 0 and n are multiples of 64 items when each range has at least
+// 1024: every element of a vectorised loop then takes the same code path (main body or tail)
+// at any thread count, and neighbouring threads never write the same cache line.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& fn) {
+  if (n <= 0) return;
+  if (n <= grain) {  // the common small case: no indirection at all
+    fn(int64_t{0}, n);
+    return;
+  }
+  std::remove_reference_t<F>& f = fn;
+  parallel_run(n, grain, RangeFn(f));
+}
 
 // Elements per range below which element-wise work is not worth a thread hand-off.
 inline constexpr int64_t kElementwiseGrain = 32768;

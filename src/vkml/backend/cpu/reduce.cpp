@@ -38,10 +38,14 @@ constexpr int64_t kThinSpan = 64;    // accumulators for column reductions of na
 
 // Explicit SIMD (GCC/Clang vector extensions) where the auto-vectoriser gives up: selects with
 // NaN handling (max/min, first index of a value). One machine vector of T.
+// The width follows the instruction set the file is compiled for, and vectors never cross a
+// function boundary by value (their ABI would depend on it). Results do not depend on the width.
 #if defined(__AVX512F__)
 constexpr int kVecBytes = 64;
-#else
+#elif defined(__AVX__)
 constexpr int kVecBytes = 32;
+#else
+constexpr int kVecBytes = 16;
 #endif
 template <class T, int N>
 struct SimdOf {
@@ -51,10 +55,8 @@ template <class T, int N = kVecBytes / static_cast<int>(sizeof(T))>
 using Simd = typename SimdOf<T, N>::type;
 
 template <class V, class T>
-inline V load_simd(const T* p) {
-  V v;
+inline void load_simd(V& v, const T* p) {
   std::memcpy(&v, p, sizeof v);
-  return v;
 }
 template <class V, class T>
 inline void store_simd(T* p, const V& v) {
@@ -62,24 +64,35 @@ inline void store_simd(T* p, const V& v) {
 }
 
 // Accumulates f(p[k]) into 16 double lanes, lane (k mod 16) for element k, keeping the lanes in
-// registers. f maps a vector of 8 doubles (or one double, for the tail) to what is added.
+// registers. f transforms, in place, a vector of doubles (or one double, for the tail) into what
+// is added. The lane of every element is the same at any vector width.
 template <class T, class F>
 inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
-  using D = Simd<double, 8>;
-  D a0 = load_simd<D>(lane), a1 = load_simd<D>(lane + 8);
+  constexpr int DW = kVecBytes / 8;  // doubles per vector
+  constexpr int NV = 16 / DW;
+  using D = Simd<double, DW>;
+  D acc[NV];
+  for (int v = 0; v < NV; ++v) load_simd(acc[v], lane + v * DW);
   int64_t k = 0;
-  for (; k + 16 <= n; k += 16) {
-    if constexpr (std::is_same_v<T, float>) {
-      a0 += f(__builtin_convertvector(load_simd<Simd<float, 8>>(p + k), D));
-      a1 += f(__builtin_convertvector(load_simd<Simd<float, 8>>(p + k + 8), D));
-    } else {
-      a0 += f(load_simd<D>(p + k));
-      a1 += f(load_simd<D>(p + k + 8));
+  for (; k + 16 <= n; k += 16)
+    for (int v = 0; v < NV; ++v) {
+      D x;
+      if constexpr (std::is_same_v<T, float>) {
+        Simd<float, DW> h;
+        load_simd(h, p + k + v * DW);
+        x = __builtin_convertvector(h, D);
+      } else {
+        load_simd(x, p + k + v * DW);
+      }
+      f(x);
+      acc[v] += x;
     }
+  for (int v = 0; v < NV; ++v) store_simd(lane + v * DW, acc[v]);
+  for (int j = 0; k < n; ++k, ++j) {
+    double x = static_cast<double>(p[k]);
+    f(x);
+    lane[j] += x;
   }
-  store_simd(lane, a0);
-  store_simd(lane + 8, a1);
-  for (int j = 0; k < n; ++k, ++j) lane[j] += f(static_cast<double>(p[k]));
 }
 
 // ---- vectorisable exp ----
@@ -87,7 +100,7 @@ inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
 // in the exponent bits (in two factors so that results in the subnormal range are right). Pure
 // arithmetic and selects, so loops over it vectorise; the same code runs for every element, so
 // a value never depends on where a vector loop starts.
-inline float vexp(float x) {
+[[gnu::always_inline]] inline float vexp(float x) {
   constexpr float kHi = 88.72283935546875f, kLo = -103.97208404541016f;
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   float xc = x > kHi ? kHi : x;
@@ -113,7 +126,7 @@ inline float vexp(float x) {
   return x == x ? y : x;
 }
 
-inline double vexp(double x) {
+[[gnu::always_inline]] inline double vexp(double x) {
   constexpr double kHi = 709.782712893384, kLo = -745.1332191019412;
   constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
   double xc = x > kHi ? kHi : x;
@@ -476,7 +489,7 @@ requires std::is_floating_point_v<T_>
 struct SumR<T_, Out> : SumRBase<T_, Out> {
   static constexpr int kLanes = 16;
   void fold_contiguous(double* lane, const T_* p, int64_t n, int64_t, int64_t) const {
-    add_lanes16(lane, p, n, [](auto v) { return v; });
+    add_lanes16(lane, p, n, [](auto&) {});
   }
 };
 
@@ -541,10 +554,12 @@ requires(!std::is_same_v<T_, bool>) struct ExtremeR<T_, Max, Out> : ExtremeRBase
   using V = Simd<T_>;
   static constexpr int kLanes = sizeof(V) / sizeof(T_);
   void fold_contiguous(T_* lane, const T_* p, int64_t n, int64_t i0, int64_t o) const {
-    V a = load_simd<V>(lane);
+    V a;
+    load_simd(a, lane);
     int64_t k = 0;
     for (; k + kLanes <= n; k += kLanes) {
-      V v = load_simd<V>(p + k);
+      V v;
+      load_simd(v, p + k);
       auto take = Max ? v > a : v < a;
       if constexpr (std::is_floating_point_v<T_>) take |= v != v;
       a = take ? v : a;
@@ -565,8 +580,8 @@ struct FirstIndexRBase {
   Acc init() const { return std::numeric_limits<int64_t>::max(); }
   void add(Acc& a, T v, int64_t i, int64_t o) const {
     const T t = target[o];
-    bool match = (v == t) | (is_nan(v) & is_nan(t));
-    a = match & (i < a) ? i : a;
+    const bool match = (v == t) || (is_nan(v) && is_nan(t));
+    a = (match && i < a) ? i : a;
   }
   void merge(Acc& a, const Acc& b) const { a = b < a ? b : a; }
   void finish(const Acc& a, int64_t o) const { idx[o] = a; }
@@ -583,16 +598,18 @@ requires(!std::is_same_v<T_, bool>) struct FirstIndexR<T_> : FirstIndexRBase<T_>
   using M = decltype(V{} == V{});  // the comparison mask: integers of T's width
   void fold_contiguous(int64_t* lane, const T_* p, int64_t n, int64_t i0, int64_t o) const {
     const T_ t = this->target[o];
-    I a = load_simd<I>(lane);
-    I i;
+    I a;
+    load_simd(a, lane);
+    I i = {};
     for (int j = 0; j < kLanes; ++j) i[j] = i0 + j;
     M nan_target = M{} - static_cast<int>(is_nan(t));  // all ones when the target is NaN
     int64_t k = 0;
     for (; k + kLanes <= n; k += kLanes, i += kLanes) {
-      V v = load_simd<V>(p + k);
+      V v;
+      load_simd(v, p + k);
       M match = (v == t) | ((v != v) & nan_target);
       I m = __builtin_convertvector(match, I);
-      a = (m != 0) & (i < a) ? i : a;
+      a = ((m != 0) & (i < a)) ? i : a;
     }
     store_simd(lane, a);
     for (int j = 0; k < n; ++k, ++j) this->add(lane[j], p[k], i0 + k, o);
@@ -617,7 +634,7 @@ struct SqDevR {
   static constexpr int kLanes = 16;
   void fold_contiguous(double* lane, const T* p, int64_t n, int64_t, int64_t o) const {
     const double mu = mean[o];
-    add_lanes16(lane, p, n, [mu](auto v) { return (v - mu) * (v - mu); });
+    add_lanes16(lane, p, n, [mu](auto& v) { v = (v - mu) * (v - mu); });
   }
 };
 
@@ -694,7 +711,8 @@ void softmax_row(const T* x, T* y, int64_t K) {
   V vmx = V{} - std::numeric_limits<T>::infinity();
   int64_t k = 0;
   for (; k + W <= K; k += W) {
-    V v = load_simd<V>(x + k);
+    V v;
+    load_simd(v, x + k);
     vmx = v > vmx ? v : vmx;
   }
   T m = -std::numeric_limits<T>::infinity();
@@ -703,7 +721,7 @@ void softmax_row(const T* x, T* y, int64_t K) {
   // exp(x - max) into y (a plain loop: vectorised), then its sum in 16 double lanes.
   for (int64_t i = 0; i < K; ++i) y[i] = vexp(T(x[i] - m));
   double s[L] = {};
-  add_lanes16(s, y, K, [](auto v) { return v; });
+  add_lanes16(s, y, K, [](auto&) {});
   for (int w = 1; w < L; w *= 2)
     for (int j = 0; j + w < L; j += 2 * w) s[j] += s[j + w];
   if constexpr (Log) {

@@ -1,0 +1,327 @@
+// Accuracy of the vectorised elementary functions (backend/cpu/vmath.h), measured through the
+// element-wise ops, which is the code the library runs (vectorised with the library's flags),
+// and through the header itself compiled with this test's flags (no -march=native: the build
+// without FMA). Errors are in ulp of the exact result: references are libm one precision up
+// (double for float, long double for double), far more accurate than the errors measured.
+// Plus the special values and the promise that no loop, alignment or thread split changes a
+// result.
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numbers>
+
+#include "test_util.h"
+#include "vkml/backend/cpu/vmath.h"
+
+namespace vk::test {
+namespace {
+
+// |got - want| in units of the spacing of T at want (the subnormal spacing below the normal
+// range). A result beyond T's range must be the infinity the exact value rounds to.
+template <class T, class W>
+double ulp_error(T got, W want) {
+  if (std::isnan(want)) return std::isnan(got) ? 0.0 : INFINITY;
+  const T rounded = static_cast<T>(want);
+  if (std::isinf(rounded) || std::isinf(got)) return got == rounded ? 0.0 : INFINITY;
+  const W a = std::fabs(want);
+  int e = a == 0 ? std::numeric_limits<T>::min_exponent - 1 : std::ilogb(a);
+  e = std::max(e, std::numeric_limits<T>::min_exponent - 1);
+  const W ulp = std::ldexp(W(1), e - (std::numeric_limits<T>::digits - 1));
+  return static_cast<double>(std::fabs(static_cast<W>(got) - want) / ulp);
+}
+
+struct Worst {
+  double ulp = 0;
+  double at = 0;
+};
+
+// Every 4093rd float32 bit pattern (a million values), both signs: normals, subnormals, +-0, +-inf and NaNs.
+std::vector<float> float_sweep() {
+  std::vector<float> v;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4093) v.push_back(std::bit_cast<float>(uint32_t(b)));
+  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.72283f, 88.72284f, -103.972f,
+                  -104.0f, -87.33654f, std::numeric_limits<float>::min(),
+                  std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(),
+                  0.625f, 0.9f, -0.9f, 10.5f, 14.849f})
+    v.push_back(x);
+  return v;
+}
+
+// n points evenly spread over [lo, hi].
+std::vector<double> double_sweep(double lo, double hi, int n = 100000) {
+  std::vector<double> v(n + 1);
+  for (int i = 0; i <= n; ++i) v[i] = lo + (hi - lo) * i / n;
+  return v;
+}
+
+template <class T>
+Tensor tensor_of(const std::vector<T>& v) {
+  return from_data(v.data(), {static_cast<int64_t>(v.size())}, dtype_of<T>::value);
+}
+
+template <class T>
+std::vector<T> values_of(const Tensor& t) {
+  Tensor c = contiguous(t);
+  const T* p = c.data<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+using Op = std::function<Tensor(const Tensor&)>;
+
+template <class T, class R>
+Worst worst_of(const std::vector<T>& x, const std::vector<T>& got, R ref, double lo = -INFINITY,
+               double hi = INFINITY) {
+  Worst w;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!(x[i] >= lo && x[i] <= hi) && !std::isnan(x[i])) continue;
+    const double e = ulp_error(got[i], ref(x[i]));
+    if (e > w.ulp) w = {e, static_cast<double>(x[i])};
+  }
+  return w;
+}
+
+// The references, one precision up.
+double ref_sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+long double ref_sigmoid(long double x) { return 1 / (1 + std::exp(-x)); }
+template <class W>
+W ref_gelu(W x) {
+  return x * W(0.5) * std::erfc(-x / std::sqrt(W(2)));
+}
+template <class W>
+W ref_gelu_tanh(W x) {  // 0.5 x (1 + tanh(y)) = x / (1 + e^(-2y))
+  const W y = std::sqrt(W(2) / W(3.14159265358979323846264338327950288L)) *
+              (x + W(0.044715L) * x * x * x);
+  return x / (1 + std::exp(-2 * y));
+}
+
+struct Case {
+  const char* name;
+  Op op;
+  double (*ref32)(double);
+  long double (*ref64)(long double);
+  double max_ulp32;   // over the whole float range
+  double max_ulp64;   // over [lo64, hi64]
+  double lo64, hi64;
+};
+
+// Bounds are the measured maxima rounded up (both builds: with FMA and without).
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); },
+       [](long double x) { return std::exp(x); }, 1.0, 1.5, -745.5, 710},
+      {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); },
+       [](long double x) { return std::log(x); }, 1.0, 1.0, 0, 1e300},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); },
+       [](long double x) { return std::tanh(x); }, 1.5, 2.0, -25, 25},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, ref_sigmoid, ref_sigmoid, 2.5, 2.5,
+       -745, 40},
+      {"erf", [](const Tensor& x) { return erf(x); }, [](double x) { return std::erf(x); },
+       [](long double x) { return std::erf(x); }, 1.5, 1.5, -7, 7},
+      {"erfc", [](const Tensor& x) { return erfc(x); }, [](double x) { return std::erfc(x); },
+       [](long double x) { return std::erfc(x); }, 4.5, 5.0, -7, 27},
+      // gelu: 0.5 ulp more than erfc's tail, which it uses; the float bound covers results in
+      // the subnormal range at x < -13, where the product rounds a second time
+      {"gelu", [](const Tensor& x) { return gelu(x); }, ref_gelu<double>, ref_gelu<long double>,
+       14.0, 6.0, -37, 10},
+  };
+  return c;
+}
+
+TEST(Vmath, Float32AccuracyOverTheWholeRange) {
+  const std::vector<float> x = float_sweep();
+  const Tensor tx = tensor_of(x);
+  for (const Case& c : cases()) {
+    Worst w = worst_of(x, values_of<float>(c.op(tx)), c.ref32);
+    EXPECT_LE(w.ulp, c.max_ulp32) << c.name << " at x = " << w.at;
+  }
+  // gelu where activations live: a few ulp (erfc's tail error, then x * Phi rounds again)
+  Worst g = worst_of(x, values_of<float>(gelu(tx)), ref_gelu<double>, -5, 5);
+  EXPECT_LE(g.ulp, 6.0) << "gelu at x = " << g.at;
+}
+
+// The tanh form evaluates its polynomial argument y (and its constants) in the tensor's
+// precision, and e^(2y) multiplies y's relative rounding error by 2y: a few ulp times 2|y|,
+// which dominates for |x| > 2 (2|y| = 6.7 at x = 3, 16 at x = 5), in any evaluation of the
+// formula in that precision. It never cancels (1 + tanh(y) would, for x < 0).
+TEST(Vmath, GeluTanhFormAccuracy) {
+  const std::vector<float> x = float_sweep();
+  const std::vector<float> got = values_of<float>(gelu(tensor_of(x), true));
+  EXPECT_LE(worst_of(x, got, ref_gelu_tanh<double>, -2, 2).ulp, 6.0);
+  EXPECT_LE(worst_of(x, got, ref_gelu_tanh<double>, -5, 5).ulp, 32.0);
+  const std::vector<double> xd = double_sweep(-3, 3);
+  EXPECT_LE(worst_of(xd, values_of<double>(gelu(tensor_of(xd), true)), ref_gelu_tanh<long double>)
+                .ulp,
+            16.0);
+}
+
+TEST(Vmath, Float64Accuracy) {
+  for (const Case& c : cases()) {
+    // dense near the origin, where the polynomial branches meet, and over the whole range
+    for (auto [lo, hi] : {std::pair{-2.0, 2.0}, std::pair{c.lo64, c.hi64}}) {
+      lo = std::max(lo, c.lo64);
+      hi = std::min(hi, c.hi64);
+      const std::vector<double> x = double_sweep(lo, hi);
+      Worst w = worst_of(x, values_of<double>(c.op(tensor_of(x))), c.ref64);
+      EXPECT_LE(w.ulp, c.max_ulp64) << c.name << " at x = " << w.at;
+    }
+  }
+  // small arguments keep their relative accuracy
+  const std::vector<double> tiny = double_sweep(-1e-6, 1e-6, 20000);
+  for (const Case& c : cases()) {
+    if (std::string(c.name) == "log") continue;
+    Worst w = worst_of(tiny, values_of<double>(c.op(tensor_of(tiny))), c.ref64);
+    EXPECT_LE(w.ulp, c.max_ulp64) << c.name << " near 0, at x = " << w.at;
+  }
+}
+
+// The header compiled with this file's flags: no -march=native, so no FMA (the library build
+// above normally has it). Same bounds.
+TEST(Vmath, HeaderWithoutNativeFlags) {
+  namespace vm = vk::vmath;
+  std::vector<float> x;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65521) x.push_back(std::bit_cast<float>(uint32_t(b)));
+  auto check = [&](const char* name, float (*f)(float), double (*ref)(double), double bound) {
+    std::vector<float> got(x.size());
+    for (size_t i = 0; i < x.size(); ++i) got[i] = f(x[i]);
+    Worst w = worst_of(x, got, ref);
+    EXPECT_LE(w.ulp, bound) << name << " at x = " << w.at;
+  };
+  check("exp", [](float v) { return vm::exp(v); }, [](double v) { return std::exp(v); }, 1.0);
+  check("log", [](float v) { return vm::log(v); }, [](double v) { return std::log(v); }, 1.0);
+  check("tanh", [](float v) { return vm::tanh(v); }, [](double v) { return std::tanh(v); }, 1.5);
+  check("sigmoid", [](float v) { return vm::sigmoid(v); }, ref_sigmoid, 2.5);
+  check("erf", [](float v) { return vm::erf(v); }, [](double v) { return std::erf(v); }, 1.5);
+  check("erfc", [](float v) { return vm::erfc(v); }, [](double v) { return std::erfc(v); }, 4.5);
+  check("gelu", [](float v) { return vm::gelu(v); }, ref_gelu<double>, 14.0);
+  const std::vector<double> xd = double_sweep(-30, 30, 200000);
+  auto check64 = [&](const char* name, double (*f)(double), long double (*ref)(long double),
+                     double bound) {
+    std::vector<double> got(xd.size());
+    for (size_t i = 0; i < xd.size(); ++i) got[i] = f(xd[i]);
+    Worst w = worst_of(xd, got, ref);
+    EXPECT_LE(w.ulp, bound) << name << " (float64) at x = " << w.at;
+  };
+  check64("exp", [](double v) { return vm::exp(v); }, [](long double v) { return std::exp(v); }, 1.5);
+  check64("tanh", [](double v) { return vm::tanh(v); }, [](long double v) { return std::tanh(v); },
+          2.0);
+  check64("erf", [](double v) { return vm::erf(v); }, [](long double v) { return std::erf(v); }, 1.5);
+  check64("gelu", [](double v) { return vm::gelu(v); }, ref_gelu<long double>, 6.0);
+}
+
+TEST(Vmath, SpecialValues) {
+  constexpr double inf = INFINITY, nan = NAN;
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    auto at = [&](Tensor (*f)(const Tensor&), std::vector<double> x) {
+      return to_vector(f(from_vector(x, {static_cast<int64_t>(x.size())}, dt)));
+    };
+    auto same = [](const std::vector<double>& got, const std::vector<double>& want) {
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << "at " << i;
+        } else {
+          EXPECT_EQ(got[i], want[i]) << "at " << i;
+          EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << "sign at " << i;
+        }
+      }
+    };
+    same(at(exp, {0.0, -0.0, inf, -inf, nan}), {1, 1, inf, 0, nan});
+    same(at(log, {0.0, -0.0, -1.0, inf, -inf, nan, 1.0}), {-inf, -inf, nan, inf, nan, nan, 0});
+    same(at(tanh, {0.0, -0.0, inf, -inf, nan, 30.0, -30.0}), {0.0, -0.0, 1, -1, nan, 1, -1});
+    same(at(sigmoid, {0.0, inf, -inf, nan}), {0.5, 1, 0, nan});
+    same(at(erf, {0.0, -0.0, inf, -inf, nan, 30.0}), {0.0, -0.0, 1, -1, nan, 1});
+    same(at(erfc, {0.0, inf, -inf, nan, 30.0}), {1, 0, 2, nan, 0});
+    same(at([](const Tensor& x) { return gelu(x); }, {0.0, -0.0, inf, nan, -40.0}),
+         {0.0, -0.0, inf, nan, -0.0});
+    same(at([](const Tensor& x) { return gelu(x, true); }, {0.0, inf, nan, -40.0}),
+         {0.0, inf, nan, -0.0});
+  }
+  // float32 thresholds: the largest finite exp, the first inf, the subnormal range, the first 0
+  auto exp32 = [](float x) { return to_vector(exp(from_vector({x}, {1})))[0]; };
+  EXPECT_TRUE(std::isfinite(exp32(88.72283f)));
+  EXPECT_EQ(exp32(88.72284f), INFINITY);
+  EXPECT_EQ(exp32(-87.33654f), static_cast<double>(std::exp(-87.33654f)));  // ~ FLT_MIN
+  EXPECT_EQ(exp32(-103.0f), static_cast<double>(std::exp(-103.0f)));        // subnormal
+  EXPECT_EQ(exp32(-104.0f), 0.0);
+  // subnormal arguments
+  const float d = std::numeric_limits<float>::denorm_min() * 1000;
+  const Tensor sub = from_vector({d, -d}, {2});
+  EXPECT_EQ(to_vector(exp(sub)), (std::vector<double>{1, 1}));
+  EXPECT_EQ(to_vector(tanh(sub)), (std::vector<double>{d, -d}));
+  EXPECT_EQ(to_vector(sigmoid(sub)), (std::vector<double>{0.5, 0.5}));
+  EXPECT_NEAR(to_vector(log(sub))[0], std::log(static_cast<double>(d)), 1e-5);
+  EXPECT_NEAR(to_vector(erf(sub))[0], 2 * std::numbers::inv_sqrtpi * d, 2e-45);
+}
+
+// Every element runs the same code whichever loop computes it: the vectorised body, its
+// scalar tail (at any alignment), the strided walker, or another thread's range.
+TEST(Vmath, ResultsDoNotDependOnTheLoopOrTheSplit) {
+  const int saved = cpu::num_threads();
+  manual_seed(7);
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const Tensor x = randn({3 * 65536 + 77}, dt) * 6.0;
+    for (const Case& c : cases()) {
+      cpu::set_num_threads(1);
+      const Tensor whole = c.op(c.name == std::string("log") ? abs(x) : x);
+      const Tensor in = c.name == std::string("log") ? abs(x) : x;
+      const int64_t es = static_cast<int64_t>(dtype_size(dt));
+      for (int threads : {1, 2}) {
+        cpu::set_num_threads(threads);
+        EXPECT_EQ(std::memcmp(c.op(in).raw_data(), whole.raw_data(), whole.numel() * es), 0)
+            << c.name << " at " << threads << " threads";
+        for (int64_t off : {1, 3, 5, 13}) {  // other alignments: other tails and peels
+          const int64_t n = in.numel() - off;
+          Tensor part = c.op(slice(in, 0, off, in.numel()));
+          EXPECT_EQ(std::memcmp(part.raw_data(), static_cast<const char*>(whole.raw_data()) + off * es,
+                                n * es),
+                    0)
+              << c.name << " from offset " << off << " at " << threads << " threads";
+        }
+        // a strided view: the walker's scalar loop
+        Tensor stepped = c.op(slice(in, 0, 0, in.numel(), 3));
+        Tensor expect = slice(whole, 0, 0, whole.numel(), 3);
+        EXPECT_EQ(std::memcmp(stepped.raw_data(), contiguous(expect).raw_data(),
+                              stepped.numel() * es),
+                  0)
+            << c.name << " strided at " << threads << " threads";
+      }
+    }
+  }
+  cpu::set_num_threads(saved);
+}
+
+// The strided walker's fast paths (loops.h) against plain indexing: a column broadcast
+// (x[N, C] + b[N, 1], stride 0 along the run), transposed operands (the tiled walk, with
+// partial tiles at the edges), and a batch of transposes.
+TEST(StridedLoops, BroadcastAndTransposedOperandsMatchIndexing) {
+  manual_seed(3);
+  for (auto [n, c] : {std::pair<int64_t, int64_t>{100, 70}, {64, 64}, {131, 257}, {5, 300}}) {
+    const Tensor x = randn({n, c}), b = randn({n, 1}), y = randn({c, n});
+    const std::vector<double> xv = to_vector(x), bv = to_vector(b), yv = to_vector(y);
+    const std::vector<double> col = to_vector(x + b);
+    const std::vector<double> tr = to_vector(x + transpose(y, 0, 1));
+    const std::vector<double> tr2 = to_vector(contiguous(transpose(y, 0, 1)));
+    const std::vector<double> flipped = to_vector(exp(transpose(flip(y, {1}), 0, 1)));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        const int64_t k = i * c + j;
+        ASSERT_EQ(col[k], static_cast<double>(static_cast<float>(xv[k]) + static_cast<float>(bv[i])));
+        ASSERT_EQ(tr[k], static_cast<double>(static_cast<float>(xv[k]) +
+                                             static_cast<float>(yv[j * n + i])));
+        ASSERT_EQ(tr2[k], yv[j * n + i]);
+        ASSERT_EQ(flipped[k], to_vector(exp(from_vector({yv[j * n + (n - 1 - i)]}, {1})))[0]);
+      }
+  }
+  const Tensor z = randn({3, 70, 90});
+  const Tensor zt = contiguous(transpose(z, 1, 2));
+  const std::vector<double> zv = to_vector(z), ztv = to_vector(zt);
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 90; ++i)
+      for (int64_t j = 0; j < 70; ++j)
+        ASSERT_EQ(ztv[(b * 90 + i) * 70 + j], zv[(b * 70 + j) * 90 + i]);
+}
+
+}  // namespace
+}  // namespace vk::test
