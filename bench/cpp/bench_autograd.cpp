@@ -45,9 +45,11 @@ int main(int argc, char** argv) {
 
   // Gradient accumulation into an existing .grad: many small backward calls on one leaf.
   Tensor w = randn({1024}).set_requires_grad(true);
-  back_acc = median_seconds([&] {
-    for (int i = 0; i < 1000; ++i) autograd::backward(sum(w * 2.0));
-  }, 5);
+  back_acc = median_seconds(
+      [&] {
+        for (int i = 0; i < 1000; ++i) autograd::backward(sum(w * 2.0));
+      },
+      5);
   std::printf("  backward(sum(w * 2)) w[1024], .grad accumulating: %7.3f us/call\n",
               back_acc / 1000 * 1e6);
   return 0;

@@ -42,6 +42,8 @@ def main():
     x2, y2 = x.view(4096, 4096), y.view(4096, 4096)
     col, row = torch.randn(4096, 1), torch.randn(1, 4096)
     xd = torch.randn(N, dtype=torch.float64)
+    z = torch.empty(N)
+    z2 = z.view(4096, 4096)
     F = torch.nn.functional
     ops = [
         ("add", 12, lambda: x + y), ("mul", 12, lambda: x * y), ("mul scalar", 8, lambda: x * 0.5),
@@ -53,6 +55,11 @@ def main():
         ("erf", 8, lambda: torch.erf(x)), ("gelu (erf)", 8, lambda: F.gelu(x)),
         ("gelu (tanh)", 8, lambda: F.gelu(x, approximate="tanh")),
         ("exp float64", 16, lambda: torch.exp(xd)), ("gelu float64", 16, lambda: F.gelu(xd)),
+        # into an existing output: the kernels alone, without the page faults of a fresh 64 MiB
+        # result (torch's CPU allocator does not cache large blocks; vkml's does)
+        ("add (out=)", 12, lambda: torch.add(x, y, out=z)), ("exp (out=)", 8, lambda: torch.exp(x, out=z)),
+        ("gelu (erf) (out=)", 8, lambda: torch._C._nn.gelu(x, out=z)),
+        ("add transposed (out=)", 12, lambda: torch.add(x2.t(), y2, out=z2)),
     ]
     for t in threads:
         torch.set_num_threads(t)

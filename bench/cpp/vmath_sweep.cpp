@@ -95,15 +95,17 @@ int main(int argc, char** argv) {
   report("gelu", sweep_float([](float x) { return vm::gelu(x); },
                              [](double x) { return x * 0.5 * std::erfc(-x / std::sqrt(2.0)); },
                              step, -inf, inf));
-  report("gelu |x|<=5", sweep_float([](float x) { return vm::gelu(x); },
-                                    [](double x) { return x * 0.5 * std::erfc(-x / std::sqrt(2.0)); },
-                                    step, -5, 5));
+  report(
+      "gelu |x|<=5",
+      sweep_float([](float x) { return vm::gelu(x); },
+                  [](double x) { return x * 0.5 * std::erfc(-x / std::sqrt(2.0)); }, step, -5, 5));
   report("gelu_tanh |x|<=5", sweep_float([](float x) { return vm::gelu_tanh(x); },
-                                  [](double x) {
-                                    double y = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
-                                    return x / (1 + std::exp(-2 * y));
-                                  },
-                                  step, -5, 5));
+                                         [](double x) {
+                                           double y =
+                                               std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+                                           return x / (1 + std::exp(-2 * y));
+                                         },
+                                         step, -5, 5));
   report("gelu_tanh", sweep_float([](float x) { return vm::gelu_tanh(x); },
                                   [](double x) {
                                     double y = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
@@ -118,24 +120,44 @@ int main(int argc, char** argv) {
     std::printf("  %-28s max %8.3f ulp  at %.17g\n", label, sweep_double(f, ref, lo, hi, n).ulp,
                 sweep_double(f, ref, lo, hi, n).at);
   };
-  d("exp", [](double x) { return vm::exp(x); }, [](long double x) { return std::exp(x); }, -745, 710);
-  d("exp", [](double x) { return vm::exp(x); }, [](long double x) { return std::exp(x); }, -1, 1);
-  d("log", [](double x) { return vm::log(x); }, [](long double x) { return std::log(x); }, 1e-300, 1e300);
-  d("log", [](double x) { return vm::log(x); }, [](long double x) { return std::log(x); }, 0.5, 2);
-  d("tanh", [](double x) { return vm::tanh(x); }, [](long double x) { return std::tanh(x); }, -20, 20);
-  d("tanh", [](double x) { return vm::tanh(x); }, [](long double x) { return std::tanh(x); }, -1, 1);
-  d("sigmoid", [](double x) { return vm::sigmoid(x); },
-    [](long double x) { return 1 / (1 + std::exp(-x)); }, -745, 40);
-  d("erf", [](double x) { return vm::erf(x); }, [](long double x) { return std::erf(x); }, -7, 7);
-  d("erf", [](double x) { return vm::erf(x); }, [](long double x) { return std::erf(x); }, -1e-3, 1e-3);
-  d("erfc", [](double x) { return vm::erfc(x); }, [](long double x) { return std::erfc(x); }, -7, 27.2);
-  d("gelu", [](double x) { return vm::gelu(x); },
-    [](long double x) { return x * 0.5L * std::erfc(-x / std::sqrt(2.0L)); }, -38, 10);
-  d("gelu_tanh", [](double x) { return vm::gelu_tanh(x); },
-    [](long double x) {
-      long double y = std::sqrt(2 / 3.14159265358979323846264338327950288L) * (x + 0.044715L * x * x * x);
-      return x / (1 + std::exp(-2 * y));
-    },
-    -20, 20);
+  d(
+      "exp", [](double x) { return vm::exp(x); }, [](long double x) { return std::exp(x); }, -745,
+      710);
+  d(
+      "exp", [](double x) { return vm::exp(x); }, [](long double x) { return std::exp(x); }, -1, 1);
+  d(
+      "log", [](double x) { return vm::log(x); }, [](long double x) { return std::log(x); }, 1e-300,
+      1e300);
+  d(
+      "log", [](double x) { return vm::log(x); }, [](long double x) { return std::log(x); }, 0.5,
+      2);
+  d(
+      "tanh", [](double x) { return vm::tanh(x); }, [](long double x) { return std::tanh(x); }, -20,
+      20);
+  d(
+      "tanh", [](double x) { return vm::tanh(x); }, [](long double x) { return std::tanh(x); }, -1,
+      1);
+  d(
+      "sigmoid", [](double x) { return vm::sigmoid(x); },
+      [](long double x) { return 1 / (1 + std::exp(-x)); }, -745, 40);
+  d(
+      "erf", [](double x) { return vm::erf(x); }, [](long double x) { return std::erf(x); }, -7, 7);
+  d(
+      "erf", [](double x) { return vm::erf(x); }, [](long double x) { return std::erf(x); }, -1e-3,
+      1e-3);
+  d(
+      "erfc", [](double x) { return vm::erfc(x); }, [](long double x) { return std::erfc(x); }, -7,
+      27.2);
+  d(
+      "gelu", [](double x) { return vm::gelu(x); },
+      [](long double x) { return x * 0.5L * std::erfc(-x / std::sqrt(2.0L)); }, -38, 10);
+  d(
+      "gelu_tanh", [](double x) { return vm::gelu_tanh(x); },
+      [](long double x) {
+        long double y =
+            std::sqrt(2 / 3.14159265358979323846264338327950288L) * (x + 0.044715L * x * x * x);
+        return x / (1 + std::exp(-2 * y));
+      },
+      -20, 20);
   return 0;
 }

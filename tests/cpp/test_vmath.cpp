@@ -37,14 +37,16 @@ struct Worst {
   double at = 0;
 };
 
-// Every 4093rd float32 bit pattern (a million values), both signs: normals, subnormals, +-0, +-inf and NaNs.
+// Every 4093rd float32 bit pattern (a million values), both signs: normals, subnormals, +-0, +-inf
+// and NaNs.
 std::vector<float> float_sweep() {
   std::vector<float> v;
-  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4093) v.push_back(std::bit_cast<float>(uint32_t(b)));
-  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.72283f, 88.72284f, -103.972f,
-                  -104.0f, -87.33654f, std::numeric_limits<float>::min(),
-                  std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(),
-                  0.625f, 0.9f, -0.9f, 10.5f, 14.849f})
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4093)
+    v.push_back(std::bit_cast<float>(uint32_t(b)));
+  for (float x :
+       {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.72283f, 88.72284f, -103.972f, -104.0f, -87.33654f,
+        std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min(),
+        std::numeric_limits<float>::max(), 0.625f, 0.9f, -0.9f, 10.5f, 14.849f})
     v.push_back(x);
   return v;
 }
@@ -91,8 +93,8 @@ W ref_gelu(W x) {
 }
 template <class W>
 W ref_gelu_tanh(W x) {  // 0.5 x (1 + tanh(y)) = x / (1 + e^(-2y))
-  const W y = std::sqrt(W(2) / W(3.14159265358979323846264338327950288L)) *
-              (x + W(0.044715L) * x * x * x);
+  const W y =
+      std::sqrt(W(2) / W(3.14159265358979323846264338327950288L)) * (x + W(0.044715L) * x * x * x);
   return x / (1 + std::exp(-2 * y));
 }
 
@@ -101,8 +103,8 @@ struct Case {
   Op op;
   double (*ref32)(double);
   long double (*ref64)(long double);
-  double max_ulp32;   // over the whole float range
-  double max_ulp64;   // over [lo64, hi64]
+  double max_ulp32;  // over the whole float range
+  double max_ulp64;  // over [lo64, hi64]
   double lo64, hi64;
 };
 
@@ -151,9 +153,9 @@ TEST(Vmath, GeluTanhFormAccuracy) {
   EXPECT_LE(worst_of(x, got, ref_gelu_tanh<double>, -2, 2).ulp, 6.0);
   EXPECT_LE(worst_of(x, got, ref_gelu_tanh<double>, -5, 5).ulp, 32.0);
   const std::vector<double> xd = double_sweep(-3, 3);
-  EXPECT_LE(worst_of(xd, values_of<double>(gelu(tensor_of(xd), true)), ref_gelu_tanh<long double>)
-                .ulp,
-            16.0);
+  EXPECT_LE(
+      worst_of(xd, values_of<double>(gelu(tensor_of(xd), true)), ref_gelu_tanh<long double>).ulp,
+      16.0);
 }
 
 TEST(Vmath, Float64Accuracy) {
@@ -181,20 +183,28 @@ TEST(Vmath, Float64Accuracy) {
 TEST(Vmath, HeaderWithoutNativeFlags) {
   namespace vm = vk::vmath;
   std::vector<float> x;
-  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65521) x.push_back(std::bit_cast<float>(uint32_t(b)));
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65521)
+    x.push_back(std::bit_cast<float>(uint32_t(b)));
   auto check = [&](const char* name, float (*f)(float), double (*ref)(double), double bound) {
     std::vector<float> got(x.size());
     for (size_t i = 0; i < x.size(); ++i) got[i] = f(x[i]);
     Worst w = worst_of(x, got, ref);
     EXPECT_LE(w.ulp, bound) << name << " at x = " << w.at;
   };
-  check("exp", [](float v) { return vm::exp(v); }, [](double v) { return std::exp(v); }, 1.0);
-  check("log", [](float v) { return vm::log(v); }, [](double v) { return std::log(v); }, 1.0);
-  check("tanh", [](float v) { return vm::tanh(v); }, [](double v) { return std::tanh(v); }, 1.5);
-  check("sigmoid", [](float v) { return vm::sigmoid(v); }, ref_sigmoid, 2.5);
-  check("erf", [](float v) { return vm::erf(v); }, [](double v) { return std::erf(v); }, 1.5);
-  check("erfc", [](float v) { return vm::erfc(v); }, [](double v) { return std::erfc(v); }, 4.5);
-  check("gelu", [](float v) { return vm::gelu(v); }, ref_gelu<double>, 14.0);
+  check(
+      "exp", [](float v) { return vm::exp(v); }, [](double v) { return std::exp(v); }, 1.0);
+  check(
+      "log", [](float v) { return vm::log(v); }, [](double v) { return std::log(v); }, 1.0);
+  check(
+      "tanh", [](float v) { return vm::tanh(v); }, [](double v) { return std::tanh(v); }, 1.5);
+  check(
+      "sigmoid", [](float v) { return vm::sigmoid(v); }, ref_sigmoid, 2.5);
+  check(
+      "erf", [](float v) { return vm::erf(v); }, [](double v) { return std::erf(v); }, 1.5);
+  check(
+      "erfc", [](float v) { return vm::erfc(v); }, [](double v) { return std::erfc(v); }, 4.5);
+  check(
+      "gelu", [](float v) { return vm::gelu(v); }, ref_gelu<double>, 14.0);
   const std::vector<double> xd = double_sweep(-30, 30, 200000);
   auto check64 = [&](const char* name, double (*f)(double), long double (*ref)(long double),
                      double bound) {
@@ -203,11 +213,15 @@ TEST(Vmath, HeaderWithoutNativeFlags) {
     Worst w = worst_of(xd, got, ref);
     EXPECT_LE(w.ulp, bound) << name << " (float64) at x = " << w.at;
   };
-  check64("exp", [](double v) { return vm::exp(v); }, [](long double v) { return std::exp(v); }, 1.5);
-  check64("tanh", [](double v) { return vm::tanh(v); }, [](long double v) { return std::tanh(v); },
-          2.0);
-  check64("erf", [](double v) { return vm::erf(v); }, [](long double v) { return std::erf(v); }, 1.5);
-  check64("gelu", [](double v) { return vm::gelu(v); }, ref_gelu<long double>, 6.0);
+  check64(
+      "exp", [](double v) { return vm::exp(v); }, [](long double v) { return std::exp(v); }, 1.5);
+  check64(
+      "tanh", [](double v) { return vm::tanh(v); }, [](long double v) { return std::tanh(v); },
+      2.0);
+  check64(
+      "erf", [](double v) { return vm::erf(v); }, [](long double v) { return std::erf(v); }, 1.5);
+  check64(
+      "gelu", [](double v) { return vm::gelu(v); }, ref_gelu<long double>, 6.0);
 }
 
 TEST(Vmath, SpecialValues) {
@@ -274,17 +288,16 @@ TEST(Vmath, ResultsDoNotDependOnTheLoopOrTheSplit) {
         for (int64_t off : {1, 3, 5, 13}) {  // other alignments: other tails and peels
           const int64_t n = in.numel() - off;
           Tensor part = c.op(slice(in, 0, off, in.numel()));
-          EXPECT_EQ(std::memcmp(part.raw_data(), static_cast<const char*>(whole.raw_data()) + off * es,
-                                n * es),
+          EXPECT_EQ(std::memcmp(part.raw_data(),
+                                static_cast<const char*>(whole.raw_data()) + off * es, n * es),
                     0)
               << c.name << " from offset " << off << " at " << threads << " threads";
         }
         // a strided view: the walker's scalar loop
         Tensor stepped = c.op(slice(in, 0, 0, in.numel(), 3));
         Tensor expect = slice(whole, 0, 0, whole.numel(), 3);
-        EXPECT_EQ(std::memcmp(stepped.raw_data(), contiguous(expect).raw_data(),
-                              stepped.numel() * es),
-                  0)
+        EXPECT_EQ(
+            std::memcmp(stepped.raw_data(), contiguous(expect).raw_data(), stepped.numel() * es), 0)
             << c.name << " strided at " << threads << " threads";
       }
     }
@@ -297,7 +310,8 @@ TEST(Vmath, ResultsDoNotDependOnTheLoopOrTheSplit) {
 // partial tiles at the edges), and a batch of transposes.
 TEST(StridedLoops, BroadcastAndTransposedOperandsMatchIndexing) {
   manual_seed(3);
-  for (auto [n, c] : {std::pair<int64_t, int64_t>{100, 70}, {64, 64}, {131, 257}, {5, 300}}) {
+  for (auto [n, c] :
+       {std::pair<int64_t, int64_t>{100, 70}, {64, 64}, {131, 257}, {300, 77}, {5, 300}}) {
     const Tensor x = randn({n, c}), b = randn({n, 1}), y = randn({c, n});
     const std::vector<double> xv = to_vector(x), bv = to_vector(b), yv = to_vector(y);
     const std::vector<double> col = to_vector(x + b);
@@ -307,7 +321,8 @@ TEST(StridedLoops, BroadcastAndTransposedOperandsMatchIndexing) {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < c; ++j) {
         const int64_t k = i * c + j;
-        ASSERT_EQ(col[k], static_cast<double>(static_cast<float>(xv[k]) + static_cast<float>(bv[i])));
+        ASSERT_EQ(col[k],
+                  static_cast<double>(static_cast<float>(xv[k]) + static_cast<float>(bv[i])));
         ASSERT_EQ(tr[k], static_cast<double>(static_cast<float>(xv[k]) +
                                              static_cast<float>(yv[j * n + i])));
         ASSERT_EQ(tr2[k], yv[j * n + i]);

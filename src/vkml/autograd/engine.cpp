@@ -41,6 +41,9 @@ class WalkIndex {
     std::atomic<uint64_t>& mark = t.impl()->walk_mark;
     uint64_t m = mark.load(std::memory_order_relaxed);
     if ((m >> 32) == id_) return false;
+    // in already under another walk's stamp (that walk may have ended since: the node is ours
+    // to keep in the map, never to stamp, or it would enter the order twice)
+    if (!foreign_.empty() && foreign_.count(t.impl())) return false;
     if (m == 0 && mark.compare_exchange_strong(m, stamp(kNone), std::memory_order_relaxed)) {
       held_.push_back(t);  // a strong reference: the stamp is cleared before the node can die
       return true;
@@ -121,8 +124,9 @@ void check_versions(const Tensor& t) {
   for (size_t i = 0; i < parents.size(); ++i)
     VK_CHECK(parents[i].version() == saved[i], RuntimeError,
              "one of the tensors needed for gradient computation has been modified by an in-place "
-             "operation: input ", i, " (", parents[i].describe(), ") of ", op_label(t),
-             " is at version ", parents[i].version(), "; expected version ", saved[i]);
+             "operation: input ",
+             i, " (", parents[i].describe(), ") of ", op_label(t), " is at version ",
+             parents[i].version(), "; expected version ", saved[i]);
 }
 
 void check_finite(const Tensor& g, const Tensor& t, size_t input) {
@@ -165,8 +169,8 @@ void accumulate_into(const Tensor& t, Tensor g, bool create_graph) {
     return;
   }
   if (!slot) {
-    const bool whole = g.offset() == 0 && g.storage()->nbytes ==
-                                              static_cast<size_t>(g.numel()) * dtype_size(g.dtype());
+    const bool whole = g.offset() == 0 && g.storage()->nbytes == static_cast<size_t>(g.numel()) *
+                                                                     dtype_size(g.dtype());
     slot = (sole_owner(g, 1) && whole ? g : clone(g.detach())).impl_ptr();
     return;
   }
@@ -197,7 +201,7 @@ Tensor seed_for(const Tensor& root, const Tensor& grad) {
 
 struct RunOptions {
   bool retain_graph, create_graph;
-  bool accumulate;                  // backward(): deposit into leaves' .grad
+  bool accumulate;                     // backward(): deposit into leaves' .grad
   const std::vector<Tensor>* capture;  // grad(): the inputs whose gradients are returned
 };
 
@@ -241,8 +245,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
       Tensor replaced = hook(g);
       if (!replaced.defined()) continue;
       VK_CHECK(replaced.shape() == t.shape(), RuntimeError, "a hook on a tensor of shape ",
-               shape_str(t.shape()), " returned a gradient of shape ",
-               shape_str(replaced.shape()));
+               shape_str(t.shape()), " returned a gradient of shape ", shape_str(replaced.shape()));
       g = cast(replaced, t.dtype());
     }
     if (!captured.empty())
@@ -278,8 +281,8 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
       for (size_t i = 0; i < parents.size(); ++i) {
         if (!needs[i] || !grads[i].defined()) continue;
         VK_CHECK(grads[i].shape() == parents[i].shape(), RuntimeError, op_label(t),
-                 ": the gradient rule returned shape ", shape_str(grads[i].shape()),
-                 " for input ", i, " of shape ", shape_str(parents[i].shape()));
+                 ": the gradient rule returned shape ", shape_str(grads[i].shape()), " for input ",
+                 i, " of shape ", shape_str(parents[i].shape()));
         Tensor gi = grads[i].dtype() == parents[i].dtype() ? std::move(grads[i])
                                                            : cast(grads[i], parents[i].dtype());
         if (AnomalyMode::is_enabled()) check_finite(gi, t, i);
@@ -321,16 +324,16 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
 
 void backward(const Tensor& root, const Tensor& grad, std::optional<bool> retain_graph,
               bool create_graph) {
-  backward(std::vector<Tensor>{root}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{},
-           retain_graph, create_graph);
+  backward(std::vector<Tensor>{root},
+           grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{}, retain_graph,
+           create_graph);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
                          bool create_graph, bool allow_unused) {
   for (size_t i = 0; i < inputs.size(); ++i)
-    VK_CHECK(inputs[i].requires_grad(), RuntimeError, "grad: input ", i,
-             " does not require grad");
+    VK_CHECK(inputs[i].requires_grad(), RuntimeError, "grad: input ", i, " does not require grad");
   std::vector<Tensor> seeds = seeds_for(outputs, grad_outputs);
   std::vector<Tensor> results =
       run(outputs, seeds, {retain_graph.value_or(create_graph), create_graph, false, &inputs});

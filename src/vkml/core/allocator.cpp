@@ -12,7 +12,7 @@ namespace vk {
 namespace {
 
 constexpr size_t kAlign = 64;
-constexpr size_t kSmall = size_t{1} << 16;  // up to 64 KiB: powers of two
+constexpr size_t kSmall = size_t{1} << 16;      // up to 64 KiB: powers of two
 constexpr size_t kLargeStep = size_t{1} << 16;  // above: multiples of 64 KiB
 
 size_t size_class(size_t nbytes) {
@@ -83,7 +83,8 @@ CpuBlock cpu_allocate(size_t nbytes) {
       blocks->pop_back();
       c.stats.cached_bytes -= cls;
       c.stats.in_use_bytes += cls;
-      if (c.stats.in_use_bytes > c.stats.peak_in_use_bytes) c.stats.peak_in_use_bytes = c.stats.in_use_bytes;
+      if (c.stats.in_use_bytes > c.stats.peak_in_use_bytes)
+        c.stats.peak_in_use_bytes = c.stats.in_use_bytes;
       return {p, cls};
     }
   }
@@ -95,7 +96,8 @@ CpuBlock cpu_allocate(size_t nbytes) {
   VK_CHECK(p != nullptr, MemoryError, "out of memory allocating ", nbytes, " bytes");
   std::lock_guard<std::mutex> lock(c.mutex);
   c.stats.in_use_bytes += cls;
-  if (c.stats.in_use_bytes > c.stats.peak_in_use_bytes) c.stats.peak_in_use_bytes = c.stats.in_use_bytes;
+  if (c.stats.in_use_bytes > c.stats.peak_in_use_bytes)
+    c.stats.peak_in_use_bytes = c.stats.in_use_bytes;
   return {p, cls};
 }
 

@@ -125,8 +125,10 @@ Storage::Storage(void* data_, size_t nbytes_, Deleter deleter)
     : data(data_), nbytes(nbytes_), deleter_(std::move(deleter)) {}
 
 Storage::~Storage() {
-  if (deleter_) deleter_(data);
-  else if (data != inline_) cpu_release({data, capacity_});
+  if (deleter_)
+    deleter_(data);
+  else if (data != inline_)
+    cpu_release({data, capacity_});
 }
 
 const Attrs& no_attrs() {
@@ -154,10 +156,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   int64_t n = numel_of(shape);
   constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max() / 2;
   VK_CHECK(n <= kMaxBytes / static_cast<int64_t>(dtype_size(dtype)), MemoryError,
-           "cannot allocate a tensor of shape ", shape_str(shape), " and dtype ", dtype_name(dtype));
-  auto storage = std::allocate_shared<Storage>(CachedAllocator<Storage>(),
-                                               static_cast<size_t>(n) * dtype_size(dtype),
-                                               Device::CPU);
+           "cannot allocate a tensor of shape ", shape_str(shape), " and dtype ",
+           dtype_name(dtype));
+  auto storage = std::allocate_shared<Storage>(
+      CachedAllocator<Storage>(), static_cast<size_t>(n) * dtype_size(dtype), Device::CPU);
   return from_storage(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
@@ -172,9 +174,7 @@ Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, Shape shape, Strid
   return Tensor(std::move(impl));
 }
 
-int64_t Tensor::size(int64_t dim) const {
-  return impl_->shape[wrap_dim(dim, ndim(), "size")];
-}
+int64_t Tensor::size(int64_t dim) const { return impl_->shape[wrap_dim(dim, ndim(), "size")]; }
 
 double Tensor::item() const {
   VK_CHECK(numel() == 1, ShapeError, "item(): expected a tensor with one element, got shape ",
@@ -207,8 +207,7 @@ void Tensor::retain_grad() {
 }
 
 void Tensor::register_hook(Hook hook) {
-  VK_CHECK(requires_grad(), RuntimeError,
-           "register_hook() on a tensor that does not require grad");
+  VK_CHECK(requires_grad(), RuntimeError, "register_hook() on a tensor that does not require grad");
   impl_->hooks.push_back(std::move(hook));
 }
 

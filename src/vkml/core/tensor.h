@@ -43,8 +43,8 @@ struct Storage {
   std::atomic<uint32_t> version{0};
 
  private:
-  Deleter deleter_;       // borrowed memory: how to give it back
-  size_t capacity_ = 0;   // owned memory: the allocator's size class (0: inline)
+  Deleter deleter_;      // borrowed memory: how to give it back
+  size_t capacity_ = 0;  // owned memory: the allocator's size class (0: inline)
   alignas(16) unsigned char inline_[kInlineBytes];
 };
 
@@ -58,7 +58,7 @@ const Attrs& no_attrs();
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape shape;
-  Strides strides;  // in elements
+  Strides strides;     // in elements
   int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
 

@@ -17,6 +17,8 @@
 
 namespace vk {
 
+// The kinds are grouped by family, several to a line.
+// clang-format off
 enum class OpKind : uint16_t {
   // creation
   Full, Arange, Rand, Randn, Randint,
@@ -42,6 +44,7 @@ enum class OpKind : uint16_t {
   Custom,
   kCount
 };
+// clang-format on
 inline constexpr size_t kNumOps = static_cast<size_t>(OpKind::kCount);
 
 struct Meta {
@@ -65,15 +68,15 @@ enum class Determinism { Bitwise, NotBitwise };
 struct OpDef {
   OpKind kind;
   std::string_view name;
-  int arity;                    // number of tensor inputs; -1 = any number
-  std::string_view signature;   // as the C++ API spells it
-  std::string_view summary;     // what it computes
+  int arity;                   // number of tensor inputs; -1 = any number
+  std::string_view signature;  // as the C++ API spells it
+  std::string_view summary;    // what it computes
   // Casts and broadcasts the inputs in place (records cast/expand nodes); null = leave as given.
   void (*prepare)(std::vector<Tensor>& in, const Attrs& a, std::string_view op) = nullptr;
   Meta (*infer)(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) = nullptr;
   Tensor (*cpu)(const std::vector<Tensor>& in, const Attrs& a, const Meta& out) = nullptr;
   Grads (*grad)(const GradCtx& c) = nullptr;  // null: no rule
-  std::string_view grad_doc;   // the rule in words, or why there is none
+  std::string_view grad_doc;                  // the rule in words, or why there is none
   Determinism determinism = Determinism::Bitwise;
 };
 
@@ -95,7 +98,8 @@ struct TensorRef {
 Tensor dispatch(OpKind kind, std::initializer_list<TensorRef> in, const Attrs& attrs = no_attrs());
 Tensor dispatch_vector(OpKind kind, std::vector<Tensor> in, const Attrs& attrs);
 template <class V>
-  requires std::same_as<std::remove_cvref_t<V>, std::vector<Tensor>>
+concept TensorVector = std::same_as<std::remove_cvref_t<V>, std::vector<Tensor>>;
+template <TensorVector V>
 Tensor dispatch(OpKind kind, V&& in, const Attrs& attrs = no_attrs()) {
   return dispatch_vector(kind, std::forward<V>(in), attrs);
 }
@@ -116,9 +120,11 @@ std::string_view op_name(const OpDef& def);
 DType result_type(const Tensor& a, const Tensor& b);
 void prepare_common_dtype(std::vector<Tensor>& in, const Attrs& a, std::string_view op);
 void prepare_broadcast(std::vector<Tensor>& in, const Attrs& a, std::string_view op);
-void prepare_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);        // both
-void prepare_float_unary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);   // int->f32
-void prepare_float_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);  // + int->f32
+// prepare_binary: a common dtype, then broadcasting. prepare_float_unary: an integer input
+// computes in float32. prepare_float_binary: prepare_binary, integer inputs in float32.
+void prepare_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);
+void prepare_float_unary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);
+void prepare_float_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);
 Meta infer_same_as_first(const std::vector<Tensor>& in, const Attrs& a, std::string_view op);
 Meta infer_bool_like_first(const std::vector<Tensor>& in, const Attrs& a, std::string_view op);
 

@@ -190,7 +190,8 @@ void prepare_broadcast(std::vector<Tensor>& in, const Attrs&, std::string_view o
   if (same) return;
   std::string name(op);
   Shape shape = in[0].shape();
-  for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape(), name.c_str());
+  for (size_t i = 1; i < in.size(); ++i)
+    shape = broadcast_shapes(shape, in[i].shape(), name.c_str());
   const bool recording = GradMode::is_enabled();
   for (auto& t : in) {
     if (t.shape() == shape) continue;

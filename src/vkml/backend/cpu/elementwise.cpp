@@ -101,7 +101,8 @@ Tensor unary_float(const Tensor& x, const Meta& m, const char* name, F f,
 template <class F>
 Tensor unary_numeric(const Tensor& x, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_NUMERIC(x.dtype(), name, map<T, T>(out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }));
+  VK_DISPATCH_NUMERIC(x.dtype(), name,
+                      map<T, T>(out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }));
   return out;
 }
 
@@ -109,17 +110,19 @@ template <class F>
 Tensor binary_numeric(const std::vector<Tensor>& in, const Meta& m, const char* name, F f,
                       int64_t grain = kElementwiseGrain) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_NUMERIC(in[0].dtype(), name,
-                      map<T, T, T>(
-                          out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }, grain));
+  VK_DISPATCH_NUMERIC(
+      in[0].dtype(), name,
+      map<T, T, T>(
+          out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }, grain));
   return out;
 }
 
 template <class F>
 Tensor binary_all(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_ALL(in[0].dtype(), name,
-                  map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }));
+  VK_DISPATCH_ALL(
+      in[0].dtype(), name,
+      map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }));
   return out;
 }
 
