@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   } while (std::chrono::steady_clock::now() < t_end || trials < 3);
   float s = 0;
   for (float x : sink) s += x;
-  printf("{\"threads\": %d, \"gflops\": %.2f, \"isa\": \"%s\", \"checksum\": %g}\n", threads, best, kIsa,
-         double(s));
+  printf("{\"threads\": %d, \"gflops\": %.2f, \"isa\": \"%s\", \"checksum\": %g}\n", threads, best,
+         kIsa, double(s));
   return 0;
 }

@@ -70,7 +70,8 @@ std::vector<Tensor> tensors_of(nb::handle h) {
 std::vector<Tensor> grads_for(nb::handle h, const std::vector<Tensor>& roots) {
   std::vector<Tensor> out;
   if (h.is_none()) return out;
-  if (nb::isinstance<Tensor>(h) || (roots.size() == 1 && !PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr()))) {
+  if (nb::isinstance<Tensor>(h) ||
+      (roots.size() == 1 && !PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr()))) {
     out.push_back(as_tensor(h, roots[0].dtype()));
     return out;
   }
@@ -106,125 +107,153 @@ void bind_autograd(nb::module_& m) {
   vk::g_anomaly_context = python_site;
   m.def("_set_package_dir", [](const std::string& d) { g_package_dir = d; });
 
-  m.def("is_grad_enabled", []() { return vk::GradMode::is_enabled(); },
-        "Whether ops record graph on this thread.");
+  m.def(
+      "is_grad_enabled", []() { return vk::GradMode::is_enabled(); },
+      "Whether ops record graph on this thread.");
   m.def("_set_grad_enabled", [](bool b) { vk::GradMode::set_enabled(b); });
   m.def("is_anomaly_enabled", []() { return vk::AnomalyMode::is_enabled(); });
   m.def("_set_anomaly_enabled", [](bool b) { vk::AnomalyMode::set_enabled(b); });
 
-  m.def("backward", [](nb::handle tensors, nb::handle grad_tensors, std::optional<bool> retain_graph,
-                       bool create_graph) {
-    std::vector<Tensor> roots = tensors_of(tensors);
-    std::vector<Tensor> grads = grads_for(grad_tensors, roots);
-    nb::gil_scoped_release release;
-    vk::autograd::backward(roots, grads, retain_graph, create_graph);
-  }, "tensors"_a, "grad_tensors"_a = nb::none(), "retain_graph"_a = nb::none(),
-     "create_graph"_a = false);
+  m.def(
+      "backward",
+      [](nb::handle tensors, nb::handle grad_tensors, std::optional<bool> retain_graph,
+         bool create_graph) {
+        std::vector<Tensor> roots = tensors_of(tensors);
+        std::vector<Tensor> grads = grads_for(grad_tensors, roots);
+        nb::gil_scoped_release release;
+        vk::autograd::backward(roots, grads, retain_graph, create_graph);
+      },
+      "tensors"_a, "grad_tensors"_a = nb::none(), "retain_graph"_a = nb::none(),
+      "create_graph"_a = false);
 
-  m.def("grad", [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs,
-                   std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
-    std::vector<Tensor> outs = tensors_of(outputs);
-    std::vector<Tensor> ins = tensors_of(inputs);
-    std::vector<Tensor> gos = grads_for(grad_outputs, outs);
-    std::vector<Tensor> res;
-    {
-      nb::gil_scoped_release release;
-      res = vk::autograd::grad(outs, ins, gos, retain_graph, create_graph, allow_unused);
-    }
-    nb::list l;
-    for (const auto& g : res) l.append(g.defined() ? nb::cast(g) : nb::none());
-    return nb::tuple(l);
-  }, "outputs"_a, "inputs"_a, "grad_outputs"_a = nb::none(), "retain_graph"_a = nb::none(),
-     "create_graph"_a = false, "allow_unused"_a = false);
+  m.def(
+      "grad",
+      [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs,
+         std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+        std::vector<Tensor> outs = tensors_of(outputs);
+        std::vector<Tensor> ins = tensors_of(inputs);
+        std::vector<Tensor> gos = grads_for(grad_outputs, outs);
+        std::vector<Tensor> res;
+        {
+          nb::gil_scoped_release release;
+          res = vk::autograd::grad(outs, ins, gos, retain_graph, create_graph, allow_unused);
+        }
+        nb::list l;
+        for (const auto& g : res) l.append(g.defined() ? nb::cast(g) : nb::none());
+        return nb::tuple(l);
+      },
+      "outputs"_a, "inputs"_a, "grad_outputs"_a = nb::none(), "retain_graph"_a = nb::none(),
+      "create_graph"_a = false, "allow_unused"_a = false);
 
-  m.def("from_op", [](nb::handle data, nb::handle parents, nb::handle vjp, const std::string& op,
-                      bool pass_output) {
-    std::vector<Tensor> ps = tensors_of(parents);
-    std::optional<DType> dt;
-    for (const auto& p : ps)
-      if (vk::is_floating(p.dtype())) {
-        dt = p.dtype();
-        break;
-      }
-    Tensor result = nb::isinstance<Tensor>(data) ? nb::cast<Tensor>(data) : tensor_from_py(data, dt);
-    std::vector<DType> dtypes;
-    for (const auto& p : ps) dtypes.push_back(p.dtype());
-    std::string name = op.empty() ? "custom" : op;
-    PyRef f(vjp);
-    if (!pass_output) {
-      vk::autograd::Vjp cvjp = [f, dtypes, name](const Tensor& g) {
-        nb::gil_scoped_acquire gil;
-        nb::object r = f.get()(g);
-        return grads_from_py(r, dtypes, name.c_str());
-      };
-      return vk::autograd::from_op(result, ps, std::move(cvjp), name);
-    }
-    // vjp(grad, out): `out` is the recorded output itself, handed over only while the rule runs
-    // (holding it in the closure would make the node own itself). A rule that uses it stays
-    // connected to the inputs, so it can be differentiated again (autograd.Function's saved
-    // outputs).
-    bool record = false;
-    for (const auto& p : ps) record = record || p.requires_grad();
-    if (!record || !vk::GradMode::is_enabled() || !vk::is_floating(result.dtype())) return result.detach();
-    auto custom = std::make_shared<vk::CustomOp>();
-    custom->name = name;
-    custom->result = result.detach().impl_ptr();
-    custom->grad = [f, dtypes, name](const vk::GradCtx& c) {
-      nb::gil_scoped_acquire gil;
-      nb::object r = f.get()(c.grad, c.out);
-      return grads_from_py(r, dtypes, name.c_str());
-    };
-    vk::Attrs a;
-    a.custom = std::move(custom);
-    return vk::dispatch(vk::OpKind::Custom, ps, a);
-  }, "data"_a, "parents"_a, "vjp"_a, "op"_a = "", "pass_output"_a = false,
-     "The lowest-level custom op: `data` (computed by the caller) becomes the output of an op "
-     "named `op` with inputs `parents`; vjp(grad) returns one gradient per parent (None for "
-     "none). Written with vkml ops, the vjp is differentiable again. With pass_output, the rule "
-     "is called as vjp(grad, out) with the recorded output.");
+  m.def(
+      "from_op",
+      [](nb::handle data, nb::handle parents, nb::handle vjp, const std::string& op,
+         bool pass_output) {
+        std::vector<Tensor> ps = tensors_of(parents);
+        std::optional<DType> dt;
+        for (const auto& p : ps)
+          if (vk::is_floating(p.dtype())) {
+            dt = p.dtype();
+            break;
+          }
+        Tensor result =
+            nb::isinstance<Tensor>(data) ? nb::cast<Tensor>(data) : tensor_from_py(data, dt);
+        std::vector<DType> dtypes;
+        for (const auto& p : ps) dtypes.push_back(p.dtype());
+        std::string name = op.empty() ? "custom" : op;
+        PyRef f(vjp);
+        if (!pass_output) {
+          vk::autograd::Vjp cvjp = [f, dtypes, name](const Tensor& g) {
+            nb::gil_scoped_acquire gil;
+            nb::object r = f.get()(g);
+            return grads_from_py(r, dtypes, name.c_str());
+          };
+          return vk::autograd::from_op(result, ps, std::move(cvjp), name);
+        }
+        // vjp(grad, out): `out` is the recorded output itself, handed over only while the rule runs
+        // (holding it in the closure would make the node own itself). A rule that uses it stays
+        // connected to the inputs, so it can be differentiated again (autograd.Function's saved
+        // outputs).
+        bool record = false;
+        for (const auto& p : ps) record = record || p.requires_grad();
+        if (!record || !vk::GradMode::is_enabled() || !vk::is_floating(result.dtype()))
+          return result.detach();
+        auto custom = std::make_shared<vk::CustomOp>();
+        custom->name = name;
+        custom->result = result.detach().impl_ptr();
+        custom->grad = [f, dtypes, name](const vk::GradCtx& c) {
+          nb::gil_scoped_acquire gil;
+          nb::object r = f.get()(c.grad, c.out);
+          return grads_from_py(r, dtypes, name.c_str());
+        };
+        vk::Attrs a;
+        a.custom = std::move(custom);
+        return vk::dispatch(vk::OpKind::Custom, ps, a);
+      },
+      "data"_a, "parents"_a, "vjp"_a, "op"_a = "", "pass_output"_a = false,
+      "The lowest-level custom op: `data` (computed by the caller) becomes the output of an op "
+      "named `op` with inputs `parents`; vjp(grad) returns one gradient per parent (None for "
+      "none). Written with vkml ops, the vjp is differentiable again. With pass_output, the rule "
+      "is called as vjp(grad, out) with the recorded output.");
 
-  m.def("checkpoint", [](nb::handle fn, nb::handle inputs) {
-    PyRef f(fn);
-    std::vector<Tensor> ins = tensors_of(inputs);
-    return vk::autograd::checkpoint([f](const std::vector<Tensor>& xs) { return call_tensor_fn(f, xs); },
-                                    ins);
-  }, "fn"_a, "inputs"_a);
+  m.def(
+      "checkpoint",
+      [](nb::handle fn, nb::handle inputs) {
+        PyRef f(fn);
+        std::vector<Tensor> ins = tensors_of(inputs);
+        return vk::autograd::checkpoint(
+            [f](const std::vector<Tensor>& xs) { return call_tensor_fn(f, xs); }, ins);
+      },
+      "fn"_a, "inputs"_a);
 
-  m.def("gradcheck", [](nb::handle fn, nb::handle inputs, double eps, double atol, double rtol) {
-    PyRef f(fn);
-    return vk::autograd::gradcheck([f](const std::vector<Tensor>& xs) { return call_tensor_fn(f, xs); },
-                                   tensors_of(inputs), eps, atol, rtol);
-  }, "fn"_a, "inputs"_a, "eps"_a = 1e-6, "atol"_a = 1e-5, "rtol"_a = 1e-3,
-     "Compares the analytic Jacobian with central differences; returns what disagreed ('' if "
-     "nothing).");
-  m.def("gradgradcheck", [](nb::handle fn, nb::handle inputs, double eps, double atol, double rtol) {
-    PyRef f(fn);
-    return vk::autograd::gradgradcheck(
-        [f](const std::vector<Tensor>& xs) { return call_tensor_fn(f, xs); }, tensors_of(inputs), eps,
-        atol, rtol);
-  }, "fn"_a, "inputs"_a, "eps"_a = 1e-6, "atol"_a = 1e-5, "rtol"_a = 1e-3);
+  m.def(
+      "gradcheck",
+      [](nb::handle fn, nb::handle inputs, double eps, double atol, double rtol) {
+        PyRef f(fn);
+        return vk::autograd::gradcheck(
+            [f](const std::vector<Tensor>& xs) { return call_tensor_fn(f, xs); },
+            tensors_of(inputs), eps, atol, rtol);
+      },
+      "fn"_a, "inputs"_a, "eps"_a = 1e-6, "atol"_a = 1e-5, "rtol"_a = 1e-3,
+      "Compares the analytic Jacobian with central differences; returns what disagreed ('' if "
+      "nothing).");
+  m.def(
+      "gradgradcheck",
+      [](nb::handle fn, nb::handle inputs, double eps, double atol, double rtol) {
+        PyRef f(fn);
+        return vk::autograd::gradgradcheck(
+            [f](const std::vector<Tensor>& xs) { return call_tensor_fn(f, xs); },
+            tensors_of(inputs), eps, atol, rtol);
+      },
+      "fn"_a, "inputs"_a, "eps"_a = 1e-6, "atol"_a = 1e-5, "rtol"_a = 1e-3);
 
   // ---- the op table ----
-  m.def("op_names", []() {
-    std::vector<std::string> names;
-    for (const auto& def : vk::all_ops()) names.emplace_back(def.name);
-    return names;
-  }, "The name of every op in the C++ op table.");
-  m.def("op_info", [](const std::string& name) {
-    for (const auto& def : vk::all_ops()) {
-      if (def.name != name) continue;
-      nb::dict d;
-      d["name"] = std::string(def.name);
-      d["arity"] = def.arity;
-      d["signature"] = std::string(def.signature);
-      d["summary"] = std::string(def.summary);
-      d["has_grad"] = def.grad != nullptr;
-      d["grad_doc"] = std::string(def.grad_doc);
-      d["bitwise_deterministic"] = def.determinism == vk::Determinism::Bitwise;
-      return d;
-    }
-    throw nb::key_error(("no op named '" + name + "'").c_str());
-  }, "name"_a, "The op table's entry for `name`.");
+  m.def(
+      "op_names",
+      []() {
+        std::vector<std::string> names;
+        for (const auto& def : vk::all_ops()) names.emplace_back(def.name);
+        return names;
+      },
+      "The name of every op in the C++ op table.");
+  m.def(
+      "op_info",
+      [](const std::string& name) {
+        for (const auto& def : vk::all_ops()) {
+          if (def.name != name) continue;
+          nb::dict d;
+          d["name"] = std::string(def.name);
+          d["arity"] = def.arity;
+          d["signature"] = std::string(def.signature);
+          d["summary"] = std::string(def.summary);
+          d["has_grad"] = def.grad != nullptr;
+          d["grad_doc"] = std::string(def.grad_doc);
+          d["bitwise_deterministic"] = def.determinism == vk::Determinism::Bitwise;
+          return d;
+        }
+        throw nb::key_error(("no op named '" + name + "'").c_str());
+      },
+      "name"_a, "The op table's entry for `name`.");
 }
 
 }  // namespace vkpy

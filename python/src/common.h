@@ -30,7 +30,7 @@ using vk::Tensor;
 // int -> int64, bool -> bool, as numpy), or a name ("float32"). Anything else: DTypeError.
 DType to_dtype(nb::handle h);
 std::optional<DType> to_dtype_opt(nb::handle h);  // None -> nullopt
-nb::object numpy_dtype(DType t);                   // numpy.dtype for a vk dtype
+nb::object numpy_dtype(DType t);                  // numpy.dtype for a vk dtype
 
 // ---- tensors from Python data ----
 // A new tensor holding a copy of `data` (nested sequences, numpy arrays and scalars, vkml
@@ -55,9 +55,10 @@ std::vector<int64_t> to_dims(nb::handle h);   // None -> {} (all), int -> {d}, s
 nb::tuple shape_tuple(const Shape& s);
 
 // ---- numpy / DLPack export and import ----
-nb::object to_numpy(const Tensor& t, bool force);  // zero-copy view; RuntimeError with grad unless force
-nb::object dlpack_ndarray(const Tensor& t);        // a nanobind nb_ndarray over t (zero-copy)
-Tensor from_dlpack(nb::handle obj);                // zero-copy import
+nb::object to_numpy(const Tensor& t,
+                    bool force);             // zero-copy view; RuntimeError with grad unless force
+nb::object dlpack_ndarray(const Tensor& t);  // a nanobind nb_ndarray over t (zero-copy)
+Tensor from_dlpack(nb::handle obj);          // zero-copy import
 nb::object tolist(const Tensor& t);
 nb::object item(const Tensor& t);
 

@@ -85,11 +85,16 @@ std::optional<DType> to_dtype_opt(nb::handle h) {
 
 nb::object numpy_dtype(DType t) {
   switch (t) {
-    case DType::Bool: return np().dtype("bool");
-    case DType::Int32: return np().dtype("int32");
-    case DType::Int64: return np().dtype("int64");
-    case DType::Float32: return np().dtype("float32");
-    case DType::Float64: return np().dtype("float64");
+    case DType::Bool:
+      return np().dtype("bool");
+    case DType::Int32:
+      return np().dtype("int32");
+    case DType::Int64:
+      return np().dtype("int64");
+    case DType::Float32:
+      return np().dtype("float32");
+    case DType::Float64:
+      return np().dtype("float64");
   }
   throw vk::DTypeError("bad dtype");
 }
@@ -117,9 +122,12 @@ Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype) {
     nb::object dt = arr.attr("dtype");
     std::string kind = nb::cast<std::string>(dt.attr("kind"));
     int64_t itemsize = nb::cast<int64_t>(dt.attr("itemsize"));
-    if (kind == "f") target = (python_data || itemsize <= 4) ? DType::Float32 : DType::Float64;
-    else if (kind == "i" || kind == "u") target = (kind == "i" && itemsize == 4) ? DType::Int32 : DType::Int64;
-    else if (kind == "b") target = DType::Bool;
+    if (kind == "f")
+      target = (python_data || itemsize <= 4) ? DType::Float32 : DType::Float64;
+    else if (kind == "i" || kind == "u")
+      target = (kind == "i" && itemsize == 4) ? DType::Int32 : DType::Int64;
+    else if (kind == "b")
+      target = DType::Bool;
     else
       throw vk::DTypeError("tensor: cannot make a tensor from " + py_repr(dt) +
                            " data; vkml has float32, float64, int32, int64 and bool");
@@ -201,11 +209,16 @@ namespace {
 
 nb::dlpack::dtype dl_dtype(DType t) {
   switch (t) {
-    case DType::Bool: return nb::dtype<bool>();
-    case DType::Int32: return nb::dtype<int32_t>();
-    case DType::Int64: return nb::dtype<int64_t>();
-    case DType::Float32: return nb::dtype<float>();
-    case DType::Float64: return nb::dtype<double>();
+    case DType::Bool:
+      return nb::dtype<bool>();
+    case DType::Int32:
+      return nb::dtype<int32_t>();
+    case DType::Int64:
+      return nb::dtype<int64_t>();
+    case DType::Float32:
+      return nb::dtype<float>();
+    case DType::Float64:
+      return nb::dtype<double>();
   }
   throw vk::DTypeError("bad dtype");
 }
@@ -216,8 +229,8 @@ nb::object export_array(const Tensor& t) {
   auto* keep = new Tensor(t.detach());
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
-  nb::ndarray<Framework> arr(t.raw_data(), shape.size(), shape.data(), owner,
-                             t.strides().data(), dl_dtype(t.dtype()), nb::device::cpu::value);
+  nb::ndarray<Framework> arr(t.raw_data(), shape.size(), shape.data(), owner, t.strides().data(),
+                             dl_dtype(t.dtype()), nb::device::cpu::value);
   return arr.cast();
 }
 
@@ -241,8 +254,11 @@ Tensor from_dlpack(nb::handle obj) {
     using RoArr = nb::ndarray<nb::ro, nb::device::cpu>;
     RoArr ro;
     if (nb::try_cast<RoArr>(obj, ro)) return tensor_from_py(obj, std::nullopt);
-    throw nb::type_error(("from_dlpack: expected a CPU array with __dlpack__ or the buffer protocol, "
-                          "got " + py_repr(nb::handle(obj.type()))).c_str());
+    throw nb::type_error(
+        ("from_dlpack: expected a CPU array with __dlpack__ or the buffer protocol, "
+         "got " +
+         py_repr(nb::handle(obj.type())))
+            .c_str());
   }
   auto holder = std::make_shared<Arr>(std::move(imported));
   const Arr& a = *holder;
@@ -250,14 +266,20 @@ Tensor from_dlpack(nb::handle obj) {
   DType t;
   using Code = nb::dlpack::dtype_code;
   if (dt.lanes != 1) throw vk::DTypeError("from_dlpack: vector dtypes are not supported");
-  if (dt.code == (uint8_t)Code::Float && dt.bits == 32) t = DType::Float32;
-  else if (dt.code == (uint8_t)Code::Float && dt.bits == 64) t = DType::Float64;
-  else if (dt.code == (uint8_t)Code::Int && dt.bits == 32) t = DType::Int32;
-  else if (dt.code == (uint8_t)Code::Int && dt.bits == 64) t = DType::Int64;
-  else if (dt.code == (uint8_t)Code::Bool && dt.bits == 8) t = DType::Bool;
+  if (dt.code == (uint8_t)Code::Float && dt.bits == 32)
+    t = DType::Float32;
+  else if (dt.code == (uint8_t)Code::Float && dt.bits == 64)
+    t = DType::Float64;
+  else if (dt.code == (uint8_t)Code::Int && dt.bits == 32)
+    t = DType::Int32;
+  else if (dt.code == (uint8_t)Code::Int && dt.bits == 64)
+    t = DType::Int64;
+  else if (dt.code == (uint8_t)Code::Bool && dt.bits == 8)
+    t = DType::Bool;
   else
-    throw vk::DTypeError("from_dlpack: unsupported dtype (code " + std::to_string(dt.code) +
-                         ", " + std::to_string(dt.bits) + " bits); vkml has float32, float64, "
+    throw vk::DTypeError("from_dlpack: unsupported dtype (code " + std::to_string(dt.code) + ", " +
+                         std::to_string(dt.bits) +
+                         " bits); vkml has float32, float64, "
                          "int32, int64 and bool");
   Shape shape(a.ndim());
   vk::Strides strides(a.ndim());
@@ -272,8 +294,8 @@ Tensor from_dlpack(nb::handle obj) {
     span += (shape[i] - 1) * strides[i];
   }
   size_t nbytes = empty ? 0 : static_cast<size_t>(span) * vk::dtype_size(t);
-  auto storage = std::make_shared<vk::Storage>(a.data(), nbytes,
-                                               [holder](void*) mutable { holder.reset(); });
+  auto storage =
+      std::make_shared<vk::Storage>(a.data(), nbytes, [holder](void*) mutable { holder.reset(); });
   return Tensor::from_storage(std::move(storage), shape, strides, 0, t);
 }
 
@@ -281,9 +303,12 @@ namespace {
 
 template <class T>
 nb::object py_value(T v) {
-  if constexpr (std::is_same_v<T, bool>) return nb::bool_(v);
-  else if constexpr (std::is_floating_point_v<T>) return nb::float_(static_cast<double>(v));
-  else return nb::int_(static_cast<int64_t>(v));
+  if constexpr (std::is_same_v<T, bool>)
+    return nb::bool_(v);
+  else if constexpr (std::is_floating_point_v<T>)
+    return nb::float_(static_cast<double>(v));
+  else
+    return nb::int_(static_cast<int64_t>(v));
 }
 
 template <class T>
@@ -331,8 +356,10 @@ std::vector<Tensor> grads_from_py(nb::handle r, const std::vector<DType>& dtypes
     return out;
   }
   if (!PyList_Check(r.ptr()) && !PyTuple_Check(r.ptr()))
-    throw vk::RuntimeError(std::string(who) + ": the gradient function must return a tensor or a "
-                           "sequence of tensors (or None), got " + py_repr(r));
+    throw vk::RuntimeError(std::string(who) +
+                           ": the gradient function must return a tensor or a "
+                           "sequence of tensors (or None), got " +
+                           py_repr(r));
   size_t i = 0;
   for (nb::handle g : r) out.push_back(one(g, i++));
   return out;

@@ -69,7 +69,8 @@ Tensor clamp_any(const Tensor& x, nb::handle min, nb::handle max) {
            "clamp(): at least one of min and max must be given");
   bool tensor_bounds = nb::isinstance<Tensor>(min) || nb::isinstance<Tensor>(max);
   if (!tensor_bounds)
-    return vk::clamp(x, min.is_none() ? -kInf : scalar_value(min), max.is_none() ? kInf : scalar_value(max));
+    return vk::clamp(x, min.is_none() ? -kInf : scalar_value(min),
+                     max.is_none() ? kInf : scalar_value(max));
   Tensor r = x;
   if (!min.is_none()) r = vk::maximum(r, *operand(min, x));
   if (!max.is_none()) r = vk::minimum(r, *operand(max, x));
@@ -111,8 +112,10 @@ Tensor squeeze_any(const Tensor& x, nb::handle dim) {
 
 Tensor repeat(const Tensor& x, const Shape& reps) {
   VK_CHECK(reps.size() >= static_cast<size_t>(x.ndim()), ShapeError,
-           "repeat: number of repeat dims (", reps.size(), ") can not be smaller than the number "
-           "of tensor dims (", x.ndim(), ")");
+           "repeat: number of repeat dims (", reps.size(),
+           ") can not be smaller than the number "
+           "of tensor dims (",
+           x.ndim(), ")");
   Shape s(reps.size() - x.ndim(), 1);
   s.insert(s.end(), x.shape().begin(), x.shape().end());
   Shape inter, expanded, out;
@@ -157,16 +160,18 @@ double correction_of(nb::handle& dim, nb::handle unbiased, nb::handle correction
 
 void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
-  g_max_type = namedtuple("max", nb::make_tuple("values", "indices"), "module"_a = "vkml.return_types");
-  g_min_type = namedtuple("min", nb::make_tuple("values", "indices"), "module"_a = "vkml.return_types");
+  g_max_type =
+      namedtuple("max", nb::make_tuple("values", "indices"), "module"_a = "vkml.return_types");
+  g_min_type =
+      namedtuple("min", nb::make_tuple("values", "indices"), "module"_a = "vkml.return_types");
   m.attr("_max_type") = g_max_type;
   m.attr("_min_type") = g_min_type;
 
   // ---- unary ----
-#define VKPY_UNARY(NAME, EXPR)                         \
-  both(m, c, NAME, [](const Tensor& x) {               \
-    MaybeRelease r(heavy(x));                          \
-    return EXPR;                                       \
+#define VKPY_UNARY(NAME, EXPR)           \
+  both(m, c, NAME, [](const Tensor& x) { \
+    MaybeRelease r(heavy(x));            \
+    return EXPR;                         \
   })
   VKPY_UNARY("neg", vk::neg(x));
   VKPY_UNARY("negative", vk::neg(x));
@@ -191,12 +196,15 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_UNARY("round", vk::round(x));
   VKPY_UNARY("square", vk::mul(x, x));
 #undef VKPY_UNARY
-  both(m, c, "gelu", [](const Tensor& x, const std::string& approximate) {
-    VK_CHECK(approximate == "none" || approximate == "tanh", RuntimeError,
-             "gelu(): approximate must be 'none' or 'tanh', got '", approximate, "'");
-    MaybeRelease r(heavy(x));
-    return vk::gelu(x, approximate == "tanh");
-  }, "approximate"_a = "none");
+  both(
+      m, c, "gelu",
+      [](const Tensor& x, const std::string& approximate) {
+        VK_CHECK(approximate == "none" || approximate == "tanh", RuntimeError,
+                 "gelu(): approximate must be 'none' or 'tanh', got '", approximate, "'");
+        MaybeRelease r(heavy(x));
+        return vk::gelu(x, approximate == "tanh");
+      },
+      "approximate"_a = "none");
 
   // ---- binary ----
   auto other_of = [](const Tensor& x, nb::handle o) {
@@ -204,12 +212,15 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
     if (!t) throw nb::type_error("expected a tensor, a number or array data");
     return *t;
   };
-#define VKPY_BINARY(NAME, EXPR)                                       \
-  both(m, c, NAME, [other_of](const Tensor& x, nb::handle other) {    \
-    Tensor y = other_of(x, other);                                    \
-    MaybeRelease r(heavy(x, y));                                      \
-    return EXPR;                                                      \
-  }, "other"_a)
+#define VKPY_BINARY(NAME, EXPR)                       \
+  both(                                               \
+      m, c, NAME,                                     \
+      [other_of](const Tensor& x, nb::handle other) { \
+        Tensor y = other_of(x, other);                \
+        MaybeRelease r(heavy(x, y));                  \
+        return EXPR;                                  \
+      },                                              \
+      "other"_a)
   VKPY_BINARY("mul", vk::mul(x, y));
   VKPY_BINARY("multiply", vk::mul(x, y));
   VKPY_BINARY("maximum", vk::maximum(x, y));
@@ -228,78 +239,106 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_BINARY("mv", vk::matmul(x, y));
   VKPY_BINARY("dot", vk::matmul(x, y));
 #undef VKPY_BINARY
-  both(m, c, "add", [other_of](const Tensor& x, nb::handle other, double alpha) {
-    Tensor y = other_of(x, other);
-    MaybeRelease r(heavy(x, y));
-    return alpha == 1.0 ? vk::add(x, y) : vk::add(x, y * alpha);
-  }, "other"_a, nb::kw_only(), "alpha"_a = 1.0);
-  both(m, c, "sub", [other_of](const Tensor& x, nb::handle other, double alpha) {
-    Tensor y = other_of(x, other);
-    MaybeRelease r(heavy(x, y));
-    return alpha == 1.0 ? vk::sub(x, y) : vk::sub(x, y * alpha);
-  }, "other"_a, nb::kw_only(), "alpha"_a = 1.0);
-  both(m, c, "subtract", [other_of](const Tensor& x, nb::handle other) {
-    return vk::sub(x, other_of(x, other));
-  }, "other"_a);
+  both(
+      m, c, "add",
+      [other_of](const Tensor& x, nb::handle other, double alpha) {
+        Tensor y = other_of(x, other);
+        MaybeRelease r(heavy(x, y));
+        return alpha == 1.0 ? vk::add(x, y) : vk::add(x, y * alpha);
+      },
+      "other"_a, nb::kw_only(), "alpha"_a = 1.0);
+  both(
+      m, c, "sub",
+      [other_of](const Tensor& x, nb::handle other, double alpha) {
+        Tensor y = other_of(x, other);
+        MaybeRelease r(heavy(x, y));
+        return alpha == 1.0 ? vk::sub(x, y) : vk::sub(x, y * alpha);
+      },
+      "other"_a, nb::kw_only(), "alpha"_a = 1.0);
+  both(
+      m, c, "subtract",
+      [other_of](const Tensor& x, nb::handle other) { return vk::sub(x, other_of(x, other)); },
+      "other"_a);
   auto divide = [other_of](const Tensor& x, nb::handle other, std::optional<std::string> mode) {
     Tensor y = other_of(x, other);
     MaybeRelease r(heavy(x, y));
     Tensor q = vk::div(x, y);
     if (!mode) return q;
     if (*mode == "floor") return vk::floor(q);
-    VK_CHECK(*mode == "trunc", RuntimeError, "div(): rounding_mode must be None, 'trunc' or "
-             "'floor', got '", *mode, "'");
+    VK_CHECK(*mode == "trunc", RuntimeError,
+             "div(): rounding_mode must be None, 'trunc' or "
+             "'floor', got '",
+             *mode, "'");
     return vk::where(vk::lt(q, vk::zeros({}, q.dtype())), vk::ceil(q), vk::floor(q));
   };
   both(m, c, "div", divide, "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none());
   both(m, c, "divide", divide, "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none());
-  both(m, c, "true_divide", [other_of](const Tensor& x, nb::handle other) {
-    return vk::div(x, other_of(x, other));
-  }, "other"_a);
-  c.def("pow", [other_of](const Tensor& x, nb::handle exponent) {
-    Tensor y = other_of(x, exponent);
-    MaybeRelease r(heavy(x, y));
-    return vk::pow(x, y);
-  }, "exponent"_a);
-  m.def("pow", [other_of](nb::handle base, nb::handle exponent) {
-    if (nb::isinstance<Tensor>(base)) {
-      const Tensor& x = nb::cast<const Tensor&>(base);
-      return vk::pow(x, other_of(x, exponent));
-    }
-    const Tensor& e = nb::cast<const Tensor&>(exponent);
-    return vk::pow(other_of(e, base), e);
-  }, "input"_a, "exponent"_a);
-  m.def("equal", [](const Tensor& a, const Tensor& b) {
-    if (a.shape() != b.shape()) return false;
-    for (double v : vk::to_vector(vk::eq(a, b)))
-      if (v == 0.0) return false;
-    return true;
-  }, "input"_a, "other"_a, "True when both tensors have the same shape and elements.");
+  both(
+      m, c, "true_divide",
+      [other_of](const Tensor& x, nb::handle other) { return vk::div(x, other_of(x, other)); },
+      "other"_a);
+  c.def(
+      "pow",
+      [other_of](const Tensor& x, nb::handle exponent) {
+        Tensor y = other_of(x, exponent);
+        MaybeRelease r(heavy(x, y));
+        return vk::pow(x, y);
+      },
+      "exponent"_a);
+  m.def(
+      "pow",
+      [other_of](nb::handle base, nb::handle exponent) {
+        if (nb::isinstance<Tensor>(base)) {
+          const Tensor& x = nb::cast<const Tensor&>(base);
+          return vk::pow(x, other_of(x, exponent));
+        }
+        const Tensor& e = nb::cast<const Tensor&>(exponent);
+        return vk::pow(other_of(e, base), e);
+      },
+      "input"_a, "exponent"_a);
+  m.def(
+      "equal",
+      [](const Tensor& a, const Tensor& b) {
+        if (a.shape() != b.shape()) return false;
+        for (double v : vk::to_vector(vk::eq(a, b)))
+          if (v == 0.0) return false;
+        return true;
+      },
+      "input"_a, "other"_a, "True when both tensors have the same shape and elements.");
 
   // ---- where / clamp / masked_fill ----
-  m.def("where", [](const Tensor& cond, nb::handle x, nb::handle y) {
-    Tensor a, b;
-    if (nb::isinstance<Tensor>(x)) {
-      a = nb::cast<Tensor>(x);
-      b = *operand(y, a);
-    } else if (nb::isinstance<Tensor>(y)) {
-      b = nb::cast<Tensor>(y);
-      a = *operand(x, b);
-    } else {
-      a = as_tensor(x, DType::Float32);
-      b = as_tensor(y, DType::Float32);
-    }
-    MaybeRelease r(heavy(a, b));
-    return vk::where(cond, a, b);
-  }, "condition"_a, "input"_a, "other"_a);
-  c.def("where", [](const Tensor& x, const Tensor& cond, nb::handle y) {
-    return vk::where(cond, x, *operand(y, x));
-  }, "condition"_a, "other"_a);
-  both(m, c, "masked_fill", [](const Tensor& x, const Tensor& mask, nb::handle value) {
-    Tensor v = nb::isinstance<Tensor>(value) ? nb::cast<Tensor>(value) : *operand(value, x);
-    MaybeRelease r(heavy(x));
-    return vk::where(mask, vk::cast(v, x.dtype()), x);
-  }, "mask"_a, "value"_a);
+  m.def(
+      "where",
+      [](const Tensor& cond, nb::handle x, nb::handle y) {
+        Tensor a, b;
+        if (nb::isinstance<Tensor>(x)) {
+          a = nb::cast<Tensor>(x);
+          b = *operand(y, a);
+        } else if (nb::isinstance<Tensor>(y)) {
+          b = nb::cast<Tensor>(y);
+          a = *operand(x, b);
+        } else {
+          a = as_tensor(x, DType::Float32);
+          b = as_tensor(y, DType::Float32);
+        }
+        MaybeRelease r(heavy(a, b));
+        return vk::where(cond, a, b);
+      },
+      "condition"_a, "input"_a, "other"_a);
+  c.def(
+      "where",
+      [](const Tensor& x, const Tensor& cond, nb::handle y) {
+        return vk::where(cond, x, *operand(y, x));
+      },
+      "condition"_a, "other"_a);
+  both(
+      m, c, "masked_fill",
+      [](const Tensor& x, const Tensor& mask, nb::handle value) {
+        Tensor v = nb::isinstance<Tensor>(value) ? nb::cast<Tensor>(value) : *operand(value, x);
+        MaybeRelease r(heavy(x));
+        return vk::where(mask, vk::cast(v, x.dtype()), x);
+      },
+      "mask"_a, "value"_a);
   both(m, c, "clamp", clamp_any, "min"_a = nb::none(), "max"_a = nb::none());
   both(m, c, "clip", clamp_any, "min"_a = nb::none(), "max"_a = nb::none());
 
@@ -307,34 +346,49 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   auto maybe_cast = [](const Tensor& x, nb::handle dtype) {
     return dtype.is_none() ? x : vk::cast(x, to_dtype(dtype));
   };
-  both(m, c, "sum", [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
-    Tensor in = maybe_cast(x, dtype);
-    auto dims = to_dims(dim);
-    MaybeRelease r(heavy(x));
-    return vk::sum(in, dims, keepdim);
-  }, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
-  both(m, c, "mean", [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
-    Tensor in = maybe_cast(x, dtype);
-    auto dims = to_dims(dim);
-    MaybeRelease r(heavy(x));
-    return vk::mean(in, dims, keepdim);
-  }, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
-  both(m, c, "prod", [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
-    Tensor in = maybe_cast(x, dtype);
-    auto dims = to_dims(dim);
-    MaybeRelease r(heavy(x));
-    return vk::prod(in, dims, keepdim);
-  }, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
-  both(m, c, "amax", [](const Tensor& x, nb::handle dim, bool keepdim) {
-    auto dims = to_dims(dim);
-    MaybeRelease r(heavy(x));
-    return vk::amax(x, dims, keepdim);
-  }, "dim"_a = nb::none(), "keepdim"_a = false);
-  both(m, c, "amin", [](const Tensor& x, nb::handle dim, bool keepdim) {
-    auto dims = to_dims(dim);
-    MaybeRelease r(heavy(x));
-    return vk::amin(x, dims, keepdim);
-  }, "dim"_a = nb::none(), "keepdim"_a = false);
+  both(
+      m, c, "sum",
+      [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
+        Tensor in = maybe_cast(x, dtype);
+        auto dims = to_dims(dim);
+        MaybeRelease r(heavy(x));
+        return vk::sum(in, dims, keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
+  both(
+      m, c, "mean",
+      [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
+        Tensor in = maybe_cast(x, dtype);
+        auto dims = to_dims(dim);
+        MaybeRelease r(heavy(x));
+        return vk::mean(in, dims, keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
+  both(
+      m, c, "prod",
+      [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
+        Tensor in = maybe_cast(x, dtype);
+        auto dims = to_dims(dim);
+        MaybeRelease r(heavy(x));
+        return vk::prod(in, dims, keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
+  both(
+      m, c, "amax",
+      [](const Tensor& x, nb::handle dim, bool keepdim) {
+        auto dims = to_dims(dim);
+        MaybeRelease r(heavy(x));
+        return vk::amax(x, dims, keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false);
+  both(
+      m, c, "amin",
+      [](const Tensor& x, nb::handle dim, bool keepdim) {
+        auto dims = to_dims(dim);
+        MaybeRelease r(heavy(x));
+        return vk::amin(x, dims, keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false);
   for (bool is_max : {true, false}) {
     auto f = [is_max](const Tensor& x, nb::handle dim, bool keepdim) -> nb::object {
       if (dim.is_none()) return nb::cast(is_max ? vk::amax(x) : vk::amin(x));
@@ -355,58 +409,91 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
     };
     both(m, c, is_max ? "argmax" : "argmin", f, "dim"_a = nb::none(), "keepdim"_a = false);
   }
-  both(m, c, "logsumexp", [](const Tensor& x, nb::handle dim, bool keepdim) {
-    auto dims = to_dims(dim);
-    MaybeRelease r(heavy(x));
-    return vk::logsumexp(x, dims, keepdim);
-  }, "dim"_a = nb::none(), "keepdim"_a = false);
-  both(m, c, "var", [](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim,
-                       nb::handle correction) {
-    double corr = correction_of(dim, unbiased, correction);
-    auto dims = to_dims(dim);
-    MaybeRelease r(heavy(x));
-    return vk::var(x, dims, corr, keepdim);
-  }, "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
-     "correction"_a = nb::none());
-  both(m, c, "std", [](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim,
-                       nb::handle correction) {
-    double corr = correction_of(dim, unbiased, correction);
-    auto dims = to_dims(dim);
-    MaybeRelease r(heavy(x));
-    return vk::sqrt(vk::var(x, dims, corr, keepdim));
-  }, "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
-     "correction"_a = nb::none());
-  both(m, c, "softmax", [maybe_cast](const Tensor& x, int64_t dim, nb::handle dtype) {
-    Tensor in = maybe_cast(x, dtype);
-    MaybeRelease r(heavy(x));
-    return vk::softmax(in, dim);
-  }, "dim"_a, "dtype"_a = nb::none());
-  both(m, c, "log_softmax", [maybe_cast](const Tensor& x, int64_t dim, nb::handle dtype) {
-    Tensor in = maybe_cast(x, dtype);
-    MaybeRelease r(heavy(x));
-    return vk::log_softmax(in, dim);
-  }, "dim"_a, "dtype"_a = nb::none());
+  both(
+      m, c, "logsumexp",
+      [](const Tensor& x, nb::handle dim, bool keepdim) {
+        auto dims = to_dims(dim);
+        MaybeRelease r(heavy(x));
+        return vk::logsumexp(x, dims, keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false);
+  both(
+      m, c, "var",
+      [](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim,
+         nb::handle correction) {
+        double corr = correction_of(dim, unbiased, correction);
+        auto dims = to_dims(dim);
+        MaybeRelease r(heavy(x));
+        return vk::var(x, dims, corr, keepdim);
+      },
+      "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
+      "correction"_a = nb::none());
+  both(
+      m, c, "std",
+      [](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim,
+         nb::handle correction) {
+        double corr = correction_of(dim, unbiased, correction);
+        auto dims = to_dims(dim);
+        MaybeRelease r(heavy(x));
+        return vk::sqrt(vk::var(x, dims, corr, keepdim));
+      },
+      "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
+      "correction"_a = nb::none());
+  both(
+      m, c, "softmax",
+      [maybe_cast](const Tensor& x, int64_t dim, nb::handle dtype) {
+        Tensor in = maybe_cast(x, dtype);
+        MaybeRelease r(heavy(x));
+        return vk::softmax(in, dim);
+      },
+      "dim"_a, "dtype"_a = nb::none());
+  both(
+      m, c, "log_softmax",
+      [maybe_cast](const Tensor& x, int64_t dim, nb::handle dtype) {
+        Tensor in = maybe_cast(x, dtype);
+        MaybeRelease r(heavy(x));
+        return vk::log_softmax(in, dim);
+      },
+      "dim"_a, "dtype"_a = nb::none());
 
   // ---- shape ----
-  c.def("reshape", [](const Tensor& x, nb::args shape) { return vk::reshape(x, shape_from_args(shape)); });
-  c.def("view", [](const Tensor& x, nb::args shape) { return vk::reshape(x, shape_from_args(shape)); });
-  m.def("reshape", [](const Tensor& x, nb::handle shape) { return vk::reshape(x, to_shape(shape)); },
-        "input"_a, "shape"_a);
-  c.def("view_as", [](const Tensor& x, const Tensor& o) { return vk::reshape(x, o.shape()); }, "other"_a);
-  c.def("reshape_as", [](const Tensor& x, const Tensor& o) { return vk::reshape(x, o.shape()); }, "other"_a);
-  c.def("permute", [](const Tensor& x, nb::args dims) { return vk::permute(x, shape_from_args(dims)); });
-  m.def("permute", [](const Tensor& x, nb::handle dims) { return vk::permute(x, to_shape(dims)); },
-        "input"_a, "dims"_a);
-  c.def("expand", [](const Tensor& x, nb::args sizes) { return vk::expand(x, shape_from_args(sizes)); });
-  c.def("expand_as", [](const Tensor& x, const Tensor& o) { return vk::expand(x, o.shape()); }, "other"_a);
-  both(m, c, "broadcast_to", [](const Tensor& x, nb::handle shape) {
-    return vk::broadcast_to(x, to_shape(shape));
-  }, "size"_a);
-  c.def("repeat", [](const Tensor& x, nb::args sizes) { return repeat(x, shape_from_args(sizes)); });
-  both(m, c, "transpose", [](const Tensor& x, int64_t d0, int64_t d1) { return vk::transpose(x, d0, d1); },
-       "dim0"_a, "dim1"_a);
-  both(m, c, "swapaxes", [](const Tensor& x, int64_t d0, int64_t d1) { return vk::transpose(x, d0, d1); },
-       "axis0"_a, "axis1"_a);
+  c.def("reshape",
+        [](const Tensor& x, nb::args shape) { return vk::reshape(x, shape_from_args(shape)); });
+  c.def("view",
+        [](const Tensor& x, nb::args shape) { return vk::reshape(x, shape_from_args(shape)); });
+  m.def(
+      "reshape", [](const Tensor& x, nb::handle shape) { return vk::reshape(x, to_shape(shape)); },
+      "input"_a, "shape"_a);
+  c.def(
+      "view_as", [](const Tensor& x, const Tensor& o) { return vk::reshape(x, o.shape()); },
+      "other"_a);
+  c.def(
+      "reshape_as", [](const Tensor& x, const Tensor& o) { return vk::reshape(x, o.shape()); },
+      "other"_a);
+  c.def("permute",
+        [](const Tensor& x, nb::args dims) { return vk::permute(x, shape_from_args(dims)); });
+  m.def(
+      "permute", [](const Tensor& x, nb::handle dims) { return vk::permute(x, to_shape(dims)); },
+      "input"_a, "dims"_a);
+  c.def("expand",
+        [](const Tensor& x, nb::args sizes) { return vk::expand(x, shape_from_args(sizes)); });
+  c.def(
+      "expand_as", [](const Tensor& x, const Tensor& o) { return vk::expand(x, o.shape()); },
+      "other"_a);
+  both(
+      m, c, "broadcast_to",
+      [](const Tensor& x, nb::handle shape) { return vk::broadcast_to(x, to_shape(shape)); },
+      "size"_a);
+  c.def("repeat",
+        [](const Tensor& x, nb::args sizes) { return repeat(x, shape_from_args(sizes)); });
+  both(
+      m, c, "transpose",
+      [](const Tensor& x, int64_t d0, int64_t d1) { return vk::transpose(x, d0, d1); }, "dim0"_a,
+      "dim1"_a);
+  both(
+      m, c, "swapaxes",
+      [](const Tensor& x, int64_t d0, int64_t d1) { return vk::transpose(x, d0, d1); }, "axis0"_a,
+      "axis1"_a);
   both(m, c, "t", [](const Tensor& x) {
     VK_CHECK(x.ndim() <= 2, ShapeError, "t() expects a tensor with <= 2 dims, got shape ",
              vk::shape_str(x.shape()));
@@ -422,10 +509,12 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
              vk::shape_str(x.shape()));
     return vk::transpose(x, -2, -1);
   });
-  both(m, c, "flatten", [](const Tensor& x, int64_t s, int64_t e) { return vk::flatten(x, s, e); },
-       "start_dim"_a = 0, "end_dim"_a = -1);
+  both(
+      m, c, "flatten", [](const Tensor& x, int64_t s, int64_t e) { return vk::flatten(x, s, e); },
+      "start_dim"_a = 0, "end_dim"_a = -1);
   both(m, c, "squeeze", squeeze_any, "dim"_a = nb::none());
-  both(m, c, "unsqueeze", [](const Tensor& x, int64_t d) { return vk::unsqueeze(x, d); }, "dim"_a);
+  both(
+      m, c, "unsqueeze", [](const Tensor& x, int64_t d) { return vk::unsqueeze(x, d); }, "dim"_a);
   c.def("contiguous", [](nb::handle self) -> nb::object {
     const Tensor& x = nb::cast<const Tensor&>(self);
     if (x.is_contiguous()) return nb::borrow(self);
@@ -438,100 +527,149 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
     return vk::clone(x);
   });
   c.def("flip", [](const Tensor& x, nb::args dims) { return vk::flip(x, shape_from_args(dims)); });
-  m.def("flip", [](const Tensor& x, nb::handle dims) { return vk::flip(x, to_shape(dims)); },
-        "input"_a, "dims"_a);
-  both(m, c, "narrow", [](const Tensor& x, int64_t dim, int64_t start, int64_t length) {
-    int64_t d = vk::wrap_dim(dim, x.ndim(), "narrow");
-    if (start < 0) start += x.shape()[d];
-    VK_CHECK(start >= 0 && length >= 0 && start + length <= x.shape()[d], IndexError,
-             "narrow: start (", start, ") + length (", length, ") exceeds dim ", d, " of size ",
-             x.shape()[d]);
-    return vk::slice(x, d, start, start + length, 1);
-  }, "dim"_a, "start"_a, "length"_a);
-  both(m, c, "select", [](const Tensor& x, int64_t dim, int64_t index) { return vk::select(x, dim, index); },
-       "dim"_a, "index"_a);
-  both(m, c, "split", [](const Tensor& x, nb::handle size, int64_t dim) {
-    if (PyLong_Check(size.ptr())) return to_tuple(split_even(x, as_i64(size), dim));
-    return to_tuple(split_sizes(x, to_shape(size), dim));
-  }, "split_size_or_sections"_a, "dim"_a = 0);
-  both(m, c, "chunk", [](const Tensor& x, int64_t chunks, int64_t dim) {
-    VK_CHECK(chunks > 0, ShapeError, "chunk: chunks must be positive, got ", chunks);
-    int64_t n = x.shape()[vk::wrap_dim(dim, x.ndim(), "chunk")];
-    return to_tuple(split_even(x, std::max<int64_t>((n + chunks - 1) / chunks, 1), dim));
-  }, "chunks"_a, "dim"_a = 0);
-  both(m, c, "unbind", [](const Tensor& x, int64_t dim) {
-    int64_t d = vk::wrap_dim(dim, x.ndim(), "unbind");
-    std::vector<Tensor> out;
-    for (int64_t i = 0; i < x.shape()[d]; ++i) out.push_back(vk::select(x, d, i));
-    return to_tuple(out);
-  }, "dim"_a = 0);
+  m.def(
+      "flip", [](const Tensor& x, nb::handle dims) { return vk::flip(x, to_shape(dims)); },
+      "input"_a, "dims"_a);
+  both(
+      m, c, "narrow",
+      [](const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+        int64_t d = vk::wrap_dim(dim, x.ndim(), "narrow");
+        if (start < 0) start += x.shape()[d];
+        VK_CHECK(start >= 0 && length >= 0 && start + length <= x.shape()[d], IndexError,
+                 "narrow: start (", start, ") + length (", length, ") exceeds dim ", d, " of size ",
+                 x.shape()[d]);
+        return vk::slice(x, d, start, start + length, 1);
+      },
+      "dim"_a, "start"_a, "length"_a);
+  both(
+      m, c, "select",
+      [](const Tensor& x, int64_t dim, int64_t index) { return vk::select(x, dim, index); },
+      "dim"_a, "index"_a);
+  both(
+      m, c, "split",
+      [](const Tensor& x, nb::handle size, int64_t dim) {
+        if (PyLong_Check(size.ptr())) return to_tuple(split_even(x, as_i64(size), dim));
+        return to_tuple(split_sizes(x, to_shape(size), dim));
+      },
+      "split_size_or_sections"_a, "dim"_a = 0);
+  both(
+      m, c, "chunk",
+      [](const Tensor& x, int64_t chunks, int64_t dim) {
+        VK_CHECK(chunks > 0, ShapeError, "chunk: chunks must be positive, got ", chunks);
+        int64_t n = x.shape()[vk::wrap_dim(dim, x.ndim(), "chunk")];
+        return to_tuple(split_even(x, std::max<int64_t>((n + chunks - 1) / chunks, 1), dim));
+      },
+      "chunks"_a, "dim"_a = 0);
+  both(
+      m, c, "unbind",
+      [](const Tensor& x, int64_t dim) {
+        int64_t d = vk::wrap_dim(dim, x.ndim(), "unbind");
+        std::vector<Tensor> out;
+        for (int64_t i = 0; i < x.shape()[d]; ++i) out.push_back(vk::select(x, d, i));
+        return to_tuple(out);
+      },
+      "dim"_a = 0);
   for (const char* name : {"cat", "concat", "concatenate"})
-    m.def(name, [](nb::handle tensors, int64_t dim) {
-      std::vector<Tensor> ts = tensor_list(tensors);
-      nb::gil_scoped_release r;
-      return vk::cat(ts, dim);
-    }, "tensors"_a, "dim"_a = 0);
-  m.def("stack", [](nb::handle tensors, int64_t dim) {
-    std::vector<Tensor> ts = tensor_list(tensors);
-    nb::gil_scoped_release r;
-    return vk::stack(ts, dim);
-  }, "tensors"_a, "dim"_a = 0);
-  m.def("pad", [](const Tensor& x, nb::handle pad, const std::string& mode, nb::handle value) {
-    VK_CHECK(mode == "constant", NotImplementedError, "pad: only mode='constant' is implemented, got '",
-             mode, "'");
-    return vk::pad(x, to_shape(pad), value.is_none() ? 0.0 : scalar_value(value));
-  }, "input"_a, "pad"_a, "mode"_a = "constant", "value"_a = nb::none());
-  m.def("sum_to", [](const Tensor& x, nb::handle shape) { return vk::sum_to(x, to_shape(shape)); },
-        "input"_a, "shape"_a, "x summed down to `shape` (the adjoint of broadcasting).");
-  m.def("slice", [](const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step) {
-    return vk::slice(x, dim, start, stop, step);
-  }, "input"_a, "dim"_a, "start"_a, "stop"_a, "step"_a = 1);
-  m.def("slice_backward", [](const Tensor& g, nb::handle input_shape, int64_t dim, int64_t start,
-                             int64_t stop, int64_t step) {
-    return vk::slice_backward(g, to_shape(input_shape), dim, start, stop, step);
-  }, "grad"_a, "input_shape"_a, "dim"_a, "start"_a, "stop"_a, "step"_a = 1);
+    m.def(
+        name,
+        [](nb::handle tensors, int64_t dim) {
+          std::vector<Tensor> ts = tensor_list(tensors);
+          nb::gil_scoped_release r;
+          return vk::cat(ts, dim);
+        },
+        "tensors"_a, "dim"_a = 0);
+  m.def(
+      "stack",
+      [](nb::handle tensors, int64_t dim) {
+        std::vector<Tensor> ts = tensor_list(tensors);
+        nb::gil_scoped_release r;
+        return vk::stack(ts, dim);
+      },
+      "tensors"_a, "dim"_a = 0);
+  m.def(
+      "pad",
+      [](const Tensor& x, nb::handle pad, const std::string& mode, nb::handle value) {
+        VK_CHECK(mode == "constant", NotImplementedError,
+                 "pad: only mode='constant' is implemented, got '", mode, "'");
+        return vk::pad(x, to_shape(pad), value.is_none() ? 0.0 : scalar_value(value));
+      },
+      "input"_a, "pad"_a, "mode"_a = "constant", "value"_a = nb::none());
+  m.def(
+      "sum_to", [](const Tensor& x, nb::handle shape) { return vk::sum_to(x, to_shape(shape)); },
+      "input"_a, "shape"_a, "x summed down to `shape` (the adjoint of broadcasting).");
+  m.def(
+      "slice",
+      [](const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+        return vk::slice(x, dim, start, stop, step);
+      },
+      "input"_a, "dim"_a, "start"_a, "stop"_a, "step"_a = 1);
+  m.def(
+      "slice_backward",
+      [](const Tensor& g, nb::handle input_shape, int64_t dim, int64_t start, int64_t stop,
+         int64_t step) {
+        return vk::slice_backward(g, to_shape(input_shape), dim, start, stop, step);
+      },
+      "grad"_a, "input_shape"_a, "dim"_a, "start"_a, "stop"_a, "step"_a = 1);
 
   // ---- index ops ----
-  both(m, c, "gather", [](const Tensor& x, int64_t dim, const Tensor& index) {
-    MaybeRelease r(heavy(x, index));
-    return vk::gather(x, dim, index);
-  }, "dim"_a, "index"_a);
-  both(m, c, "index_select", [](const Tensor& x, int64_t dim, const Tensor& index) {
-    MaybeRelease r(heavy(x, index));
-    return vk::index_select(x, dim, index);
-  }, "dim"_a, "index"_a);
-  both(m, c, "scatter_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-    MaybeRelease r(heavy(x, src));
-    return vk::scatter_add(x, dim, index, src);
-  }, "dim"_a, "index"_a, "src"_a);
-  both(m, c, "index_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
-                             double alpha) {
-    MaybeRelease r(heavy(x, source));
-    return vk::index_add(x, dim, index, alpha == 1.0 ? source : source * alpha);
-  }, "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1.0);
-  both(m, c, "nonzero", [](const Tensor& x, bool as_tuple) -> nb::object {
-    Tensor mask = x.dtype() == DType::Bool ? x : vk::ne(x, vk::zeros({}, x.dtype()));
-    Tensor nz = vk::nonzero(mask);
-    if (!as_tuple) return nb::cast(nz);
-    std::vector<Tensor> cols;
-    for (int64_t d = 0; d < nz.shape()[1]; ++d) cols.push_back(vk::select(nz, 1, d));
-    return to_tuple(cols);
-  }, nb::kw_only(), "as_tuple"_a = false);
+  both(
+      m, c, "gather",
+      [](const Tensor& x, int64_t dim, const Tensor& index) {
+        MaybeRelease r(heavy(x, index));
+        return vk::gather(x, dim, index);
+      },
+      "dim"_a, "index"_a);
+  both(
+      m, c, "index_select",
+      [](const Tensor& x, int64_t dim, const Tensor& index) {
+        MaybeRelease r(heavy(x, index));
+        return vk::index_select(x, dim, index);
+      },
+      "dim"_a, "index"_a);
+  both(
+      m, c, "scatter_add",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+        MaybeRelease r(heavy(x, src));
+        return vk::scatter_add(x, dim, index, src);
+      },
+      "dim"_a, "index"_a, "src"_a);
+  both(
+      m, c, "index_add",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
+        MaybeRelease r(heavy(x, source));
+        return vk::index_add(x, dim, index, alpha == 1.0 ? source : source * alpha);
+      },
+      "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1.0);
+  both(
+      m, c, "nonzero",
+      [](const Tensor& x, bool as_tuple) -> nb::object {
+        Tensor mask = x.dtype() == DType::Bool ? x : vk::ne(x, vk::zeros({}, x.dtype()));
+        Tensor nz = vk::nonzero(mask);
+        if (!as_tuple) return nb::cast(nz);
+        std::vector<Tensor> cols;
+        for (int64_t d = 0; d < nz.shape()[1]; ++d) cols.push_back(vk::select(nz, 1, d));
+        return to_tuple(cols);
+      },
+      nb::kw_only(), "as_tuple"_a = false);
 
   // ---- logical reductions and float classification (bool results: no graph) ----
   auto any_of = [](const Tensor& x, nb::handle dim, bool keepdim) {
     vk::NoGradGuard ng;
-    Tensor nz = vk::cast(x.dtype() == DType::Bool ? x : vk::ne(x, vk::zeros({}, x.dtype())), DType::Int64);
+    Tensor nz =
+        vk::cast(x.dtype() == DType::Bool ? x : vk::ne(x, vk::zeros({}, x.dtype())), DType::Int64);
     return vk::ne(vk::sum(nz, to_dims(dim), keepdim), vk::zeros({}, DType::Int64));
   };
   both(m, c, "any", any_of, "dim"_a = nb::none(), "keepdim"_a = false);
-  both(m, c, "all", [](const Tensor& x, nb::handle dim, bool keepdim) {
-    vk::NoGradGuard ng;
-    Tensor zero = vk::cast(x.dtype() == DType::Bool ? vk::eq(x, vk::zeros({}, DType::Bool))
-                                                    : vk::eq(x, vk::zeros({}, x.dtype())),
-                           DType::Int64);
-    return vk::eq(vk::sum(zero, to_dims(dim), keepdim), vk::zeros({}, DType::Int64));
-  }, "dim"_a = nb::none(), "keepdim"_a = false);
+  both(
+      m, c, "all",
+      [](const Tensor& x, nb::handle dim, bool keepdim) {
+        vk::NoGradGuard ng;
+        Tensor zero = vk::cast(x.dtype() == DType::Bool ? vk::eq(x, vk::zeros({}, DType::Bool))
+                                                        : vk::eq(x, vk::zeros({}, x.dtype())),
+                               DType::Int64);
+        return vk::eq(vk::sum(zero, to_dims(dim), keepdim), vk::zeros({}, DType::Int64));
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false);
   both(m, c, "isnan", [](const Tensor& x) {
     vk::NoGradGuard ng;
     return vk::ne(x, x);
@@ -554,152 +692,240 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   });
 
   // ---- convolution and pooling (torch.nn.functional's signatures) ----
-  m.def("conv2d", [](const Tensor& x, const Tensor& w, std::optional<Tensor> bias, nb::handle stride,
-                     nb::handle padding, nb::handle dilation, int64_t groups) {
-    auto [sh, sw] = pair_of(stride, "stride");
-    std::pair<int64_t, int64_t> pd{0, 0};
-    if (nb::isinstance<nb::str>(padding)) {
-      VK_CHECK(nb::cast<std::string>(padding) == "valid", NotImplementedError,
-               "conv2d: padding must be an int, a pair or 'valid'");
-    } else {
-      pd = pair_of(padding, "padding");
-    }
-    auto [dh, dw] = pair_of(dilation, "dilation");
-    nb::gil_scoped_release r;
-    return vk::conv2d(x, w, bias ? *bias : Tensor(), sh, sw, pd.first, pd.second, dh, dw, groups);
-  }, "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-     "groups"_a = 1);
-  m.def("max_pool2d", [](const Tensor& x, nb::handle kernel_size, nb::handle stride, nb::handle padding,
-                         nb::handle dilation, bool ceil_mode, bool return_indices) -> nb::object {
-    VK_CHECK(!ceil_mode, NotImplementedError, "max_pool2d: ceil_mode=True is not implemented");
-    vk::Window2d w = window(kernel_size, stride, padding, dilation);
-    vk::PoolResult p;
-    {
-      nb::gil_scoped_release r;
-      p = vk::max_pool2d(x, w);
-    }
-    if (return_indices) return nb::make_tuple(p.values, p.indices);
-    return nb::cast(p.values);
-  }, "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
-     "ceil_mode"_a = false, "return_indices"_a = false);
-  m.def("max_pool2d_backward", [](const Tensor& g, const Tensor& indices, nb::handle input_shape) {
-    return vk::max_pool2d_backward(g, indices, to_shape(input_shape));
-  }, "grad"_a, "indices"_a, "input_shape"_a);
-  m.def("avg_pool2d", [](const Tensor& x, nb::handle kernel_size, nb::handle stride, nb::handle padding,
-                         bool ceil_mode, bool count_include_pad) {
-    VK_CHECK(!ceil_mode, NotImplementedError, "avg_pool2d: ceil_mode=True is not implemented");
-    VK_CHECK(count_include_pad, NotImplementedError,
-             "avg_pool2d: count_include_pad=False is not implemented (padding counts as zeros)");
-    vk::Window2d w = window(kernel_size, stride, padding, nb::int_(1));
-    nb::gil_scoped_release r;
-    return vk::avg_pool2d(x, w);
-  }, "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-     "count_include_pad"_a = true);
-  m.def("im2col", [](const Tensor& x, nb::handle kernel_size, nb::handle dilation, nb::handle padding,
-                     nb::handle stride) {
-    vk::Window2d w = window(kernel_size, stride, padding, dilation);
-    nb::gil_scoped_release r;
-    return vk::im2col(x, w);
-  }, "input"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1,
-     "torch.nn.functional.unfold: (N, C, H, W) -> (N, C*kh*kw, L)");
-  m.def("col2im", [](const Tensor& cols, nb::handle output_size, nb::handle kernel_size,
-                     nb::handle dilation, nb::handle padding, nb::handle stride) {
-    auto [h, wd] = pair_of(output_size, "output_size");
-    vk::Window2d w = window(kernel_size, stride, padding, dilation);
-    nb::gil_scoped_release r;
-    return vk::col2im(cols, h, wd, w);
-  }, "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1,
-     "torch.nn.functional.fold: (N, C*kh*kw, L) -> (N, C, H, W), overlaps summed");
+  m.def(
+      "conv2d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> bias, nb::handle stride,
+         nb::handle padding, nb::handle dilation, int64_t groups) {
+        auto [sh, sw] = pair_of(stride, "stride");
+        std::pair<int64_t, int64_t> pd{0, 0};
+        if (nb::isinstance<nb::str>(padding)) {
+          VK_CHECK(nb::cast<std::string>(padding) == "valid", NotImplementedError,
+                   "conv2d: padding must be an int, a pair or 'valid'");
+        } else {
+          pd = pair_of(padding, "padding");
+        }
+        auto [dh, dw] = pair_of(dilation, "dilation");
+        nb::gil_scoped_release r;
+        return vk::conv2d(x, w, bias ? *bias : Tensor(), sh, sw, pd.first, pd.second, dh, dw,
+                          groups);
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+      "dilation"_a = 1, "groups"_a = 1);
+  m.def(
+      "max_pool2d",
+      [](const Tensor& x, nb::handle kernel_size, nb::handle stride, nb::handle padding,
+         nb::handle dilation, bool ceil_mode, bool return_indices) -> nb::object {
+        VK_CHECK(!ceil_mode, NotImplementedError, "max_pool2d: ceil_mode=True is not implemented");
+        vk::Window2d w = window(kernel_size, stride, padding, dilation);
+        vk::PoolResult p;
+        {
+          nb::gil_scoped_release r;
+          p = vk::max_pool2d(x, w);
+        }
+        if (return_indices) return nb::make_tuple(p.values, p.indices);
+        return nb::cast(p.values);
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+      "ceil_mode"_a = false, "return_indices"_a = false);
+  m.def(
+      "max_pool2d_backward",
+      [](const Tensor& g, const Tensor& indices, nb::handle input_shape) {
+        return vk::max_pool2d_backward(g, indices, to_shape(input_shape));
+      },
+      "grad"_a, "indices"_a, "input_shape"_a);
+  m.def(
+      "avg_pool2d",
+      [](const Tensor& x, nb::handle kernel_size, nb::handle stride, nb::handle padding,
+         bool ceil_mode, bool count_include_pad) {
+        VK_CHECK(!ceil_mode, NotImplementedError, "avg_pool2d: ceil_mode=True is not implemented");
+        VK_CHECK(
+            count_include_pad, NotImplementedError,
+            "avg_pool2d: count_include_pad=False is not implemented (padding counts as zeros)");
+        vk::Window2d w = window(kernel_size, stride, padding, nb::int_(1));
+        nb::gil_scoped_release r;
+        return vk::avg_pool2d(x, w);
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+      "count_include_pad"_a = true);
+  m.def(
+      "im2col",
+      [](const Tensor& x, nb::handle kernel_size, nb::handle dilation, nb::handle padding,
+         nb::handle stride) {
+        vk::Window2d w = window(kernel_size, stride, padding, dilation);
+        nb::gil_scoped_release r;
+        return vk::im2col(x, w);
+      },
+      "input"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1,
+      "torch.nn.functional.unfold: (N, C, H, W) -> (N, C*kh*kw, L)");
+  m.def(
+      "col2im",
+      [](const Tensor& cols, nb::handle output_size, nb::handle kernel_size, nb::handle dilation,
+         nb::handle padding, nb::handle stride) {
+        auto [h, wd] = pair_of(output_size, "output_size");
+        vk::Window2d w = window(kernel_size, stride, padding, dilation);
+        nb::gil_scoped_release r;
+        return vk::col2im(cols, h, wd, w);
+      },
+      "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0,
+      "stride"_a = 1, "torch.nn.functional.fold: (N, C*kh*kw, L) -> (N, C, H, W), overlaps summed");
 
   // ---- creation ----
   for (const char* name : {"zeros", "empty"})
-    m.def(name, [](nb::args size, nb::handle dtype, bool requires_grad) {
-      return with_grad(vk::zeros(shape_from_args(size), creation_dtype(dtype, DType::Float32)), requires_grad);
-    }, "size"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("ones", [](nb::args size, nb::handle dtype, bool requires_grad) {
-    return with_grad(vk::ones(shape_from_args(size), creation_dtype(dtype, DType::Float32)), requires_grad);
-  }, "size"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("full", [](nb::handle size, nb::handle value, nb::handle dtype, bool requires_grad) {
-    DType dt = creation_dtype(dtype, dtype_of_value(value));
-    double v = nb::isinstance<Tensor>(value) ? nb::cast<const Tensor&>(value).item() : scalar_value(value);
-    return with_grad(vk::full(to_shape(size), v, dt), requires_grad);
-  }, "size"_a, "fill_value"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("arange", [](nb::handle start, nb::handle end, nb::handle step, nb::handle dtype, bool requires_grad) {
-    if (end.is_none()) {
-      end = start;
-      start = nb::int_(0);
-    }
-    bool ints = PyLong_Check(start.ptr()) && PyLong_Check(end.ptr()) && PyLong_Check(step.ptr());
-    DType dt = creation_dtype(dtype, ints ? DType::Int64 : DType::Float32);
-    return with_grad(vk::arange(scalar_value(start), scalar_value(end), scalar_value(step), dt), requires_grad);
-  }, "start"_a, "end"_a = nb::none(), "step"_a = 1, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("linspace", [](double start, double end, int64_t steps, nb::handle dtype, bool requires_grad) {
-    return with_grad(vk::linspace(start, end, steps, creation_dtype(dtype, DType::Float32)), requires_grad);
-  }, "start"_a, "end"_a, "steps"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("eye", [](int64_t n, std::optional<int64_t> mcols, nb::handle dtype, bool requires_grad) {
-    DType dt = creation_dtype(dtype, DType::Float32);
-    if (!mcols || *mcols == n) return with_grad(vk::eye(n, dt), requires_grad);
-    int64_t mm = *mcols;
-    Tensor r = vk::reshape(vk::arange(0, (double)n, 1, DType::Int64), {n, 1});
-    Tensor cidx = vk::reshape(vk::arange(0, (double)mm, 1, DType::Int64), {1, mm});
-    return with_grad(vk::cast(vk::eq(r, cidx), dt), requires_grad);
-  }, "n"_a, "m"_a = nb::none(), "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("rand", [](nb::args size, nb::handle dtype, bool requires_grad) {
-    return with_grad(vk::rand(shape_from_args(size), creation_dtype(dtype, DType::Float32)), requires_grad);
-  }, "size"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("randn", [](nb::args size, nb::handle dtype, bool requires_grad) {
-    return with_grad(vk::randn(shape_from_args(size), creation_dtype(dtype, DType::Float32)), requires_grad);
-  }, "size"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("randint", [](nb::args args, nb::handle size, nb::handle dtype) {
-    int64_t low = 0, high;
-    nb::handle sz = size;
-    size_t n = args.size();
-    if (sz.is_none()) {
-      VK_CHECK(n == 2 || n == 3, RuntimeError, "randint(low=0, high, size): got ", n, " positional arguments");
-      sz = args[n - 1];
-      n -= 1;
-    }
-    VK_CHECK(n == 1 || n == 2, RuntimeError, "randint(low=0, high, size): bad arguments");
-    if (n == 2) low = as_i64(args[0]);
-    high = as_i64(args[n - 1]);
-    return vk::randint(low, high, to_shape(sz), creation_dtype(dtype, DType::Int64));
-  }, "args"_a, "size"_a = nb::none(), "dtype"_a = nb::none());
-  auto like_dtype = [](const Tensor& t, nb::handle dtype) { return creation_dtype(dtype, t.dtype()); };
+    m.def(
+        name,
+        [](nb::args size, nb::handle dtype, bool requires_grad) {
+          return with_grad(vk::zeros(shape_from_args(size), creation_dtype(dtype, DType::Float32)),
+                           requires_grad);
+        },
+        "size"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "ones",
+      [](nb::args size, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::ones(shape_from_args(size), creation_dtype(dtype, DType::Float32)),
+                         requires_grad);
+      },
+      "size"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "full",
+      [](nb::handle size, nb::handle value, nb::handle dtype, bool requires_grad) {
+        DType dt = creation_dtype(dtype, dtype_of_value(value));
+        double v = nb::isinstance<Tensor>(value) ? nb::cast<const Tensor&>(value).item()
+                                                 : scalar_value(value);
+        return with_grad(vk::full(to_shape(size), v, dt), requires_grad);
+      },
+      "size"_a, "fill_value"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "arange",
+      [](nb::handle start, nb::handle end, nb::handle step, nb::handle dtype, bool requires_grad) {
+        if (end.is_none()) {
+          end = start;
+          start = nb::int_(0);
+        }
+        bool ints =
+            PyLong_Check(start.ptr()) && PyLong_Check(end.ptr()) && PyLong_Check(step.ptr());
+        DType dt = creation_dtype(dtype, ints ? DType::Int64 : DType::Float32);
+        return with_grad(vk::arange(scalar_value(start), scalar_value(end), scalar_value(step), dt),
+                         requires_grad);
+      },
+      "start"_a, "end"_a = nb::none(), "step"_a = 1, "dtype"_a = nb::none(),
+      "requires_grad"_a = false);
+  m.def(
+      "linspace",
+      [](double start, double end, int64_t steps, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::linspace(start, end, steps, creation_dtype(dtype, DType::Float32)),
+                         requires_grad);
+      },
+      "start"_a, "end"_a, "steps"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "eye",
+      [](int64_t n, std::optional<int64_t> mcols, nb::handle dtype, bool requires_grad) {
+        DType dt = creation_dtype(dtype, DType::Float32);
+        if (!mcols || *mcols == n) return with_grad(vk::eye(n, dt), requires_grad);
+        int64_t mm = *mcols;
+        Tensor r = vk::reshape(vk::arange(0, (double)n, 1, DType::Int64), {n, 1});
+        Tensor cidx = vk::reshape(vk::arange(0, (double)mm, 1, DType::Int64), {1, mm});
+        return with_grad(vk::cast(vk::eq(r, cidx), dt), requires_grad);
+      },
+      "n"_a, "m"_a = nb::none(), "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "rand",
+      [](nb::args size, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::rand(shape_from_args(size), creation_dtype(dtype, DType::Float32)),
+                         requires_grad);
+      },
+      "size"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "randn",
+      [](nb::args size, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::randn(shape_from_args(size), creation_dtype(dtype, DType::Float32)),
+                         requires_grad);
+      },
+      "size"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "randint",
+      [](nb::args args, nb::handle size, nb::handle dtype) {
+        int64_t low = 0, high;
+        nb::handle sz = size;
+        size_t n = args.size();
+        if (sz.is_none()) {
+          VK_CHECK(n == 2 || n == 3, RuntimeError, "randint(low=0, high, size): got ", n,
+                   " positional arguments");
+          sz = args[n - 1];
+          n -= 1;
+        }
+        VK_CHECK(n == 1 || n == 2, RuntimeError, "randint(low=0, high, size): bad arguments");
+        if (n == 2) low = as_i64(args[0]);
+        high = as_i64(args[n - 1]);
+        return vk::randint(low, high, to_shape(sz), creation_dtype(dtype, DType::Int64));
+      },
+      "args"_a, "size"_a = nb::none(), "dtype"_a = nb::none());
+  auto like_dtype = [](const Tensor& t, nb::handle dtype) {
+    return creation_dtype(dtype, t.dtype());
+  };
   for (const char* name : {"zeros_like", "empty_like"})
-    m.def(name, [like_dtype](const Tensor& t, nb::handle dtype, bool requires_grad) {
-      return with_grad(vk::zeros(t.shape(), like_dtype(t, dtype)), requires_grad);
-    }, "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("ones_like", [like_dtype](const Tensor& t, nb::handle dtype, bool requires_grad) {
-    return with_grad(vk::ones(t.shape(), like_dtype(t, dtype)), requires_grad);
-  }, "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("full_like", [like_dtype](const Tensor& t, double value, nb::handle dtype, bool requires_grad) {
-    return with_grad(vk::full(t.shape(), value, like_dtype(t, dtype)), requires_grad);
-  }, "input"_a, "fill_value"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("rand_like", [like_dtype](const Tensor& t, nb::handle dtype, bool requires_grad) {
-    return with_grad(vk::rand(t.shape(), like_dtype(t, dtype)), requires_grad);
-  }, "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("randn_like", [like_dtype](const Tensor& t, nb::handle dtype, bool requires_grad) {
-    return with_grad(vk::randn(t.shape(), like_dtype(t, dtype)), requires_grad);
-  }, "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
-  m.def("tensor", [](nb::handle data, nb::handle dtype, bool requires_grad) {
-    return with_grad(tensor_from_py(data, to_dtype_opt(dtype)), requires_grad);
-  }, "data"_a, "dtype"_a = nb::none(), "requires_grad"_a = false,
-     "A new tensor holding a copy of `data`; the dtype is inferred as torch.tensor does.");
-  m.def("as_tensor", [](nb::handle data, nb::handle dtype) { return as_tensor(data, to_dtype_opt(dtype)); },
-        "data"_a, "dtype"_a = nb::none(), "`data` itself when it is a tensor of that dtype, else a copy.");
-  m.def("from_numpy", [](nb::handle arr) { return from_dlpack(arr); }, "ndarray"_a,
-        "A tensor sharing the numpy array's memory (no copy).");
-  m.def("from_dlpack", [](nb::handle obj) { return from_dlpack(obj); }, "ext_tensor"_a,
-        "A tensor sharing the memory of any DLPack or buffer-protocol array (no copy).");
-  m.def("manual_seed", [](uint64_t seed) { vk::manual_seed(seed); }, "seed"_a);
+    m.def(
+        name,
+        [like_dtype](const Tensor& t, nb::handle dtype, bool requires_grad) {
+          return with_grad(vk::zeros(t.shape(), like_dtype(t, dtype)), requires_grad);
+        },
+        "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "ones_like",
+      [like_dtype](const Tensor& t, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::ones(t.shape(), like_dtype(t, dtype)), requires_grad);
+      },
+      "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "full_like",
+      [like_dtype](const Tensor& t, double value, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::full(t.shape(), value, like_dtype(t, dtype)), requires_grad);
+      },
+      "input"_a, "fill_value"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "rand_like",
+      [like_dtype](const Tensor& t, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::rand(t.shape(), like_dtype(t, dtype)), requires_grad);
+      },
+      "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "randn_like",
+      [like_dtype](const Tensor& t, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::randn(t.shape(), like_dtype(t, dtype)), requires_grad);
+      },
+      "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "tensor",
+      [](nb::handle data, nb::handle dtype, bool requires_grad) {
+        return with_grad(tensor_from_py(data, to_dtype_opt(dtype)), requires_grad);
+      },
+      "data"_a, "dtype"_a = nb::none(), "requires_grad"_a = false,
+      "A new tensor holding a copy of `data`; the dtype is inferred as torch.tensor does.");
+  m.def(
+      "as_tensor",
+      [](nb::handle data, nb::handle dtype) { return as_tensor(data, to_dtype_opt(dtype)); },
+      "data"_a, "dtype"_a = nb::none(),
+      "`data` itself when it is a tensor of that dtype, else a copy.");
+  m.def(
+      "from_numpy", [](nb::handle arr) { return from_dlpack(arr); }, "ndarray"_a,
+      "A tensor sharing the numpy array's memory (no copy).");
+  m.def(
+      "from_dlpack", [](nb::handle obj) { return from_dlpack(obj); }, "ext_tensor"_a,
+      "A tensor sharing the memory of any DLPack or buffer-protocol array (no copy).");
+  m.def(
+      "manual_seed", [](uint64_t seed) { vk::manual_seed(seed); }, "seed"_a);
   m.def("get_rng_state", []() {
     vk::RngState s = vk::get_rng_state();
     return nb::make_tuple(s.seed, s.offset);
   });
-  m.def("set_rng_state", [](std::pair<uint64_t, uint64_t> s) { vk::set_rng_state({s.first, s.second}); },
-        "state"_a);
+  m.def(
+      "set_rng_state",
+      [](std::pair<uint64_t, uint64_t> s) {
+        vk::set_rng_state({s.first, s.second});
+      },
+      "state"_a);
   m.def("get_num_threads", []() { return vk::cpu::num_threads(); });
-  m.def("set_num_threads", [](int n) { vk::cpu::set_num_threads(n); }, "n"_a);
+  m.def(
+      "set_num_threads", [](int n) { vk::cpu::set_num_threads(n); }, "n"_a);
 }
 
 }  // namespace vkpy

@@ -24,12 +24,10 @@ void bind_dtypes_and_errors(nb::module_& m) {
 
   // vk::DTypeError -> vkml.DTypeError (a TypeError), vk::ShapeError -> vkml.ShapeError (a
   // ValueError); the others map onto Python's built-in exceptions. The C++ message is kept.
-  g_dtype_error = PyErr_NewExceptionWithDoc("vkml.DTypeError",
-                                            "A dtype that an operation does not accept.",
-                                            PyExc_TypeError, nullptr);
-  g_shape_error = PyErr_NewExceptionWithDoc("vkml.ShapeError",
-                                            "Shapes that an operation does not accept.",
-                                            PyExc_ValueError, nullptr);
+  g_dtype_error = PyErr_NewExceptionWithDoc(
+      "vkml.DTypeError", "A dtype that an operation does not accept.", PyExc_TypeError, nullptr);
+  g_shape_error = PyErr_NewExceptionWithDoc(
+      "vkml.ShapeError", "Shapes that an operation does not accept.", PyExc_ValueError, nullptr);
   m.attr("DTypeError") = g_dtype_error;
   m.attr("ShapeError") = g_shape_error;
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
@@ -51,17 +49,20 @@ void bind_dtypes_and_errors(nb::module_& m) {
   });
   // Throws the named C++ error: lets the tests check every mapping, including ones no op
   // currently raises.
-  m.def("_throw", [](const std::string& kind, const std::string& msg) {
-    if (kind == "DTypeError") throw vk::DTypeError(msg);
-    if (kind == "ShapeError") throw vk::ShapeError(msg);
-    if (kind == "IndexError") throw vk::IndexError(msg);
-    if (kind == "NotImplementedError") throw vk::NotImplementedError(msg);
-    if (kind == "MemoryError") throw vk::MemoryError(msg);
-    if (kind == "RuntimeError") throw vk::RuntimeError(msg);
-    if (kind == "Error") throw vk::Error(msg);
-    if (kind == "bad_alloc") throw std::bad_alloc();
-    throw std::runtime_error(msg);
-  }, "kind"_a, "message"_a);
+  m.def(
+      "_throw",
+      [](const std::string& kind, const std::string& msg) {
+        if (kind == "DTypeError") throw vk::DTypeError(msg);
+        if (kind == "ShapeError") throw vk::ShapeError(msg);
+        if (kind == "IndexError") throw vk::IndexError(msg);
+        if (kind == "NotImplementedError") throw vk::NotImplementedError(msg);
+        if (kind == "MemoryError") throw vk::MemoryError(msg);
+        if (kind == "RuntimeError") throw vk::RuntimeError(msg);
+        if (kind == "Error") throw vk::Error(msg);
+        if (kind == "bad_alloc") throw std::bad_alloc();
+        throw std::runtime_error(msg);
+      },
+      "kind"_a, "message"_a);
 }
 
 }  // namespace vkpy

@@ -32,7 +32,8 @@ std::string camel(std::string_view s) {
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 nb::object grad_fn_of(const Tensor& t) {
@@ -128,35 +129,51 @@ Tensor as_bool(const Tensor& t, const char* op) {
   return vk::ne(vk::cast(t, DType::Int64), vk::zeros({}, DType::Int64));
 }
 Tensor f_and(const Tensor& a, const Tensor& b) {
-  return vk::ne(vk::cast(as_bool(a, "and"), DType::Int64) * vk::cast(as_bool(b, "and"), DType::Int64),
-                vk::zeros({}, DType::Int64));
+  return vk::ne(
+      vk::cast(as_bool(a, "and"), DType::Int64) * vk::cast(as_bool(b, "and"), DType::Int64),
+      vk::zeros({}, DType::Int64));
 }
 Tensor f_or(const Tensor& a, const Tensor& b) {
   return vk::ne(vk::cast(as_bool(a, "or"), DType::Int64) + vk::cast(as_bool(b, "or"), DType::Int64),
                 vk::zeros({}, DType::Int64));
 }
-Tensor f_xor(const Tensor& a, const Tensor& b) { return vk::ne(as_bool(a, "xor"), as_bool(b, "xor")); }
+Tensor f_xor(const Tensor& a, const Tensor& b) {
+  return vk::ne(as_bool(a, "xor"), as_bool(b, "xor"));
+}
 
 // a <op> b and b <op> a (reflected), with b a Tensor, a Python/numpy scalar, or array data.
 template <BinFn F>
 void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname) {
-  c.def(name, [](const Tensor& a, const Tensor& b) {
-    MaybeRelease r(heavy(a, b));
-    return F(a, b);
-  }, nb::is_operator());
-  c.def(name, [](const Tensor& a, double b) { return F(a, vk::scalar_like(b, a)); }, nb::is_operator());
-  c.def(name, [](const Tensor& a, nb::handle b) -> nb::object {
-    std::optional<Tensor> t = operand(b, a);
-    if (!t) return not_implemented();
-    return nb::cast(F(a, *t));
-  }, nb::is_operator());
+  c.def(
+      name,
+      [](const Tensor& a, const Tensor& b) {
+        MaybeRelease r(heavy(a, b));
+        return F(a, b);
+      },
+      nb::is_operator());
+  c.def(
+      name, [](const Tensor& a, double b) { return F(a, vk::scalar_like(b, a)); },
+      nb::is_operator());
+  c.def(
+      name,
+      [](const Tensor& a, nb::handle b) -> nb::object {
+        std::optional<Tensor> t = operand(b, a);
+        if (!t) return not_implemented();
+        return nb::cast(F(a, *t));
+      },
+      nb::is_operator());
   if (!rname) return;
-  c.def(rname, [](const Tensor& a, double b) { return F(vk::scalar_like(b, a), a); }, nb::is_operator());
-  c.def(rname, [](const Tensor& a, nb::handle b) -> nb::object {
-    std::optional<Tensor> t = operand(b, a);
-    if (!t) return not_implemented();
-    return nb::cast(F(*t, a));
-  }, nb::is_operator());
+  c.def(
+      rname, [](const Tensor& a, double b) { return F(vk::scalar_like(b, a), a); },
+      nb::is_operator());
+  c.def(
+      rname,
+      [](const Tensor& a, nb::handle b) -> nb::object {
+        std::optional<Tensor> t = operand(b, a);
+        if (!t) return not_implemented();
+        return nb::cast(F(*t, a));
+      },
+      nb::is_operator());
 }
 
 // In-place operators (x += y). PyTorch writes into x; vkml's in-place ops refuse to overwrite
@@ -165,19 +182,22 @@ void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname) {
 // and rebound (x = x + y), which gives the same values and gradients.
 template <BinFn F, void (*Inplace)(const Tensor&, const Tensor&)>
 void def_inplace_operator(nb::class_<Tensor>& c, const char* name) {
-  c.def(name, [](nb::handle self, nb::handle other) -> nb::object {
-    const Tensor& x = nb::cast<const Tensor&>(self);
-    std::optional<Tensor> o = operand(other, x);
-    if (!o) return not_implemented();
-    bool recording = vk::GradMode::is_enabled();
-    if (recording && ((x.requires_grad() && !x.is_leaf()) || o->requires_grad()))
-      return nb::cast(F(x, *o));
-    {
-      MaybeRelease r(heavy(x, *o));
-      Inplace(x, *o);
-    }
-    return nb::borrow(self);
-  }, nb::is_operator());
+  c.def(
+      name,
+      [](nb::handle self, nb::handle other) -> nb::object {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        std::optional<Tensor> o = operand(other, x);
+        if (!o) return not_implemented();
+        bool recording = vk::GradMode::is_enabled();
+        if (recording && ((x.requires_grad() && !x.is_leaf()) || o->requires_grad()))
+          return nb::cast(F(x, *o));
+        {
+          MaybeRelease r(heavy(x, *o));
+          Inplace(x, *o);
+        }
+        return nb::borrow(self);
+      },
+      nb::is_operator());
 }
 
 void add_1(const Tensor& x, const Tensor& o) { vk::add_(x, o); }
@@ -188,14 +208,17 @@ void div_1(const Tensor& x, const Tensor& o) { vk::div_(x, o); }
 // x.op_(other) returns x itself (the same Python object), as in PyTorch.
 template <void (*Inplace)(const Tensor&, const Tensor&)>
 void def_inplace_method(nb::class_<Tensor>& c, const char* name) {
-  c.def(name, [](nb::handle self, nb::handle other) -> nb::object {
-    const Tensor& x = nb::cast<const Tensor&>(self);
-    std::optional<Tensor> o = operand(other, x);
-    if (!o) throw nb::type_error("expected a tensor, a number or array data");
-    MaybeRelease r(heavy(x, *o));
-    Inplace(x, *o);
-    return nb::borrow(self);
-  }, "other"_a);
+  c.def(
+      name,
+      [](nb::handle self, nb::handle other) -> nb::object {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        std::optional<Tensor> o = operand(other, x);
+        if (!o) throw nb::type_error("expected a tensor, a number or array data");
+        MaybeRelease r(heavy(x, *o));
+        Inplace(x, *o);
+        return nb::borrow(self);
+      },
+      "other"_a);
 }
 
 double opt_or(const std::optional<double>& v, double dflt) { return v ? *v : dflt; }
@@ -204,9 +227,12 @@ double opt_or(const std::optional<double>& v, double dflt) { return v ? *v : dfl
 void accumulate_grad(const Tensor& t, const Tensor& g, bool create_graph) {
   Tensor old = t.grad();
   Tensor next;
-  if (create_graph) next = old.defined() ? old + g : g;
-  else if (old.defined()) next = old.detach() + g.detach();
-  else next = vk::clone(g.detach());
+  if (create_graph)
+    next = old.defined() ? old + g : g;
+  else if (old.defined())
+    next = old.detach() + g.detach();
+  else
+    next = vk::clone(g.detach());
   const_cast<Tensor&>(t).set_grad(next);
 }
 
@@ -233,56 +259,70 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   // ---- grad_fn ----
   nb::class_<GradFn>(m, "Node", "The op that produced a tensor (tensor.grad_fn).")
       .def_prop_ro("name", [](const GradFn& f) { return backward_name(f.t); })
-      .def_prop_ro("op", [](const GradFn& f) { return op_label(f.t); },
-                   "the op's name in the op table (a custom op's own name)")
-      .def_prop_ro("next_functions", [](const GradFn& f) {
-        nb::list out;
-        for (const Tensor& p : f.t.parents()) {
-          nb::object fn = nb::none();
-          if (p.op()) fn = nb::cast(GradFn{p});
-          else if (p.requires_grad()) fn = nb::cast(GradFn{p});
-          out.append(nb::make_tuple(fn, 0));
-        }
-        return nb::tuple(out);
-      })
-      .def_prop_ro("variable", [](const GradFn& f) -> nb::object {
-        if (f.t.op()) return nb::none();
-        return nb::cast(f.t);
-      })
-      .def("__repr__", [](const GradFn& f) {
-        std::string r = backward_name(f.t);  // (not "<" + ... + ">": GCC 12 -Wrestrict false positive)
-        r.insert(r.begin(), '<');
-        r.push_back('>');
-        return r;
-      })
+      .def_prop_ro(
+          "op", [](const GradFn& f) { return op_label(f.t); },
+          "the op's name in the op table (a custom op's own name)")
+      .def_prop_ro("next_functions",
+                   [](const GradFn& f) {
+                     nb::list out;
+                     for (const Tensor& p : f.t.parents()) {
+                       nb::object fn = nb::none();
+                       if (p.op())
+                         fn = nb::cast(GradFn{p});
+                       else if (p.requires_grad())
+                         fn = nb::cast(GradFn{p});
+                       out.append(nb::make_tuple(fn, 0));
+                     }
+                     return nb::tuple(out);
+                   })
+      .def_prop_ro("variable",
+                   [](const GradFn& f) -> nb::object {
+                     if (f.t.op()) return nb::none();
+                     return nb::cast(f.t);
+                   })
+      .def("__repr__",
+           [](const GradFn& f) {
+             std::string r =
+                 backward_name(f.t);  // (not "<" + ... + ">": GCC 12 -Wrestrict false positive)
+             r.insert(r.begin(), '<');
+             r.push_back('>');
+             return r;
+           })
       .def("__eq__", [](const GradFn& a, const GradFn& b) { return a.t.same(b.t); })
       .def("__hash__", [](const GradFn& f) { return (intptr_t)f.t.impl() >> 4; });
 
-  nb::class_<HookHandle>(m, "RemovableHandle")
-      .def("remove", &HookHandle::remove);
+  nb::class_<HookHandle>(m, "RemovableHandle").def("remove", &HookHandle::remove);
 
   // ---- construction ----
-  c.def("__init__", [](Tensor* self, nb::handle data, bool requires_grad, nb::handle dtype) {
-    DType dt = dtype.is_none() ? DType::Float32 : to_dtype(dtype);
-    VK_CHECK(vk::is_floating(dt), DTypeError, "Tensor(): dtype must be float32 or float64, got ",
-             vk::dtype_name(dt), "; use vkml.tensor() for integer or bool data");
-    Tensor t = tensor_from_py(data, dt);
-    if (requires_grad) t.set_requires_grad(true);
-    new (self) Tensor(std::move(t));
-  }, "data"_a, "requires_grad"_a = false, "dtype"_a = nb::none(),
-        "A leaf tensor holding a copy of `data` (float32 unless dtype=float64).");
-  c.def_static("_make_subclass", [](nb::handle type, const Tensor& data, bool requires_grad) {
-    VK_CHECK(PyType_Check(type.ptr()) &&
-                 PyType_IsSubtype((PyTypeObject*)type.ptr(), (PyTypeObject*)nb::type<Tensor>().ptr()),
-             RuntimeError, "_make_subclass: expected a subclass of Tensor");
-    nb::object inst = nb::inst_alloc(type);
-    Tensor* p = nb::inst_ptr<Tensor>(inst);
-    new (p) Tensor(data.detach());
-    nb::inst_mark_ready(inst);
-    if (requires_grad) p->set_requires_grad(true);
-    return inst;
-  }, "cls"_a, "data"_a, "requires_grad"_a = false,
-     "An instance of `cls` (a Tensor subclass) sharing data's memory, as a new leaf.");
+  c.def(
+      "__init__",
+      [](Tensor* self, nb::handle data, bool requires_grad, nb::handle dtype) {
+        DType dt = dtype.is_none() ? DType::Float32 : to_dtype(dtype);
+        VK_CHECK(vk::is_floating(dt), DTypeError,
+                 "Tensor(): dtype must be float32 or float64, got ", vk::dtype_name(dt),
+                 "; use vkml.tensor() for integer or bool data");
+        Tensor t = tensor_from_py(data, dt);
+        if (requires_grad) t.set_requires_grad(true);
+        new (self) Tensor(std::move(t));
+      },
+      "data"_a, "requires_grad"_a = false, "dtype"_a = nb::none(),
+      "A leaf tensor holding a copy of `data` (float32 unless dtype=float64).");
+  c.def_static(
+      "_make_subclass",
+      [](nb::handle type, const Tensor& data, bool requires_grad) {
+        VK_CHECK(
+            PyType_Check(type.ptr()) && PyType_IsSubtype((PyTypeObject*)type.ptr(),
+                                                         (PyTypeObject*)nb::type<Tensor>().ptr()),
+            RuntimeError, "_make_subclass: expected a subclass of Tensor");
+        nb::object inst = nb::inst_alloc(type);
+        Tensor* p = nb::inst_ptr<Tensor>(inst);
+        new (p) Tensor(data.detach());
+        nb::inst_mark_ready(inst);
+        if (requires_grad) p->set_requires_grad(true);
+        return inst;
+      },
+      "cls"_a, "data"_a, "requires_grad"_a = false,
+      "An instance of `cls` (a Tensor subclass) sharing data's memory, as a new leaf.");
 
   // ---- properties ----
   c.def_prop_ro("shape", [](const Tensor& t) { return shape_tuple(t.shape()); });
@@ -291,58 +331,67 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def_prop_ro("device", [](const Tensor&) { return "cpu"; });
   c.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
   c.def_prop_ro("itemsize", [](const Tensor& t) { return vk::dtype_size(t.dtype()); });
-  c.def_prop_ro("nbytes", [](const Tensor& t) { return t.numel() * (int64_t)vk::dtype_size(t.dtype()); });
-  c.def_prop_rw("requires_grad", [](const Tensor& t) { return t.requires_grad(); },
-                [](Tensor& t, bool v) { t.set_requires_grad(v); });
-  c.def_prop_rw("grad",
-                [](const Tensor& t) -> nb::object {
-                  Tensor g = t.grad();
-                  if (!g.defined()) return nb::none();
-                  return nb::cast(g);
-                },
-                [](Tensor& t, nb::handle g) {
-                  if (g.is_none()) {
-                    t.set_grad(Tensor());
-                    return;
-                  }
-                  Tensor v = as_tensor(g);
-                  VK_CHECK(v.shape() == t.shape(), ShapeError, "assigned grad has shape ",
-                           vk::shape_str(v.shape()), " but the tensor has shape ",
-                           vk::shape_str(t.shape()));
-                  VK_CHECK(v.dtype() == t.dtype(), DTypeError, "assigned grad has dtype ",
-                           vk::dtype_name(v.dtype()), " but the tensor has dtype ",
-                           vk::dtype_name(t.dtype()));
-                  t.set_grad(v);
-                },
-                nb::arg("value").none());
+  c.def_prop_ro("nbytes",
+                [](const Tensor& t) { return t.numel() * (int64_t)vk::dtype_size(t.dtype()); });
+  c.def_prop_rw(
+      "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+      [](Tensor& t, bool v) { t.set_requires_grad(v); });
+  c.def_prop_rw(
+      "grad",
+      [](const Tensor& t) -> nb::object {
+        Tensor g = t.grad();
+        if (!g.defined()) return nb::none();
+        return nb::cast(g);
+      },
+      [](Tensor& t, nb::handle g) {
+        if (g.is_none()) {
+          t.set_grad(Tensor());
+          return;
+        }
+        Tensor v = as_tensor(g);
+        VK_CHECK(v.shape() == t.shape(), ShapeError, "assigned grad has shape ",
+                 vk::shape_str(v.shape()), " but the tensor has shape ", vk::shape_str(t.shape()));
+        VK_CHECK(v.dtype() == t.dtype(), DTypeError, "assigned grad has dtype ",
+                 vk::dtype_name(v.dtype()), " but the tensor has dtype ",
+                 vk::dtype_name(t.dtype()));
+        t.set_grad(v);
+      },
+      nb::arg("value").none());
   c.def_prop_ro("is_leaf", [](const Tensor& t) { return t.is_leaf(); });
   c.def_prop_ro("grad_fn", [](const Tensor& t) { return grad_fn_of(t); });
   c.def_prop_ro("retains_grad", [](const Tensor& t) { return t.retains_grad(); });
   c.def_prop_ro("_version", [](const Tensor& t) { return t.version(); });
-  c.def_prop_rw("data", [](const Tensor& t) { return t.detach(); },
-                [](Tensor& t, const Tensor& v) {
-                  // Swaps the memory and geometry under t, keeping its identity and autograd
-                  // flags (PyTorch's `p.data = ...`).
-                  vk::TensorImpl* impl = t.impl();
-                  impl->storage = v.storage();
-                  impl->shape = v.shape();
-                  impl->strides = v.strides();
-                  impl->offset = v.offset();
-                  impl->dtype = v.dtype();
-                });
+  c.def_prop_rw(
+      "data", [](const Tensor& t) { return t.detach(); },
+      [](Tensor& t, const Tensor& v) {
+        // Swaps the memory and geometry under t, keeping its identity and autograd
+        // flags (PyTorch's `p.data = ...`).
+        vk::TensorImpl* impl = t.impl();
+        impl->storage = v.storage();
+        impl->shape = v.shape();
+        impl->strides = v.strides();
+        impl->offset = v.offset();
+        impl->dtype = v.dtype();
+      });
 
   // ---- sizes ----
   c.def("dim", [](const Tensor& t) { return t.ndim(); });
   c.def("numel", [](const Tensor& t) { return t.numel(); });
   c.def("nelement", [](const Tensor& t) { return t.numel(); });
-  c.def("size", [](const Tensor& t, nb::handle dim) -> nb::object {
-    if (dim.is_none()) return shape_tuple(t.shape());
-    return nb::int_(t.size(nb::cast<int64_t>(dim)));
-  }, "dim"_a = nb::none());
-  c.def("stride", [](const Tensor& t, nb::handle dim) -> nb::object {
-    if (dim.is_none()) return shape_tuple(t.strides());
-    return nb::int_(t.strides()[vk::wrap_dim(nb::cast<int64_t>(dim), t.ndim(), "stride")]);
-  }, "dim"_a = nb::none());
+  c.def(
+      "size",
+      [](const Tensor& t, nb::handle dim) -> nb::object {
+        if (dim.is_none()) return shape_tuple(t.shape());
+        return nb::int_(t.size(nb::cast<int64_t>(dim)));
+      },
+      "dim"_a = nb::none());
+  c.def(
+      "stride",
+      [](const Tensor& t, nb::handle dim) -> nb::object {
+        if (dim.is_none()) return shape_tuple(t.strides());
+        return nb::int_(t.strides()[vk::wrap_dim(nb::cast<int64_t>(dim), t.ndim(), "stride")]);
+      },
+      "dim"_a = nb::none());
   c.def("storage_offset", [](const Tensor& t) { return t.offset(); });
   c.def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); });
   c.def("is_floating_point", [](const Tensor& t) { return vk::is_floating(t.dtype()); });
@@ -356,14 +405,18 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   // ---- conversions ----
   c.def("item", [](const Tensor& t) { return item(t); });
   c.def("tolist", [](const Tensor& t) { return tolist(t); });
-  c.def("numpy", [](const Tensor& t, bool force) { return to_numpy(t, force); }, "force"_a = false,
-        "A numpy array sharing this tensor's memory (no copy).");
-  c.def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {
-    nb::object arr = to_numpy(t, false);
-    if (!dtype.is_none()) arr = arr.attr("astype")(dtype, "copy"_a = false);
-    if (!copy.is_none() && nb::cast<bool>(copy)) arr = arr.attr("copy")();
-    return arr;
-  }, "dtype"_a = nb::none(), "copy"_a = nb::none());
+  c.def(
+      "numpy", [](const Tensor& t, bool force) { return to_numpy(t, force); }, "force"_a = false,
+      "A numpy array sharing this tensor's memory (no copy).");
+  c.def(
+      "__array__",
+      [](const Tensor& t, nb::handle dtype, nb::handle copy) {
+        nb::object arr = to_numpy(t, false);
+        if (!dtype.is_none()) arr = arr.attr("astype")(dtype, "copy"_a = false);
+        if (!copy.is_none() && nb::cast<bool>(copy)) arr = arr.attr("copy")();
+        return arr;
+      },
+      "dtype"_a = nb::none(), "copy"_a = nb::none());
   c.def("__dlpack__", [](const Tensor& t, nb::kwargs kwargs) {
     VK_CHECK(!t.requires_grad(), RuntimeError,
              "Can't export tensors that require gradient, use tensor.detach()");
@@ -397,21 +450,27 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
     bool copy = false;
     auto take = [&](nb::handle a) {
       if (a.is_none()) return;
-      if (nb::isinstance<Tensor>(a)) { dt = nb::cast<const Tensor&>(a).dtype(); return; }
+      if (nb::isinstance<Tensor>(a)) {
+        dt = nb::cast<const Tensor&>(a).dtype();
+        return;
+      }
       if (nb::isinstance<nb::str>(a)) {
         std::string s = nb::cast<std::string>(a);
         if (s == "cpu" || s.rfind("cpu:", 0) == 0) return;
         if (s != "float32" && s != "float64" && s != "int32" && s != "int64" && s != "bool")
           throw vk::RuntimeError("to(): vkml has only the 'cpu' device, got '" + s + "'");
       }
-      if (nb::hasattr(a, "type") && nb::hasattr(a, "index") && !nb::isinstance<DType>(a)) return;  // device-like
+      if (nb::hasattr(a, "type") && nb::hasattr(a, "index") && !nb::isinstance<DType>(a))
+        return;  // device-like
       dt = to_dtype(a);
     };
     for (nb::handle a : args) take(a);
     for (auto [k, v] : kwargs) {
       std::string key = nb::cast<std::string>(k);
-      if (key == "dtype" || key == "device") take(v);
-      else if (key == "copy") copy = nb::cast<bool>(v);
+      if (key == "dtype" || key == "device")
+        take(v);
+      else if (key == "copy")
+        copy = nb::cast<bool>(v);
       else if (key != "non_blocking" && key != "memory_format")
         throw nb::type_error(("to(): unexpected keyword argument '" + key + "'").c_str());
     }
@@ -431,43 +490,52 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   def_cast("long", DType::Int64);
   def_cast("int", DType::Int32);
   def_cast("bool", DType::Bool);
-  c.def("type_as", [](nb::handle self, const Tensor& other) -> nb::object {
-    const Tensor& t = nb::cast<const Tensor&>(self);
-    if (t.dtype() == other.dtype()) return nb::borrow(self);
-    return nb::cast(vk::cast(t, other.dtype()));
-  }, "other"_a);
+  c.def(
+      "type_as",
+      [](nb::handle self, const Tensor& other) -> nb::object {
+        const Tensor& t = nb::cast<const Tensor&>(self);
+        if (t.dtype() == other.dtype()) return nb::borrow(self);
+        return nb::cast(vk::cast(t, other.dtype()));
+      },
+      "other"_a);
   c.def("cpu", [](nb::handle self) { return nb::borrow(self); });
   c.def("cuda", [](const Tensor&, nb::args, nb::kwargs) {
     throw vk::RuntimeError("vkml has no CUDA backend; tensors live on the CPU");
   });
 
   // ---- autograd ----
-  c.def("backward", [](const Tensor& t, nb::handle gradient, std::optional<bool> retain_graph,
-                       bool create_graph, nb::handle inputs) {
-    Tensor g;
-    if (!gradient.is_none()) {
-      std::optional<Tensor> o = operand(gradient, t);
-      if (!o) throw nb::type_error("backward(): gradient must be a tensor, a number or array data");
-      g = *o;
-    }
-    if (inputs.is_none()) {
-      nb::gil_scoped_release release;
-      vk::autograd::backward(t, g, retain_graph, create_graph);
-      return;
-    }
-    std::vector<Tensor> ins;
-    if (nb::isinstance<Tensor>(inputs)) ins.push_back(nb::cast<Tensor>(inputs));
-    else
-      for (nb::handle h : inputs) ins.push_back(nb::cast<Tensor>(h));
-    nb::gil_scoped_release release;
-    std::vector<Tensor> gs = vk::autograd::grad({t}, ins, g.defined() ? std::vector<Tensor>{g} : std::vector<Tensor>{},
-                                                retain_graph, create_graph, true);
-    for (size_t i = 0; i < ins.size(); ++i)
-      if (gs[i].defined()) accumulate_grad(ins[i], gs[i], create_graph);
-  }, "gradient"_a = nb::none(), "retain_graph"_a = nb::none(), "create_graph"_a = false,
-     "inputs"_a = nb::none(),
-     "Accumulates d(self)/d(leaf) into every leaf's .grad (self must have one element unless "
-     "`gradient` is given).");
+  c.def(
+      "backward",
+      [](const Tensor& t, nb::handle gradient, std::optional<bool> retain_graph, bool create_graph,
+         nb::handle inputs) {
+        Tensor g;
+        if (!gradient.is_none()) {
+          std::optional<Tensor> o = operand(gradient, t);
+          if (!o)
+            throw nb::type_error("backward(): gradient must be a tensor, a number or array data");
+          g = *o;
+        }
+        if (inputs.is_none()) {
+          nb::gil_scoped_release release;
+          vk::autograd::backward(t, g, retain_graph, create_graph);
+          return;
+        }
+        std::vector<Tensor> ins;
+        if (nb::isinstance<Tensor>(inputs))
+          ins.push_back(nb::cast<Tensor>(inputs));
+        else
+          for (nb::handle h : inputs) ins.push_back(nb::cast<Tensor>(h));
+        nb::gil_scoped_release release;
+        std::vector<Tensor> gs = vk::autograd::grad(
+            {t}, ins, g.defined() ? std::vector<Tensor>{g} : std::vector<Tensor>{}, retain_graph,
+            create_graph, true);
+        for (size_t i = 0; i < ins.size(); ++i)
+          if (gs[i].defined()) accumulate_grad(ins[i], gs[i], create_graph);
+      },
+      "gradient"_a = nb::none(), "retain_graph"_a = nb::none(), "create_graph"_a = false,
+      "inputs"_a = nb::none(),
+      "Accumulates d(self)/d(leaf) into every leaf's .grad (self must have one element unless "
+      "`gradient` is given).");
   c.def("detach", [](const Tensor& t) { return t.detach(); });
   c.def("detach_", [](nb::handle self) {
     // Cuts this tensor out of its graph, in place.
@@ -476,26 +544,32 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
     t = d;
     return nb::borrow(self);
   });
-  c.def("requires_grad_", [](nb::handle self, bool requires_grad) {
-    nb::cast<Tensor&>(self).set_requires_grad(requires_grad);
-    return nb::borrow(self);
-  }, "requires_grad"_a = true);
+  c.def(
+      "requires_grad_",
+      [](nb::handle self, bool requires_grad) {
+        nb::cast<Tensor&>(self).set_requires_grad(requires_grad);
+        return nb::borrow(self);
+      },
+      "requires_grad"_a = true);
   c.def("retain_grad", [](Tensor& t) { t.retain_grad(); });
-  c.def("register_hook", [](Tensor& t, nb::handle fn) {
-    auto active = std::make_shared<bool>(true);
-    PyRef f(fn);
-    DType dt = t.dtype();
-    t.register_hook([f, active, dt](const Tensor& g) -> Tensor {
-      if (!*active) return Tensor();
-      nb::gil_scoped_acquire gil;
-      nb::object r = f.get()(g);
-      if (r.is_none()) return Tensor();
-      return as_tensor(r, dt);
-    });
-    return HookHandle{active};
-  }, "hook"_a,
-     "hook(grad) runs when the gradient reaches this tensor in backward; it may return a "
-     "replacement gradient. Returns a handle whose remove() disables the hook.");
+  c.def(
+      "register_hook",
+      [](Tensor& t, nb::handle fn) {
+        auto active = std::make_shared<bool>(true);
+        PyRef f(fn);
+        DType dt = t.dtype();
+        t.register_hook([f, active, dt](const Tensor& g) -> Tensor {
+          if (!*active) return Tensor();
+          nb::gil_scoped_acquire gil;
+          nb::object r = f.get()(g);
+          if (r.is_none()) return Tensor();
+          return as_tensor(r, dt);
+        });
+        return HookHandle{active};
+      },
+      "hook"_a,
+      "hook(grad) runs when the gradient reaches this tensor in backward; it may return a "
+      "replacement gradient. Returns a handle whose remove() disables the hook.");
 
   // ---- arithmetic operators ----
   def_binary<f_add>(c, "__add__", "__radd__");
@@ -513,11 +587,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   def_binary<f_and>(c, "__and__", "__rand__");
   def_binary<f_or>(c, "__or__", "__ror__");
   def_binary<f_xor>(c, "__xor__", "__rxor__");
-  c.def("__floordiv__", [](const Tensor& a, nb::handle b) -> nb::object {
-    std::optional<Tensor> t = operand(b, a);
-    if (!t) return not_implemented();
-    return nb::cast(vk::floor(vk::div(a, *t)));
-  }, nb::is_operator());
+  c.def(
+      "__floordiv__",
+      [](const Tensor& a, nb::handle b) -> nb::object {
+        std::optional<Tensor> t = operand(b, a);
+        if (!t) return not_implemented();
+        return nb::cast(vk::floor(vk::div(a, *t)));
+      },
+      nb::is_operator());
   c.def("__neg__", [](const Tensor& a) { return vk::neg(a); });
   c.def("__pos__", [](nb::handle self) { return nb::borrow(self); });
   c.def("__abs__", [](const Tensor& a) { return vk::abs(a); });
@@ -532,14 +609,17 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   def_inplace_operator<f_div, div_1>(c, "__itruediv__");
 
   // ---- in-place methods ----
-  c.def("add_", [](nb::handle self, nb::handle other, double alpha) {
-    const Tensor& x = nb::cast<const Tensor&>(self);
-    std::optional<Tensor> o = operand(other, x);
-    if (!o) throw nb::type_error("add_(): expected a tensor, a number or array data");
-    MaybeRelease r(heavy(x, *o));
-    vk::add_(x, *o, alpha);
-    return nb::borrow(self);
-  }, "other"_a, "alpha"_a = 1.0);
+  c.def(
+      "add_",
+      [](nb::handle self, nb::handle other, double alpha) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        std::optional<Tensor> o = operand(other, x);
+        if (!o) throw nb::type_error("add_(): expected a tensor, a number or array data");
+        MaybeRelease r(heavy(x, *o));
+        vk::add_(x, *o, alpha);
+        return nb::borrow(self);
+      },
+      "other"_a, "alpha"_a = 1.0);
   def_inplace_method<sub_1>(c, "sub_");
   def_inplace_method<mul_1>(c, "mul_");
   def_inplace_method<div_1>(c, "div_");
@@ -547,56 +627,79 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
     vk::zero_(nb::cast<const Tensor&>(self));
     return nb::borrow(self);
   });
-  c.def("fill_", [](nb::handle self, nb::handle value) {
-    const Tensor& x = nb::cast<const Tensor&>(self);
-    if (nb::isinstance<Tensor>(value)) vk::copy_(x, nb::cast<const Tensor&>(value));
-    else vk::fill_(x, scalar_value(value));
-    return nb::borrow(self);
-  }, "value"_a);
-  c.def("copy_", [](nb::handle self, nb::handle src) {
-    const Tensor& x = nb::cast<const Tensor&>(self);
-    Tensor s = as_tensor(src);
-    MaybeRelease r(heavy(x, s));
-    vk::copy_(x, s);
-    return nb::borrow(self);
-  }, "src"_a);
-  c.def("clamp_", [](nb::handle self, std::optional<double> min, std::optional<double> max) {
-    VK_CHECK(min || max, RuntimeError, "clamp_(): at least one of min and max must be given");
-    const double inf = std::numeric_limits<double>::infinity();
-    vk::clamp_(nb::cast<const Tensor&>(self), opt_or(min, -inf), opt_or(max, inf));
-    return nb::borrow(self);
-  }, "min"_a = nb::none(), "max"_a = nb::none());
-  c.def("uniform_", [](nb::handle self, double from, double to) {
-    const Tensor& x = nb::cast<const Tensor&>(self);
-    vk::NoGradGuard ng;
-    vk::copy_(x, vk::rand(x.shape(), x.dtype()) * (to - from) + from);
-    return nb::borrow(self);
-  }, "a"_a = 0.0, "b"_a = 1.0, "Fills with samples of U[a, b) (no graph).");
-  c.def("normal_", [](nb::handle self, double mean, double std) {
-    const Tensor& x = nb::cast<const Tensor&>(self);
-    vk::NoGradGuard ng;
-    vk::copy_(x, vk::randn(x.shape(), x.dtype()) * std + mean);
-    return nb::borrow(self);
-  }, "mean"_a = 0.0, "std"_a = 1.0, "Fills with samples of N(mean, std^2) (no graph).");
+  c.def(
+      "fill_",
+      [](nb::handle self, nb::handle value) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        if (nb::isinstance<Tensor>(value))
+          vk::copy_(x, nb::cast<const Tensor&>(value));
+        else
+          vk::fill_(x, scalar_value(value));
+        return nb::borrow(self);
+      },
+      "value"_a);
+  c.def(
+      "copy_",
+      [](nb::handle self, nb::handle src) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        Tensor s = as_tensor(src);
+        MaybeRelease r(heavy(x, s));
+        vk::copy_(x, s);
+        return nb::borrow(self);
+      },
+      "src"_a);
+  c.def(
+      "clamp_",
+      [](nb::handle self, std::optional<double> min, std::optional<double> max) {
+        VK_CHECK(min || max, RuntimeError, "clamp_(): at least one of min and max must be given");
+        const double inf = std::numeric_limits<double>::infinity();
+        vk::clamp_(nb::cast<const Tensor&>(self), opt_or(min, -inf), opt_or(max, inf));
+        return nb::borrow(self);
+      },
+      "min"_a = nb::none(), "max"_a = nb::none());
+  c.def(
+      "uniform_",
+      [](nb::handle self, double from, double to) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        vk::NoGradGuard ng;
+        vk::copy_(x, vk::rand(x.shape(), x.dtype()) * (to - from) + from);
+        return nb::borrow(self);
+      },
+      "a"_a = 0.0, "b"_a = 1.0, "Fills with samples of U[a, b) (no graph).");
+  c.def(
+      "normal_",
+      [](nb::handle self, double mean, double std) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        vk::NoGradGuard ng;
+        vk::copy_(x, vk::randn(x.shape(), x.dtype()) * std + mean);
+        return nb::borrow(self);
+      },
+      "mean"_a = 0.0, "std"_a = 1.0, "Fills with samples of N(mean, std^2) (no graph).");
 
   // ---- indexing ----
-  c.def("__getitem__", [](const Tensor& t, nb::handle idx) {
-    if (PyLong_CheckExact(idx.ptr())) {  // fast path: t[i]
-      long long i = PyLong_AsLongLong(idx.ptr());
-      if (i == -1 && PyErr_Occurred()) throw nb::python_error();
-      return vk::index(t, {vk::IndexItem::integer(i)});
-    }
-    std::vector<vk::IndexItem> items = parse_index(idx);
-    MaybeRelease r(heavy(t));
-    return vk::index(t, items);
-  }, nb::arg("index").none());
-  c.def("__setitem__", [](const Tensor& t, nb::handle idx, nb::handle value) {
-    std::vector<vk::IndexItem> items = parse_index(idx);
-    std::optional<Tensor> v = operand(value, t);
-    if (!v) throw nb::type_error("index assignment: expected a tensor, a number or array data");
-    MaybeRelease r(heavy(t));
-    vk::index_put_(t, items, *v);
-  }, nb::arg("index").none(), nb::arg("value"));
+  c.def(
+      "__getitem__",
+      [](const Tensor& t, nb::handle idx) {
+        if (PyLong_CheckExact(idx.ptr())) {  // fast path: t[i]
+          long long i = PyLong_AsLongLong(idx.ptr());
+          if (i == -1 && PyErr_Occurred()) throw nb::python_error();
+          return vk::index(t, {vk::IndexItem::integer(i)});
+        }
+        std::vector<vk::IndexItem> items = parse_index(idx);
+        MaybeRelease r(heavy(t));
+        return vk::index(t, items);
+      },
+      nb::arg("index").none());
+  c.def(
+      "__setitem__",
+      [](const Tensor& t, nb::handle idx, nb::handle value) {
+        std::vector<vk::IndexItem> items = parse_index(idx);
+        std::optional<Tensor> v = operand(value, t);
+        if (!v) throw nb::type_error("index assignment: expected a tensor, a number or array data");
+        MaybeRelease r(heavy(t));
+        vk::index_put_(t, items, *v);
+      },
+      nb::arg("index").none(), nb::arg("value"));
 }
 
 }  // namespace vkpy

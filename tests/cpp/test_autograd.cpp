@@ -192,16 +192,20 @@ TEST(Autograd, DetachStopsGradient) {
 
 TEST(Autograd, WrongShapeFromRuleIsRuntimeErrorNamingOp) {
   Tensor a = values({1, 2}, {2});
-  Tensor y = autograd::from_op(a.detach() * 2.0, {a},
-                               [](const Tensor& g) { return std::vector<Tensor>{sum(g)}; },
-                               "double_it");
+  Tensor y = autograd::from_op(
+      a.detach() * 2.0, {a}, [](const Tensor& g) { return std::vector<Tensor>{sum(g)}; },
+      "double_it");
   VK_EXPECT_ERROR(backward(sum(y)), RuntimeError, "double_it", "[]", "[2]");
 }
 
 TEST(Autograd, WrongCountFromRuleIsRuntimeErrorNamingOp) {
   Tensor a = values({1, 2}, {2});
-  Tensor y = autograd::from_op(a.detach() * 2.0, {a},
-                               [](const Tensor& g) { return std::vector<Tensor>{g, g}; }, "twice");
+  Tensor y = autograd::from_op(
+      a.detach() * 2.0, {a},
+      [](const Tensor& g) {
+        return std::vector<Tensor>{g, g};
+      },
+      "twice");
   VK_EXPECT_ERROR(backward(sum(y)), RuntimeError, "twice", "2 gradients for 1 inputs");
 }
 
@@ -210,7 +214,10 @@ TEST(Autograd, FromOpWithConstantParent) {
   Tensor c = values({3, 4}, {2}, false);
   Tensor y = autograd::from_op(
       a.detach() * c, {a, c},
-      [a, c](const Tensor& g) { return std::vector<Tensor>{g * c, Tensor()}; }, "scale");
+      [a, c](const Tensor& g) {
+        return std::vector<Tensor>{g * c, Tensor()};
+      },
+      "scale");
   backward(sum(y));
   expect_values(a.grad(), {3, 4});
   EXPECT_FALSE(c.grad().defined());
@@ -443,8 +450,8 @@ TEST(Checkpoint, RecomputesIdenticalRandomness) {
   backward(y);
   manual_seed(7);
   leaf({64});
-  Tensor expected_mask = cast(gt(rand({64}, DType::Float64), full({}, 0.5, DType::Float64)),
-                              DType::Float64);
+  Tensor expected_mask =
+      cast(gt(rand({64}, DType::Float64), full({}, 0.5, DType::Float64)), DType::Float64);
   expect_values(x.grad(), to_vector(expected_mask));
 }
 

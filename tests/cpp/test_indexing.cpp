@@ -14,7 +14,8 @@ TEST(Indexing, IntsAndSlicesAreViews) {
   expect_values(r, {5, 7});
   EXPECT_EQ(r.storage(), x.storage());
   expect_values(index(x, {I::integer(-1)}), {8, 9, 10, 11});
-  expect_values(index(x, {I::slice(std::nullopt, std::nullopt, std::nullopt), I::integer(0)}), {0, 4, 8});
+  expect_values(index(x, {I::slice(std::nullopt, std::nullopt, std::nullopt), I::integer(0)}),
+                {0, 4, 8});
 }
 
 TEST(Indexing, NoneAndEllipsis) {
@@ -47,7 +48,8 @@ TEST(Indexing, TwoAdvancedIndicesPairUp) {
 
 TEST(Indexing, AdvancedIndexAfterSliceKeepsPlace) {
   Tensor x = leaf({2, 3, 4});
-  Tensor r = index(x, {I::slice(std::nullopt, std::nullopt, std::nullopt), I::of(ints({0, 2, 2, 1}, {2, 2}))});
+  Tensor r = index(
+      x, {I::slice(std::nullopt, std::nullopt, std::nullopt), I::of(ints({0, 2, 2, 1}, {2, 2}))});
   EXPECT_EQ(r.shape(), Shape({2, 2, 2, 4}));
 }
 
@@ -74,7 +76,8 @@ TEST(Indexing, SetItem) {
   Tensor x = values({0, 0, 0, 0, 0, 0}, {2, 3}, false);
   uint32_t v0 = x.version();
   index_put_(x, {I::integer(1)}, values({1, 2, 3}, {3}, false));
-  index_put_(x, {I::slice(std::nullopt, std::nullopt, std::nullopt), I::integer(0)}, full({}, 9.0, DType::Float64));
+  index_put_(x, {I::slice(std::nullopt, std::nullopt, std::nullopt), I::integer(0)},
+             full({}, 9.0, DType::Float64));
   index_put_(x, {I::of(gt(x, full({}, 2.5, DType::Float64)))}, full({}, -1.0, DType::Float64));
   expect_values(x, {-1, 0, 0, -1, 2, -1});
   EXPECT_GT(x.version(), v0);
@@ -114,7 +117,8 @@ TEST(InPlace, OpsAndVersion) {
 
 TEST(InPlace, ShapeAndDTypeErrors) {
   Tensor x = values({1, 2, 3}, {3}, false);
-  VK_EXPECT_ERROR(add_(x, values({1, 2, 3, 4, 5, 6}, {2, 3}, false)), ShapeError, "add_", "[2, 3]", "[3]");
+  VK_EXPECT_ERROR(add_(x, values({1, 2, 3, 4, 5, 6}, {2, 3}, false)), ShapeError, "add_", "[2, 3]",
+                  "[3]");
   Tensor i = from_vector({1, 2}, {2}, DType::Int64);
   VK_EXPECT_ERROR(mul_(i, 0.5), DTypeError, "mul_", "float32", "int64");
 }

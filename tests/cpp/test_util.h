@@ -11,7 +11,8 @@
 namespace vk::test {
 
 // float64 leaf with values drawn uniformly from [lo, hi), requiring grad.
-inline Tensor leaf(const Shape& shape, double lo = -1.0, double hi = 1.0, bool requires_grad = true) {
+inline Tensor leaf(const Shape& shape, double lo = -1.0, double hi = 1.0,
+                   bool requires_grad = true) {
   Tensor t;
   {
     NoGradGuard ng;
@@ -52,16 +53,16 @@ inline void expect_values(const Tensor& t, const std::vector<double>& expected, 
 }
 
 // Expects `stmt` to throw ErrorType with a message containing every string in `parts`.
-#define VK_EXPECT_ERROR(stmt, ErrorType, ...)                                     \
-  do {                                                                          \
-    try {                                                                       \
-      stmt;                                                                     \
-      ADD_FAILURE() << "expected " #ErrorType " from " #stmt;                   \
-    } catch (const ErrorType& e) {                                              \
-      for (std::string part : std::vector<std::string>{__VA_ARGS__})            \
-        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)          \
-            << "message '" << e.what() << "' lacks '" << part << "'";           \
-    }                                                                           \
+#define VK_EXPECT_ERROR(stmt, ErrorType, ...)                          \
+  do {                                                                 \
+    try {                                                              \
+      stmt;                                                            \
+      ADD_FAILURE() << "expected " #ErrorType " from " #stmt;          \
+    } catch (const ErrorType& e) {                                     \
+      for (std::string part : std::vector<std::string>{__VA_ARGS__})   \
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) \
+            << "message '" << e.what() << "' lacks '" << part << "'";  \
+    }                                                                  \
   } while (0)
 
 }  // namespace vk::test

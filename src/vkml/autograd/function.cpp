@@ -32,7 +32,8 @@ Tensor record_custom(const Tensor& result, const std::vector<Tensor>& parents, s
 
 }  // namespace
 
-Tensor from_op(const Tensor& result, const std::vector<Tensor>& parents, Vjp vjp, std::string name) {
+Tensor from_op(const Tensor& result, const std::vector<Tensor>& parents, Vjp vjp,
+               std::string name) {
   return record_custom(result, parents, std::move(name),
                        [vjp = std::move(vjp)](const GradCtx& c) { return vjp(c.grad); });
 }
@@ -62,7 +63,8 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
     NoGradGuard no_grad;
     result = fn(inputs);
   }
-  auto recompute = [fn, rng, inputs_needed = inputs.size()](const GradCtx& c) -> std::vector<Tensor> {
+  auto recompute = [fn, rng,
+                    inputs_needed = inputs.size()](const GradCtx& c) -> std::vector<Tensor> {
     // Under create_graph the recomputed graph must hang off the real inputs so that it can be
     // differentiated again; otherwise fresh leaves keep the walk inside this subgraph.
     bool create_graph = GradMode::is_enabled();
@@ -107,7 +109,8 @@ std::string gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, dou
   for (const auto& x : inputs)
     if (x.requires_grad())
       VK_CHECK(x.dtype() == DType::Float64 && x.is_contiguous(), DTypeError,
-               "gradcheck: inputs that require grad must be contiguous float64, got ", x.describe());
+               "gradcheck: inputs that require grad must be contiguous float64, got ",
+               x.describe());
   Tensor y = fn(inputs);
   VK_CHECK(y.requires_grad(), RuntimeError, "gradcheck: the output does not require grad");
   const int64_t ny = y.numel();
@@ -169,7 +172,8 @@ std::string gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs,
         if (x.requires_grad()) w.push_back(x);
       Tensor out = fn(xs);
       Tensor g = grad({out}, w, {v}, true, true, true)[k];
-      // A gradient that does not depend on the inputs (a linear op) is a constant: nothing to check.
+      // A gradient that does not depend on the inputs (a linear op) is a constant: nothing to
+      // check.
       return g.defined() ? g : zeros(w[k].shape(), DType::Float64);
     };
     Tensor probe = first(inputs);

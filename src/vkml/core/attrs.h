@@ -26,8 +26,8 @@ struct Window2d {
 // A user-defined op (custom functions, checkpoint): its gradient is a closure, not a table rule.
 struct TensorImpl;
 struct CustomOp {
-  std::string name;                     // named in errors as the op
-  std::shared_ptr<TensorImpl> result;   // what user code computed (no history)
+  std::string name;                                         // named in errors as the op
+  std::shared_ptr<TensorImpl> result;                       // what user code computed (no history)
   std::function<std::vector<Tensor>(const GradCtx&)> grad;  // one gradient per input
 };
 
@@ -36,14 +36,14 @@ struct Attrs {
   Shape shape;                // target shape: reshape, expand, full, sum_to, *_backward extents
   int64_t dim = 0;            // the one dim of cat/stack/slice/gather/index_select/argmax/...
   bool keepdim = false;
-  bool flag = false;          // op-specific switch (gelu: tanh approximation; ...)
-  double scalar = 0.0;        // full value, clamp min, var correction, pad value, ...
-  double scalar2 = 0.0;       // clamp max, ...
+  bool flag = false;                      // op-specific switch (gelu: tanh approximation; ...)
+  double scalar = 0.0;                    // full value, clamp min, var correction, pad value, ...
+  double scalar2 = 0.0;                   // clamp max, ...
   int64_t start = 0, stop = 0, step = 1;  // slice, arange
-  std::vector<int64_t> ints;  // pad widths, ...
-  Window2d win;               // conv/pool geometry
-  DType dtype = DType::Float32;  // cast target, creation dtype
-  uint64_t seed = 0, offset = 0;  // counter-based RNG position
+  std::vector<int64_t> ints;              // pad widths, ...
+  Window2d win;                           // conv/pool geometry
+  DType dtype = DType::Float32;           // cast target, creation dtype
+  uint64_t seed = 0, offset = 0;          // counter-based RNG position
   std::shared_ptr<const CustomOp> custom;
 };
 

@@ -15,22 +15,32 @@ enum class Device : uint8_t { CPU };
 
 inline constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::Bool: return "bool";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
+    case DType::Bool:
+      return "bool";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
   }
   return "?";
 }
 
 inline constexpr size_t dtype_size(DType t) {
   switch (t) {
-    case DType::Bool: return 1;
-    case DType::Int32: return 4;
-    case DType::Int64: return 8;
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
+    case DType::Bool:
+      return 1;
+    case DType::Int32:
+      return 4;
+    case DType::Int64:
+      return 8;
+    case DType::Float32:
+      return 4;
+    case DType::Float64:
+      return 8;
   }
   return 0;
 }
@@ -40,12 +50,28 @@ inline constexpr bool is_integral(DType t) { return t == DType::Int32 || t == DT
 
 inline constexpr DType promote(DType a, DType b) { return a > b ? a : b; }
 
-template <class T> struct dtype_of;
-template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::Int32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::Int64; };
-template <> struct dtype_of<float> { static constexpr DType value = DType::Float32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::Float64; };
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::Bool;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::Int32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::Float64;
+};
 
 // VK_DISPATCH_*(dtype, T, body): runs body with T bound to the C++ type of dtype.
 #define VK_DTYPE_CASE(D, CT, ...) \
@@ -54,32 +80,32 @@ template <> struct dtype_of<double> { static constexpr DType value = DType::Floa
     __VA_ARGS__;                  \
     break;                        \
   }
-#define VK_DISPATCH_FLOAT(dtype, opname, ...)                                          \
-  switch (dtype) {                                                                     \
-    VK_DTYPE_CASE(Float32, float, __VA_ARGS__)                                         \
-    VK_DTYPE_CASE(Float64, double, __VA_ARGS__)                                        \
-    default:                                                                           \
+#define VK_DISPATCH_FLOAT(dtype, opname, ...)                                               \
+  switch (dtype) {                                                                          \
+    VK_DTYPE_CASE(Float32, float, __VA_ARGS__)                                              \
+    VK_DTYPE_CASE(Float64, double, __VA_ARGS__)                                             \
+    default:                                                                                \
       throw ::vk::DTypeError(::vk::detail::cat(opname, ": expected a floating dtype, got ", \
-                                               ::vk::dtype_name(dtype)));              \
+                                               ::vk::dtype_name(dtype)));                   \
   }
-#define VK_DISPATCH_NUMERIC(dtype, opname, ...)                                          \
-  switch (dtype) {                                                                       \
-    VK_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                                           \
-    VK_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                                           \
-    VK_DTYPE_CASE(Float32, float, __VA_ARGS__)                                           \
-    VK_DTYPE_CASE(Float64, double, __VA_ARGS__)                                          \
-    default:                                                                             \
-      throw ::vk::DTypeError(::vk::detail::cat(opname, ": expected a numeric dtype, got ", \
-                                               ::vk::dtype_name(dtype)));                \
+#define VK_DISPATCH_NUMERIC(dtype, opname, ...)                                                    \
+  switch (dtype) {                                                                                 \
+    VK_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                                                     \
+    VK_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                                                     \
+    VK_DTYPE_CASE(Float32, float, __VA_ARGS__)                                                     \
+    VK_DTYPE_CASE(Float64, double, __VA_ARGS__)                                                    \
+    default:                                                                                       \
+      throw ::vk::DTypeError(                                                                      \
+          ::vk::detail::cat(opname, ": expected a numeric dtype, got ", ::vk::dtype_name(dtype))); \
   }
-#define VK_DISPATCH_ALL(dtype, opname, ...)   \
-  switch (dtype) {                            \
-    VK_DTYPE_CASE(Bool, bool, __VA_ARGS__)    \
-    VK_DTYPE_CASE(Int32, int32_t, __VA_ARGS__) \
-    VK_DTYPE_CASE(Int64, int64_t, __VA_ARGS__) \
-    VK_DTYPE_CASE(Float32, float, __VA_ARGS__) \
-    VK_DTYPE_CASE(Float64, double, __VA_ARGS__) \
-    default:                                    \
+#define VK_DISPATCH_ALL(dtype, opname, ...)                             \
+  switch (dtype) {                                                      \
+    VK_DTYPE_CASE(Bool, bool, __VA_ARGS__)                              \
+    VK_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                          \
+    VK_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                          \
+    VK_DTYPE_CASE(Float32, float, __VA_ARGS__)                          \
+    VK_DTYPE_CASE(Float64, double, __VA_ARGS__)                         \
+    default:                                                            \
       throw ::vk::DTypeError(::vk::detail::cat(opname, ": bad dtype")); \
   }
 

@@ -39,8 +39,8 @@ std::string cat(const Args&... args) {
 }  // namespace detail
 
 // VK_CHECK(cond, ErrorType, parts...) throws ErrorType(parts streamed together) when cond fails.
-#define VK_CHECK(cond, Type, ...) \
-  do {                            \
+#define VK_CHECK(cond, Type, ...)                                  \
+  do {                                                             \
     if (!(cond)) throw ::vk::Type(::vk::detail::cat(__VA_ARGS__)); \
   } while (0)
 

@@ -47,8 +47,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
-  VK_CHECK(dim >= lo && dim <= hi, IndexError, op, ": dim ", dim, " is out of range for a tensor with ",
-           ndim, " dims (expected ", lo, " to ", hi, ")");
+  VK_CHECK(dim >= lo && dim <= hi, IndexError, op, ": dim ", dim,
+           " is out of range for a tensor with ", ndim, " dims (expected ", lo, " to ", hi, ")");
   return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
 }
 
@@ -69,8 +69,10 @@ Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepd
   Shape out;
   for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
     bool reduced = std::binary_search(dims.begin(), dims.end(), i);
-    if (!reduced) out.push_back(s[i]);
-    else if (keepdim) out.push_back(1);
+    if (!reduced)
+      out.push_back(s[i]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }

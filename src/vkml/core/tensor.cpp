@@ -1,5 +1,6 @@
 #include "vkml/core/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -82,6 +83,63 @@ class BlockCache {
 template <size_t Size>
 thread_local typename BlockCache<Size>::List BlockCache<Size>::t_list;
 
+// The shape and strides vectors of dead tensors, kept with their capacity for this thread's next
+// new tensors: Tensor::empty then fills its two vectors without allocating (each allocation,
+// with its free, costs as much as the rest of a one-element op's bookkeeping). At most kMax
+// vectors per thread, freed when the thread ends; off under AddressSanitizer, like BlockCache.
+class DimsCache {
+ public:
+  static std::vector<int64_t> take() {  // empty, with capacity when one is cached
+#if !defined(__SANITIZE_ADDRESS__)
+    State& s = t_state;
+    if (s.count > 0) {
+      Dims* v = slot(--s.count);
+      Dims out = std::move(*v);
+      v->~Dims();
+      return out;
+    }
+#endif
+    return {};
+  }
+
+  static void give(std::vector<int64_t>& v) {
+#if !defined(__SANITIZE_ADDRESS__)
+    State& s = t_state;
+    if (v.capacity() == 0 || v.capacity() > kMaxCapacity || s.count >= kMax || s.ended) return;
+    if (!s.drain_registered) register_drain();
+    v.clear();
+    new (s.slots[s.count++]) Dims(std::move(v));
+#else
+    (void)v;
+#endif
+  }
+
+ private:
+  using Dims = std::vector<int64_t>;
+  static constexpr int kMax = 64;
+  static constexpr size_t kMaxCapacity = 16;
+  struct State {  // trivially destructible: usable until the thread's storage goes
+    alignas(Dims) unsigned char slots[kMax][sizeof(Dims)];
+    int count = 0;
+    bool drain_registered = false;
+    bool ended = false;
+  };
+  struct Drain {
+    ~Drain() {
+      while (t_state.count > 0) slot(--t_state.count)->~Dims();
+      t_state.ended = true;
+    }
+  };
+  static Dims* slot(int i) { return std::launder(reinterpret_cast<Dims*>(t_state.slots[i])); }
+  static void register_drain() {
+    thread_local Drain drain;
+    (void)drain;
+    t_state.drain_registered = true;
+  }
+  static thread_local State t_state;
+};
+thread_local DimsCache::State DimsCache::t_state;
+
 // The allocator that routes make_shared's single block through BlockCache.
 template <class T>
 struct CachedAllocator {
@@ -137,6 +195,8 @@ const Attrs& no_attrs() {
 }
 
 TensorImpl::~TensorImpl() {
+  DimsCache::give(shape);
+  DimsCache::give(strides);
   if (parents.empty()) return;
   if (g_teardown) {  // an outer destructor is already draining: hand over and return
     for (auto& p : parents) g_teardown->push_back(std::move(p));
@@ -158,9 +218,20 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   VK_CHECK(n <= kMaxBytes / static_cast<int64_t>(dtype_size(dtype)), MemoryError,
            "cannot allocate a tensor of shape ", shape_str(shape), " and dtype ",
            dtype_name(dtype));
-  auto storage = std::allocate_shared<Storage>(
+  auto impl = std::allocate_shared<TensorImpl>(CachedAllocator<TensorImpl>());
+  impl->storage = std::allocate_shared<Storage>(
       CachedAllocator<Storage>(), static_cast<size_t>(n) * dtype_size(dtype), Device::CPU);
-  return from_storage(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+  impl->shape = DimsCache::take();
+  impl->shape.assign(shape.begin(), shape.end());
+  impl->strides = DimsCache::take();
+  impl->strides.resize(shape.size());
+  int64_t step = 1;  // contiguous_strides, written into the reused vector
+  for (size_t d = shape.size(); d-- > 0;) {
+    impl->strides[d] = step;
+    step *= std::max<int64_t>(shape[d], 1);
+  }
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
 }
 
 Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, Shape shape, Strides strides,

@@ -58,26 +58,46 @@ Attrs random_attrs(const Shape& shape, DType dtype) {
 }  // namespace
 
 void add_creation_ops(OpList& ops) {
-  ops.push_back({.kind = OpKind::Full, .name = "full", .arity = 0,
+  ops.push_back({.kind = OpKind::Full,
+                 .name = "full",
+                 .arity = 0,
                  .signature = "full(shape, value, dtype)",
                  .summary = "a tensor of `shape` filled with `value`",
-                 .infer = infer_creation, .cpu = cpu::full, .grad_doc = kCreation});
-  ops.push_back({.kind = OpKind::Arange, .name = "arange", .arity = 0,
+                 .infer = infer_creation,
+                 .cpu = cpu::full,
+                 .grad_doc = kCreation});
+  ops.push_back({.kind = OpKind::Arange,
+                 .name = "arange",
+                 .arity = 0,
                  .signature = "arange(start, stop, step, dtype)",
                  .summary = "start, start + step, ... up to but excluding stop",
-                 .infer = infer_creation, .cpu = cpu::arange, .grad_doc = kCreation});
-  ops.push_back({.kind = OpKind::Rand, .name = "rand", .arity = 0,
+                 .infer = infer_creation,
+                 .cpu = cpu::arange,
+                 .grad_doc = kCreation});
+  ops.push_back({.kind = OpKind::Rand,
+                 .name = "rand",
+                 .arity = 0,
                  .signature = "rand(shape, dtype)",
                  .summary = "uniform samples in [0, 1) from the counter-based generator",
-                 .infer = infer_random_float, .cpu = cpu::rand, .grad_doc = kCreation});
-  ops.push_back({.kind = OpKind::Randn, .name = "randn", .arity = 0,
+                 .infer = infer_random_float,
+                 .cpu = cpu::rand,
+                 .grad_doc = kCreation});
+  ops.push_back({.kind = OpKind::Randn,
+                 .name = "randn",
+                 .arity = 0,
                  .signature = "randn(shape, dtype)",
                  .summary = "standard normal samples (Box-Muller over Philox)",
-                 .infer = infer_random_float, .cpu = cpu::randn, .grad_doc = kCreation});
-  ops.push_back({.kind = OpKind::Randint, .name = "randint", .arity = 0,
+                 .infer = infer_random_float,
+                 .cpu = cpu::randn,
+                 .grad_doc = kCreation});
+  ops.push_back({.kind = OpKind::Randint,
+                 .name = "randint",
+                 .arity = 0,
                  .signature = "randint(low, high, shape, dtype)",
                  .summary = "uniform integers in [low, high)",
-                 .infer = infer_randint, .cpu = cpu::randint, .grad_doc = kCreation});
+                 .infer = infer_randint,
+                 .cpu = cpu::randint,
+                 .grad_doc = kCreation});
 }
 
 Tensor full(const Shape& shape, double value, DType dtype) {
@@ -95,8 +115,10 @@ Tensor ones_like(const Tensor& t) { return full(t.shape(), 1.0, t.dtype()); }
 
 Tensor scalar_like(double value, const Tensor& like) {
   DType dt = like.dtype();
-  if (!is_floating(dt) && (value != std::floor(value) || !std::isfinite(value))) dt = DType::Float32;
-  else if (dt == DType::Bool && value != 0.0 && value != 1.0) dt = DType::Int64;
+  if (!is_floating(dt) && (value != std::floor(value) || !std::isfinite(value)))
+    dt = DType::Float32;
+  else if (dt == DType::Bool && value != 0.0 && value != 1.0)
+    dt = DType::Int64;
   return full({}, value, dt);
 }
 
@@ -156,13 +178,14 @@ void set_rng_state(RngState state) {
 
 Tensor from_data(const void* data, const Shape& shape, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);
-  if (t.numel() > 0) std::memcpy(t.raw_data(), data, static_cast<size_t>(t.numel()) * dtype_size(dtype));
+  if (t.numel() > 0)
+    std::memcpy(t.raw_data(), data, static_cast<size_t>(t.numel()) * dtype_size(dtype));
   return t;
 }
 
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype) {
-  VK_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError, "from_vector: ",
-           values.size(), " values for shape ", shape_str(shape));
+  VK_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError,
+           "from_vector: ", values.size(), " values for shape ", shape_str(shape));
   Tensor t = Tensor::empty(shape, dtype);
   VK_DISPATCH_ALL(dtype, "from_vector", {
     T* p = t.data<T>();

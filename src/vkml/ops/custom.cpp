@@ -21,10 +21,13 @@ VK_KERNEL(custom_forward) {
 }  // namespace
 
 void add_custom_ops(OpList& ops) {
-  ops.push_back({.kind = OpKind::Custom, .name = "custom", .arity = -1,
+  ops.push_back({.kind = OpKind::Custom,
+                 .name = "custom",
+                 .arity = -1,
                  .signature = "from_op(result, parents, vjp, name)",
                  .summary = "a user-defined op: a result computed by user code and its vjp",
-                 .infer = infer_custom, .cpu = custom_forward,
+                 .infer = infer_custom,
+                 .cpu = custom_forward,
                  .grad = [](const GradCtx& c) -> Grads { return c.attrs.custom->grad(c); },
                  .grad_doc = "the user's vjp (checked for count and shapes)",
                  .determinism = Determinism::NotBitwise});

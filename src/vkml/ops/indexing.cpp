@@ -24,9 +24,12 @@ using Kind = IndexItem::Kind;
 int64_t dims_consumed(const IndexItem& it) {
   switch (it.kind) {
     case Kind::Int:
-    case Kind::Slice: return 1;
-    case Kind::Tensor: return it.tensor.dtype() == DType::Bool ? std::max<int64_t>(it.tensor.ndim(), 1) : 1;
-    default: return 0;
+    case Kind::Slice:
+      return 1;
+    case Kind::Tensor:
+      return it.tensor.dtype() == DType::Bool ? std::max<int64_t>(it.tensor.ndim(), 1) : 1;
+    default:
+      return 0;
   }
 }
 
@@ -48,7 +51,8 @@ struct Advanced {
 };
 
 // Applies the basic items (views) and collects the advanced ones.
-Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items, std::vector<Advanced>& adv) {
+Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items,
+                   std::vector<Advanced>& adv) {
   int64_t consumed = 0;
   bool ellipsis = false;
   for (const auto& it : items) {
@@ -78,8 +82,12 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items, std::ve
         ++d;
         break;
       }
-      case Kind::None: r = unsqueeze(r, d++); break;
-      case Kind::Ellipsis: d += x.ndim() - consumed; break;
+      case Kind::None:
+        r = unsqueeze(r, d++);
+        break;
+      case Kind::Ellipsis:
+        d += x.ndim() - consumed;
+        break;
       case Kind::Tensor: {
         const Tensor& t = it.tensor;
         if (t.dtype() == DType::Bool) {
@@ -92,8 +100,10 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items, std::ve
           for (int64_t k = 0; k < nd; ++k) adv.push_back({d + k, select(pos, 1, k)});
           d += nd;
         } else {
-          VK_CHECK(is_integral(t.dtype()), DTypeError, "index: tensors used as indices must be "
-                   "integer or bool, got ", dtype_name(t.dtype()));
+          VK_CHECK(is_integral(t.dtype()), DTypeError,
+                   "index: tensors used as indices must be "
+                   "integer or bool, got ",
+                   dtype_name(t.dtype()));
           adv.push_back({d, cast(t, DType::Int64)});
           ++d;
         }
@@ -109,8 +119,7 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items, std::ve
 Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape& index_shape) {
   NoGradGuard no_grad;
   index_shape = adv[0].indices.shape();
-  for (const auto& a : adv)
-    index_shape = broadcast_shapes(index_shape, a.indices.shape(), "index");
+  for (const auto& a : adv) index_shape = broadcast_shapes(index_shape, a.indices.shape(), "index");
   Tensor lin = zeros(index_shape, DType::Int64);
   int64_t stride = 1;
   for (size_t k = adv.size(); k-- > 0;) {
@@ -179,7 +188,8 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
     Shape s(x.ndim(), 1);
     s[d] = x.shape()[d];
     offsets = offsets + reshape(arange(0, static_cast<double>(x.shape()[d]), 1, DType::Int64) *
-                                    static_cast<double>(x.strides()[d]), s);
+                                    static_cast<double>(x.strides()[d]),
+                                s);
   }
   offsets = contiguous(expand(offsets, x.shape()));
   Tensor where_to = contiguous(index(offsets, items));
@@ -209,7 +219,8 @@ Tensor nonzero(const Tensor& mask) {
   for (int64_t i = 0; i < m.numel(); ++i) {
     if (!p[i]) continue;
     ++count;
-    for (int64_t d = 0; d < m.ndim(); ++d) coords.push_back(static_cast<double>((i / st[d]) % m.shape()[d]));
+    for (int64_t d = 0; d < m.ndim(); ++d)
+      coords.push_back(static_cast<double>((i / st[d]) % m.shape()[d]));
   }
   return from_vector(coords, {count, m.ndim()}, DType::Int64);
 }

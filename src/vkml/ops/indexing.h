@@ -13,19 +13,42 @@ namespace vk {
 struct IndexItem {
   enum class Kind { Int, Slice, None, Ellipsis, Tensor };
   Kind kind = Kind::Slice;
-  int64_t index = 0;                          // Int
-  std::optional<int64_t> start, stop, step;   // Slice (Python semantics; step may be negative? no:
-                                              // step must be positive, as in PyTorch)
-  Tensor tensor;                              // Tensor: int64/int32 indices or a bool mask
+  int64_t index = 0;                         // Int
+  std::optional<int64_t> start, stop, step;  // Slice (Python semantics; step may be negative? no:
+                                             // step must be positive, as in PyTorch)
+  Tensor tensor;                             // Tensor: int64/int32 indices or a bool mask
 
-  static IndexItem integer(int64_t i) { IndexItem it; it.kind = Kind::Int; it.index = i; return it; }
+  static IndexItem integer(int64_t i) {
+    IndexItem it;
+    it.kind = Kind::Int;
+    it.index = i;
+    return it;
+  }
   static IndexItem slice(std::optional<int64_t> start, std::optional<int64_t> stop,
                          std::optional<int64_t> step) {
-    IndexItem it; it.kind = Kind::Slice; it.start = start; it.stop = stop; it.step = step; return it;
+    IndexItem it;
+    it.kind = Kind::Slice;
+    it.start = start;
+    it.stop = stop;
+    it.step = step;
+    return it;
   }
-  static IndexItem none() { IndexItem it; it.kind = Kind::None; return it; }
-  static IndexItem ellipsis() { IndexItem it; it.kind = Kind::Ellipsis; return it; }
-  static IndexItem of(const Tensor& t) { IndexItem it; it.kind = Kind::Tensor; it.tensor = t; return it; }
+  static IndexItem none() {
+    IndexItem it;
+    it.kind = Kind::None;
+    return it;
+  }
+  static IndexItem ellipsis() {
+    IndexItem it;
+    it.kind = Kind::Ellipsis;
+    return it;
+  }
+  static IndexItem of(const Tensor& t) {
+    IndexItem it;
+    it.kind = Kind::Tensor;
+    it.tensor = t;
+    return it;
+  }
 };
 
 // x[items]. Advanced (tensor) indices: one tensor index, or several broadcast together as NumPy.

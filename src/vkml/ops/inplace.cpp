@@ -47,13 +47,18 @@ void apply(const Tensor& x, const Tensor& other, const char* op, F f) {
 }  // namespace
 
 void add_(const Tensor& x, const Tensor& other, double alpha) {
-  apply(x, other, "add_", [alpha](const Tensor& a, const Tensor& b) {
-    return alpha == 1.0 ? a + b : a + b * alpha;
-  });
+  apply(x, other, "add_",
+        [alpha](const Tensor& a, const Tensor& b) { return alpha == 1.0 ? a + b : a + b * alpha; });
 }
-void sub_(const Tensor& x, const Tensor& other) { apply(x, other, "sub_", [](auto& a, auto& b) { return a - b; }); }
-void mul_(const Tensor& x, const Tensor& other) { apply(x, other, "mul_", [](auto& a, auto& b) { return a * b; }); }
-void div_(const Tensor& x, const Tensor& other) { apply(x, other, "div_", [](auto& a, auto& b) { return a / b; }); }
+void sub_(const Tensor& x, const Tensor& other) {
+  apply(x, other, "sub_", [](auto& a, auto& b) { return a - b; });
+}
+void mul_(const Tensor& x, const Tensor& other) {
+  apply(x, other, "mul_", [](auto& a, auto& b) { return a * b; });
+}
+void div_(const Tensor& x, const Tensor& other) {
+  apply(x, other, "div_", [](auto& a, auto& b) { return a / b; });
+}
 void add_(const Tensor& x, double other) { add_(x, scalar_like(other, x)); }
 void mul_(const Tensor& x, double other) { mul_(x, scalar_like(other, x)); }
 void zero_(const Tensor& x) { fill_(x, 0.0); }

@@ -351,10 +351,10 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) { return expand(x, shap
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  VK_CHECK(shape.size() <= x.shape().size() &&
-               broadcast_shapes(x.shape(), shape, "sum_to") == x.shape(),
-           ShapeError, "sum_to: shape ", shape_str(x.shape()), " cannot be summed to ",
-           shape_str(shape), " (it is not a broadcast of it)");
+  VK_CHECK(
+      shape.size() <= x.shape().size() && broadcast_shapes(x.shape(), shape, "sum_to") == x.shape(),
+      ShapeError, "sum_to: shape ", shape_str(x.shape()), " cannot be summed to ", shape_str(shape),
+      " (it is not a broadcast of it)");
   size_t lead = x.shape().size() - shape.size();
   std::vector<int64_t> dims;
   for (size_t i = 0; i < x.shape().size(); ++i)

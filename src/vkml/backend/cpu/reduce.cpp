@@ -9,13 +9,16 @@
 //            combined in a fixed pairwise tree. A full reduction is the one-output case.
 //   columns: when the innermost kept dim is contiguous, whole rows of outputs are accumulated at
 //            once (a vectorisable add of a row of x into a row of accumulators).
+// Max/min, first-index searches and the double accumulators use explicit SIMD (vector
+// extensions) where the auto-vectoriser gives up. The softmax family and logsumexp are fused: one
+// pass for the max, one for the sum of exp (vmath::exp, the exp op's own, vectorised), one to
+// write.
 // Determinism: the order in which elements are combined depends only on the shape and strides of
 // x, never on how parallel_for splits the work, so results are bitwise identical at any thread
 // count. Float32 accumulates in double.
 #include "vkml/backend/cpu/reduce.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -25,6 +28,7 @@
 
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/vmath.h"
 #include "vkml/ops/op.h"
 
 namespace vk::cpu {
@@ -93,71 +97,6 @@ inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
     f(x);
     lane[j] += x;
   }
-}
-
-// ---- vectorisable exp ----
-// exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln2 / 2; exp(r) by a polynomial, 2^n built
-// in the exponent bits (in two factors so that results in the subnormal range are right). Pure
-// arithmetic and selects, so loops over it vectorise; the same code runs for every element, so
-// a value never depends on where a vector loop starts.
-[[gnu::always_inline]] inline float vexp(float x) {
-  constexpr float kHi = 88.72283935546875f, kLo = -103.97208404541016f;
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  float xc = x > kHi ? kHi : x;
-  xc = xc < kLo ? kLo : xc;
-  xc = x == x ? xc : 0.0f;
-  float t = std::fma(xc, 1.44269504088896341f, kMagic);
-  float n = t - kMagic;
-  int32_t ni = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kMagic);
-  float r = std::fma(n, -0.693359375f, xc);
-  r = std::fma(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  p = std::fma(p, r * r, r) + 1.0f;
-  int32_t n1 = ni >> 1, n2 = ni - n1;
-  float s1 = std::bit_cast<float>((n1 + 127) << 23), s2 = std::bit_cast<float>((n2 + 127) << 23);
-  float y = p * s1 * s2;
-  y = x > kHi ? std::numeric_limits<float>::infinity() : y;
-  y = x < kLo ? 0.0f : y;
-  return x == x ? y : x;
-}
-
-[[gnu::always_inline]] inline double vexp(double x) {
-  constexpr double kHi = 709.782712893384, kLo = -745.1332191019412;
-  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
-  double xc = x > kHi ? kHi : x;
-  xc = xc < kLo ? kLo : xc;
-  xc = x == x ? xc : 0.0;
-  double t = std::fma(xc, 1.4426950408889634, kMagic);
-  double n = t - kMagic;
-  int64_t ni = std::bit_cast<int64_t>(t) - std::bit_cast<int64_t>(kMagic);
-  double r = std::fma(n, -6.93147180369123816490e-01, xc);  // ln2 split in a high part with
-  r = std::fma(n, -1.90821492927058770002e-10, r);          // trailing zeros and the rest
-  // Taylor series of exp(r) to degree 13: truncation below 1e-17 for |r| <= 0.347.
-  double p = 1.0 / 6227020800.0;
-  p = std::fma(p, r, 1.0 / 479001600.0);
-  p = std::fma(p, r, 1.0 / 39916800.0);
-  p = std::fma(p, r, 1.0 / 3628800.0);
-  p = std::fma(p, r, 1.0 / 362880.0);
-  p = std::fma(p, r, 1.0 / 40320.0);
-  p = std::fma(p, r, 1.0 / 5040.0);
-  p = std::fma(p, r, 1.0 / 720.0);
-  p = std::fma(p, r, 1.0 / 120.0);
-  p = std::fma(p, r, 1.0 / 24.0);
-  p = std::fma(p, r, 1.0 / 6.0);
-  p = std::fma(p, r, 0.5);
-  p = std::fma(p, r * r, r) + 1.0;
-  int64_t n1 = ni >> 1, n2 = ni - n1;
-  double s1 = std::bit_cast<double>((n1 + 1023) << 52);
-  double s2 = std::bit_cast<double>((n2 + 1023) << 52);
-  double y = p * s1 * s2;
-  y = x > kHi ? std::numeric_limits<double>::infinity() : y;
-  y = x < kLo ? 0.0 : y;
-  return x == x ? y : x;
 }
 
 // ---- layout ----
@@ -647,7 +586,7 @@ struct SumExpR {
   const T* shift;
   Acc init() const { return 0.0; }
   void add(Acc& a, T v, int64_t, int64_t o) const {
-    a += static_cast<double>(vexp(T(v - shift[o])));
+    a += static_cast<double>(vmath::exp(T(v - shift[o])));
   }
   void merge(Acc& a, const Acc& b) const { a += b; }
   void finish(const Acc& a, int64_t o) const {
@@ -719,7 +658,7 @@ void softmax_row(const T* x, T* y, int64_t K) {
   for (int j = 0; j < W; ++j) m = vmx[j] > m ? vmx[j] : m;
   for (; k < K; ++k) m = x[k] > m ? x[k] : m;
   // exp(x - max) into y (a plain loop: vectorised), then its sum in 16 double lanes.
-  for (int64_t i = 0; i < K; ++i) y[i] = vexp(T(x[i] - m));
+  for (int64_t i = 0; i < K; ++i) y[i] = vmath::exp(T(x[i] - m));
   double s[L] = {};
   add_lanes16(s, y, K, [](auto&) {});
   for (int w = 1; w < L; w *= 2)
@@ -750,7 +689,7 @@ void softmax_cols(const T* x, T* y, int64_t K, int64_t stride, int64_t w) {
     const T* row = x + k * stride;
     T* out = y + k * stride;
     for (int64_t c = 0; c < w; ++c) {
-      T e = vexp(T(row[c] - mx[c]));
+      T e = vmath::exp(T(row[c] - mx[c]));
       if constexpr (!Log) out[c] = e;
       s[c] += static_cast<double>(e);
     }
