@@ -108,21 +108,22 @@ struct Case {
   double lo64, hi64;
 };
 
-// Bounds are the measured maxima rounded up (both builds: with FMA and without).
+// Bounds: the largest errors measured (bench/cpp/vmath_sweep over every 257th float32, both
+// builds: with FMA and without), with a little room.
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
       {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); },
-       [](long double x) { return std::exp(x); }, 1.0, 1.5, -745.5, 710},
+       [](long double x) { return std::exp(x); }, 1.25, 1.5, -745.5, 710},
       {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); },
        [](long double x) { return std::log(x); }, 1.0, 1.0, 0, 1e300},
       {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); },
        [](long double x) { return std::tanh(x); }, 1.5, 2.0, -25, 25},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, ref_sigmoid, ref_sigmoid, 2.5, 2.5,
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, ref_sigmoid, ref_sigmoid, 3.0, 2.5,
        -745, 40},
       {"erf", [](const Tensor& x) { return erf(x); }, [](double x) { return std::erf(x); },
        [](long double x) { return std::erf(x); }, 1.5, 1.5, -7, 7},
       {"erfc", [](const Tensor& x) { return erfc(x); }, [](double x) { return std::erfc(x); },
-       [](long double x) { return std::erfc(x); }, 4.5, 5.0, -7, 27},
+       [](long double x) { return std::erfc(x); }, 5.0, 5.0, -7, 27},
       // gelu: 0.5 ulp more than erfc's tail, which it uses; the float bound covers results in
       // the subnormal range at x < -13, where the product rounds a second time
       {"gelu", [](const Tensor& x) { return gelu(x); }, ref_gelu<double>, ref_gelu<long double>,
@@ -151,7 +152,7 @@ TEST(Vmath, GeluTanhFormAccuracy) {
   const std::vector<float> x = float_sweep();
   const std::vector<float> got = values_of<float>(gelu(tensor_of(x), true));
   EXPECT_LE(worst_of(x, got, ref_gelu_tanh<double>, -2, 2).ulp, 6.0);
-  EXPECT_LE(worst_of(x, got, ref_gelu_tanh<double>, -5, 5).ulp, 32.0);
+  EXPECT_LE(worst_of(x, got, ref_gelu_tanh<double>, -5, 5).ulp, 40.0);
   const std::vector<double> xd = double_sweep(-3, 3);
   EXPECT_LE(
       worst_of(xd, values_of<double>(gelu(tensor_of(xd), true)), ref_gelu_tanh<long double>).ulp,
@@ -182,46 +183,51 @@ TEST(Vmath, Float64Accuracy) {
 // above normally has it). Same bounds.
 TEST(Vmath, HeaderWithoutNativeFlags) {
   namespace vm = vk::vmath;
+  struct F32 {
+    const char* name;
+    float (*f)(float);
+    double (*ref)(double);
+    double bound;
+  };
+  const F32 f32[] = {
+      {"exp", [](float v) { return vm::exp(v); }, [](double v) { return std::exp(v); }, 1.25},
+      {"log", [](float v) { return vm::log(v); }, [](double v) { return std::log(v); }, 1.0},
+      {"tanh", [](float v) { return vm::tanh(v); }, [](double v) { return std::tanh(v); }, 1.5},
+      {"sigmoid", [](float v) { return vm::sigmoid(v); }, ref_sigmoid, 3.0},
+      {"erf", [](float v) { return vm::erf(v); }, [](double v) { return std::erf(v); }, 1.5},
+      {"erfc", [](float v) { return vm::erfc(v); }, [](double v) { return std::erfc(v); }, 5.0},
+      {"gelu", [](float v) { return vm::gelu(v); }, ref_gelu<double>, 14.0},
+  };
   std::vector<float> x;
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65521)
     x.push_back(std::bit_cast<float>(uint32_t(b)));
-  auto check = [&](const char* name, float (*f)(float), double (*ref)(double), double bound) {
+  for (const F32& c : f32) {
     std::vector<float> got(x.size());
-    for (size_t i = 0; i < x.size(); ++i) got[i] = f(x[i]);
-    Worst w = worst_of(x, got, ref);
-    EXPECT_LE(w.ulp, bound) << name << " at x = " << w.at;
+    for (size_t i = 0; i < x.size(); ++i) got[i] = c.f(x[i]);
+    Worst w = worst_of(x, got, c.ref);
+    EXPECT_LE(w.ulp, c.bound) << c.name << " at x = " << w.at;
+  }
+
+  struct F64 {
+    const char* name;
+    double (*f)(double);
+    long double (*ref)(long double);
+    double bound;
   };
-  check(
-      "exp", [](float v) { return vm::exp(v); }, [](double v) { return std::exp(v); }, 1.0);
-  check(
-      "log", [](float v) { return vm::log(v); }, [](double v) { return std::log(v); }, 1.0);
-  check(
-      "tanh", [](float v) { return vm::tanh(v); }, [](double v) { return std::tanh(v); }, 1.5);
-  check(
-      "sigmoid", [](float v) { return vm::sigmoid(v); }, ref_sigmoid, 2.5);
-  check(
-      "erf", [](float v) { return vm::erf(v); }, [](double v) { return std::erf(v); }, 1.5);
-  check(
-      "erfc", [](float v) { return vm::erfc(v); }, [](double v) { return std::erfc(v); }, 4.5);
-  check(
-      "gelu", [](float v) { return vm::gelu(v); }, ref_gelu<double>, 14.0);
+  const F64 f64[] = {
+      {"exp", [](double v) { return vm::exp(v); }, [](long double v) { return std::exp(v); }, 1.5},
+      {"tanh", [](double v) { return vm::tanh(v); }, [](long double v) { return std::tanh(v); },
+       2.0},
+      {"erf", [](double v) { return vm::erf(v); }, [](long double v) { return std::erf(v); }, 1.5},
+      {"gelu", [](double v) { return vm::gelu(v); }, ref_gelu<long double>, 6.0},
+  };
   const std::vector<double> xd = double_sweep(-30, 30, 200000);
-  auto check64 = [&](const char* name, double (*f)(double), long double (*ref)(long double),
-                     double bound) {
+  for (const F64& c : f64) {
     std::vector<double> got(xd.size());
-    for (size_t i = 0; i < xd.size(); ++i) got[i] = f(xd[i]);
-    Worst w = worst_of(xd, got, ref);
-    EXPECT_LE(w.ulp, bound) << name << " (float64) at x = " << w.at;
-  };
-  check64(
-      "exp", [](double v) { return vm::exp(v); }, [](long double v) { return std::exp(v); }, 1.5);
-  check64(
-      "tanh", [](double v) { return vm::tanh(v); }, [](long double v) { return std::tanh(v); },
-      2.0);
-  check64(
-      "erf", [](double v) { return vm::erf(v); }, [](long double v) { return std::erf(v); }, 1.5);
-  check64(
-      "gelu", [](double v) { return vm::gelu(v); }, ref_gelu<long double>, 6.0);
+    for (size_t i = 0; i < xd.size(); ++i) got[i] = c.f(xd[i]);
+    Worst w = worst_of(xd, got, c.ref);
+    EXPECT_LE(w.ulp, c.bound) << c.name << " (float64) at x = " << w.at;
+  }
 }
 
 TEST(Vmath, SpecialValues) {
