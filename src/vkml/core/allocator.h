@@ -15,12 +15,12 @@ CpuBlock cpu_allocate(size_t nbytes);  // throws MemoryError when the system has
 void cpu_release(CpuBlock block);
 
 struct AllocatorStats {
-  size_t in_use_bytes = 0;   // handed out and not yet released
-  size_t cached_bytes = 0;   // released, kept for reuse
+  size_t in_use_bytes = 0;  // handed out and not yet released
+  size_t cached_bytes = 0;  // released, kept for reuse
   size_t peak_in_use_bytes = 0;
 };
 AllocatorStats allocator_stats();
-void empty_cache();                          // returns every cached block to the system
-void set_cache_limit(size_t bytes);          // default 256 MiB; 0 disables caching
+void empty_cache();                  // returns every cached block to the system
+void set_cache_limit(size_t bytes);  // default 256 MiB; 0 disables caching
 
 }  // namespace vk
