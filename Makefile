@@ -13,11 +13,11 @@ GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 LAUNCH  := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
 APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv
 # The test extras of pyproject.toml. torch is the tests' oracle, never a runtime dependency.
-PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest torch==2.13.0 scikit-learn \
-           safetensors tqdm matplotlib
+PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" scipy-openblas32 numpy pytest torch==2.13.0 \
+           scikit-learn safetensors tqdm matplotlib
 
-.PHONY: all deps venv build test test-cpp test-asan test-python python demo demo-cpp docs \
-        format clean example-install fuzz bench
+.PHONY: all deps venv build test test-cpp test-asan test-python python python-asan test-python-asan \
+        demo demo-cpp docs format clean example-install fuzz fuzz-smoke bench
 
 all: build
 
@@ -51,15 +51,36 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(ASAN)/vkml_tests --gtest_brief=1
 
+# The C++ build links the system's OpenBLAS and the Python build the scipy-openblas32 wheel's
+# (what `pip install .` falls back to without apt), so every `make test` checks both.
+PY_BLAS ?= scipy-openblas32
+
 # The Python extension built in place (build-py/python/vkml mirrors the installed package).
 python: venv
 	@$(CMAKE) -S . -B $(PYBUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release \
 	  -DPython_EXECUTABLE=$(abspath $(PY)) -DVKML_BUILD_PYTHON=ON -DVKML_BUILD_TESTS=OFF \
-	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON >/dev/null
+	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON -DVKML_BLAS=$(PY_BLAS) >/dev/null
 	$(CMAKE) --build $(PYBUILD) -j $(JOBS)
 
 test-python: python
 	PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q tests/python
+
+# The Python suite again against an ASan+UBSan build of the extension, built in $(ASAN) next to
+# test-asan's library (compiled once). The interpreter is not instrumented, so the ASan runtime is
+# preloaded; leak checks stay off here (CPython and torch keep memory alive at exit on purpose)
+# and on in test-asan. The kill-and-resume and 10,000-step tests (subprocess trainings of minutes
+# under ASan, marked slow) run in test-python only.
+ASAN_RT = $(shell $(CXX) -print-file-name=libasan.so)
+python-asan: venv
+	@$(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKML_WERROR=ON \
+	  -DVKML_SANITIZE=ON -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF -DVKML_BUILD_PYTHON=ON \
+	  -DVKML_PYTHON_STUBS=OFF -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
+	$(CMAKE) --build $(ASAN) -j $(JOBS) --target _C _C_package
+
+test-python-asan: python-asan
+	LD_PRELOAD=$(ASAN_RT) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/python -m "not slow"
 
 docs: build
 	$(BUILD)/gen_ops_doc docs/ops.md
@@ -72,7 +93,7 @@ example-install: build
 	$(CMAKE) --build $(BUILD)/example -j $(JOBS)
 	$(BUILD)/example/mlp | tail -1
 
-test: test-asan example-install test-cpp test-python
+test: test-asan example-install test-cpp test-python test-python-asan fuzz-smoke
 
 # The main job: train on scikit-learn's digits (MLP by default; --model cnn for the CNN).
 demo: python
@@ -84,9 +105,13 @@ bench: python
 demo-cpp: build
 	$(BUILD)/mlp_example
 
+# A short libFuzzer run on every `make test`; `make fuzz FUZZ_SECONDS=600` for a long one.
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=20
+
 # libFuzzer on the safetensors reader (needs clang); FUZZ_SECONDS per run.
 FUZZ_SECONDS ?= 60
-fuzz:
+fuzz: deps
 	@dpkg -s clang >/dev/null 2>&1 && dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null)
 	$(CMAKE) -S fuzz -B build-fuzz $(GEN) -DCMAKE_CXX_COMPILER=clang++ >/dev/null

@@ -448,11 +448,13 @@ def blas_info(libs):
         for p in paths:
             try:
                 lib = ctypes.CDLL(p)
-                lib.openblas_get_config.restype = ctypes.c_char_p
-                lib.openblas_get_corename.restype = ctypes.c_char_p
-                vk_blas.append(f"{os.path.realpath(p)}: {lib.openblas_get_config().decode()}, "
-                               f"core={lib.openblas_get_corename().decode()}, "
-                               f"threads={lib.openblas_get_num_threads()}")
+                # The scipy-openblas32 wheel prefixes every symbol with scipy_.
+                pre = "scipy_" if hasattr(lib, "scipy_openblas_get_config") else ""
+                config, core, threads = (getattr(lib, pre + f) for f in (
+                    "openblas_get_config", "openblas_get_corename", "openblas_get_num_threads"))
+                config.restype = core.restype = ctypes.c_char_p
+                vk_blas.append(f"{os.path.realpath(p)}: {config().decode()}, "
+                               f"core={core().decode()}, threads={threads()}")
             except (OSError, AttributeError):
                 vk_blas.append(os.path.realpath(p))
         info["vkml"] = "; ".join(vk_blas) or "no BLAS linked"

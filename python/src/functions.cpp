@@ -146,6 +146,15 @@ DType dtype_of_value(nb::handle v) {
 }
 
 // var/std: torch's (dim, unbiased, keepdim, *, correction); a bool first argument is `unbiased`.
+// other * alpha for add/sub: computed in the dtype x + other has (alpha must not promote it), and
+// a fractional alpha for integer inputs is an error, as in PyTorch.
+Tensor scaled_by_alpha(const Tensor& x, const Tensor& other, double alpha, const char* op) {
+  const DType common = vk::result_type(x, other);
+  VK_CHECK(is_floating(common) || alpha == std::trunc(alpha), RuntimeError, op,
+           ": for integer inputs alpha must be an integer, got ", alpha);
+  return vk::mul(vk::cast(other, common), vk::full({}, alpha, common));
+}
+
 double correction_of(nb::handle& dim, nb::handle unbiased, nb::handle correction) {
   if (PyBool_Check(dim.ptr())) {
     unbiased = dim;
@@ -244,7 +253,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [other_of](const Tensor& x, nb::handle other, double alpha) {
         Tensor y = other_of(x, other);
         MaybeRelease r(heavy(x, y));
-        return alpha == 1.0 ? vk::add(x, y) : vk::add(x, y * alpha);
+        return alpha == 1.0 ? vk::add(x, y) : vk::add(x, scaled_by_alpha(x, y, alpha, "add"));
       },
       "other"_a, nb::kw_only(), "alpha"_a = 1.0);
   both(
@@ -252,7 +261,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [other_of](const Tensor& x, nb::handle other, double alpha) {
         Tensor y = other_of(x, other);
         MaybeRelease r(heavy(x, y));
-        return alpha == 1.0 ? vk::sub(x, y) : vk::sub(x, y * alpha);
+        return alpha == 1.0 ? vk::sub(x, y) : vk::sub(x, scaled_by_alpha(x, y, alpha, "sub"));
       },
       "other"_a, nb::kw_only(), "alpha"_a = 1.0);
   both(
@@ -262,15 +271,35 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   auto divide = [other_of](const Tensor& x, nb::handle other, std::optional<std::string> mode) {
     Tensor y = other_of(x, other);
     MaybeRelease r(heavy(x, y));
-    Tensor q = vk::div(x, y);
-    if (!mode) return q;
-    if (*mode == "floor") return vk::floor(q);
+    if (!mode) return vk::div(x, y);
+    if (*mode == "floor") return vk::floor_divide(x, y);
     VK_CHECK(*mode == "trunc", RuntimeError,
              "div(): rounding_mode must be None, 'trunc' or "
              "'floor', got '",
              *mode, "'");
+    if (!is_floating(x.dtype()) && !is_floating(y.dtype())) {
+      // Integers stay integer: an inexact negative floor quotient rounds up by one to truncate.
+      Tensor q = vk::floor_divide(x, y);
+      Tensor zero = vk::zeros({}, q.dtype());
+      Tensor negative = vk::cast(vk::lt(q, zero), q.dtype());
+      Tensor inexact = vk::cast(vk::ne(vk::remainder(x, y), zero), q.dtype());
+      return vk::add(q, vk::mul(negative, inexact));
+    }
+    Tensor q = vk::div(x, y);
     return vk::where(vk::lt(q, vk::zeros({}, q.dtype())), vk::ceil(q), vk::floor(q));
   };
+  both(
+      m, c, "floor_divide",
+      [other_of](const Tensor& x, nb::handle other) {
+        return vk::floor_divide(x, other_of(x, other));
+      },
+      "other"_a);
+  both(
+      m, c, "remainder",
+      [other_of](const Tensor& x, nb::handle other) {
+        return vk::remainder(x, other_of(x, other));
+      },
+      "other"_a);
   both(m, c, "div", divide, "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none());
   both(m, c, "divide", divide, "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none());
   both(
@@ -455,6 +484,37 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
         return vk::log_softmax(in, dim);
       },
       "dim"_a, "dtype"_a = nb::none());
+  m.def(
+      "softmax_backward",
+      [](const Tensor& g, const Tensor& out, int64_t dim) {
+        MaybeRelease r(heavy(g));
+        return vk::softmax_backward(g, out, dim);
+      },
+      "grad"_a, "output"_a, "dim"_a);
+  m.def(
+      "log_softmax_backward",
+      [](const Tensor& g, const Tensor& out, int64_t dim) {
+        MaybeRelease r(heavy(g));
+        return vk::log_softmax_backward(g, out, dim);
+      },
+      "grad"_a, "output"_a, "dim"_a);
+  m.def(
+      "layer_norm_backward",
+      [](const Tensor& g, const Tensor& x, nb::handle normalized_shape,
+         std::optional<Tensor> weight, double eps) {
+        Shape s = to_shape(normalized_shape);
+        MaybeRelease r(heavy(g));
+        return vk::layer_norm_backward(g, x, s, weight ? *weight : Tensor(), eps);
+      },
+      "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5);
+  m.def(
+      "layer_norm_param_grad",
+      [](const Tensor& g, const Tensor& x, nb::handle normalized_shape, double eps) {
+        Shape s = to_shape(normalized_shape);
+        MaybeRelease r(heavy(g));
+        return vk::layer_norm_param_grad(g, x, s, eps);
+      },
+      "grad"_a, "input"_a, "normalized_shape"_a, "eps"_a = 1e-5);
 
   // ---- shape ----
   c.def("reshape",

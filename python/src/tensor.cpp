@@ -115,6 +115,8 @@ Tensor f_sub(const Tensor& a, const Tensor& b) { return vk::sub(a, b); }
 Tensor f_mul(const Tensor& a, const Tensor& b) { return vk::mul(a, b); }
 Tensor f_div(const Tensor& a, const Tensor& b) { return vk::div(a, b); }
 Tensor f_pow(const Tensor& a, const Tensor& b) { return vk::pow(a, b); }
+Tensor f_floordiv(const Tensor& a, const Tensor& b) { return vk::floor_divide(a, b); }
+Tensor f_mod(const Tensor& a, const Tensor& b) { return vk::remainder(a, b); }
 Tensor f_matmul(const Tensor& a, const Tensor& b) { return vk::matmul(a, b); }
 Tensor f_eq(const Tensor& a, const Tensor& b) { return vk::eq(a, b); }
 Tensor f_ne(const Tensor& a, const Tensor& b) { return vk::ne(a, b); }
@@ -587,14 +589,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   def_binary<f_and>(c, "__and__", "__rand__");
   def_binary<f_or>(c, "__or__", "__ror__");
   def_binary<f_xor>(c, "__xor__", "__rxor__");
-  c.def(
-      "__floordiv__",
-      [](const Tensor& a, nb::handle b) -> nb::object {
-        std::optional<Tensor> t = operand(b, a);
-        if (!t) return not_implemented();
-        return nb::cast(vk::floor(vk::div(a, *t)));
-      },
-      nb::is_operator());
+  def_binary<f_floordiv>(c, "__floordiv__", "__rfloordiv__");
+  def_binary<f_mod>(c, "__mod__", "__rmod__");
   c.def("__neg__", [](const Tensor& a) { return vk::neg(a); });
   c.def("__pos__", [](nb::handle self) { return nb::borrow(self); });
   c.def("__abs__", [](const Tensor& a) { return vk::abs(a); });

@@ -11,7 +11,25 @@ Every op runs in the C++ core (vkml._C); this package only arranges names.
 
 import os as _os
 
-from . import _C
+
+def _load_extension():
+    """Imports vkml._C; when it was built against the scipy-openblas32 wheel's BLAS and the
+    loader cannot find that library next to it (another site-packages), preloads it first."""
+    try:
+        from . import _C
+    except ImportError as e:
+        if "libscipy_openblas" not in str(e):
+            raise
+        import ctypes
+        import scipy_openblas32
+        lib = _os.path.join(scipy_openblas32.get_lib_dir(), f"lib{scipy_openblas32.get_library()}.so")
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+        from . import _C
+    return _C
+
+
+_load_extension()
+from . import _C  # noqa: E402
 from ._C import *  # noqa: F401,F403  (ops, creation functions, Tensor, dtype, errors)
 from ._C import DTypeError, ShapeError, Tensor, dtype
 from ._grad_mode import (enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,

@@ -120,6 +120,17 @@ RegisterOpCases elementwise_cases({
      [](const V& x) { return round(x[0]) * x[0]; }},
 
     // ---- binary ----
+    // a / b away from integers (the quotient's steps): both signs of a and of b, b broadcast.
+    {OpKind::FloorDivide, "floor_divide/broadcast",
+     [] {
+       return V{fractional(), values({0.9, -0.7, 1.6, -2.3}, {4})};
+     },
+     [](const V& x) { return floor_divide(x[0], x[1]) + x[0] * x[1]; }},
+    {OpKind::Remainder, "remainder/broadcast",
+     [] {
+       return V{fractional(), values({0.9, -0.7, 1.6, -2.3}, {4})};
+     },
+     [](const V& x) { return remainder(x[0], x[1]) * x[1]; }},
     {OpKind::Pow, "pow/same",
      [] {
        return V{leaf({2, 3}, 0.5, 2.0), leaf({2, 3}, -1.0, 2.0)};

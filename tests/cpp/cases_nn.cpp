@@ -75,6 +75,12 @@ RegisterOpCases nn_cases({
        return V{leaf({2, 2, 3, 3}), leaf({2, 1, 2, 2})};
      },
      [](const V& x) { return conv2d(x[0], x[1], Tensor(), 2, 1, 1, 0, 1, 1, 2); }},
+    // 256 output positions per image: the rule's per-image products (as conv.large's shapes).
+    {OpKind::Conv2d, "conv2d/per_image_groups2",
+     [] {
+       return V{leaf({2, 2, 16, 16}), leaf({2, 1, 3, 3}), leaf({2})};
+     },
+     [](const V& x) { return conv2d(x[0], x[1], x[2], 1, 1, 1, 1, 1, 1, 2); }},
     // A 1x1 kernel reads x directly as the column matrix; here x is a channels-last view.
     {OpKind::Conv2d, "conv2d/1x1_channels_last",
      [] {
@@ -117,6 +123,81 @@ RegisterOpCases nn_cases({
        return V{leaf({2, 1, 3, 3})};
      },
      [](const V& x) { return avg_pool2d(x[0] * x[0], win(2)); }},
+
+    {OpKind::LayerNorm, "layer_norm/affine_last",
+     [] {
+       return V{leaf({3, 4}), leaf({4}), leaf({4})};
+     },
+     [](const V& x) { return layer_norm(x[0], {4}, x[1], x[2], 1e-5); }},
+    {OpKind::LayerNorm, "layer_norm/two_dims_plain",
+     [] {
+       return V{leaf({2, 3, 2})};
+     },
+     [](const V& x) {
+       return layer_norm(x[0], {3, 2}, Tensor(), Tensor(), 1e-5);
+     }},
+    {OpKind::LayerNorm, "layer_norm/weight_only_transposed",
+     [] {
+       return V{leaf({4, 3}), leaf({4})};
+     },
+     [](const V& x) { return layer_norm(transpose(x[0], 0, 1), {4}, x[1], Tensor(), 0.1); }},
+    {OpKind::LayerNorm, "layer_norm/bias_only_unbatched",
+     [] {
+       return V{leaf({5}), leaf({5})};
+     },
+     [](const V& x) { return layer_norm(x[0], {5}, Tensor(), x[1], 1e-5); }},
+    {OpKind::LayerNorm, "layer_norm/weight_broadcast_from_1d",
+     [] {
+       return V{leaf({2, 1, 3}), leaf({3}), leaf({3})};
+     },
+     [](const V& x) {
+       return layer_norm(expand(x[0], {2, 2, 3}), {3}, x[1], x[2], 1e-5);
+     }},
+    {OpKind::LayerNormBackward, "layer_norm_backward/weight",
+     [] {
+       return V{leaf({3, 4}), leaf({3, 4}), leaf({4})};
+     },
+     [](const V& x) { return layer_norm_backward(x[0], x[1], {4}, x[2], 1e-5); }},
+    {OpKind::LayerNormBackward, "layer_norm_backward/two_dims_plain",
+     [] {
+       return V{leaf({2, 2, 3}), leaf({2, 2, 3})};
+     },
+     [](const V& x) {
+       return layer_norm_backward(x[0], x[1], {2, 3}, Tensor(), 1e-5);
+     }},
+    {OpKind::LayerNormBackward, "layer_norm_backward/unbatched_transposed",
+     [] {
+       return V{leaf({3, 2}), leaf({2, 3}), leaf({3, 2})};
+     },
+     [](const V& x) {
+       return layer_norm_backward(x[0], transpose(x[1], 0, 1), {3, 2}, x[2], 0.1);
+     }},
+    {OpKind::LayerNormBackward, "layer_norm_backward/of_layer_norm",
+     [] {
+       return V{leaf({2, 4}), leaf({2, 4}), leaf({4}), leaf({4})};
+     },
+     [](const V& x) {
+       // The gradient of sum(layer_norm(x) * g) w.r.t. x, differentiated again through x.
+       Tensor y = layer_norm(x[1], {4}, x[2], x[3], 1e-5);
+       return layer_norm_backward(x[0] * y, x[1], {4}, x[2], 1e-5);
+     }},
+    {OpKind::LayerNormParamGrad, "layer_norm_param_grad/rows",
+     [] {
+       return V{leaf({3, 4}), leaf({3, 4})};
+     },
+     [](const V& x) { return layer_norm_param_grad(x[0], x[1], {4}, 1e-5); }},
+    {OpKind::LayerNormParamGrad, "layer_norm_param_grad/two_dims_transposed",
+     [] {
+       return V{leaf({2, 2, 3}), leaf({3, 2, 2})};
+     },
+     [](const V& x) {
+       return layer_norm_param_grad(x[0], transpose(x[1], 0, 2), {2, 3}, 0.1);
+     }},
+    {OpKind::LayerNormParamGrad, "layer_norm_param_grad/unbatched",
+     [] {
+       return V{leaf({5}), leaf({5})};
+     },
+     [](const V& x) { return layer_norm_param_grad(x[0], x[1], {5}, 1e-5); }},
 });
 
 }  // namespace

@@ -216,6 +216,50 @@ RegisterOpCases reduction_cases({
        return V{leaf({2, 3, 4}, -2.0, 2.0)};
      },
      [](const V& x) { return log_softmax(x[0], 1); }},
+
+    // The backward ops take any (g, out), not only a softmax output.
+    {OpKind::SoftmaxBackward, "softmax_backward/last",
+     [] {
+       return V{leaf({3, 4}), leaf({3, 4}, 0.1, 0.9)};
+     },
+     [](const V& x) { return softmax_backward(x[0], x[1], -1); }},
+    {OpKind::SoftmaxBackward, "softmax_backward/dim0",
+     [] {
+       return V{leaf({3, 4}), leaf({3, 4}, 0.1, 0.9)};
+     },
+     [](const V& x) { return softmax_backward(x[0], x[1], 0); }},
+    {OpKind::SoftmaxBackward, "softmax_backward/middle_transposed",
+     [] {
+       return V{leaf({2, 3, 2}), leaf({2, 3, 2}, 0.1, 0.9)};
+     },
+     [](const V& x) { return softmax_backward(x[0], transpose(x[1], 0, 2), 1); }},
+    {OpKind::SoftmaxBackward, "softmax_backward/of_softmax",
+     [] {
+       return V{leaf({2, 5}), leaf({2, 5}, -2.0, 2.0)};
+     },
+     [](const V& x) { return softmax_backward(x[0], softmax(x[1], 1), 1); }},
+    {OpKind::LogSoftmaxBackward, "log_softmax_backward/last",
+     [] {
+       return V{leaf({3, 4}), leaf({3, 4}, -2.0, 0.0)};
+     },
+     [](const V& x) { return log_softmax_backward(x[0], x[1], -1); }},
+    {OpKind::LogSoftmaxBackward, "log_softmax_backward/dim0",
+     [] {
+       return V{leaf({3, 4}), leaf({3, 4}, -2.0, 0.0)};
+     },
+     [](const V& x) { return log_softmax_backward(x[0], x[1], 0); }},
+    {OpKind::LogSoftmaxBackward, "log_softmax_backward/middle_transposed",
+     [] {
+       return V{leaf({2, 3, 2}), leaf({2, 3, 2}, -2.0, 0.0)};
+     },
+     [](const V& x) {
+       return log_softmax_backward(transpose(x[0], 0, 2), transpose(x[1], 0, 2), 1);
+     }},
+    {OpKind::LogSoftmaxBackward, "log_softmax_backward/of_log_softmax",
+     [] {
+       return V{leaf({2, 5}), leaf({2, 5}, -2.0, 2.0)};
+     },
+     [](const V& x) { return log_softmax_backward(x[0], log_softmax(x[1], 1), 1); }},
 });
 
 }  // namespace

@@ -43,5 +43,40 @@ TEST(Determinism, TrainingStepBitwiseIdenticalAt1And2Threads) {
   }
 }
 
+// The fused softmax/log_softmax backward and layer norm kernels, forward and backward, on rows
+// (last dim) and columns (dim 0): rows are split among threads, never a row's own reduction.
+std::vector<Tensor> fused_step(int threads) {
+  cpu::set_num_threads(threads);
+  manual_seed(7);
+  Tensor x = randn({300, 777}).set_requires_grad(true);
+  Tensor w = randn({777}).set_requires_grad(true);
+  Tensor b = randn({777}).set_requires_grad(true);
+  Tensor g = randn({300, 777});
+  Tensor s = softmax(x, 1), ls = log_softmax(x, 0), ln = layer_norm(x, {777}, w, b, 1e-5);
+  Tensor sb = softmax_backward(g, s, 1), lsb = log_softmax_backward(g, ls, 0);
+  Tensor sb0 = softmax_backward(g, softmax(x, 0), 0), lsb1 = log_softmax_backward(g, ls, 1);
+  Tensor lnb = layer_norm_backward(g, x, {777}, w, 1e-5);
+  // Enough rows for several partial sums in the weight/bias gradients.
+  Tensor x2 = randn({9000, 64}), g2 = randn({9000, 64});
+  Tensor pg = layer_norm_param_grad(g2, x2, {64}, 1e-5);
+  autograd::backward({s, ls, ln}, {g, g, g});
+  cpu::set_num_threads(2);
+  return {s, ls, ln, sb, lsb, sb0, lsb1, lnb, pg, x.grad(), w.grad(), b.grad()};
+}
+
+TEST(Determinism, FusedSoftmaxAndLayerNormBitwiseIdenticalAt1To3Threads) {
+  int saved = cpu::num_threads();
+  std::vector<Tensor> one = fused_step(1), two = fused_step(2), three = fused_step(3);
+  cpu::set_num_threads(saved);
+  for (const auto* other : {&two, &three})
+    for (size_t i = 0; i < one.size(); ++i) {
+      Tensor a = contiguous(one[i]), b = contiguous((*other)[i]);
+      ASSERT_EQ(a.shape(), b.shape());
+      EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.numel() * dtype_size(a.dtype())), 0)
+          << "result " << i << " (" << a.describe() << ") differs between 1 and "
+          << (other == &two ? 2 : 3) << " threads";
+    }
+}
+
 }  // namespace
 }  // namespace vk::test

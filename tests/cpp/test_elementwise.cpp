@@ -131,13 +131,44 @@ TEST(Elementwise, Pow) {
   expect_close(pow(f64({-2.0}), f64({0.5})), {kNaN});
   expect_close(pow(f64({1.5, 3.0}), 2.0), {2.25, 9.0}, 1e-15);
   // integer powers stay exact integers
-  Tensor p = pow(ints({3, -2, 5, 1, -1, 2}, {6}), ints({4, 3, 0, -2, -3, -1}, {6}));
+  Tensor p = pow(ints({3, -2, 5, 1, -1, 2}, {6}), ints({4, 3, 0, 2, 3, 1}, {6}));
   EXPECT_EQ(p.dtype(), DType::Int64);
-  expect_close(p, {81, -8, 1, 1, -1, 0}, 0);
+  expect_close(p, {81, -8, 1, 1, -1, 2}, 0);
+  // no integer result for a negative integer exponent: an error, as PyTorch
+  EXPECT_THROW(pow(ints({2, 2}, {2}), ints({1, -1}, {2})), RuntimeError);
   // a fractional exponent makes an integer base float32
   Tensor q = pow(ints({4}, {1}), 0.5);
   EXPECT_EQ(q.dtype(), DType::Float32);
   expect_close(q, {2.0}, 0);
+}
+
+// Python's // and % on every sign combination; -7 // 2 = -4 and -7 % 2 = 1, as Python and PyTorch.
+TEST(Elementwise, FloorDivideAndRemainderFollowPython) {
+  Tensor a = ints({7, -7, 7, -7, 6, -6, 0}, {7}), b = ints({2, 2, -2, -2, 3, -3, 5}, {7});
+  Tensor q = floor_divide(a, b), r = remainder(a, b);
+  EXPECT_EQ(q.dtype(), DType::Int64);
+  expect_close(q, {3, -4, -4, 3, 2, 2, 0}, 0);
+  expect_close(r, {1, 1, -1, -1, 0, 0, 0}, 0);
+  expect_close(floor_divide(f64({7.5, -7.5, 7.5, 1.0}), f64({2.0, 2.0, -2.0, 0.1})),
+               {3.0, -4.0, -4.0, 9.0}, 0);  // 1.0 // 0.1 is 9.0 in Python: 0.1 is a bit above 1/10
+  expect_close(remainder(f64({7.5, -7.5, 7.5}), f64({2.0, 2.0, -2.0})), {1.5, 0.5, -0.5}, 0);
+  expect_close(floor_divide(f64({1.0, -1.0}), f64({0.0, 0.0})), {kInf, -kInf});
+  // the minimum integer over -1 wraps (no UB), as PyTorch
+  Tensor lo = ints({std::numeric_limits<int64_t>::min()}, {1});
+  EXPECT_EQ(*floor_divide(lo, ints({-1}, {1})).data<int64_t>(),
+            std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(*remainder(lo, ints({-1}, {1})).data<int64_t>(), 0);
+}
+
+TEST(ElementwiseErrors, IntegerFloorDivideByZeroRaises) {
+  for (auto* f : {&floor_divide, &remainder}) {
+    try {
+      (*f)(ints({1, 2}, {2}), ints({1, 0}, {2}));
+      ADD_FAILURE() << "no error";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("division by zero"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Elementwise, MaximumMinimum) {

@@ -2,59 +2,29 @@
 entropy of the corpus), and SIGKILL mid-run + --resume ends bitwise equal to an uninterrupted run."""
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-import vkml
+from example_runs import kill_after_checkpoint, run_example
 
-PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(vkml.__file__)))
+# Subprocess trainings of a minute or more: not repeated under ASan (make test-python-asan).
+pytestmark = pytest.mark.slow
+
 # ~30 ms/step on a 2-core CPU
 TINY = ["--d-model", "64", "--n-heads", "4", "--n-layers", "2", "--context", "32", "--batch-size", "16",
         "--corpus-chars", "100000", "--eval-batches", "4", "--sample-chars", "40"]
 
 
-def _cmd(out, *extra):
-    return [sys.executable, "-m", "vkml.examples.charlm", "--out", str(out), "--no-progress", *TINY, *extra]
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PKG_ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 def _run(out, *extra):
-    r = subprocess.run(_cmd(out, *extra), env=_env(), capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout
+    return run_example("charlm", out, *(*TINY, *extra), timeout=300).stdout
 
 
 def _kill_after_checkpoint(out, extra, n_checkpoints, delay):
-    """Starts a run, SIGKILLs it `delay` seconds after its n-th checkpoint appears; True if it was killed."""
-    ckpt = os.path.join(out, "checkpoint.safetensors")
-    p = subprocess.Popen(_cmd(out, *extra), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    seen, last = 0, os.stat(ckpt).st_mtime_ns if os.path.exists(ckpt) else None
-    while p.poll() is None and seen < n_checkpoints:
-        st = os.stat(ckpt).st_mtime_ns if os.path.exists(ckpt) else None
-        if st is not None and st != last:
-            seen, last = seen + 1, st
-        time.sleep(0.002)
-    time.sleep(delay)
-    killed = p.poll() is None
-    if killed:
-        os.kill(p.pid, signal.SIGKILL)
-    p.wait()
-    p.stdout.close()
-    return killed
+    return kill_after_checkpoint("charlm", out, TINY + extra, n_checkpoints, delay)
 
 
 def _params(path):
@@ -105,6 +75,6 @@ def test_sigkill_and_resume_is_bitwise_identical(tmp_path):
 
 def test_resume_refuses_other_settings(tmp_path):
     _run(tmp_path, "--steps", "2", "--eval-every", "1", "--sample-chars", "0")
-    r = subprocess.run(_cmd(tmp_path, "--steps", "2", "--eval-every", "1", "--seed", "9", "--resume"),
-                       env=_env(), capture_output=True, text=True, timeout=300)
+    r = run_example("charlm", tmp_path, *TINY, "--steps", "2", "--eval-every", "1", "--seed", "9", "--resume",
+                    timeout=300, check=False)
     assert r.returncode != 0 and "seed" in r.stderr

@@ -2,11 +2,6 @@
 uninterrupted run; and the MLP reaches >= 97% test accuracy."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -14,44 +9,18 @@ import pytest
 pytest.importorskip("sklearn")
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-import vkml
+from example_runs import kill_after_checkpoint, run_example
 
-PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(vkml.__file__)))
-
-
-def _cmd(out, *extra):
-    return [sys.executable, "-m", "vkml.examples.digits", "--out", str(out), "--no-progress", *extra]
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PKG_ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+# Subprocess trainings of a minute or more: not repeated under ASan (make test-python-asan).
+pytestmark = pytest.mark.slow
 
 
 def _run(out, *extra):
-    r = subprocess.run(_cmd(out, *extra), env=_env(), capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout
+    return run_example("digits", out, *extra, timeout=600).stdout
 
 
 def _kill_after_checkpoint(out, extra, n_checkpoints, delay):
-    """Starts a run, SIGKILLs it `delay` seconds after its n-th checkpoint appears; True if it was killed."""
-    ckpt = os.path.join(out, "checkpoint.safetensors")
-    p = subprocess.Popen(_cmd(out, *extra), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    seen, last = 0, None
-    while p.poll() is None and seen < n_checkpoints:
-        st = os.stat(ckpt).st_mtime_ns if os.path.exists(ckpt) else None
-        if st is not None and st != last:
-            seen, last = seen + 1, st
-        time.sleep(0.002)
-    time.sleep(delay)
-    killed = p.poll() is None
-    if killed:
-        os.kill(p.pid, signal.SIGKILL)
-    p.wait()
-    p.stdout.close()
-    return killed
+    return kill_after_checkpoint("digits", out, extra, n_checkpoints, delay)
 
 
 def _params(path):

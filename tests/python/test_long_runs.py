@@ -69,6 +69,7 @@ def train(model, steps, batch, seed, on_step=None):
 
 # (a) ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # 10,000 steps; RSS means little under ASan's quarantine
 def test_digits_mlp_10k_steps_memory_flat():
     steps = int(os.environ.get("VKML_LONG_STEPS", "10000"))
     warm = min(1000, steps // 2)

@@ -141,6 +141,29 @@ def _max_pool_indices(x_np, k, s, p):
     return i.numpy()
 
 
+def _ln_torch(x, ns, w=None, b=None, eps=1e-5):
+    """layer_norm composed of torch's primitive ops: torch's fused layer_norm has a wrong third
+    derivative (its gradgradcheck of the input gradient fails), which the backward ops' second
+    derivatives need."""
+    dims = tuple(range(-len(ns), 0))
+    c = x - x.mean(dims, keepdim=True)
+    y = c * torch.rsqrt((c * c).mean(dims, keepdim=True) + eps)
+    y = y * w if w is not None else y
+    return y + b if b is not None else y
+
+
+def _ln_backward_torch(g, x, ns, w=None, eps=1e-5):
+    return torch.autograd.grad(_ln_torch(x, ns, w, None, eps), x, g, create_graph=True)[0]
+
+
+def _ln_param_grad_torch(g, x, ns, eps=1e-5):
+    """The weight and bias gradients of layer_norm at weight 1, bias 0, stacked."""
+    w = torch.ones(ns, dtype=x.dtype, requires_grad=True)
+    b = torch.zeros(ns, dtype=x.dtype, requires_grad=True)
+    dw, db = torch.autograd.grad(_ln_torch(x, ns, w, b, eps), [w, b], g, create_graph=True)
+    return torch.stack([dw, db])
+
+
 def _max_pool_backward_torch(g, i, shape):
     n, c, h, w = shape
     z = torch.zeros(n, c, h * w, dtype=g.dtype)
@@ -269,7 +292,24 @@ SPECS = {
     "mul": binary(lambda m, a, b: a * b) + int_forward(lambda m, a, b: a * b) + [
         Case(lambda m, a: a * a, [F(3, 2)], label="same-input")],
     "div": binary(lambda m, a, b: a / b, lo2=0.5, hi2=2.0) + int_forward(lambda m, a, b: a / b) + [
+        c for mode in ("trunc", "floor") for c in int_forward(
+            lambda m, a, b, mode=mode: m.div(a, b, rounding_mode=mode), a=((7, -7, 6, -1), (0, 5, -5, 3)),
+            b=((2, 2, -4, 3),))] + [
+        Case(lambda m, a, b, mode=mode: m.div(a, b, rounding_mode=mode), [F(3, 4), F(4, lo=0.5, hi=2)],
+             label=f"rounding-{mode}", forward_only=True) for mode in ("trunc", "floor")] + [
         Case(lambda m, a, b: a / b, [F(4, lo=-2, hi=-0.5), F(4, lo=-2, hi=-0.5)], label="negative")],
+    # floor_divide is a step function: torch has no derivative for it, so forward only here (its
+    # zero gradient is checked by the C++ sweep against finite differences).
+    "floor_divide": [Case(c.fn, c.inputs, label=c.label, forward_only=True)
+                     for c in binary(lambda m, a, b: a // b, lo2=0.5, hi2=2.0)] + [
+        Case(lambda m, a, b: m.floor_divide(a, b), [F(3, 4), F(4, lo=-2, hi=-0.5)], label="function-negative",
+             forward_only=True)] + int_forward(lambda m, a, b: a // b) + int_forward(lambda m, a, b: a // 3),
+    # torch has no derivative of `scalar % tensor` (the C++ sweep checks that rule against finite
+    # differences): tensor-tensor and tensor-scalar here.
+    "remainder": binary(lambda m, a, b: a % b, lo2=0.5, hi2=2.0, scalars=False) + [
+        Case(lambda m, a: a % 0.75, [F(3, 2)], label="tensor-scalar"),
+        Case(lambda m, a, b: m.remainder(a, b), [F(3, 4), F(4, lo=-2, hi=-0.5)], label="function-negative")] +
+        int_forward(lambda m, a, b: a % b) + int_forward(lambda m, a, b: 7 % b),
     "pow": binary(lambda m, a, b: a ** b, lo=0.5, hi=2.0, lo2=-1.5, hi2=1.5) + [
         Case(lambda m, a, p=p: a ** p, [F(3, 4, lo=0.3, hi=2.0)], label=f"exponent{p}")
         for p in (2, 3, 0.5, -1, -2.5, 1.0 / 3)] + [
@@ -363,6 +403,53 @@ SPECS = {
                 for d in (0, 1, -1)],
     "log_softmax": [Case(lambda m, x, d=d: m.log_softmax(x, d), [F(3, 4, 2, lo=-3, hi=3)], label=f"dim={d}")
                     for d in (0, 1, -1)],
+    # The backward ops take any (g, out); torch's own _*_backward_data are the reference.
+    "softmax_backward": [
+        Case(lambda m, g, y, d=d: (vk.softmax_backward(g, y, d) if m is vk
+                                   else torch._softmax_backward_data(g, y, d, g.dtype)),
+             [F(3, 4, 2), F(3, 4, 2, lo=0.1, hi=0.9)], label=f"dim={d}") for d in (0, 1, -1)] + [
+        Case(lambda m, g, x: (vk.softmax_backward(g, vk.softmax(x, 1), 1) if m is vk
+                              else torch._softmax_backward_data(g, torch.softmax(x, 1), 1, g.dtype)),
+             [F(2, 5), F(2, 5)], label="of-softmax")],
+    "log_softmax_backward": [
+        Case(lambda m, g, y, d=d: (vk.log_softmax_backward(g, y, d) if m is vk
+                                   else torch._log_softmax_backward_data(g, y, d, g.dtype)),
+             [F(3, 4, 2), F(3, 4, 2, lo=-2.0, hi=0.0)], label=f"dim={d}") for d in (0, 1, -1)] + [
+        Case(lambda m, g, x: (vk.log_softmax_backward(g, vk.log_softmax(x, 1), 1) if m is vk
+                              else torch._log_softmax_backward_data(g, torch.log_softmax(x, 1), 1, g.dtype)),
+             [F(2, 5), F(2, 5)], label="of-log-softmax")],
+    "layer_norm": [
+        Case(lambda m, x, w, b: (vk.nn.functional if m is vk else TF).layer_norm(x, (4,), w, b),
+             [F(3, 4), F(4), F(4)], label="affine"),
+        Case(lambda m, x: (vk.nn.functional if m is vk else TF).layer_norm(x, (3, 2), eps=1e-3),
+             [F(2, 3, 2)], label="two-dims"),
+        Case(lambda m, x, w: (vk.nn.functional if m is vk else TF).layer_norm(x.transpose(0, 1), (3,), w),
+             [F(3, 2), F(3)], label="weight-only-strided"),
+        # torch's own double backward fails with a bias and no weight: its composed equivalent.
+        Case(lambda m, x, b: vk.nn.functional.layer_norm(x, (5,), None, b),
+             [F(5), F(5)], tfn=lambda m, x, b: TF.layer_norm(x, (5,)) + b, label="bias-only-unbatched")],
+    # torch reference: the gradient of layer_norm w.r.t. x (create_graph, so it differentiates).
+    "layer_norm_backward": [
+        Case(lambda m, g, x, w: (vk.layer_norm_backward(g, x, (4,), w) if m is vk
+                                 else _ln_backward_torch(g, x, (4,), w)),
+             [F(3, 4), F(3, 4), F(4)], label="weight"),
+        Case(lambda m, g, x: (vk.layer_norm_backward(g, x, (2, 3), eps=1e-3) if m is vk
+                              else _ln_backward_torch(g, x, (2, 3), eps=1e-3)),
+             [F(2, 2, 3), F(2, 2, 3)], label="two-dims"),
+        Case(lambda m, g, x: (vk.layer_norm_backward(g, x.transpose(0, 1), (3,)) if m is vk
+                              else torch.autograd.grad(_ln_torch(x.transpose(0, 1), (3,)), x, g,
+                                                       create_graph=True)[0].transpose(0, 1)),
+             [F(2, 3), F(3, 2)], label="strided")],
+    "layer_norm_param_grad": [
+        Case(lambda m, g, x: (vk.layer_norm_param_grad(g, x, (4,)) if m is vk
+                              else _ln_param_grad_torch(g, x, (4,))),
+             [F(3, 4), F(3, 4)], label="rows"),
+        Case(lambda m, g, x: (vk.layer_norm_param_grad(g, x, (2, 3), eps=1e-3) if m is vk
+                              else _ln_param_grad_torch(g, x, (2, 3), 1e-3)),
+             [F(2, 2, 3), F(2, 2, 3)], label="two-dims"),
+        Case(lambda m, g, x: (vk.layer_norm_param_grad(g, x.transpose(0, 1), (3,)) if m is vk
+                              else _ln_param_grad_torch(g, x.transpose(0, 1), (3,))),
+             [F(2, 3), F(3, 2)], label="strided")],
 
     # ---- shape ----
     "reshape": [Case(lambda m, x: x.reshape(4, 3), [F(3, 4)]),

@@ -468,9 +468,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
              shape_str(normalized_shape));
     check_same_dtype(*t, x, fn, what);
   }
-  Dims dims;
-  for (int64_t d = x.ndim() - k; d < x.ndim(); ++d) dims.push_back(d);
-  return affine(normalize_over(x, dims, eps).y, weight, bias);
+  return vk::layer_norm(x, normalized_shape, weight, bias, eps);
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <optional>
 
+#include "vkml/backend/cpu/divmod.h"
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/op.h"
@@ -268,6 +269,33 @@ void add_elementwise_ops(OpList& ops) {
                            c.needs[1] ? neg(c.grad * c.out / c.in[1]) : Tensor()};
                  },
                  .grad_doc = "da = g / b, db = -g * a / b^2 = -g * out / b"});
+  ops.push_back({.kind = OpKind::FloorDivide,
+                 .name = "floor_divide",
+                 .arity = 2,
+                 .signature = "floor_divide(a, b)",
+                 .summary = "a // b rounded toward -inf, as Python; integers stay integer (an "
+                            "integer division by zero raises)",
+                 .prepare = prepare_binary,
+                 .infer = infer_numeric,
+                 .cpu = cpu::floor_divide,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   return {c.needs[0] ? zeros_like(c.in[0]) : Tensor(),
+                           c.needs[1] ? zeros_like(c.in[1]) : Tensor()};
+                 },
+                 .grad_doc = "da = db = 0: a step function of both (zero almost everywhere)"});
+  ops.push_back({.kind = OpKind::Remainder,
+                 .name = "remainder",
+                 .arity = 2,
+                 .signature = "remainder(a, b)",
+                 .summary = "a - b * floor_divide(a, b): Python's %, with the sign of b",
+                 .prepare = prepare_binary,
+                 .infer = infer_numeric,
+                 .cpu = cpu::remainder,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   return {c.needs[0] ? c.grad : Tensor(),
+                           c.needs[1] ? neg(c.grad * floor_divide(c.in[0], c.in[1])) : Tensor()};
+                 },
+                 .grad_doc = "da = g, db = -g * floor_divide(a, b)"});
   ops.push_back(
       {.kind = OpKind::Pow,
        .name = "pow",
@@ -431,6 +459,10 @@ Tensor add(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Add, {a, 
 Tensor sub(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Sub, {a, b}); }
 Tensor mul(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Mul, {a, b}); }
 Tensor div(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Div, {a, b}); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::FloorDivide, {a, b});
+}
+Tensor remainder(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Remainder, {a, b}); }
 Tensor eq(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Eq, {a, b}); }
 Tensor ne(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Ne, {a, b}); }
 

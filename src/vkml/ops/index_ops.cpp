@@ -86,6 +86,10 @@ Tensor index_along(const Tensor& index, int64_t dim, int64_t ndim, const Shape& 
   return expand(reshape(index, s), shape);
 }
 
+// The zeros a gradient is scattered into: one zero broadcast to x's shape (a stride-0 view), so
+// scatter_add's copy of its base reads one element instead of a freshly zeroed buffer.
+Tensor zero_base(const Tensor& x) { return expand(zeros({}, x.dtype()), x.shape()); }
+
 }  // namespace
 
 void add_index_ops(OpList& ops) {
@@ -101,7 +105,7 @@ void add_index_ops(OpList& ops) {
                    const Tensor& x = c.in[0];
                    const int64_t dim = x.ndim() == 0 ? 0 : c.attrs.dim;
                    Tensor idx = index_along(c.in[1], dim, x.ndim(), c.grad.shape());
-                   return {scatter_add(zeros_like(x), dim, idx, c.grad), Tensor()};
+                   return {scatter_add(zero_base(x), dim, idx, c.grad), Tensor()};
                  },
                  .grad_doc = "dx = scatter_add(zeros_like(x), dim, index broadcast along dim, g): "
                              "repeated indices add up; index: none (a constant)"});
@@ -115,7 +119,7 @@ void add_index_ops(OpList& ops) {
                  .cpu = cpu::gather,
                  .grad = [](const GradCtx& c) -> Grads {
                    const int64_t dim = c.in[0].ndim() == 0 ? 0 : c.attrs.dim;
-                   return {scatter_add(zeros_like(c.in[0]), dim, c.in[1], c.grad), Tensor()};
+                   return {scatter_add(zero_base(c.in[0]), dim, c.in[1], c.grad), Tensor()};
                  },
                  .grad_doc = "dx = scatter_add(zeros_like(x), dim, index, g); index: none"});
   ops.push_back({.kind = OpKind::ScatterAdd,

@@ -64,6 +64,21 @@ Meta infer_matmul(const std::vector<Tensor>& in, const Attrs&, std::string_view 
 
 Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 
+// True when t's last two dims are stored column-major: t is the transposed view of a row-major
+// matrix, as W^T in a linear layer's x @ W^T.
+bool column_major(const Tensor& t) {
+  const int64_t n = t.ndim();
+  if (n < 2 || t.shape()[n - 2] < 2 || t.shape()[n - 1] < 2) return false;
+  return t.strides()[n - 2] == 1 && t.strides()[n - 1] == t.shape()[n - 2];
+}
+
+// db = a^T @ g. For a column-major b it is computed as (g^T @ a)^T, the transposed view of a
+// row-major product: the gradient has b's layout, so the transpose back to W is a contiguous
+// tensor and accumulates into W.grad without a strided copy.
+Tensor grad_of_b(const Tensor& a, const Tensor& b, const Tensor& g) {
+  return column_major(b) ? mT(matmul(mT(g), a)) : matmul(mT(a), g);
+}
+
 }  // namespace
 
 void add_linalg_ops(OpList& ops) {
@@ -80,7 +95,7 @@ void add_linalg_ops(OpList& ops) {
        .cpu = cpu::matmul,
        .grad = [](const GradCtx& c) -> Grads {
          return {c.needs[0] ? matmul(c.grad, mT(c.in[1])) : Tensor(),
-                 c.needs[1] ? matmul(mT(c.in[0]), c.grad) : Tensor()};
+                 c.needs[1] ? grad_of_b(c.in[0], c.in[1], c.grad) : Tensor()};
        },
        .grad_doc = "da = g @ b^T, db = a^T @ g (batch broadcasting is summed back by expand's "
                    "rule; 1-D operands by the view ops around the core)"});

@@ -6,6 +6,9 @@
 #include "vkml/ops/nn_ops.h"
 
 #include "vkml/backend/cpu/conv.h"
+#include "vkml/backend/cpu/norm.h"
+#include "vkml/core/grad_mode.h"
+#include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/index_ops.h"
 #include "vkml/ops/linalg.h"
@@ -142,6 +145,12 @@ Meta infer_max_pool2d_backward(const std::vector<Tensor>& in, const Attrs& a, st
   return {a.shape, g.dtype()};
 }
 
+// Elements of a column matrix that conv2d's rule makes at a time, when the whole one is big.
+constexpr int64_t kColsChunk = int64_t{1} << 19;
+// Below this many output positions per image, conv2d's rule makes one product over the batch
+// rather than one per image.
+constexpr int64_t kShortL = 256;
+
 // The conv2d rule. With G groups, x's channels split into G blocks of Cg, the weight's rows into
 // G blocks of Og; the im2col rows of block g are g*Cg*kh*kw .. (g+1)*Cg*kh*kw.
 Grads conv2d_grad(const GradCtx& c) {
@@ -151,32 +160,57 @@ Grads conv2d_grad(const GradCtx& c) {
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t O = w.shape()[0], Og = O / G, CgKK = C / G * win.kh * win.kw;
   const int64_t L = g.shape()[2] * g.shape()[3];
+  const int64_t CKK = C * win.kh * win.kw;
   Tensor gg = reshape(g, {N, G, Og, L});
+  Tensor wt = transpose(reshape(w, {G, Og, CgKK}), 1, 2);
   Grads out(c.in.size());
-  if (c.needs[0]) {
-    // dcols[n, g] = W_g^T @ g[n, g]
-    Tensor wt = transpose(reshape(w, {G, Og, CgKK}), 1, 2);
-    Tensor dcols = reshape(matmul(wt, gg), {N, C * win.kh * win.kw, L});
-    out[0] = col2im(dcols, H, W, win);
-  }
-  if (c.needs[1]) {
-    // dW_g = sum_n g[n, g] @ cols[n, g]^T, as one product over (n, l).
-    Tensor cols = reshape(im2col(x, win), {N, G, CgKK, L});
-    Tensor a = reshape(permute(gg, {1, 2, 0, 3}), {G, Og, N * L});
-    Tensor b = reshape(permute(cols, {1, 2, 0, 3}), {G, CgKK, N * L});
-    out[1] = reshape(matmul(a, transpose(b, 1, 2)), w.shape());
+  auto im2col_g = [&] { return reshape(im2col(x, win), {N, G, CgKK, L}); };
+  // dx = col2im(dcols), dcols[n, g] = W_g^T @ g[n, g]; dW_g = sum_n g[n, g] @ cols[n, g]^T with
+  // cols = im2col(x). A big column matrix goes a chunk of images at a time (chunks fixed by the
+  // shapes): each chunk's columns are made and used while still in cache, instead of one pass
+  // over memory to write them and one to read them back.
+  const int64_t chunk = std::max<int64_t>(1, kColsChunk / std::max<int64_t>(CKK * L, 1));
+  if (N * CKK * L > 4 * kColsChunk && chunk < N) {
+    std::vector<Tensor> dx, dw;
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const int64_t n1 = std::min(N, n0 + chunk);
+      Tensor gc = slice(gg, 0, n0, n1);
+      if (c.needs[0]) dx.push_back(col2im(reshape(matmul(wt, gc), {n1 - n0, CKK, L}), H, W, win));
+      if (c.needs[1]) {
+        Tensor cols = reshape(im2col(slice(x, 0, n0, n1), win), {n1 - n0, G, CgKK, L});
+        dw.push_back(matmul(gc, transpose(cols, 2, 3)));  // BLAS reads cols^T in place
+      }
+    }
+    if (c.needs[0]) out[0] = cat(dx, 0);
+    if (c.needs[1]) out[1] = reshape(sum(cat(dw, 0), {0}), w.shape());  // a fixed-order sum
+  } else if (L >= kShortL) {
+    if (c.needs[0]) out[0] = col2im(reshape(matmul(wt, gg), {N, CKK, L}), H, W, win);
+    if (c.needs[1]) out[1] = reshape(sum(matmul(gg, transpose(im2col_g(), 2, 3)), {0}), w.shape());
+  } else {
+    if (c.needs[0]) out[0] = col2im(reshape(matmul(wt, gg), {N, CKK, L}), H, W, win);
+    if (c.needs[1]) {
+      // Short products per image: one product over (n, l), of permuted copies.
+      Tensor a = reshape(permute(gg, {1, 2, 0, 3}), {G, Og, N * L});
+      Tensor b = reshape(permute(im2col_g(), {1, 2, 0, 3}), {G, CgKK, N * L});
+      out[1] = reshape(matmul(a, transpose(b, 1, 2)), w.shape());
+    }
   }
   if (c.in.size() == 3 && c.needs[2]) out[2] = sum(g, {0, 2, 3});
   return out;
 }
 
-// The gradient of max_pool2d_backward w.r.t. g: gg read back at the same indices.
+// The gradient of max_pool2d_backward w.r.t. g: gg read back at the same indices. Index -1 marks
+// a window entirely in the padding (dilation can make one): it reads nothing, so 0.
 Tensor gather_at(const Tensor& gg, const Tensor& indices) {
   const Shape& s = indices.shape();
   const Shape& in = gg.shape();
   Tensor flat = reshape(gg, {in[0], in[1], in[2] * in[3]});
   Tensor idx = reshape(indices, {s[0], s[1], s[2] * s[3]});
-  return reshape(gather(flat, 2, idx), s);
+  if (indices.numel() == 0 || amin(indices).item() >= 0) return reshape(gather(flat, 2, idx), s);
+  Tensor zero = zeros({}, idx.dtype());
+  Tensor empty_window = lt(idx, zero);
+  Tensor read = gather(flat, 2, where(empty_window, zero, idx));
+  return reshape(where(empty_window, zeros({}, read.dtype()), read), s);
 }
 
 Grads avg_pool2d_grad(const GradCtx& c) {
@@ -188,6 +222,135 @@ Grads avg_pool2d_grad(const GradCtx& c) {
   Tensor spread =
       expand(reshape(c.grad * (1.0 / static_cast<double>(kk)), {N * C, 1, L}), {N * C, kk, L});
   return {reshape(col2im(spread, x.shape()[2], x.shape()[3], w), x.shape())};
+}
+
+// ---- layer norm ----
+// Attrs: shape = the normalized (trailing) shape, scalar = eps, ints = {has_weight, has_bias}.
+
+bool has_weight(const Attrs& a) { return !a.ints.empty() && a.ints[0] != 0; }
+bool has_bias(const Attrs& a) { return a.ints.size() > 1 && a.ints[1] != 0; }
+
+void check_normalized(const Tensor& x, const Shape& ns, std::string_view op) {
+  check_float(x, op);
+  const int64_t k = static_cast<int64_t>(ns.size());
+  VK_CHECK(k >= 1 && x.ndim() >= k && Shape(x.shape().end() - k, x.shape().end()) == ns, ShapeError,
+           op, ": input of shape ", shape_str(x.shape()), " does not end in normalized_shape ",
+           shape_str(ns));
+}
+
+void check_affine_param(const Tensor& t, const Tensor& x, const Shape& ns, std::string_view op,
+                        std::string_view what) {
+  VK_CHECK(t.shape() == ns, ShapeError, op, ": ", what, " of shape ", shape_str(t.shape()),
+           " does not match normalized_shape ", shape_str(ns));
+  VK_CHECK(t.dtype() == x.dtype(), DTypeError, op, ": ", what, " has dtype ", dtype_name(t.dtype()),
+           ", the input ", dtype_name(x.dtype()));
+}
+
+Meta infer_layer_norm(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor& x = in[0];
+  const size_t expected = 1 + (has_weight(a) ? 1 : 0) + (has_bias(a) ? 1 : 0);
+  VK_CHECK(in.size() == expected, RuntimeError, op, ": expected ", expected,
+           " inputs (x[, weight][, bias]), got ", in.size());
+  check_normalized(x, a.shape, op);
+  if (has_weight(a)) check_affine_param(in[1], x, a.shape, op, "weight");
+  if (has_bias(a)) check_affine_param(in[has_weight(a) ? 2 : 1], x, a.shape, op, "bias");
+  return {x.shape(), x.dtype()};
+}
+
+Meta infer_layer_norm_backward(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  VK_CHECK(in.size() == (has_weight(a) ? 3u : 2u), RuntimeError, op,
+           ": expected inputs (g, x[, weight]), got ", in.size());
+  const Tensor &g = in[0], &x = in[1];
+  check_normalized(x, a.shape, op);
+  VK_CHECK(g.dtype() == x.dtype(), DTypeError, op, ": the gradient (", dtype_name(g.dtype()),
+           ") and the input (", dtype_name(x.dtype()), ") must have the same dtype");
+  VK_CHECK(g.shape() == x.shape(), ShapeError, op, ": the gradient of shape ", shape_str(g.shape()),
+           " does not match the input of shape ", shape_str(x.shape()));
+  if (has_weight(a)) check_affine_param(in[2], x, a.shape, op, "weight");
+  return {x.shape(), x.dtype()};
+}
+
+// t summed over the leading (not normalized) dims: the shape of the weight.
+Tensor sum_leading(const Tensor& t, const Shape& ns) {
+  Dims dims;
+  for (int64_t d = 0; d < t.ndim() - static_cast<int64_t>(ns.size()); ++d) dims.push_back(d);
+  return dims.empty() ? t : sum(t, dims);
+}
+
+// When no graph is being built (grad mode off: backward without create_graph), dx and the
+// weight/bias gradients come from one pass: layer_norm_backward with attrs.flag also leaves
+// layer_norm_param_grad's values in its output's saved()[0]. They are constants there, which is
+// right only because nothing is recorded; with grad mode on, the two ops run separately so that
+// every gradient is differentiable.
+Grads layer_norm_grad(const GradCtx& c) {
+  const Attrs& a = c.attrs;
+  const Tensor& x = c.in[0];
+  const Tensor w = has_weight(a) ? c.in[1] : Tensor();
+  Grads out(c.in.size());
+  const size_t ib = has_weight(a) ? 2 : 1;
+  const bool need_w = has_weight(a) && c.needs[1], need_b = has_bias(a) && c.needs[ib];
+  const bool one_pass = c.needs[0] && (need_w || need_b) && !GradMode::is_enabled();
+  if (c.needs[0]) {
+    Attrs b;
+    b.shape = a.shape;
+    b.scalar = a.scalar;
+    b.ints = {w.defined() ? 1 : 0};
+    b.flag = one_pass;
+    out[0] = w.defined() ? dispatch(OpKind::LayerNormBackward, {c.grad, x, w}, b)
+                         : dispatch(OpKind::LayerNormBackward, {c.grad, x}, b);
+  }
+  if (need_w || need_b) {
+    Tensor pg =
+        one_pass ? out[0].saved().at(0) : layer_norm_param_grad(c.grad, x, a.shape, a.scalar);
+    if (need_w) out[1] = select(pg, 0, 0);
+    if (need_b) out[ib] = select(pg, 0, 1);
+  }
+  return out;
+}
+
+Meta infer_layer_norm_param_grad(const std::vector<Tensor>& in, const Attrs& a,
+                                 std::string_view op) {
+  const Tensor &g = in[0], &x = in[1];
+  check_normalized(x, a.shape, op);
+  VK_CHECK(g.dtype() == x.dtype(), DTypeError, op, ": the gradient (", dtype_name(g.dtype()),
+           ") and the input (", dtype_name(x.dtype()), ") must have the same dtype");
+  VK_CHECK(g.shape() == x.shape(), ShapeError, op, ": the gradient of shape ", shape_str(g.shape()),
+           " does not match the input of shape ", shape_str(x.shape()));
+  Shape s{2};
+  s.insert(s.end(), a.shape.begin(), a.shape.end());
+  return {s, x.dtype()};
+}
+
+// dx = r (u - mean(u)) - r^3 c mean(u c), with c = x - mean(x), r = rsqrt(mean(c^2) + eps) and
+// u = g * w, per row. Its adjoint in u is layer_norm_backward itself (the Jacobian of xhat is
+// symmetric); in x, for an upstream q, with a' = mean(q u) - mean(q) mean(u), m = mean(u c),
+// p = mean(q c):  dx = -r^3 (c (a' - 3 r^2 m p) + (u - mean(u)) p + m (q - mean(q))).
+Grads layer_norm_backward_grad(const GradCtx& c) {
+  const Attrs& a = c.attrs;
+  const Tensor &g = c.in[0], &x = c.in[1], &q = c.grad;
+  const bool hw = has_weight(a);
+  const Tensor w = hw ? c.in[2] : Tensor();
+  Grads out(c.in.size());
+  if (c.needs[0] || (hw && c.needs[2])) {
+    Tensor jq = layer_norm_backward(q, x, a.shape, Tensor(), a.scalar);
+    if (c.needs[0]) out[0] = hw ? jq * w : jq;
+    if (hw && c.needs[2]) out[2] = sum_leading(g * jq, a.shape);
+  }
+  if (c.needs[1]) {
+    Dims nd;
+    for (int64_t d = x.ndim() - static_cast<int64_t>(a.shape.size()); d < x.ndim(); ++d)
+      nd.push_back(d);
+    auto row_mean = [&nd](const Tensor& t) { return mean(t, nd, true); };
+    const Tensor u = hw ? g * w : g;
+    Tensor cx = x - row_mean(x);
+    Tensor r = rsqrt(row_mean(cx * cx) + a.scalar);
+    Tensor ub = row_mean(u), qb = row_mean(q);
+    Tensor m = row_mean(u * cx), p = row_mean(q * cx);
+    Tensor ap = row_mean(q * u) - qb * ub;
+    Tensor r2 = r * r;
+    out[1] = -(r2 * r) * (cx * (ap - 3.0 * r2 * m * p) + (u - ub) * p + m * (q - qb));
+  }
+  return out;
 }
 
 }  // namespace
@@ -252,7 +415,8 @@ void add_nn_ops(OpList& ops) {
        .arity = 2,
        .signature = "max_pool2d_backward(g, indices, input_shape)",
        .summary = "zeros of input_shape with g added at the indices of each plane (overlapping "
-                  "windows add); the adjoint of max_pool2d",
+                  "windows add; index -1, a window entirely in the padding, adds nothing); the "
+                  "adjoint of max_pool2d",
        .infer = infer_max_pool2d_backward,
        .cpu = cpu::max_pool2d_backward,
        .grad = [](const GradCtx& c) -> Grads {
@@ -268,6 +432,57 @@ void add_nn_ops(OpList& ops) {
                  .cpu = cpu::avg_pool2d,
                  .grad = avg_pool2d_grad,
                  .grad_doc = "dx = col2im of g / (kh*kw) repeated over each window, per plane"});
+  ops.push_back(
+      {.kind = OpKind::LayerNorm,
+       .name = "layer_norm",
+       .arity = -1,
+       .signature = "layer_norm(x, normalized_shape, weight, bias, eps)",
+       .summary = "(x - mean) / sqrt(biased var + eps) over the trailing normalized_shape, times "
+                  "weight plus bias when given; fused, one row per work item",
+       .infer = infer_layer_norm,
+       .cpu = cpu::layer_norm,
+       .grad = layer_norm_grad,
+       .grad_doc = "dx = layer_norm_backward(g, x, weight); (dweight, dbias) = the two rows of "
+                   "layer_norm_param_grad(g, x) (without create_graph both come from one pass of "
+                   "the layer_norm_backward kernel)"});
+  ops.push_back(
+      {.kind = OpKind::LayerNormBackward,
+       .name = "layer_norm_backward",
+       .arity = -1,
+       .signature = "layer_norm_backward(g, x, normalized_shape, weight, eps)",
+       .summary = "the gradient of layer_norm w.r.t. x: with u = g * weight, xhat = (x - mean) * "
+                  "rstd, rstd * (u - mean(u) - xhat * mean(u * xhat)) per row; fused (mean and "
+                  "rstd recomputed from x)",
+       .infer = infer_layer_norm_backward,
+       .cpu = cpu::layer_norm_backward,
+       .grad = layer_norm_backward_grad,
+       .grad_doc =
+           "dg = layer_norm_backward(gg, x) * weight; dweight = sum over the leading dims "
+           "of g * layer_norm_backward(gg, x); dx = -r^3 (c (a' - 3 r^2 m p) + (u - "
+           "mean(u)) p + m (gg - mean(gg))), c = x - mean(x), r = rstd, u = g * weight, "
+           "a' = mean(gg u) - mean(gg) mean(u), m = mean(u c), p = mean(gg c) (row means)"});
+  ops.push_back(
+      {.kind = OpKind::LayerNormParamGrad,
+       .name = "layer_norm_param_grad",
+       .arity = 2,
+       .signature = "layer_norm_param_grad(g, x, normalized_shape, eps) -> (2, *normalized_shape)",
+       .summary = "the weight and bias gradients of layer_norm, stacked: [sum of g * xhat, sum of "
+                  "g] over the leading dims, xhat = (x - mean) * rstd; fused",
+       .infer = infer_layer_norm_param_grad,
+       .cpu = cpu::layer_norm_param_grad,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Tensor &g = c.in[0], &x = c.in[1];
+         const Shape& ns = c.attrs.shape;
+         Tensor qw = select(c.grad, 0, 0), qb = select(c.grad, 0, 1);
+         Grads out(2);
+         // d/dg of sum(qw * g * xhat + qb * g) is xhat * qw + qb: a layer_norm with weight qw
+         // and bias qb; d/dx is the layer_norm gradient of g with weight qw.
+         if (c.needs[0]) out[0] = layer_norm(x, ns, qw, qb, c.attrs.scalar);
+         if (c.needs[1]) out[1] = layer_norm_backward(g, x, ns, qw, c.attrs.scalar);
+         return out;
+       },
+       .grad_doc = "dg = layer_norm(x, gg[0], gg[1]) (gg[0] as weight, gg[1] as bias); dx = "
+                   "layer_norm_backward(g, x, weight = gg[0])"});
 }
 
 Tensor im2col(const Tensor& x, const Window2d& w) {
@@ -308,6 +523,33 @@ Tensor avg_pool2d(const Tensor& x, const Window2d& w) {
   Attrs a;
   a.win = w;
   return dispatch(OpKind::AvgPool2d, {x}, a);
+}
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  Attrs a;
+  a.shape = normalized_shape;
+  a.scalar = eps;
+  a.ints = {weight.defined() ? 1 : 0, bias.defined() ? 1 : 0};
+  if (weight.defined() && bias.defined()) return dispatch(OpKind::LayerNorm, {x, weight, bias}, a);
+  if (weight.defined()) return dispatch(OpKind::LayerNorm, {x, weight}, a);
+  if (bias.defined()) return dispatch(OpKind::LayerNorm, {x, bias}, a);
+  return dispatch(OpKind::LayerNorm, {x}, a);
+}
+Tensor layer_norm_param_grad(const Tensor& g, const Tensor& x, const Shape& normalized_shape,
+                             double eps) {
+  Attrs a;
+  a.shape = normalized_shape;
+  a.scalar = eps;
+  return dispatch(OpKind::LayerNormParamGrad, {g, x}, a);
+}
+Tensor layer_norm_backward(const Tensor& g, const Tensor& x, const Shape& normalized_shape,
+                           const Tensor& weight, double eps) {
+  Attrs a;
+  a.shape = normalized_shape;
+  a.scalar = eps;
+  a.ints = {weight.defined() ? 1 : 0};
+  if (weight.defined()) return dispatch(OpKind::LayerNormBackward, {g, x, weight}, a);
+  return dispatch(OpKind::LayerNormBackward, {g, x}, a);
 }
 
 }  // namespace vk

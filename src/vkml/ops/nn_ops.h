@@ -19,5 +19,17 @@ PoolResult max_pool2d(const Tensor& x, const Window2d& w);
 // The adjoint of max_pool2d: g routed to each window's argmax in a zero tensor of input_shape.
 Tensor max_pool2d_backward(const Tensor& g, const Tensor& indices, const Shape& input_shape);
 Tensor avg_pool2d(const Tensor& x, const Window2d& w);  // padding counts as zeros in the mean
+// Fused layer normalisation over the trailing normalized_shape (weight and bias of that shape, or
+// undefined for none); nn::functional::layer_norm checks its arguments and calls it.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps);
+// The gradient of layer_norm(x, normalized_shape, weight, bias, eps) w.r.t. x for the gradient g
+// arriving at its output (mean and rstd recomputed from x).
+Tensor layer_norm_backward(const Tensor& g, const Tensor& x, const Shape& normalized_shape,
+                           const Tensor& weight, double eps);
+// The weight and bias gradients of layer_norm for the gradient g at its output, stacked into
+// (2, *normalized_shape): [sum over the leading dims of g * xhat, sum over the leading dims of g].
+Tensor layer_norm_param_grad(const Tensor& g, const Tensor& x, const Shape& normalized_shape,
+                             double eps);
 
 }  // namespace vk

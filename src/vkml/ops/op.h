@@ -26,14 +26,15 @@ enum class OpKind : uint16_t {
   Neg, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu,
   Gelu, Erf, Erfc, Floor, Ceil, Round,
   // binary and friends
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum, Where, Clamp,
+  Add, Sub, Mul, Div, FloorDivide, Remainder, Pow, Maximum, Minimum, Where, Clamp,
   // comparison
   Eq, Ne, Lt, Le, Gt, Ge,
   Cast,
   // reductions
   Sum, Mean, Amax, Amin, MaxDim, MinDim, Prod, ArgMax, ArgMin, LogSumExp, Var,
   // fused
-  Softmax, LogSoftmax,
+  Softmax, LogSoftmax, SoftmaxBackward, LogSoftmaxBackward, LayerNorm, LayerNormBackward,
+  LayerNormParamGrad,
   // shape
   Reshape, Permute, Expand, Contiguous, Slice, SliceBackward, Cat, Stack, Pad, Flip,
   // index

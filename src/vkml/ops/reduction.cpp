@@ -70,6 +70,16 @@ Meta infer_softmax(const std::vector<Tensor>& in, const Attrs& a, std::string_vi
   return {in[0].shape(), in[0].dtype()};
 }
 
+// (g, out) of softmax/log_softmax: the same shape and floating dtype.
+Meta infer_softmax_backward(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor &g = in[0], &y = in[1];
+  VK_CHECK(g.dtype() == y.dtype(), DTypeError, op, ": the gradient (", dtype_name(g.dtype()),
+           ") and the output (", dtype_name(y.dtype()), ") must have the same dtype");
+  VK_CHECK(g.shape() == y.shape(), ShapeError, op, ": the gradient of shape ", shape_str(g.shape()),
+           " does not match the output of shape ", shape_str(y.shape()));
+  return infer_softmax({y}, a, op);
+}
+
 // g (of the reduced shape) viewed with the reduced dims kept as 1, then expanded to x's shape.
 Tensor unreduce(const Tensor& g, const Tensor& x, const Attrs& a) {
   Shape kept = reduced_shape(x.shape(), a.dims, true);
@@ -264,10 +274,9 @@ void add_reduction_ops(OpList& ops) {
                  .infer = infer_softmax,
                  .cpu = cpu::softmax,
                  .grad = [](const GradCtx& c) -> Grads {
-                   Tensor dot = sum(c.grad * c.out, dim_list(c.out, c.attrs.dim), true);
-                   return {c.out * (c.grad - expand(dot, c.out.shape()))};
+                   return {softmax_backward(c.grad, c.out, c.attrs.dim)};
                  },
-                 .grad_doc = "dx = out * (g - sum(g * out, dim, keepdim))"});
+                 .grad_doc = "dx = softmax_backward(g, out, dim)"});
   ops.push_back({.kind = OpKind::LogSoftmax,
                  .name = "log_softmax",
                  .arity = 1,
@@ -276,10 +285,54 @@ void add_reduction_ops(OpList& ops) {
                  .infer = infer_softmax,
                  .cpu = cpu::log_softmax,
                  .grad = [](const GradCtx& c) -> Grads {
-                   Tensor total = sum(c.grad, dim_list(c.out, c.attrs.dim), true);
-                   return {c.grad - exp(c.out) * expand(total, c.out.shape())};
+                   return {log_softmax_backward(c.grad, c.out, c.attrs.dim)};
                  },
-                 .grad_doc = "dx = g - exp(out) * sum(g, dim, keepdim)"});
+                 .grad_doc = "dx = log_softmax_backward(g, out, dim)"});
+  ops.push_back(
+      {.kind = OpKind::SoftmaxBackward,
+       .name = "softmax_backward",
+       .arity = 2,
+       .signature = "softmax_backward(g, out, dim)",
+       .summary =
+           "the gradient of softmax from its output: out * (g - sum(g * out, dim, keepdim)), "
+           "fused (torch._softmax_backward_data)",
+       .infer = infer_softmax_backward,
+       .cpu = cpu::softmax_backward,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Tensor &g = c.in[0], &y = c.in[1], &q = c.grad;
+         const Dims dims = dim_list(y, c.attrs.dim);
+         Grads out(2);
+         // Linear and self-adjoint in g.
+         if (c.needs[0]) out[0] = softmax_backward(q, y, c.attrs.dim);
+         if (c.needs[1]) {
+           Tensor s = expand(sum(g * y, dims, true), y.shape());
+           Tensor t = expand(sum(q * y, dims, true), y.shape());
+           out[1] = q * (g - s) - g * t;
+         }
+         return out;
+       },
+       .grad_doc = "dg = softmax_backward(gg, out, dim); dout = gg * (g - sum(g * out)) - g * "
+                   "sum(gg * out) (sums along dim, kept)"});
+  ops.push_back(
+      {.kind = OpKind::LogSoftmaxBackward,
+       .name = "log_softmax_backward",
+       .arity = 2,
+       .signature = "log_softmax_backward(g, out, dim)",
+       .summary = "the gradient of log_softmax from its output: g - exp(out) * sum(g, dim, "
+                  "keepdim), fused (torch._log_softmax_backward_data)",
+       .infer = infer_softmax_backward,
+       .cpu = cpu::log_softmax_backward,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Tensor &g = c.in[0], &y = c.in[1], &q = c.grad;
+         const Dims dims = dim_list(y, c.attrs.dim);
+         Tensor p = exp(y);
+         Grads out(2);
+         if (c.needs[0]) out[0] = q - expand(sum(q * p, dims, true), y.shape());
+         if (c.needs[1]) out[1] = -(q * p) * expand(sum(g, dims, true), y.shape());
+         return out;
+       },
+       .grad_doc = "dg = gg - sum(gg * exp(out), dim, keepdim); dout = -gg * exp(out) * sum(g, "
+                   "dim, keepdim)"});
 }
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
@@ -349,6 +402,16 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   Attrs a;
   a.dim = wrap_dim(dim, x.ndim(), "log_softmax");
   return dispatch(OpKind::LogSoftmax, {x}, a);
+}
+Tensor softmax_backward(const Tensor& g, const Tensor& out, int64_t dim) {
+  Attrs a;
+  a.dim = wrap_dim(dim, out.ndim(), "softmax_backward");
+  return dispatch(OpKind::SoftmaxBackward, {g, out}, a);
+}
+Tensor log_softmax_backward(const Tensor& g, const Tensor& out, int64_t dim) {
+  Attrs a;
+  a.dim = wrap_dim(dim, out.ndim(), "log_softmax_backward");
+  return dispatch(OpKind::LogSoftmaxBackward, {g, out}, a);
 }
 
 }  // namespace vk

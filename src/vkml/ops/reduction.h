@@ -26,5 +26,9 @@ Tensor logsumexp(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1, bool keepdim = false);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
+// The gradients of softmax/log_softmax from their output `out` and the gradient g arriving at
+// it (torch._softmax_backward_data / _log_softmax_backward_data), each one fused op.
+Tensor softmax_backward(const Tensor& g, const Tensor& out, int64_t dim);
+Tensor log_softmax_backward(const Tensor& g, const Tensor& out, int64_t dim);
 
 }  // namespace vk

@@ -16,7 +16,7 @@ namespace vk::cpu {
 namespace {
 
 // Ranges of about this many inner-loop steps go to one thread.
-constexpr int64_t kGrainWork = 32768;
+constexpr int64_t kGrainWork = 1 << 17;
 
 int64_t grain_for(int64_t work_per_item) {
   return std::max<int64_t>(1, kGrainWork / std::max<int64_t>(work_per_item, 1));
@@ -38,11 +38,121 @@ struct Plane {  // one (H, W) input plane: element (h, w) at base[h * sh + w * s
   int64_t H, W, sh, sw;
 };
 
+// d[k] = s[k] for k < n, for the short rows of an image (tens of elements): fixed-size copies
+// the compiler inlines as vector moves, where std::copy calls memmove once per row.
+template <class T>
+[[gnu::always_inline]] inline void copy_short(T* __restrict d, const T* __restrict s, int64_t n) {
+  constexpr int64_t kChunk = 64 / static_cast<int64_t>(sizeof(T));
+  int64_t k = 0;
+  for (; k + kChunk <= n; k += kChunk) std::memcpy(d + k, s + k, kChunk * sizeof(T));
+  auto tail = [&]<int64_t C>() {
+    if ((n - k) & C) {
+      std::memcpy(d + k, s + k, C * sizeof(T));
+      k += C;
+    }
+  };
+  if constexpr (kChunk > 32) tail.template operator()<32>();
+  if constexpr (kChunk > 16) tail.template operator()<16>();
+  if constexpr (kChunk > 8) tail.template operator()<8>();
+  if constexpr (kChunk > 4) tail.template operator()<4>();
+  tail.template operator()<2>();
+  tail.template operator()<1>();
+}
+
+// Calls f(width) with width a compile-time constant for the common small widths of an image row
+// (so the per-row copies and sums become a vector move or two), else with the runtime value.
+template <class F>
+[[gnu::always_inline]] inline void with_width(int64_t n, F&& f) {
+  switch (n) {
+    case 4:
+      f(std::integral_constant<int64_t, 4>{});
+      break;
+    case 8:
+      f(std::integral_constant<int64_t, 8>{});
+      break;
+    case 14:
+      f(std::integral_constant<int64_t, 14>{});
+      break;
+    case 16:
+      f(std::integral_constant<int64_t, 16>{});
+      break;
+    case 28:
+      f(std::integral_constant<int64_t, 28>{});
+      break;
+    default:
+      f(n);
+  }
+}
+
+// d[k] = 0 for k < n, as copy_short (the padding at a row's ends: an element or two).
+template <class T>
+void zero_short(T* d, int64_t n) {
+  static constexpr T kZeros[64 / sizeof(T)] = {};
+  copy_short(d, kZeros, n % (64 / static_cast<int64_t>(sizeof(T))));
+  for (int64_t k = n % (64 / static_cast<int64_t>(sizeof(T))); k < n;
+       k += 64 / static_cast<int64_t>(sizeof(T)))
+    std::memcpy(d + k, kZeros, 64);
+}
+
+// Planes up to this many elements, padded, go through a per-thread copy with the padding in
+// place (below): small images, whose rows are a few elements long, where the per-row bounds
+// logic of the general walk costs more than the copying.
+constexpr int64_t kPaddedPlaneMax = 16384;
+
+// The padded copy of a plane for a stride-1-along-rows window: (H + 2 ph) x (W + 2 pw), row pitch
+// W + 2 pw, zeros around. Per thread, reused.
+template <class T>
+T* padded_buffer(int64_t n) {
+  thread_local std::vector<T> buf;
+  if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
+
+template <class T>
+bool use_padded(const Plane& p, const Window2d& w) {
+  return w.sw == 1 && (p.H + 2 * w.ph) * (p.W + 2 * w.pw) <= kPaddedPlaneMax;
+}
+
+// im2col of one whole plane (all OH*OW columns) through its padded copy: row (i, j) is the
+// OH x OW block of the padded plane at (i*dh, j*dw) with row step sh, each output row one short
+// contiguous copy.
+template <class T>
+void im2col_plane_padded(const T* x, const Plane& p, const Window2d& w, int64_t OH, int64_t OW,
+                         T* dst, int64_t ld) {
+  const int64_t Wp = p.W + 2 * w.pw, Hp = p.H + 2 * w.ph;
+  T* P = padded_buffer<T>(Hp * Wp);
+  std::fill(P, P + w.ph * Wp, T(0));
+  for (int64_t h = 0; h < p.H; ++h) {
+    T* r = P + (h + w.ph) * Wp;
+    std::fill(r, r + w.pw, T(0));
+    if (p.sw == 1)
+      with_width(p.W, [&](auto wd) { copy_short(r + w.pw, x + h * p.sh, wd); });
+    else
+      for (int64_t c = 0; c < p.W; ++c) r[w.pw + c] = x[h * p.sh + c * p.sw];
+    std::fill(r + w.pw + p.W, r + Wp, T(0));
+  }
+  std::fill(P + (p.H + w.ph) * Wp, P + Hp * Wp, T(0));
+  with_width(OW, [&](auto ow) {
+    const int64_t ow_n = ow;
+    for (int64_t i = 0; i < w.kh; ++i)
+      for (int64_t j = 0; j < w.kw; ++j) {
+        T* row = dst + (i * w.kw + j) * ld;
+        const T* src = P + i * w.dh * Wp + j * w.dw;
+        for (int64_t oh = 0; oh < OH; ++oh) copy_short(row + oh * ow_n, src + oh * w.sh * Wp, ow);
+      }
+  });
+}
+
 // Writes the kh*kw rows of one input plane's columns [l0, l1) of im2col: row i*kw + j at
 // dst + (i*kw + j) * ld, column l - l0 for output position l = oh * OW + ow.
 template <class T>
 void im2col_rows(const T* x, const Plane& p, const Window2d& w, int64_t OW, int64_t l0, int64_t l1,
                  T* dst, int64_t ld) {
+  const int64_t OH = window_out(p.H, w.kh, w.sh, w.ph, w.dh);
+  if (l0 == 0 && l1 == OH * OW && use_padded<T>(p, w)) {
+    im2col_plane_padded(x, p, w, OH, OW, dst, ld);
+    return;
+  }
   const int64_t step = w.sw * p.sw;
   for (int64_t i = 0; i < w.kh; ++i)
     for (int64_t j = 0; j < w.kw; ++j) {
@@ -56,21 +166,27 @@ void im2col_rows(const T* x, const Plane& p, const Window2d& w, int64_t OW, int6
         T* r = row + (l - l0);  // r[k] is output (oh, ow0 + k)
         const int64_t ih = oh * w.sh - w.ph + i * w.dh;
         if (ih < 0 || ih >= p.H) {
-          std::fill(r, r + (ow1 - ow0), T(0));
+          zero_short(r, ow1 - ow0);
         } else {
           const int64_t lo = std::clamp(jlo, ow0, ow1), hi = std::clamp(jhi, lo, ow1);
-          std::fill(r, r + (lo - ow0), T(0));
+          zero_short(r, lo - ow0);
           const T* src = x + ih * p.sh + (lo * w.sw + off) * p.sw;
           T* rl = r + (lo - ow0);
           if (step == 1)
-            std::copy(src, src + (hi - lo), rl);
+            copy_short(rl, src, hi - lo);
           else
             for (int64_t k = 0; k < hi - lo; ++k) rl[k] = src[k * step];
-          std::fill(r + (hi - ow0), r + (ow1 - ow0), T(0));
+          zero_short(r + (hi - ow0), ow1 - hi);
         }
         l += ow1 - ow0;
       }
     }
+}
+
+// o[k] += s[k] for k < n (o and s never overlap: an output plane and a column matrix).
+template <class T, class N>
+[[gnu::always_inline]] inline void add_row(T* __restrict o, const T* __restrict s, N n) {
+  for (int64_t k = 0; k < n; ++k) o[k] += s[k];
 }
 
 // best, at = v, flat when take, without a branch.
@@ -125,10 +241,30 @@ VK_KERNEL(col2im) {
   VK_DISPATCH_NUMERIC(cols.dtype(), "col2im", {
     const T* pc = cols.data<T>();
     T* po = out.data<T>();
+    const bool padded = s2 == 1 && use_padded<T>(Plane{H, W, W, 1}, w);
     parallel_for(N * C, grain_for(kk * OH * OW + H * W), [&](int64_t b, int64_t e) {
       for (int64_t q = b; q < e; ++q) {
         const int64_t n = q / C, c = q % C;
         T* o = po + q * H * W;
+        if (padded) {
+          // The same additions in the same order as below, into a padded plane whose border
+          // takes the windows' overhang, then the interior copied out.
+          const int64_t Wp = W + 2 * w.pw, Hp = H + 2 * w.ph;
+          T* P = padded_buffer<T>(Hp * Wp);
+          std::fill(P, P + Hp * Wp, T(0));
+          with_width(OW, [&](auto ow) {
+            const int64_t ow_n = ow;
+            for (int64_t i = 0; i < w.kh; ++i)
+              for (int64_t j = 0; j < w.kw; ++j) {
+                const T* src = pc + n * s0 + (c * kk + i * w.kw + j) * s1;
+                T* dst = P + i * w.dh * Wp + j * w.dw;
+                for (int64_t oh = 0; oh < OH; ++oh)
+                  add_row(dst + oh * w.sh * Wp, src + oh * ow_n, ow);
+              }
+          });
+          for (int64_t h = 0; h < H; ++h) copy_short(o + h * W, P + (h + w.ph) * Wp + w.pw, W);
+          continue;
+        }
         std::fill(o, o + H * W, T(0));
         for (int64_t i = 0; i < w.kh; ++i)
           for (int64_t j = 0; j < w.kw; ++j) {
@@ -141,7 +277,10 @@ VK_KERNEL(col2im) {
               if (ih < 0 || ih >= H) continue;
               T* orow = o + ih * W + (lo * w.sw - w.pw + j * w.dw);  // input position of ow = lo
               const T* srow = src + (oh * OW + lo) * s2;
-              for (int64_t k = 0; k < hi - lo; ++k) orow[k * w.sw] += srow[k * s2];
+              if (w.sw == 1 && s2 == 1)  // the common case, vectorised: each k its own element
+                add_row(orow, srow, hi - lo);
+              else
+                for (int64_t k = 0; k < hi - lo; ++k) orow[k * w.sw] += srow[k * s2];
             }
           }
       }
@@ -236,6 +375,31 @@ VK_KERNEL(max_pool2d) {
       const int64_t h = H, wd = W, sh = sH, sw = sW, ow_n = OW;
       for (int64_t q = b; q < e; ++q) {
         const T* xp = px + (q / C) * sN + (q % C) * sC;
+        if (w.ph == 0 && w.pw == 0) {
+          // No padding: every window lies inside the plane. The whole plane's outputs at once,
+          // window positions in (i, j) order as in the general walk below (the same selects in
+          // the same order for each output), without its per-row bounds and fills: small
+          // planes (a 2x2 pool of 8x8) have rows of a few outputs.
+          T* __restrict best = po + q * OH * ow_n;
+          int64_t* __restrict at = pi + q * OH * ow_n;
+          std::fill(best, best + OH * ow_n, -std::numeric_limits<T>::infinity());
+          std::fill(at, at + OH * ow_n, int64_t{-1});
+          for (int64_t i = 0; i < w.kh; ++i)
+            for (int64_t j = 0; j < w.kw; ++j)
+              for (int64_t oh = 0; oh < OH; ++oh) {
+                const int64_t ih = oh * w.sh + i * w.dh;
+                const T* xr = xp + ih * sh + j * w.dw * sw;
+                T* __restrict b_row = best + oh * ow_n;
+                int64_t* __restrict a_row = at + oh * ow_n;
+                const int64_t flat0 = ih * wd + j * w.dw;
+                for (int64_t ow = 0; ow < ow_n; ++ow) {
+                  const T v = xr[ow * w.sw * sw];
+                  const bool take = (a_row[ow] < 0) | (v > b_row[ow]) | (v != v);
+                  select_if(take, v, flat0 + ow * w.sw, b_row[ow], a_row[ow]);
+                }
+              }
+          continue;
+        }
         for (int64_t oh = 0; oh < OH; ++oh) {
           // A row of outputs at a time, window positions in (i, j) order: each output keeps the
           // first maximum it meets, a NaN always wins (as in PyTorch). The selects are
@@ -294,6 +458,7 @@ VK_KERNEL(max_pool2d_backward) {
             for (int64_t oh = 0; oh < OH; ++oh)
               for (int64_t ow = 0; ow < OW; ++ow) {
                 const int64_t k = static_cast<int64_t>(ip[oh * is[2] + ow * is[3]]);
+                if (k == -1) continue;  // a window entirely in the padding: no input to send to
                 VK_CHECK(k >= 0 && k < HW, IndexError, "max_pool2d_backward: index ", k,
                          " is out of range for an input plane of ", HW, " elements");
                 o[k] += gp[oh * gs[2] + ow * gs[3]];

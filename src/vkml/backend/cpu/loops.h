@@ -190,9 +190,11 @@ StridedLayout<N> tile_layout(const StridedLayout<N>& L, int64_t r0, int64_t r1, 
 
 // Runs body over the layout in kTileRows x kTileCols tiles of its last two dims (the full
 // tiles, then the strips left over at the right and bottom edges, each as a plain block).
-template <size_t N, class Body>
+// With `tiles`, the full tiles go to it instead, tiles(ptrs, byte_strides, n): n whole tiles
+// in a row, the first at ptrs, each next one byte_strides further.
+template <size_t N, class Body, class Tiles = Body>
 void run_tiled(const StridedLayout<N>& L, const std::array<char*, N>& base, Body& body,
-               int64_t grain) {
+               int64_t grain, Tiles* tiles = nullptr) {
   const size_t nd = L.shape.size();
   const int64_t R = L.shape[nd - 2], C = L.shape[nd - 1];
   const int64_t R1 = R - R % kTileRows, C1 = C - C % kTileCols;
@@ -202,7 +204,20 @@ void run_tiled(const StridedLayout<N>& L, const std::array<char*, N>& base, Body
     StridedLayout<N> T = tile_layout(L, r0, r1, c0, c1, tr, tc, b);
     run_layout(T, b, body, grain);
   };
-  part(0, R1, 0, C1, kTileRows, kTileCols);
+  if (tiles != nullptr && R1 > 0 && C1 > 0) {
+    // The layout of the tiles themselves: (outer..., row tiles, column tiles).
+    std::array<char*, N> b = base;
+    StridedLayout<N> T = tile_layout(L, 0, R1, 0, C1, kTileRows, kTileCols, b);
+    StridedLayout<N> O;
+    for (size_t d = 0; d + 2 < T.shape.size(); ++d) {
+      O.shape.push_back(T.shape[d]);
+      for (size_t k = 0; k < N; ++k) O.bytes[k].push_back(T.bytes[k][d]);
+    }
+    O.numel = T.numel / (kTileRows * kTileCols);
+    run_layout(O, b, *tiles, std::max<int64_t>(1, grain / (kTileRows * kTileCols)));
+  } else {
+    part(0, R1, 0, C1, kTileRows, kTileCols);
+  }
   part(0, R1, C1, C, R1, C - C1);  // right strip
   part(R1, R, 0, C, R - R1, C);    // bottom strip
 }
@@ -287,10 +302,30 @@ void map_elements(const Tensor& out, std::array<const Tensor*, sizeof...(In)> in
   StridedLayout<N> L = coalesce(out.shape(), ts);
   std::array<char*, N> base;
   for (size_t k = 0; k < N; ++k) base[k] = static_cast<char*>(ts[k]->raw_data());
-  if (wants_tiles(L, unit))
-    run_tiled(L, base, body, grain);
-  else
+  if (!wants_tiles(L, unit)) {
     run_layout(L, base, body, grain);
+    return;
+  }
+  // A whole kTileRows x kTileCols tile per call, in two plain loops: as runs of kTileCols
+  // elements, each run would pay the walker's step and the body's stride checks.
+  const size_t nd = L.shape.size();
+  std::array<int64_t, N> rb, cb;  // byte steps along the tile's rows and columns
+  for (size_t k = 0; k < N; ++k) {
+    rb[k] = L.bytes[k][nd - 2];
+    cb[k] = L.bytes[k][nd - 1];
+  }
+  auto tile = [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
+    [&]<size_t... K>(std::index_sequence<K...>) {
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < kTileRows; ++r)
+          for (int64_t c = 0; c < kTileCols; ++c)
+            *reinterpret_cast<Out*>(p[0] + t * s[0] + r * rb[0] + c * cb[0]) =
+                f(*reinterpret_cast<const In*>(p[K + 1] + t * s[K + 1] + r * rb[K + 1] +
+                                               c * cb[K + 1])...);
+    }
+    (std::index_sequence_for<In...>{});
+  };
+  run_tiled(L, base, body, grain, &tile);
 }
 
 }  // namespace vk::cpu

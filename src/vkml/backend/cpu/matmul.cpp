@@ -2,6 +2,14 @@
 
 #include <cblas.h>
 
+// The scipy-openblas32 wheel (cmake/vkml_blas.cmake) exports OpenBLAS with every symbol
+// prefixed `scipy_`, so two OpenBLAS copies can live in one process without clashing.
+#ifdef VKML_BLAS_SCIPY_PREFIX
+#define cblas_sgemm scipy_cblas_sgemm
+#define cblas_dgemm scipy_cblas_dgemm
+#define openblas_set_num_threads scipy_openblas_set_num_threads
+#endif
+
 #include <algorithm>
 #include <climits>
 #include <type_traits>

@@ -23,17 +23,22 @@ struct SgdScalars {
 
 template <class T>
 void sgd_typed(const Tensor& param, const Tensor& grad, const Tensor& buffer, const SgdHyper& h) {
-  T* const p = param.data<T>();
-  const T* const g = grad.data<T>();
-  T* const buf = h.momentum != 0.0 ? buffer.data<T>() : nullptr;
+  T* __restrict const p = param.data<T>();
+  const T* __restrict const g = grad.data<T>();
+  T* __restrict const buf = h.momentum != 0.0 ? buffer.data<T>() : nullptr;
   const SgdScalars<T> s(h);
-  auto body = [&](int64_t begin, int64_t end) {
+  // Loop-invariant flags as locals (not read through h on every element, which a store to p
+  // might alias), so the compiler unswitches the loop and vectorises each variant.
+  const bool maximize = h.maximize, decay = h.weight_decay != 0.0, momentum = buf != nullptr,
+             first = h.first_step, nesterov = h.nesterov;
+  auto body = [=](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      T d = h.maximize ? -g[i] : g[i];
-      if (h.weight_decay != 0.0) d = d + s.weight_decay * p[i];  // grad.add(param, alpha=wd)
-      if (buf != nullptr) {
-        buf[i] = h.first_step ? d : buf[i] * s.momentum + s.keep * d;
-        d = h.nesterov ? d + s.momentum * buf[i] : buf[i];
+      T d = maximize ? -g[i] : g[i];
+      if (decay) d = d + s.weight_decay * p[i];  // grad.add(param, alpha=wd)
+      if (momentum) {
+        const T b = first ? d : buf[i] * s.momentum + s.keep * d;
+        buf[i] = b;
+        d = nesterov ? d + s.momentum * b : b;
       }
       p[i] = p[i] + s.neg_lr * d;  // param.add_(grad, alpha=-lr)
     }

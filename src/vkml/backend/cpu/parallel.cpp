@@ -1,6 +1,8 @@
 #include "vkml/backend/cpu/parallel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -16,6 +18,39 @@ thread_local bool t_inside_pool = false;
 constexpr int64_t kRangeAlign = 64;         // items: see parallel_for in parallel.h
 constexpr int64_t kAlignedRangeMin = 1024;  // ranges at least this long get aligned boundaries
 
+// How long a worker keeps polling for the next job after finishing one, and the caller for the
+// workers to finish, before each sleeps on its condition variable. Waking a sleeping thread
+// costs a system call on each side and a scheduler round trip (tens of microseconds), as much
+// as a small kernel's whole work; training runs parallel regions back to back, so a short poll
+// usually catches the next one. Bounded, so an idle pool costs nothing after it.
+constexpr auto kSpin = std::chrono::microseconds(20);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls done() for up to kSpin; true when it became true. After the first few microseconds
+// each poll also yields the core: where more threads are runnable than there are cores, the
+// thread being waited for may need this one's.
+template <class Done>
+bool spin_until(Done done) {
+  if (done()) return true;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      cpu_relax();
+      if (done()) return true;
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (waited >= kSpin) return done();
+    if (waited >= kSpin / 8) std::this_thread::yield();
+  }
+}
+
 class ThreadPool {
  public:
   explicit ThreadPool(int n) { resize(n); }
@@ -27,7 +62,8 @@ class ThreadPool {
     std::lock_guard<std::mutex> use(use_mutex_);
     stop_workers();
     stopping_ = false;
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this, i, g = generation_] { work(i, g); });
+    for (int i = 1; i < n; ++i)
+      workers_.emplace_back([this, i, g = generation_.load()] { work(i, g); });
   }
 
   // Returns false (and runs nothing) when another caller holds the pool.
@@ -41,14 +77,18 @@ class ThreadPool {
       n_ = n;
       parts_ = parts;
       align_ = n / parts >= kAlignedRangeMin ? kRangeAlign : 1;
-      pending_ = static_cast<int>(parts) - 1;
+      pending_.store(static_cast<int>(parts) - 1, std::memory_order_relaxed);
       error_ = nullptr;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
-    wake_.notify_all();
+    wake_.notify_all();  // no system call when every worker is still polling
     run_part(0);
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(finished)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, finished);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);  // orders the workers' writes of error_
     if (error_) std::rethrow_exception(error_);
     return true;
   }
@@ -77,6 +117,10 @@ class ThreadPool {
   // last finished job for a new one.
   void work(int index, uint64_t seen) {
     for (;;) {
+      spin_until([&] {
+        return generation_.load(std::memory_order_acquire) != seen ||
+               stopping_.load(std::memory_order_relaxed);
+      });
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -85,8 +129,10 @@ class ThreadPool {
         if (index >= parts_) continue;
       }
       run_part(index);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);  // the caller may be between its check and wait
+        done_.notify_one();
+      }
     }
   }
 
@@ -106,9 +152,9 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   RangeFn fn_;
   int64_t n_ = 0, parts_ = 0, align_ = 1;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   std::exception_ptr error_;
 };
 

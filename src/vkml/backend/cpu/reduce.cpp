@@ -667,8 +667,8 @@ void softmax_row(const T* x, T* y, int64_t K) {
     const T ls = static_cast<T>(std::log(s[0]));
     for (int64_t i = 0; i < K; ++i) y[i] = (x[i] - m) - ls;
   } else {
-    const T sum = static_cast<T>(s[0]);
-    for (int64_t i = 0; i < K; ++i) y[i] = y[i] / sum;
+    const T inv = static_cast<T>(1.0 / s[0]);  // a multiply per element, not a division
+    for (int64_t i = 0; i < K; ++i) y[i] = y[i] * inv;
   }
 }
 
@@ -703,11 +703,11 @@ void softmax_cols(const T* x, T* y, int64_t K, int64_t stride, int64_t w) {
       for (int64_t c = 0; c < w; ++c) out[c] = (row[c] - mx[c]) - ls[c];
     }
   } else {
-    T sum[kColWidth];
-    for (int64_t c = 0; c < w; ++c) sum[c] = static_cast<T>(s[c]);
+    T inv[kColWidth];
+    for (int64_t c = 0; c < w; ++c) inv[c] = static_cast<T>(1.0 / s[c]);
     for (int64_t k = 0; k < K; ++k) {
       T* out = y + k * stride;
-      for (int64_t c = 0; c < w; ++c) out[c] = out[c] / sum[c];
+      for (int64_t c = 0; c < w; ++c) out[c] = out[c] * inv[c];
     }
   }
 }
@@ -743,6 +743,101 @@ Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta&
           const int64_t o = t / nc, c0 = (t % nc) * kColWidth;
           const int64_t off = o * K * inner + c0;
           softmax_cols<T, Log>(xp + off, yp + off, K, inner, std::min(kColWidth, inner - c0));
+        }
+      });
+    }
+  });
+  return out;
+}
+
+// ---- softmax backward ----
+// softmax:     dx = y * (g - sum(g * y))
+// log_softmax: dx = g - exp(y) * sum(g)
+// The row sum is taken in 16 double lanes (lane k mod 16 for element k) combined in a fixed
+// tree; the column path accumulates each column in double in row order.
+
+template <class T, bool Log>
+double row_grad_sum(const T* g, const T* y, int64_t K) {
+  double s[16] = {};
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16)
+    for (int j = 0; j < 16; ++j) {
+      const double gj = static_cast<double>(g[k + j]);
+      s[j] += Log ? gj : gj * static_cast<double>(y[k + j]);
+    }
+  for (int j = 0; k < K; ++k, ++j) {
+    const double gj = static_cast<double>(g[k]);
+    s[j] += Log ? gj : gj * static_cast<double>(y[k]);
+  }
+  for (int w = 1; w < 16; w *= 2)
+    for (int j = 0; j + w < 16; j += 2 * w) s[j] += s[j + w];
+  return s[0];
+}
+
+template <class T, bool Log>
+void softmax_backward_row(const T* g, const T* y, T* dx, int64_t K) {
+  const T s = static_cast<T>(row_grad_sum<T, Log>(g, y, K));
+  if constexpr (Log) {
+    for (int64_t i = 0; i < K; ++i) dx[i] = g[i] - vmath::exp(y[i]) * s;
+  } else {
+    for (int64_t i = 0; i < K; ++i) dx[i] = y[i] * (g[i] - s);
+  }
+}
+
+template <class T, bool Log>
+void softmax_backward_cols(const T* g, const T* y, T* dx, int64_t K, int64_t stride, int64_t w) {
+  double s[kColWidth];
+  for (int64_t c = 0; c < w; ++c) s[c] = 0.0;
+  for (int64_t k = 0; k < K; ++k) {
+    const T* gr = g + k * stride;
+    const T* yr = y + k * stride;
+    for (int64_t c = 0; c < w; ++c) {
+      const double gc = static_cast<double>(gr[c]);
+      s[c] += Log ? gc : gc * static_cast<double>(yr[c]);
+    }
+  }
+  T st[kColWidth];
+  for (int64_t c = 0; c < w; ++c) st[c] = static_cast<T>(s[c]);
+  for (int64_t k = 0; k < K; ++k) {
+    const T* gr = g + k * stride;
+    const T* yr = y + k * stride;
+    T* out = dx + k * stride;
+    if constexpr (Log) {
+      for (int64_t c = 0; c < w; ++c) out[c] = gr[c] - vmath::exp(yr[c]) * st[c];
+    } else {
+      for (int64_t c = 0; c < w; ++c) out[c] = yr[c] * (gr[c] - st[c]);
+    }
+  }
+}
+
+template <bool Log>
+Tensor softmax_backward_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
+                               const char* name) {
+  Tensor g = contiguous_input(in[0]);
+  Tensor y = contiguous_input(in[1]);
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (y.numel() == 0) return out;
+  int64_t outer = 1, K = 1, inner = 1;
+  for (int64_t d = 0; d < y.ndim(); ++d)
+    (d < a.dim ? outer : d == a.dim ? K : inner) *= y.shape()[d];
+  VK_DISPATCH_FLOAT(y.dtype(), name, {
+    const T* gp = g.data<T>();
+    const T* yp = y.data<T>();
+    T* dp = out.data<T>();
+    if (inner == 1) {
+      parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o)
+          softmax_backward_row<T, Log>(gp + o * K, yp + o * K, dp + o * K, K);
+      });
+    } else {
+      const int64_t nc = (inner + kColWidth - 1) / kColWidth;
+      const int64_t per = K * std::min(inner, kColWidth);
+      parallel_for(outer * nc, std::max<int64_t>(1, kWork / per), [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t o = t / nc, c0 = (t % nc) * kColWidth;
+          const int64_t off = o * K * inner + c0;
+          softmax_backward_cols<T, Log>(gp + off, yp + off, dp + off, K, inner,
+                                        std::min(kColWidth, inner - c0));
         }
       });
     }
@@ -813,5 +908,9 @@ VK_KERNEL(var) {
 
 VK_KERNEL(softmax) { return softmax_kernel<false>(in, a, m, "softmax"); }
 VK_KERNEL(log_softmax) { return softmax_kernel<true>(in, a, m, "log_softmax"); }
+VK_KERNEL(softmax_backward) { return softmax_backward_kernel<false>(in, a, m, "softmax_backward"); }
+VK_KERNEL(log_softmax_backward) {
+  return softmax_backward_kernel<true>(in, a, m, "log_softmax_backward");
+}
 
 }  // namespace vk::cpu

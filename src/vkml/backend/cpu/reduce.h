@@ -16,4 +16,7 @@ VK_KERNEL(logsumexp);
 VK_KERNEL(var);  // a.scalar: correction
 VK_KERNEL(softmax);
 VK_KERNEL(log_softmax);
+// (g, out) of softmax/log_softmax along a.dim -> the input's gradient, fused.
+VK_KERNEL(softmax_backward);
+VK_KERNEL(log_softmax_backward);
 }  // namespace vk::cpu

@@ -101,6 +101,35 @@ VK_VMATH_INLINE T horner(T x, const T (&c)[N]) {
   return horner_from<0>(x, c);
 }
 
+// The same polynomial by Estrin's scheme: pairs c[k] + c[k+1] x, combined in pairs with x^2, those
+// with x^4, ...: about log2(N) dependent steps instead of N - 1. For a long polynomial inside a
+// long dependency chain, where the chain's latency rather than the operation count sets the
+// speed. Rounds differently from horner(): use it where the accuracy was checked with it.
+// estrin_part<K, S> = c[K] + c[K+1] x + ... + c[K+S-1] x^(S-1) (terms past N are 0); p[i] =
+// x^(2^i).
+template <std::size_t K, std::size_t S, class T, std::size_t N>
+VK_VMATH_INLINE T estrin_part(const T (&p)[4], const T (&c)[N]) {
+  if constexpr (S == 1 || K + 1 >= N) {
+    return c[K];
+  } else {
+    constexpr std::size_t H = S / 2;
+    const T lo = estrin_part<K, H>(p, c);
+    if constexpr (K + H >= N) {
+      return lo;
+    } else {
+      constexpr int level = H == 1 ? 0 : H == 2 ? 1 : H == 4 ? 2 : 3;
+      return fma_(estrin_part<K + H, H>(p, c), p[level], lo);
+    }
+  }
+}
+template <class T, std::size_t N>
+VK_VMATH_INLINE T estrin(T x, const T (&c)[N]) {
+  static_assert(N >= 1 && N <= 16);
+  const T x2 = x * x, x4 = x2 * x2;
+  const T p[4] = {x, x2, x4, N > 8 ? x4 * x4 : x4};
+  return estrin_part<0, (N > 8 ? 16 : N > 4 ? 8 : N > 2 ? 4 : 2)>(p, c);
+}
+
 template <class T>
 VK_VMATH_INLINE T abs_(T x) {
   using U = typename Traits<T>::U;
@@ -150,6 +179,8 @@ VK_VMATH_INLINE void square2(T t, T& hi, T& lo) {
 //   erfc_g: erfc(t) = w e^(-t^2 + G(w)), w = 1 / (1 + t/2), 0.89 <= t <= kErfcMaxArg; float: G
 //           a polynomial in w; double: in v = erfc_a w + erfc_b, which spans [-1, 1] and keeps
 //           the high-order coefficients small.
+//   gelu_g: (float) the same G over the whole 0 <= t <= kErfcMaxArg, in v = gelu_a w + gelu_b:
+//           gelu's one formula for every argument (bench/cpp/fit_vmath.py gelu).
 
 template <class T>
 struct Poly;
@@ -167,6 +198,12 @@ struct Poly<float> {
   static constexpr float erfc_g[] = {-0x1.43f75ap+0f, 0x1.ffc4cp-1f,   0x1.846be2p-2f,
                                      0x1.00c328p-4f,  -0x1.4c818ap-5f, -0x1.1964b4p-3f,
                                      -0x1.6b077p-2f,  0x1.25bdaep-1f,  -0x1.beeddcp-3f};
+  static constexpr float gelu_a = 0x1.30c30cp+1f;
+  static constexpr float gelu_b = -0x1.618618p+0f;
+  static constexpr float gelu_g[] = {-0x1.205616p-1f,  0x1.263348p-1f,   0x1.11e03ap-6f,
+                                     -0x1.edef06p-6f,  -0x1.43051cp-10f, 0x1.fbb3bp-9f,
+                                     -0x1.0eae7ap-12f, -0x1.2e29cep-11f, 0x1.17f224p-13f,
+                                     0x1.040e1cp-14f,  -0x1.95dd3ap-16f};
 };
 
 template <>
@@ -203,13 +240,16 @@ struct Poly<double> {
 // -t^2 + G); kTwoPart false ignores it. Reduction: x + lo = n ln2 + r, |r| <= ln2/2, e^r by a
 // polynomial, then a scaling by 2^n in two factors so that a subnormal result is rounded once,
 // as libm's is.
-template <class T, bool kTwoPart = false>
+// kClamp false: the caller guarantees kExpMin <= x + lo <= 0 (or NaN), which needs no clamping.
+template <class T, bool kTwoPart = false, bool kClamp = true>
 VK_VMATH_INLINE T exp_impl(T x, T lo = T(0)) {
   using Tr = Traits<T>;
   using U = typename Tr::U;
   using I = typename Tr::I;
-  x = select(x < Tr::kExpMin, Tr::kExpMin, x);  // NaN passes: comparisons with NaN are false
-  x = select(x > Tr::kExpMax, Tr::kExpMax, x);
+  if constexpr (kClamp) {
+    x = select(x < Tr::kExpMin, Tr::kExpMin, x);  // NaN passes: comparisons with NaN are false
+    x = select(x > Tr::kExpMax, Tr::kExpMax, x);
+  }
   const T sum = kTwoPart ? x + lo : x;                       // rounded: only picks n
   const T shifted = fma_(sum, Tr::kLog2e, Tr::kRoundShift);  // kRoundShift + round(sum / ln2)
   const T n = shifted - Tr::kRoundShift;
@@ -321,25 +361,45 @@ VK_VMATH_INLINE T erfc(T x) {
   return select(x < T(0), neg, pos);
 }
 
-// gelu(x) = x Phi(x), Phi(x) = erfc(-x / sqrt(2)) / 2. Near 0, Phi = (1 + erf(x / sqrt(2))) / 2;
-// in the tails the erfc form, so that Phi of a negative x keeps its relative accuracy instead of
-// cancelling in 1 + erf. The tail's (x / sqrt(2))^2 is computed as x^2 / 2 from the exact x^2.
+// gelu(x) = x Phi(x), Phi(x) = erfc(-x / sqrt(2)) / 2. double: near 0, Phi = (1 + erf(x / sqrt(2)))
+// / 2; in the tails the erfc form, so that Phi of a negative x keeps its relative accuracy instead
+// of cancelling in 1 + erf. The tail's (x / sqrt(2))^2 is computed as x^2 / 2 from the exact x^2.
+// float: one formula for every x, Phi(-|x|) = erfc(t) / 2 with t = |x| / sqrt(2) and G fitted
+// over the whole range of t (gelu_g): no second polynomial for small x and no select between
+// them, about half the operations of the two-branch form, which the double version keeps (a
+// double fit over the whole range would need many more terms). Phi(x) = 1 - Phi(-x) for x >= 0
+// never cancels (it is at least 1/2). e^(-t^2 + G) has its argument in [-112, 0]: no clamps.
 template <class T>
 VK_VMATH_INLINE T gelu(T x) {
   using namespace detail;
-  constexpr T kInvSqrt2 = T(0.70710678118654752440);
-  constexpr T kMaxX = Traits<T>::kErfcMaxArg * T(1.41421356237309504880);
-  const T v = x * kInvSqrt2;
-  const T av = abs_(v);
-  const T ax = abs_(x);
-  const T xc = select(ax > kMaxX, kMaxX, ax);
-  const T t = select(av > Traits<T>::kErfcMaxArg, Traits<T>::kErfcMaxArg, av);
-  T hi, lo;
-  square2(xc, hi, lo);
-  const T half_tail = T(0.5) * erfc_tail(t, T(0.5) * hi, T(0.5) * lo);  // Phi(-|x|)
-  const T phi_tail = select(x < T(0), half_tail, T(1) - half_tail);
-  const T phi = select(av < T(0.9), fma_(T(0.5), erf_small(v), T(0.5)), phi_tail);
-  return x * phi;
+  if constexpr (sizeof(T) == 4) {
+    constexpr float kInvSqrt2 = 0.70710678118654752440f;
+    constexpr float kMaxX = Traits<float>::kErfcMaxArg * 1.41421356237309504880f;
+    const float ax = abs_(x);
+    const float xc = select(ax > kMaxX, kMaxX, ax);
+    const float t = xc * kInvSqrt2;
+    float hi, lo;
+    square2(xc, hi, lo);  // t^2 = (hi + lo) / 2, from the exact square of xc
+    const float w = 1.0f / fma_(t, 0.5f, 1.0f);
+    const float g = estrin(fma_(w, Poly<float>::gelu_a, Poly<float>::gelu_b), Poly<float>::gelu_g);
+    const float half_tail =
+        (0.5f * w) * exp_impl<float, true, false>(-0.5f * hi, fma_(-0.5f, lo, g));  // Phi(-|x|)
+    return x * select(x < 0.0f, half_tail, 1.0f - half_tail);
+  } else {
+    constexpr T kInvSqrt2 = T(0.70710678118654752440);
+    constexpr T kMaxX = Traits<T>::kErfcMaxArg * T(1.41421356237309504880);
+    const T v = x * kInvSqrt2;
+    const T av = abs_(v);
+    const T ax = abs_(x);
+    const T xc = select(ax > kMaxX, kMaxX, ax);
+    const T t = select(av > Traits<T>::kErfcMaxArg, Traits<T>::kErfcMaxArg, av);
+    T hi, lo;
+    square2(xc, hi, lo);
+    const T half_tail = T(0.5) * erfc_tail(t, T(0.5) * hi, T(0.5) * lo);  // Phi(-|x|)
+    const T phi_tail = select(x < T(0), half_tail, T(1) - half_tail);
+    const T phi = select(av < T(0.9), fma_(T(0.5), erf_small(v), T(0.5)), phi_tail);
+    return x * phi;
+  }
 }
 
 // The tanh form 0.5 x (1 + tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3), computed as

@@ -1,0 +1,9 @@
+// Floor division and its remainder, with Python's signs: the quotient is rounded toward -inf and
+// the remainder takes the divisor's sign (as PyTorch's floor_divide / remainder).
+#pragma once
+#include "vkml/backend/cpu/kernel.h"
+
+namespace vk::cpu {
+VK_KERNEL(floor_divide);
+VK_KERNEL(remainder);
+}  // namespace vk::cpu

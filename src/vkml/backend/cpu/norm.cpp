@@ -1,0 +1,293 @@
+// Fused layer normalisation: each row (the trailing normalized dims, made contiguous) is one work
+// item; its mean and biased variance are taken in two passes over the row (it stays in L1) in
+// double, 16 lanes (element k in lane k mod 16) combined in a fixed tree. Rows are split among
+// threads, never a row, so results are bitwise identical at any thread count. The backward
+// kernel recomputes the same statistics from x rather than keeping them.
+//   forward:  xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps); y = xhat * w + b
+//   backward: u = g * w; dx = rstd * (u - mean(u) - xhat * mean(u * xhat))
+//   weight and bias gradients: sums over rows of g * xhat and of g, in float over blocks of 32
+//   rows, added into one double partial per chunk of rows (the chunk size depends only on the
+//   shape), the partials added in chunk order. layer_norm_backward can produce them in the same
+//   pass as dx (a.flag), into out.saved()[0].
+#include "vkml/backend/cpu/norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "vkml/backend/cpu/elementwise.h"
+#include "vkml/backend/cpu/parallel.h"
+#include "vkml/ops/op.h"
+
+namespace vk::cpu {
+namespace {
+
+constexpr int64_t kWork = 32768;         // about this many elements per parallel range
+constexpr int64_t kParamChunk = 262144;  // about this many elements per partial weight gradient
+constexpr int64_t kMaxChunks = 64;       // at most this many partials
+
+// sum of f(i) for i in [0, n), in 16 double lanes combined in a fixed tree.
+template <class F>
+inline double lane_sum(int64_t n, F f) {
+  double s[16] = {};
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16)
+    for (int j = 0; j < 16; ++j) s[j] += f(k + j);
+  for (int j = 0; k < n; ++k, ++j) s[j] += f(k);
+  for (int w = 1; w < 16; w *= 2)
+    for (int j = 0; j + w < 16; j += 2 * w) s[j] += s[j + w];
+  return s[0];
+}
+
+// Three sums in one pass: f(i, a, b, c) adds element i's terms into lanes a, b, c (each as
+// lane_sum's, so a sum taken here is bitwise the one lane_sum gives).
+template <class F>
+inline void lane_sum3(int64_t n, F f, double& ra, double& rb, double& rc) {
+  double a[16] = {}, b[16] = {}, c[16] = {};
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16)
+    for (int j = 0; j < 16; ++j) f(k + j, a[j], b[j], c[j]);
+  for (int j = 0; k < n; ++k, ++j) f(k, a[j], b[j], c[j]);
+  for (int w = 1; w < 16; w *= 2)
+    for (int j = 0; j + w < 16; j += 2 * w) {
+      a[j] += a[j + w];
+      b[j] += b[j + w];
+      c[j] += c[j + w];
+    }
+  ra = a[0];
+  rb = b[0];
+  rc = c[0];
+}
+
+template <class T>
+struct RowStats {
+  T mean, rstd;
+};
+
+// mean and rstd of a row from its sum: the biased variance in a second pass (from L1).
+template <class T>
+inline RowStats<T> stats_from_sum(const T* x, int64_t n, double sum, double eps) {
+  const double mu = sum / static_cast<double>(n);
+  const double var = lane_sum(n,
+                              [x, mu](int64_t i) {
+                                const double d = static_cast<double>(x[i]) - mu;
+                                return d * d;
+                              }) /
+                     static_cast<double>(n);
+  return {static_cast<T>(mu), static_cast<T>(1.0 / std::sqrt(var + eps))};
+}
+
+template <class T>
+inline RowStats<T> row_stats(const T* x, int64_t n, double eps) {
+  return stats_from_sum(x, n, lane_sum(n, [x](int64_t i) { return static_cast<double>(x[i]); }),
+                        eps);
+}
+
+Tensor contiguous_of(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor c = Tensor::empty(x.shape(), x.dtype());
+  copy_into(c, x);
+  return c;
+}
+
+}  // namespace
+
+VK_KERNEL(layer_norm) {
+  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
+  const bool has_b = a.ints.size() > 1 && a.ints[1] != 0;
+  Tensor x = contiguous_of(in[0]);
+  Tensor w = has_w ? contiguous_of(in[1]) : Tensor();
+  Tensor b = has_b ? contiguous_of(in[has_w ? 2 : 1]) : Tensor();
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  const int64_t n = numel_of(a.shape);
+  if (x.numel() == 0 || n == 0) return out;
+  const int64_t rows = x.numel() / n;
+  const double eps = a.scalar;
+  VK_DISPATCH_FLOAT(x.dtype(), "layer_norm", {
+    const T* xp = x.data<T>();
+    const T* wp = has_w ? w.data<T>() : nullptr;
+    const T* bp = has_b ? b.data<T>() : nullptr;
+    T* yp = out.data<T>();
+    parallel_for(rows, std::max<int64_t>(1, kWork / n), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* xr = xp + r * n;
+        T* yr = yp + r * n;
+        const RowStats<T> st = row_stats(xr, n, eps);
+        const T mu = st.mean, rs = st.rstd;
+        if (wp && bp) {
+          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rs * wp[i] + bp[i];
+        } else if (wp) {
+          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rs * wp[i];
+        } else if (bp) {
+          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rs + bp[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rs;
+        }
+      }
+    });
+  });
+  return out;
+}
+
+namespace {
+
+// Rows per partial weight/bias gradient: a function of the shape alone, never of the threads.
+int64_t param_chunk(int64_t rows, int64_t n) {
+  return std::max({int64_t{1}, kParamChunk / n, (rows + kMaxChunks - 1) / kMaxChunks});
+}
+
+// What the backward pass needs of one row: mean, rstd, mean(u) and mean(u * xhat), u = g * w.
+template <class T>
+struct BackRow {
+  T mu, rs, mean_u, mean_ux;
+};
+
+template <class T, bool W>
+inline T u_at(const T* gr, const T* wp, int64_t i) {
+  if constexpr (W) {
+    return gr[i] * wp[i];
+  } else {
+    return gr[i];
+  }
+}
+
+// One pass over both rows (the only one that reads memory): sum(x), sum(u), sum(u x); the
+// variance from L1; then sum(u xhat) = rstd (sum(u x) - mean sum(u)).
+template <class T, bool W>
+inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, double eps) {
+  const double inv_n = 1.0 / static_cast<double>(n);
+  double sx, su, sux;
+  lane_sum3(
+      n,
+      [&](int64_t i, double& a, double& b, double& c) {
+        const double xi = static_cast<double>(xr[i]),
+                     ui = static_cast<double>(u_at<T, W>(gr, wp, i));
+        a += xi;
+        b += ui;
+        c += ui * xi;
+      },
+      sx, su, sux);
+  const RowStats<T> st = stats_from_sum(xr, n, sx, eps);
+  const T mean_ux = static_cast<T>(static_cast<double>(st.rstd) * (sux - sx * inv_n * su) * inv_n);
+  return {st.mean, st.rstd, static_cast<T>(su * inv_n), mean_ux};
+}
+
+// Rows [r0, r1) of the backward pass. DX: write dx (u = g * w when W); P: add g * xhat and g
+// into aw, ab (float, one block of rows at a time; the caller folds them into double).
+// The pointers never alias (restrict lets the row loops vectorise with several stores).
+template <class T, bool W, bool DX, bool P>
+void backward_rows(const T* __restrict gp, const T* __restrict xp, const T* __restrict wp,
+                   T* __restrict dp, int64_t r0, int64_t r1, int64_t n, double eps,
+                   T* __restrict aw, T* __restrict ab) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* gr = gp + r * n;
+    const T* xr = xp + r * n;
+    if constexpr (DX) {
+      T* dr = dp + r * n;
+      const BackRow<T> p = back_row<T, W>(gr, xr, wp, n, eps);
+      for (int64_t i = 0; i < n; ++i) {
+        const T xh = (xr[i] - p.mu) * p.rs;
+        dr[i] = p.rs * ((u_at<T, W>(gr, wp, i) - p.mean_u) - xh * p.mean_ux);
+        if constexpr (P) {
+          aw[i] += gr[i] * xh;
+          ab[i] += gr[i];
+        }
+      }
+    } else {
+      const RowStats<T> st = row_stats(xr, n, eps);
+      const T mu = st.mean, rs = st.rstd;
+      for (int64_t i = 0; i < n; ++i) {
+        aw[i] += gr[i] * ((xr[i] - mu) * rs);
+        ab[i] += gr[i];
+      }
+    }
+  }
+}
+
+constexpr int64_t kSubRows = 32;  // rows summed in float before they are added into double
+
+// The backward pass over all rows. With P, the weight and bias gradients go to pg (2 * n
+// values): per chunk of rows, float sums of kSubRows rows at a time added into a double partial;
+// the partials added in chunk order.
+template <class T, bool W, bool DX, bool P>
+void backward_all(const T* gp, const T* xp, const T* wp, T* dp, T* pg, int64_t rows, int64_t n,
+                  double eps) {
+  if constexpr (!P) {
+    parallel_for(rows, std::max<int64_t>(1, kWork / n), [&](int64_t r0, int64_t r1) {
+      backward_rows<T, W, DX, false>(gp, xp, wp, dp, r0, r1, n, eps, nullptr, nullptr);
+    });
+  } else {
+    const int64_t chunk = param_chunk(rows, n);
+    const int64_t chunks = (rows + chunk - 1) / chunk;
+    std::vector<double> part(static_cast<size_t>(std::max<int64_t>(chunks, 1) * 2 * n), 0.0);
+    parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      std::vector<T> acc(static_cast<size_t>(2 * n));
+      for (int64_t c = c0; c < c1; ++c) {
+        double* pw = part.data() + c * 2 * n;
+        const int64_t end = std::min(rows, (c + 1) * chunk);
+        for (int64_t r = c * chunk; r < end; r += kSubRows) {
+          std::fill(acc.begin(), acc.end(), T(0));
+          backward_rows<T, W, DX, true>(gp, xp, wp, dp, r, std::min(end, r + kSubRows), n, eps,
+                                        acc.data(), acc.data() + n);
+          for (int64_t i = 0; i < 2 * n; ++i) pw[i] += static_cast<double>(acc[i]);
+        }
+      }
+    });
+    for (int64_t c = 1; c < chunks; ++c) {
+      const double* src = part.data() + c * 2 * n;
+      for (int64_t i = 0; i < 2 * n; ++i) part[i] += src[i];
+    }
+    for (int64_t i = 0; i < 2 * n; ++i) pg[i] = static_cast<T>(part[i]);
+  }
+}
+
+}  // namespace
+
+// a.flag: also compute the weight and bias gradients (layer_norm_param_grad's values) into
+// out.saved()[0], from the same pass.
+VK_KERNEL(layer_norm_backward) {
+  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
+  Tensor g = contiguous_of(in[0]);
+  Tensor x = contiguous_of(in[1]);
+  Tensor w = has_w ? contiguous_of(in[2]) : Tensor();
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  const int64_t n = numel_of(a.shape);
+  Tensor pg;
+  if (a.flag) {
+    Shape ps{2};
+    ps.insert(ps.end(), a.shape.begin(), a.shape.end());
+    pg = Tensor::empty(ps, m.dtype);
+    out.impl()->saved = {pg};
+  }
+  if (n == 0) return out;
+  const int64_t rows = x.numel() / n;
+  VK_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward", {
+    const T* gp = g.data<T>();
+    const T* xp = x.data<T>();
+    const T* wp = has_w ? w.data<T>() : nullptr;
+    T* dp = out.data<T>();
+    T* pp = a.flag ? pg.data<T>() : nullptr;
+    if (has_w && a.flag) backward_all<T, true, true, true>(gp, xp, wp, dp, pp, rows, n, a.scalar);
+    if (has_w && !a.flag) backward_all<T, true, true, false>(gp, xp, wp, dp, pp, rows, n, a.scalar);
+    if (!has_w && a.flag) backward_all<T, false, true, true>(gp, xp, wp, dp, pp, rows, n, a.scalar);
+    if (!has_w && !a.flag)
+      backward_all<T, false, true, false>(gp, xp, wp, dp, pp, rows, n, a.scalar);
+  });
+  return out;
+}
+
+VK_KERNEL(layer_norm_param_grad) {
+  Tensor g = contiguous_of(in[0]);
+  Tensor x = contiguous_of(in[1]);
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  const int64_t n = numel_of(a.shape);
+  if (n == 0) return out;
+  const int64_t rows = x.numel() / n;
+  VK_DISPATCH_FLOAT(x.dtype(), "layer_norm_param_grad", {
+    backward_all<T, false, false, true>(g.data<T>(), x.data<T>(), nullptr, nullptr, out.data<T>(),
+                                        rows, n, a.scalar);
+  });
+  return out;
+}
+
+}  // namespace vk::cpu

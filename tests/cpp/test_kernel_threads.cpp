@@ -1,0 +1,119 @@
+// Kernels whose loops or thread split are shaped for speed give the same bits at 1, 2 and 3
+// threads, and the right values: the tiled copy of a transposed operand (whole tiles handed out
+// among threads, edges walked plainly), where's bit select, gelu's one-formula float path,
+// col2im's vectorised rows, and a conv2d forward and backward pass.
+#include <cstring>
+
+#include "test_util.h"
+
+namespace vk::test {
+namespace {
+
+bool same_bits(const Tensor& x, const Tensor& y) {
+  Tensor a = contiguous(x), b = contiguous(y);
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.numel() * dtype_size(a.dtype())) == 0;
+}
+
+std::vector<Tensor> kernels_at(int threads) {
+  cpu::set_num_threads(threads);
+  manual_seed(11);
+  std::vector<Tensor> r;
+  // transposed copies: tile multiples, ragged edges, a batch dim in front
+  for (Shape s : {Shape{256, 256}, Shape{300, 77}, Shape{3, 130, 1030}})
+    r.push_back(contiguous(transpose(randn(s), -1, -2)));
+  Tensor big = randn({1 << 20});
+  r.push_back(where(gt(big, zeros({1})), big, zeros({1})));
+  r.push_back(gelu(big));
+  r.push_back(gelu(big * 4.0));
+  r.push_back(gelu(cast(big, DType::Float64)));
+  // conv2d forward and backward (input, weight, bias gradients) on a conv.large-like shape
+  Tensor x = randn({8, 16, 28, 28}).set_requires_grad(true);
+  Tensor w = (randn({32, 16, 3, 3}) * 0.1).detach().set_requires_grad(true);
+  Tensor b = zeros({32}).set_requires_grad(true);
+  Tensor y = conv2d(x, w, b, 1, 1, 1, 1);
+  autograd::backward(y, randn(y.shape()));
+  r.insert(r.end(), {y, x.grad(), w.grad(), b.grad()});
+  // a batch big enough that conv2d's rule works a chunk of images at a time
+  Tensor x2 = randn({10, 32, 28, 28}).set_requires_grad(true);
+  Tensor w2 = (randn({64, 32, 3, 3}) * 0.1).detach().set_requires_grad(true);
+  Tensor y2 = conv2d(x2, w2, Tensor(), 1, 1, 1, 1);
+  autograd::backward(y2, randn(y2.shape()));
+  r.insert(r.end(), {x2.grad(), w2.grad()});
+  cpu::set_num_threads(2);
+  return r;
+}
+
+TEST(KernelThreads, BitwiseIdenticalAt1To3Threads) {
+  const int saved = cpu::num_threads();
+  const std::vector<Tensor> one = kernels_at(1), two = kernels_at(2), three = kernels_at(3);
+  cpu::set_num_threads(saved);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_TRUE(same_bits(one[i], two[i])) << "result " << i << " differs at 2 threads";
+    EXPECT_TRUE(same_bits(one[i], three[i])) << "result " << i << " differs at 3 threads";
+  }
+}
+
+// conv2d's rule on a big batch (chunks of images) against the same rule image by image (one
+// product for the whole batch), plain and grouped.
+TEST(KernelThreads, Conv2dChunkedGradValues) {
+  manual_seed(5);
+  for (int64_t groups : {1, 2}) {
+    const int64_t N = 10;
+    Tensor x = randn({N, 32, 28, 28}).set_requires_grad(true);
+    Tensor w = (randn({64, 32 / groups, 3, 3}) * 0.1).detach().set_requires_grad(true);
+    Tensor y = conv2d(x, w, Tensor(), 1, 1, 1, 1, 1, 1, groups);
+    Tensor g = randn(y.shape());
+    autograd::backward(y, g);
+    Tensor dw_sum = zeros(w.shape());
+    for (int64_t n = 0; n < N; ++n) {
+      Tensor xn = slice(x, 0, n, n + 1).detach().set_requires_grad(true);
+      Tensor wn = w.detach().set_requires_grad(true);
+      Tensor yn = conv2d(xn, wn, Tensor(), 1, 1, 1, 1, 1, 1, groups);
+      autograd::backward(yn, slice(g, 0, n, n + 1));
+      const double dx_err = amax(abs(sub(xn.grad(), slice(x.grad(), 0, n, n + 1)))).item();
+      EXPECT_LE(dx_err, 1e-5) << "groups " << groups << " image " << n;
+      dw_sum = add(dw_sum, wn.grad());
+    }
+    const double dw_err = amax(abs(sub(dw_sum, w.grad()))).item();
+    const double dw_scale = amax(abs(dw_sum)).item();
+    EXPECT_LE(dw_err, 1e-5 * dw_scale) << "groups " << groups;
+  }
+}
+
+TEST(KernelThreads, TransposedCopyValues) {
+  for (Shape s : {Shape{256, 256}, Shape{300, 77}, Shape{3, 130, 1030}, Shape{64, 8}}) {
+    Tensor x = randn(s);
+    Tensor t = contiguous(transpose(x, -1, -2));
+    const int64_t R = s[s.size() - 2], C = s[s.size() - 1], B = x.numel() / (R * C);
+    const float* px = contiguous(x).data<float>();
+    const float* pt = t.data<float>();
+    int64_t wrong = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < R; ++i)
+        for (int64_t j = 0; j < C; ++j) wrong += pt[(b * C + j) * R + i] != px[(b * R + i) * C + j];
+    EXPECT_EQ(wrong, 0) << shape_str(s);
+  }
+}
+
+TEST(KernelThreads, WhereSelectsBits) {
+  Tensor c = from_vector({1, 0, 1, 0, 1}, {5}, DType::Bool);
+  const double nan = std::nan("");
+  Tensor a = from_vector({-0.0, 1.0, nan, 3.0, 4.0}, {5}, DType::Float64);
+  Tensor b = from_vector({9.0, -0.0, 7.0, nan, 6.0}, {5}, DType::Float64);
+  std::vector<double> got = to_vector(where(c, a, b));
+  EXPECT_TRUE(got[0] == 0.0 && std::signbit(got[0]));
+  EXPECT_TRUE(got[1] == 0.0 && std::signbit(got[1]));
+  EXPECT_TRUE(std::isnan(got[2]));
+  EXPECT_TRUE(std::isnan(got[3]));
+  EXPECT_EQ(got[4], 4.0);
+  Tensor ia = from_vector({1, 2, 3, 4, 5}, {5}, DType::Int64);
+  Tensor ib = from_vector({-1, -2, -3, -4, -5}, {5}, DType::Int64);
+  EXPECT_EQ(to_vector(where(c, ia, ib)), (std::vector<double>{1, -2, 3, -4, 5}));
+  Tensor ba = from_vector({1, 1, 0, 0, 1}, {5}, DType::Bool);
+  Tensor bb = from_vector({0, 0, 1, 1, 0}, {5}, DType::Bool);
+  EXPECT_EQ(to_vector(where(c, ba, bb)), (std::vector<double>{1, 0, 0, 1, 1}));
+}
+
+}  // namespace
+}  // namespace vk::test
