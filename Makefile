@@ -59,7 +59,7 @@ PY_BLAS ?= scipy-openblas32
 python: venv
 	@$(CMAKE) -S . -B $(PYBUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release \
 	  -DPython_EXECUTABLE=$(abspath $(PY)) -DVKML_BUILD_PYTHON=ON -DVKML_BUILD_TESTS=OFF \
-	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON -DVKML_BLAS=$(PY_BLAS) >/dev/null
+	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON -DVKML_NATIVE=ON -DVKML_BLAS=$(PY_BLAS) >/dev/null
 	$(CMAKE) --build $(PYBUILD) -j $(JOBS)
 
 test-python: python
@@ -70,7 +70,10 @@ test-python: python
 # preloaded; leak checks stay off here (CPython and torch keep memory alive at exit on purpose)
 # and on in test-asan. The kill-and-resume and 10,000-step tests (subprocess trainings of minutes
 # under ASan, marked slow) run in test-python only.
-ASAN_RT = $(shell $(CXX) -print-file-name=libasan.so)
+# allocator_may_return_null: a 10^15-element tensor must reach vkml's MemoryError, not ASan's abort.
+# libstdc++ is preloaded too: ASan's __cxa_throw interceptor must find the real one at startup
+# (python itself does not link libstdc++), or the first C++ exception aborts.
+ASAN_RT = $(shell $(CXX) -print-file-name=libasan.so) $(shell $(CXX) -print-file-name=libstdc++.so)
 python-asan: venv
 	@$(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKML_WERROR=ON \
 	  -DVKML_SANITIZE=ON -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF -DVKML_BUILD_PYTHON=ON \
@@ -78,7 +81,7 @@ python-asan: venv
 	$(CMAKE) --build $(ASAN) -j $(JOBS) --target _C _C_package
 
 test-python-asan: python-asan
-	LD_PRELOAD=$(ASAN_RT) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	LD_PRELOAD="$(ASAN_RT)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
 	  $(PY) -m pytest -q -p no:cacheprovider tests/python -m "not slow"
 

@@ -127,7 +127,7 @@ GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
   // Each extra tile re-packs an operand panel inside BLAS: cut only big products, into few large
   // tiles, along the longer side of C (cutting rows re-packs B, cutting columns re-packs A).
   constexpr double kTileMacs = 1 << 22;  // at least this much work per tile
-  constexpr int64_t kMinSide = 256;      // and at least this many rows (or columns)
+  constexpr int64_t kMinSide = 128;      // and at least this many rows (or columns)
   constexpr int64_t kMaxTiles = 64;
   const double macs = static_cast<double>(M) * static_cast<double>(N) *
                       static_cast<double>(std::max<int64_t>(K, 1));
