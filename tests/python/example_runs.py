@@ -50,3 +50,34 @@ def kill_after_checkpoint(example, out, extra, n_checkpoints, delay):
     p.wait()
     p.stdout.close()
     return killed
+
+
+def kill_twice_and_resume(example, ref, res, extra, run):
+    """Trains `extra` uninterrupted into ref, and into res killed twice (shortly after its first
+    checkpoint, then right as the resumed run writes its next one) and resumed to the end; `run` runs
+    one training and returns its stdout. Returns (ref stdout, resumed stdout)."""
+    ref_out = run(ref, *extra)
+    killed = [kill_after_checkpoint(example, str(res), extra, 1, 0.05)]
+    killed.append(kill_after_checkpoint(example, str(res), extra + ["--resume"], 1, 0.0))
+    assert killed[0], "the run ended before it could be killed: make it longer"
+    out = run(res, *extra, "--resume")
+    assert "resumed from" in out
+    return ref_out, out
+
+
+def assert_same_training_state(ref, res):
+    """The model and checkpoint (optimizer state included) files of two runs are bitwise equal, read
+    by the safetensors package (not by vkml), and so are their logs; returns the log."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    for name in ("model.safetensors", "checkpoint.safetensors"):
+        a, b = load_file(ref / name), load_file(res / name)
+        assert sorted(a) == sorted(b), name
+        for k in a:
+            assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), (name, k)
+    log_ref, log_res = (json.loads((d / "log.json").read_text()) for d in (ref, res))
+    assert log_ref == log_res
+    return log_ref

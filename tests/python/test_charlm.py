@@ -9,7 +9,7 @@ import pytest
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-from example_runs import kill_after_checkpoint, run_example
+from example_runs import assert_same_training_state, kill_twice_and_resume, run_example
 
 # Subprocess trainings of a minute or more: not repeated under ASan (make test-python-asan).
 pytestmark = pytest.mark.slow
@@ -21,10 +21,6 @@ TINY = ["--d-model", "64", "--n-heads", "4", "--n-layers", "2", "--context", "32
 
 def _run(out, *extra):
     return run_example("charlm", out, *(*TINY, *extra), timeout=300).stdout
-
-
-def _kill_after_checkpoint(out, extra, n_checkpoints, delay):
-    return kill_after_checkpoint("charlm", out, TINY + extra, n_checkpoints, delay)
 
 
 def _params(path):
@@ -50,25 +46,11 @@ def test_sigkill_and_resume_is_bitwise_identical(tmp_path):
     # checkpoints every 10 steps, log lines every 25: the kills land between log lines as well; dropout
     # makes vkml's RNG state part of what must be restored.
     extra = ["--steps", "120", "--eval-every", "25", "--ckpt-every", "10", "--seed", "3", "--dropout", "0.1"]
-    ref, res = tmp_path / "ref", tmp_path / "resumed"
-    ref_out = _run(ref, *extra)
-    # Killed twice: shortly after the first checkpoint (mid-interval), then right as the next one lands.
-    killed = [_kill_after_checkpoint(str(res), extra, 1, 0.05)]
-    killed.append(_kill_after_checkpoint(str(res), extra + ["--resume"], 1, 0.0))
-    assert killed[0], "the run ended before it could be killed: make it longer"
-    out = _run(res, *extra, "--resume")
-    assert "resumed from" in out
-    a, b = _params(ref / "model.safetensors"), _params(res / "model.safetensors")
-    assert sorted(a) == sorted(b)
-    for k in a:
-        assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
-    # the checkpoints (optimizer state included) agree too, and so do the logs and the samples
-    ca, cb = _params(ref / "checkpoint.safetensors"), _params(res / "checkpoint.safetensors")
-    assert sorted(ca) == sorted(cb)
-    for k in ca:
-        assert np.array_equal(ca[k], cb[k]), k
-    la, lb = json.loads((ref / "log.json").read_text()), json.loads((res / "log.json").read_text())
-    assert la == lb and [r["step"] for r in la] == [25, 50, 75, 100, 120]
+    ref_out, out = kill_twice_and_resume("charlm", tmp_path / "ref", tmp_path / "resumed", TINY + extra,
+                                         lambda out, *args: run_example("charlm", out, *args, timeout=300).stdout)
+    # model, checkpoints (optimizer and RNG state included), logs and the samples agree bitwise
+    log = assert_same_training_state(tmp_path / "ref", tmp_path / "resumed")
+    assert [r["step"] for r in log] == [25, 50, 75, 100, 120]
     sample = lambda s: s[s.index("sample (temperature"):]
     assert sample(ref_out) == sample(out)
 
