@@ -719,15 +719,25 @@ Tensor contiguous_input(const Tensor& x) {
   return c;
 }
 
+// A shape seen as (outer, K, inner) around dim: rows of K elements along dim, inner apart.
+struct DimSplit {
+  int64_t outer = 1, K = 1, inner = 1;
+};
+DimSplit split_at(const Shape& shape, int64_t dim) {
+  DimSplit s;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    (d < dim ? s.outer : d == dim ? s.K : s.inner) *= shape[d];
+  return s;
+}
+
 template <bool Log>
 Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
                       const char* name) {
   Tensor x = contiguous_input(in[0]);
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (x.numel() == 0) return out;
-  int64_t outer = 1, K = 1, inner = 1;
-  for (int64_t d = 0; d < x.ndim(); ++d)
-    (d < a.dim ? outer : d == a.dim ? K : inner) *= x.shape()[d];
+  const DimSplit split = split_at(x.shape(), a.dim);
+  const int64_t outer = split.outer, K = split.K, inner = split.inner;
   VK_DISPATCH_FLOAT(x.dtype(), name, {
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
@@ -817,9 +827,8 @@ Tensor softmax_backward_kernel(const std::vector<Tensor>& in, const Attrs& a, co
   Tensor y = contiguous_input(in[1]);
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (y.numel() == 0) return out;
-  int64_t outer = 1, K = 1, inner = 1;
-  for (int64_t d = 0; d < y.ndim(); ++d)
-    (d < a.dim ? outer : d == a.dim ? K : inner) *= y.shape()[d];
+  const DimSplit split = split_at(y.shape(), a.dim);
+  const int64_t outer = split.outer, K = split.K, inner = split.inner;
   VK_DISPATCH_FLOAT(y.dtype(), name, {
     const T* gp = g.data<T>();
     const T* yp = y.data<T>();
