@@ -101,6 +101,16 @@ RegisterOpCases elementwise_cases({
        return V{leaf({2, 3}, -3.0, 3.0)};
      },
      [](const V& x) { return gelu(x[0], true); }},
+    {OpKind::GeluBackward, "gelu_backward",
+     [] {
+       return V{leaf({2, 3}, -2.0, 2.0), leaf({2, 3}, -3.0, 3.0)};
+     },
+     [](const V& x) { return gelu_backward(x[0], x[1]); }},
+    {OpKind::GeluBackward, "gelu_backward/broadcast_g",
+     [] {
+       return V{leaf({3}, -2.0, 2.0), leaf({2, 3}, -4.0, 4.0)};
+     },
+     [](const V& x) { return gelu_backward(x[0], x[1]); }},
     {OpKind::Erf, "erf",
      [] {
        return V{leaf({2, 3}, -2.0, 2.0)};

@@ -109,6 +109,13 @@ TEST(Elementwise, ErfAndGelu) {
       {-0.15880800939172324, 0.34571400982514394, 0.8411919906082768, 1.954597694087775, 0.0},
       1e-14);
   expect_close(gelu(f32({1.0}), false), {0.8413447460685429}, 1e-6);
+  // g * (Phi(x) + x phi(x)), from math.erf / math.exp
+  expect_close(
+      gelu_backward(f64({2.0, 1.0, 1.0, -0.5, 1.0}), f64({1.0, -1.0, 0.0, 2.0, -3.0})),
+      {2.166630941175373, -0.08331547058768629, 0.5, -0.5426159005390985, -0.011945647204183918},
+      1e-14);
+  expect_close(gelu_backward(f32({2.0}), f32({1.0})), {2.166630941175373}, 1e-6);
+  EXPECT_THROW(gelu_backward(ints({1}, {1}), ints({1}, {1})), DTypeError);
 }
 
 TEST(Elementwise, RoundingHalfToEven) {

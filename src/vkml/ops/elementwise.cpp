@@ -108,11 +108,16 @@ OpDef numeric_unary(OpKind kind, std::string_view name, std::string_view signatu
 
 Grads step_grad(const GradCtx& c) { return {zeros_like(c.in[0])}; }
 
-// d gelu / dx for the erf form: Phi(x) + x phi(x).
-Tensor gelu_erf_derivative(const Tensor& x) {
-  Tensor cdf = (erf(x * (1 / std::numbers::sqrt2)) + 1.0) * 0.5;
-  Tensor pdf = exp(x * x * -0.5) * kInvSqrt2Pi;
-  return cdf + x * pdf;
+// d^2 gelu / dx^2 for the erf form: d/dx (Phi + x phi) = 2 phi + x phi' = phi(x) (2 - x^2).
+Tensor gelu_erf_second_derivative(const Tensor& x) {
+  Tensor x2 = x * x;
+  return exp(x2 * -0.5) * kInvSqrt2Pi * (2.0 - x2);
+}
+
+Meta infer_float_binary(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  VK_CHECK(is_floating(in[0].dtype()), DTypeError, op, ": expected floating inputs, got ",
+           in[0].describe(), " and ", in[1].describe());
+  return {in[0].shape(), in[0].dtype()};
 }
 
 // d gelu / dx for the tanh form, y = 0.5 x (1 + t), t = tanh(k (x + c x^3)):
@@ -192,11 +197,27 @@ void add_elementwise_ops(OpList& ops) {
       cpu::gelu,
       [](const GradCtx& c) -> Grads {
         const Tensor& x = c.in[0];
-        return {c.grad * (c.attrs.flag ? gelu_tanh_derivative(x) : gelu_erf_derivative(x))};
+        return {c.attrs.flag ? c.grad * gelu_tanh_derivative(x) : gelu_backward(c.grad, x)};
       },
-      "dx = g * (Phi(x) + x * phi(x)) with phi the normal density (written with erf and exp); "
-      "tanh form: dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)), "
+      "dx = gelu_backward(g, x) = g * (Phi(x) + x * phi(x)), phi the normal density; tanh form: "
+      "dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)), "
       "t = tanh(sqrt(2/pi) (x + 0.044715 x^3))"));
+  ops.push_back({.kind = OpKind::GeluBackward,
+                 .name = "gelu_backward",
+                 .arity = 2,
+                 .signature = "gelu_backward(g, x)",
+                 .summary = "g * (Phi(x) + x * phi(x)): the gradient of gelu's erf form, fused",
+                 .prepare = prepare_binary,
+                 .infer = infer_float_binary,
+                 .cpu = cpu::gelu_backward,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const Tensor &g = c.in[0], &x = c.in[1];
+                   Grads out(2);
+                   if (c.needs[0]) out[0] = gelu_backward(c.grad, x);
+                   if (c.needs[1]) out[1] = c.grad * g * gelu_erf_second_derivative(x);
+                   return out;
+                 },
+                 .grad_doc = "dg = gelu_backward(gg, x); dx = gg * g * phi(x) * (2 - x^2)"});
   ops.push_back(float_unary(
       OpKind::Erf, "erf", "erf(x)", "error function", cpu::erf,
       [](const GradCtx& c) -> Grads {
@@ -432,6 +453,9 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   Attrs a;
   a.flag = tanh_approximation;
   return dispatch(OpKind::Gelu, {x}, a);
+}
+Tensor gelu_backward(const Tensor& g, const Tensor& x) {
+  return dispatch(OpKind::GeluBackward, {g, x});
 }
 Tensor erf(const Tensor& x) { return dispatch(OpKind::Erf, {x}); }
 Tensor erfc(const Tensor& x) { return dispatch(OpKind::Erfc, {x}); }

@@ -20,6 +20,7 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, bool tanh_approximation = false);
+Tensor gelu_backward(const Tensor& g, const Tensor& x);  // g * d gelu(x) / dx, the erf form
 Tensor erf(const Tensor& x);
 Tensor erfc(const Tensor& x);
 Tensor floor(const Tensor& x);

@@ -24,7 +24,7 @@ enum class OpKind : uint16_t {
   Full, Arange, Rand, Randn, Randint,
   // unary
   Neg, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu,
-  Gelu, Erf, Erfc, Floor, Ceil, Round,
+  Gelu, GeluBackward, Erf, Erfc, Floor, Ceil, Round,
   // binary and friends
   Add, Sub, Mul, Div, FloorDivide, Remainder, Pow, Maximum, Minimum, Where, Clamp,
   // comparison

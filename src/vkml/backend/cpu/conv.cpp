@@ -371,33 +371,51 @@ VK_KERNEL(max_pool2d) {
     const T* px = x.data<T>();
     T* po = out.data<T>();
     int64_t* pi = idx.data<int64_t>();
+    const int64_t rows_per_block = std::max<int64_t>(1, 1024 / std::max<int64_t>(OW, 1));
     parallel_for(N * C, grain_for(OH * OW * w.kh * w.kw), [&, w](int64_t b, int64_t e) {
       const int64_t h = H, wd = W, sh = sH, sw = sW, ow_n = OW;
+      std::vector<T> cand;
+      std::vector<int64_t> first_flat;
+      if (w.ph == 0 && w.pw == 0) {
+        cand.resize(static_cast<size_t>(std::min(OH, rows_per_block) * OW));
+        first_flat.resize(cand.size());
+      }
       for (int64_t q = b; q < e; ++q) {
         const T* xp = px + (q / C) * sN + (q % C) * sC;
         if (w.ph == 0 && w.pw == 0) {
-          // No padding: every window lies inside the plane. The whole plane's outputs at once,
-          // window positions in (i, j) order as in the general walk below (the same selects in
-          // the same order for each output), without its per-row bounds and fills: small
-          // planes (a 2x2 pool of 8x8) have rows of a few outputs.
-          T* __restrict best = po + q * OH * ow_n;
-          int64_t* __restrict at = pi + q * OH * ow_n;
-          std::fill(best, best + OH * ow_n, -std::numeric_limits<T>::infinity());
-          std::fill(at, at + OH * ow_n, int64_t{-1});
-          for (int64_t i = 0; i < w.kh; ++i)
-            for (int64_t j = 0; j < w.kw; ++j)
-              for (int64_t oh = 0; oh < OH; ++oh) {
-                const int64_t ih = oh * w.sh + i * w.dh;
-                const T* xr = xp + ih * sh + j * w.dw * sw;
-                T* __restrict b_row = best + oh * ow_n;
-                int64_t* __restrict a_row = at + oh * ow_n;
-                const int64_t flat0 = ih * wd + j * w.dw;
-                for (int64_t ow = 0; ow < ow_n; ++ow) {
-                  const T v = xr[ow * w.sw * sw];
-                  const bool take = (a_row[ow] < 0) | (v > b_row[ow]) | (v != v);
-                  select_if(take, v, flat0 + ow * w.sw, b_row[ow], a_row[ow]);
+          // No padding: every window lies inside the plane. Blocks of whole output rows at a
+          // time; for each window position in (i, j) order -- the same selects in the same
+          // order as the general walk below -- the block's candidates are first copied into
+          // `cand`, so the select runs as one vectorised pass over contiguous outputs (small
+          // planes, a 2x2 pool of 8x8, have rows of only a few outputs).
+          for (int64_t oh0 = 0; oh0 < OH; oh0 += rows_per_block) {
+            const int64_t oh1 = std::min(OH, oh0 + rows_per_block), n = (oh1 - oh0) * ow_n;
+            T* __restrict best = po + (q * OH + oh0) * ow_n;
+            int64_t* __restrict at = pi + (q * OH + oh0) * ow_n;
+            for (int64_t oh = oh0; oh < oh1; ++oh)
+              for (int64_t ow = 0; ow < ow_n; ++ow)
+                first_flat[(oh - oh0) * ow_n + ow] = oh * w.sh * wd + ow * w.sw;
+            for (int64_t i = 0; i < w.kh; ++i)
+              for (int64_t j = 0; j < w.kw; ++j) {
+                T* __restrict c = cand.data();
+                for (int64_t oh = oh0; oh < oh1; ++oh) {
+                  const T* xr = xp + (oh * w.sh + i * w.dh) * sh + j * w.dw * sw;
+                  for (int64_t ow = 0; ow < ow_n; ++ow) *c++ = xr[ow * w.sw * sw];
+                }
+                const int64_t off = i * w.dh * wd + j * w.dw;
+                const T* __restrict v = cand.data();
+                const int64_t* __restrict f = first_flat.data();
+                if (i == 0 && j == 0) {
+                  for (int64_t o = 0; o < n; ++o) best[o] = v[o], at[o] = f[o] + off;
+                  continue;
+                }
+                for (int64_t o = 0; o < n; ++o) {
+                  const bool take = (v[o] > best[o]) | (v[o] != v[o]);
+                  best[o] = take ? v[o] : best[o];
+                  at[o] = take ? f[o] + off : at[o];
                 }
               }
+          }
           continue;
         }
         for (int64_t oh = 0; oh < OH; ++oh) {

@@ -19,6 +19,7 @@ VK_KERNEL(tanh);
 VK_KERNEL(sigmoid);
 VK_KERNEL(relu);
 VK_KERNEL(gelu);  // a.flag: tanh approximation
+VK_KERNEL(gelu_backward);
 VK_KERNEL(erf);
 VK_KERNEL(erfc);
 VK_KERNEL(floor);

@@ -23,7 +23,7 @@ constexpr int64_t kAlignedRangeMin = 1024;  // ranges at least this long get ali
 // costs a system call on each side and a scheduler round trip (tens of microseconds), as much
 // as a small kernel's whole work; training runs parallel regions back to back, so a short poll
 // usually catches the next one. Bounded, so an idle pool costs nothing after it.
-constexpr auto kSpin = std::chrono::microseconds(20);
+constexpr auto kSpin = std::chrono::microseconds(200);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
