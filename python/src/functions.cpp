@@ -515,6 +515,27 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
         return vk::layer_norm_param_grad(g, x, s, eps);
       },
       "grad"_a, "input"_a, "normalized_shape"_a, "eps"_a = 1e-5);
+  m.def(
+      "batch_norm_backward",
+      [](const Tensor& g, const Tensor& x, std::optional<Tensor> weight, double eps) {
+        MaybeRelease r(heavy(g));
+        return vk::batch_norm_backward(g, x, weight ? *weight : Tensor(), eps);
+      },
+      "grad"_a, "input"_a, "weight"_a = nb::none(), "eps"_a = 1e-5);
+  m.def(
+      "batch_norm_param_grad",
+      [](const Tensor& g, const Tensor& x, double eps) {
+        MaybeRelease r(heavy(g));
+        return vk::batch_norm_param_grad(g, x, eps);
+      },
+      "grad"_a, "input"_a, "eps"_a = 1e-5);
+  m.def(
+      "gelu_backward",
+      [](const Tensor& g, const Tensor& x) {
+        MaybeRelease r(heavy(g));
+        return vk::gelu_backward(g, x);
+      },
+      "grad"_a, "input"_a);
 
   // ---- shape ----
   c.def("reshape",

@@ -293,6 +293,7 @@ NANINF = {
        for u in ("neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "sin",
                  "cos", "tanh", "sigmoid", "relu", "erf", "erfc", "floor", "ceil", "round")},
     "gelu": lambda: F.gelu(_f(3, 4)),
+    "gelu_backward": lambda: vk.gelu_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
     **{b: (lambda b=b: getattr(vk, b)(_f(3, 4), _f(4)[[3, 2, 1, 0]]))
        for b in ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt",
                  "le", "gt", "ge")},
@@ -310,6 +311,9 @@ NANINF = {
     "layer_norm": lambda: F.layer_norm(_f(3, 4), (4,), _f(4), vk.flip(_f(4), [0])),
     "layer_norm_backward": lambda: vk.layer_norm_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), (4,), _f(4)),
     "layer_norm_param_grad": lambda: vk.layer_norm_param_grad(_f(3, 4), vk.flip(_f(3, 4), [1]), (4,)),
+    "batch_norm": lambda: F.batch_norm(_f(4, 3), None, None, _f(3), vk.flip(_f(3), [0]), training=True),
+    "batch_norm_backward": lambda: vk.batch_norm_backward(_f(4, 3), vk.flip(_f(4, 3), [1]), _f(3)),
+    "batch_norm_param_grad": lambda: vk.batch_norm_param_grad(_f(2, 3, 2), vk.flip(_f(2, 3, 2), [1])),
     "reshape": lambda: _f(3, 4).reshape(2, 6),
     "permute": lambda: _f(2, 3, 2).permute(2, 0, 1),
     "expand": lambda: _f(1, 4).expand(3, 4),

@@ -164,6 +164,25 @@ def _ln_param_grad_torch(g, x, ns, eps=1e-5):
     return torch.stack([dw, db])
 
 
+def _bn_torch(x, w=None, b=None, eps=1e-5):
+    """Training-mode batch_norm composed of torch's primitive ops (as _ln_torch, for the backward
+    ops' higher derivatives)."""
+    dims = (0,) + tuple(range(2, x.dim()))
+    shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
+    c = x - x.mean(dims, keepdim=True)
+    y = c * torch.rsqrt((c * c).mean(dims, keepdim=True) + eps)
+    y = y * w.reshape(shape) if w is not None else y
+    return y + b.reshape(shape) if b is not None else y
+
+
+def _bn_param_grad_torch(g, x, eps=1e-5):
+    """The weight and bias gradients of batch_norm at weight 1, bias 0, stacked."""
+    w = torch.ones(x.shape[1], dtype=x.dtype, requires_grad=True)
+    b = torch.zeros(x.shape[1], dtype=x.dtype, requires_grad=True)
+    dw, db = torch.autograd.grad(_bn_torch(x, w, b, eps), [w, b], g, create_graph=True)
+    return torch.stack([dw, db])
+
+
 def _max_pool_backward_torch(g, i, shape):
     n, c, h, w = shape
     z = torch.zeros(n, c, h * w, dtype=g.dtype)
@@ -277,6 +296,9 @@ SPECS = {
              Case(lambda m, x: (vk.gelu(x, approximate="tanh") if m is vk else TF.gelu(x, approximate="tanh")),
                   [F(3, 4, lo=-3, hi=3)], label="tanh"),
              Case(lambda m, x: (x.gelu() if m is vk else TF.gelu(x)), [F(5, lo=-3, hi=3)], label="method")],
+    "gelu_backward": [Case(lambda m, g, x: (vk.gelu_backward(g, x) if m is vk
+                                            else torch.ops.aten.gelu_backward(g, x)),
+                           [F(3, 4), F(3, 4, lo=-4, hi=4)])],
     "erf": unary("erf"),
     "erfc": unary("erfc"),
     "floor": unary("floor", lo=-3, hi=3, avoid=(-3, -2, -1, 0, 1, 2, 3)),
@@ -450,6 +472,27 @@ SPECS = {
         Case(lambda m, g, x: (vk.layer_norm_param_grad(g, x.transpose(0, 1), (3,)) if m is vk
                               else _ln_param_grad_torch(g, x.transpose(0, 1), (3,))),
              [F(2, 3), F(3, 2)], label="strided")],
+    "batch_norm": [
+        Case(lambda m, x, w, b: (vk.nn.functional if m is vk else TF).batch_norm(x, None, None, w, b, training=True),
+             [F(4, 3, 2, 2), F(3), F(3)], label="affine-4d"),
+        Case(lambda m, x: (vk.nn.functional if m is vk else TF).batch_norm(x, None, None, training=True, eps=1e-3),
+             [F(5, 3)], label="plain-2d"),
+        Case(lambda m, x, w: (vk.nn.functional if m is vk else TF).batch_norm(x.transpose(0, 2), None, None, w,
+                                                                               training=True),
+             [F(3, 2, 4), F(2)], label="weight-only-strided")],
+    "batch_norm_backward": [
+        Case(lambda m, g, x, w: (vk.batch_norm_backward(g, x, w) if m is vk
+                                 else torch.autograd.grad(_bn_torch(x, w), x, g, create_graph=True)[0]),
+             [F(3, 2, 2, 2), F(3, 2, 2, 2), F(2)], label="weight-4d"),
+        Case(lambda m, g, x: (vk.batch_norm_backward(g, x, eps=1e-3) if m is vk
+                              else torch.autograd.grad(_bn_torch(x, eps=1e-3), x, g, create_graph=True)[0]),
+             [F(4, 3), F(4, 3)], label="plain-2d")],
+    "batch_norm_param_grad": [
+        Case(lambda m, g, x: (vk.batch_norm_param_grad(g, x) if m is vk else _bn_param_grad_torch(g, x)),
+             [F(3, 2, 4), F(3, 2, 4)], label="3d"),
+        Case(lambda m, g, x: (vk.batch_norm_param_grad(g, x.transpose(0, 1), eps=1e-3) if m is vk
+                              else _bn_param_grad_torch(g, x.transpose(0, 1), 1e-3)),
+             [F(4, 2), F(2, 4)], label="strided")],
 
     # ---- shape ----
     "reshape": [Case(lambda m, x: x.reshape(4, 3), [F(3, 4)]),

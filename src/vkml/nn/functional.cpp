@@ -426,18 +426,6 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, c
 
 namespace {
 
-// (x - mean) / sqrt(biased var + eps) over dims: the shared core of layer_norm and batch_norm.
-struct Normalized {
-  Tensor y, mean, biased_var;
-};
-
-Normalized normalize_over(const Tensor& x, const Dims& dims, double eps) {
-  Tensor mu = mean(x, dims, true);
-  Tensor centered = x - mu;
-  Tensor var_biased = mean(centered * centered, dims, true);
-  return {centered * rsqrt(var_biased + eps), mu, var_biased};
-}
-
 Tensor affine(const Tensor& y, const Tensor& weight, const Tensor& bias) {
   Tensor out = weight.defined() ? y * weight : y;
   return bias.defined() ? out + bias : out;
@@ -485,28 +473,27 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   check_per_channel(bias, channels, x, fn, "bias");
   VK_CHECK(running_mean.defined() == running_var.defined(), RuntimeError, fn,
            ": running_mean and running_var must both be given or both be undefined");
-  const Tensor w = weight.defined() ? along_channels(weight, x.ndim()) : weight;
-  const Tensor b = bias.defined() ? along_channels(bias, x.ndim()) : bias;
   if (!training) {
     VK_CHECK(running_mean.defined(), RuntimeError, fn,
              ": running_mean and running_var must be defined in evaluation mode");
     Tensor mu = along_channels(running_mean, x.ndim());
     Tensor var = along_channels(running_var, x.ndim());
+    const Tensor w = weight.defined() ? along_channels(weight, x.ndim()) : weight;
+    const Tensor b = bias.defined() ? along_channels(bias, x.ndim()) : bias;
     return affine((x - mu) * rsqrt(var + eps), w, b);
   }
   const int64_t per_channel = channels == 0 ? 0 : x.numel() / channels;
   VK_CHECK(per_channel > 1, ShapeError, fn,
            ": expected more than 1 value per channel when training, got input of shape ",
            shape_str(x.shape()));
-  Dims dims{0};
-  for (int64_t d = 2; d < x.ndim(); ++d) dims.push_back(d);
-  Normalized n = normalize_over(x, dims, eps);
+  Tensor y = vk::batch_norm(x, weight, bias, eps);
   if (running_mean.defined()) {
+    const Tensor& stats = y.saved().at(0);  // [mean, biased variance] of the batch, constants
     const double n_values = static_cast<double>(per_channel);
-    update_running(running_mean, n.mean, momentum);
-    update_running(running_var, n.biased_var * (n_values / (n_values - 1.0)), momentum);
+    update_running(running_mean, select(stats, 0, 0), momentum);
+    update_running(running_var, select(stats, 0, 1) * (n_values / (n_values - 1.0)), momentum);
   }
-  return affine(n.y, w, b);
+  return y;
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {

@@ -353,6 +353,125 @@ Grads layer_norm_backward_grad(const GradCtx& c) {
   return out;
 }
 
+// ---- batch norm ----
+// Attrs: scalar = eps, ints = {has_weight, has_bias}. x is (N, C, *); statistics per channel.
+
+void check_channels_param(const Tensor& t, const Tensor& x, std::string_view op,
+                          std::string_view what) {
+  VK_CHECK(t.shape() == Shape{x.shape()[1]}, ShapeError, op, ": ", what, " of shape ",
+           shape_str(t.shape()), " does not match the ", x.shape()[1], " channels of input ",
+           shape_str(x.shape()));
+  VK_CHECK(t.dtype() == x.dtype(), DTypeError, op, ": ", what, " has dtype ", dtype_name(t.dtype()),
+           ", the input ", dtype_name(x.dtype()));
+}
+
+void check_batch_input(const Tensor& x, std::string_view op) {
+  check_float(x, op);
+  VK_CHECK(x.ndim() >= 2, ShapeError, op, ": input must be (N, C, ...), got shape ",
+           shape_str(x.shape()));
+}
+
+void check_grad_like(const Tensor& g, const Tensor& x, std::string_view op) {
+  VK_CHECK(g.dtype() == x.dtype(), DTypeError, op, ": the gradient (", dtype_name(g.dtype()),
+           ") and the input (", dtype_name(x.dtype()), ") must have the same dtype");
+  VK_CHECK(g.shape() == x.shape(), ShapeError, op, ": the gradient of shape ", shape_str(g.shape()),
+           " does not match the input of shape ", shape_str(x.shape()));
+}
+
+Meta infer_batch_norm(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor& x = in[0];
+  const size_t expected = 1 + (has_weight(a) ? 1 : 0) + (has_bias(a) ? 1 : 0);
+  VK_CHECK(in.size() == expected, RuntimeError, op, ": expected ", expected,
+           " inputs (x[, weight][, bias]), got ", in.size());
+  check_batch_input(x, op);
+  if (has_weight(a)) check_channels_param(in[1], x, op, "weight");
+  if (has_bias(a)) check_channels_param(in[has_weight(a) ? 2 : 1], x, op, "bias");
+  return {x.shape(), x.dtype()};
+}
+
+Meta infer_batch_norm_backward(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  VK_CHECK(in.size() == (has_weight(a) ? 3u : 2u), RuntimeError, op,
+           ": expected inputs (g, x[, weight]), got ", in.size());
+  check_batch_input(in[1], op);
+  check_grad_like(in[0], in[1], op);
+  if (has_weight(a)) check_channels_param(in[2], in[1], op, "weight");
+  return {in[1].shape(), in[1].dtype()};
+}
+
+Meta infer_batch_norm_param_grad(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  check_batch_input(in[1], op);
+  check_grad_like(in[0], in[1], op);
+  return {{2, in[1].shape()[1]}, in[1].dtype()};
+}
+
+// Every dim of x but the channel one: what batch norm reduces over.
+Dims batch_dims(const Tensor& x) {
+  Dims d{0};
+  for (int64_t i = 2; i < x.ndim(); ++i) d.push_back(i);
+  return d;
+}
+
+// A (C) tensor shaped to broadcast along dim 1 of an ndim-D tensor.
+Tensor per_channel(const Tensor& t, int64_t ndim) {
+  Shape s(static_cast<size_t>(ndim), 1);
+  s[1] = t.numel();
+  return reshape(t, s);
+}
+
+Grads batch_norm_grad(const GradCtx& c) {
+  const Attrs& a = c.attrs;
+  const Tensor& x = c.in[0];
+  const Tensor w = has_weight(a) ? c.in[1] : Tensor();
+  Grads out(c.in.size());
+  const size_t ib = has_weight(a) ? 2 : 1;
+  const bool need_w = has_weight(a) && c.needs[1], need_b = has_bias(a) && c.needs[ib];
+  // As layer_norm's rule: without a graph being built, the parameter gradients come from the
+  // same sums as dx (batch_norm_backward with attrs.flag leaves them in saved()[0]).
+  const bool one_pass = c.needs[0] && (need_w || need_b) && !GradMode::is_enabled();
+  if (c.needs[0]) {
+    Attrs b;
+    b.scalar = a.scalar;
+    b.ints = {w.defined() ? 1 : 0};
+    b.flag = one_pass;
+    out[0] = w.defined() ? dispatch(OpKind::BatchNormBackward, {c.grad, x, w}, b)
+                         : dispatch(OpKind::BatchNormBackward, {c.grad, x}, b);
+  }
+  if (need_w || need_b) {
+    Tensor pg = one_pass ? out[0].saved().at(0) : batch_norm_param_grad(c.grad, x, a.scalar);
+    if (need_w) out[1] = select(pg, 0, 0);
+    if (need_b) out[ib] = select(pg, 0, 1);
+  }
+  return out;
+}
+
+// layer_norm_backward_grad's formulas with a row being a channel: means over batch_dims(x),
+// weight per channel.
+Grads batch_norm_backward_grad(const GradCtx& c) {
+  const Attrs& a = c.attrs;
+  const Tensor &g = c.in[0], &x = c.in[1], &q = c.grad;
+  const bool hw = has_weight(a);
+  const Tensor w = hw ? per_channel(c.in[2], x.ndim()) : Tensor();
+  const Dims dims = batch_dims(x);
+  Grads out(c.in.size());
+  if (c.needs[0] || (hw && c.needs[2])) {
+    Tensor jq = batch_norm_backward(q, x, Tensor(), a.scalar);
+    if (c.needs[0]) out[0] = hw ? jq * w : jq;
+    if (hw && c.needs[2]) out[2] = sum(g * jq, dims);
+  }
+  if (c.needs[1]) {
+    auto ch_mean = [&dims](const Tensor& t) { return mean(t, dims, true); };
+    const Tensor u = hw ? g * w : g;
+    Tensor cx = x - ch_mean(x);
+    Tensor r = rsqrt(ch_mean(cx * cx) + a.scalar);
+    Tensor ub = ch_mean(u), qb = ch_mean(q);
+    Tensor m = ch_mean(u * cx), p = ch_mean(q * cx);
+    Tensor ap = ch_mean(q * u) - qb * ub;
+    Tensor r2 = r * r;
+    out[1] = -(r2 * r) * (cx * (ap - 3.0 * r2 * m * p) + (u - ub) * p + m * (q - qb));
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_nn_ops(OpList& ops) {
@@ -483,6 +602,54 @@ void add_nn_ops(OpList& ops) {
        },
        .grad_doc = "dg = layer_norm(x, gg[0], gg[1]) (gg[0] as weight, gg[1] as bias); dx = "
                    "layer_norm_backward(g, x, weight = gg[0])"});
+  ops.push_back(
+      {.kind = OpKind::BatchNorm,
+       .name = "batch_norm",
+       .arity = -1,
+       .signature = "batch_norm(x, weight, bias, eps)",
+       .summary = "(x - mean) / sqrt(biased var + eps) * weight + bias per channel (dim 1) of x "
+                  "(N, C, *), with the batch's statistics; fused, one channel per work item; "
+                  "leaves the (2, C) [mean, biased var] in saved()[0]",
+       .infer = infer_batch_norm,
+       .cpu = cpu::batch_norm,
+       .grad = batch_norm_grad,
+       .grad_doc = "dx = batch_norm_backward(g, x, weight); (dweight, dbias) = the two rows of "
+                   "batch_norm_param_grad(g, x)"});
+  ops.push_back(
+      {.kind = OpKind::BatchNormBackward,
+       .name = "batch_norm_backward",
+       .arity = -1,
+       .signature = "batch_norm_backward(g, x, weight, eps)",
+       .summary = "the gradient of batch_norm w.r.t. x: weight * rstd * (g - mean(g) - xhat * "
+                  "mean(g * xhat)) per channel; fused (statistics recomputed from x)",
+       .infer = infer_batch_norm_backward,
+       .cpu = cpu::batch_norm_backward,
+       .grad = batch_norm_backward_grad,
+       .grad_doc = "layer_norm_backward's rule with a row being a channel: dg = "
+                   "batch_norm_backward(gg, x) * weight; dweight = sum over (N, *) of g * "
+                   "batch_norm_backward(gg, x); dx = -r^3 (c (a' - 3 r^2 m p) + (u - mean(u)) p + "
+                   "m (gg - mean(gg))) with channel means"});
+  ops.push_back(
+      {.kind = OpKind::BatchNormParamGrad,
+       .name = "batch_norm_param_grad",
+       .arity = 2,
+       .signature = "batch_norm_param_grad(g, x, eps) -> (2, C)",
+       .summary = "the weight and bias gradients of batch_norm, stacked: [sum of g * xhat, sum "
+                  "of g] over every dim but the channel; fused",
+       .infer = infer_batch_norm_param_grad,
+       .cpu = cpu::batch_norm_param_grad,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Tensor &g = c.in[0], &x = c.in[1];
+         Tensor qw = select(c.grad, 0, 0), qb = select(c.grad, 0, 1);
+         Grads out(2);
+         // As layer_norm_param_grad's: d/dg is a batch_norm with weight qw and bias qb; d/dx
+         // the batch_norm gradient of g with weight qw.
+         if (c.needs[0]) out[0] = batch_norm(x, qw, qb, c.attrs.scalar);
+         if (c.needs[1]) out[1] = batch_norm_backward(g, x, qw, c.attrs.scalar);
+         return out;
+       },
+       .grad_doc = "dg = batch_norm(x, gg[0], gg[1]); dx = batch_norm_backward(g, x, weight = "
+                   "gg[0])"});
 }
 
 Tensor im2col(const Tensor& x, const Window2d& w) {
@@ -550,6 +717,28 @@ Tensor layer_norm_backward(const Tensor& g, const Tensor& x, const Shape& normal
   a.ints = {weight.defined() ? 1 : 0};
   if (weight.defined()) return dispatch(OpKind::LayerNormBackward, {g, x, weight}, a);
   return dispatch(OpKind::LayerNormBackward, {g, x}, a);
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  Attrs a;
+  a.scalar = eps;
+  a.ints = {weight.defined() ? 1 : 0, bias.defined() ? 1 : 0};
+  if (weight.defined() && bias.defined()) return dispatch(OpKind::BatchNorm, {x, weight, bias}, a);
+  if (weight.defined()) return dispatch(OpKind::BatchNorm, {x, weight}, a);
+  if (bias.defined()) return dispatch(OpKind::BatchNorm, {x, bias}, a);
+  return dispatch(OpKind::BatchNorm, {x}, a);
+}
+Tensor batch_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight, double eps) {
+  Attrs a;
+  a.scalar = eps;
+  a.ints = {weight.defined() ? 1 : 0};
+  if (weight.defined()) return dispatch(OpKind::BatchNormBackward, {g, x, weight}, a);
+  return dispatch(OpKind::BatchNormBackward, {g, x}, a);
+}
+Tensor batch_norm_param_grad(const Tensor& g, const Tensor& x, double eps) {
+  Attrs a;
+  a.scalar = eps;
+  return dispatch(OpKind::BatchNormParamGrad, {g, x}, a);
 }
 
 }  // namespace vk

@@ -31,5 +31,14 @@ Tensor layer_norm_backward(const Tensor& g, const Tensor& x, const Shape& normal
 // (2, *normalized_shape): [sum over the leading dims of g * xhat, sum over the leading dims of g].
 Tensor layer_norm_param_grad(const Tensor& g, const Tensor& x, const Shape& normalized_shape,
                              double eps);
+// Fused batch normalisation with the batch's own statistics (training mode), per channel (dim 1)
+// of x (N, C, *); weight and bias (C) or undefined. The (2, C) [mean, biased variance] it used
+// are in the result's saved()[0] (constants, for the running statistics).
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+// The gradient of batch_norm(x, weight, bias, eps) w.r.t. x for the gradient g at its output.
+Tensor batch_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight, double eps);
+// The weight and bias gradients of batch_norm for the gradient g at its output, stacked into
+// (2, C): [sum of g * xhat, sum of g] over every dim but the channel one.
+Tensor batch_norm_param_grad(const Tensor& g, const Tensor& x, double eps);
 
 }  // namespace vk

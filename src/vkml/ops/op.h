@@ -34,7 +34,7 @@ enum class OpKind : uint16_t {
   Sum, Mean, Amax, Amin, MaxDim, MinDim, Prod, ArgMax, ArgMin, LogSumExp, Var,
   // fused
   Softmax, LogSoftmax, SoftmaxBackward, LogSoftmaxBackward, LayerNorm, LayerNormBackward,
-  LayerNormParamGrad,
+  LayerNormParamGrad, BatchNorm, BatchNormBackward, BatchNormParamGrad,
   // shape
   Reshape, Permute, Expand, Contiguous, Slice, SliceBackward, Cat, Stack, Pad, Flip,
   // index

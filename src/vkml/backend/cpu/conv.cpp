@@ -38,6 +38,16 @@ struct Plane {  // one (H, W) input plane: element (h, w) at base[h * sh + w * s
   int64_t H, W, sh, sw;
 };
 
+// d[k] = s[k] for k < n when bit C of n - k is set (the tail of copy_short).
+template <int64_t C, class T>
+[[gnu::always_inline]] inline void copy_bit(T* __restrict d, const T* __restrict s, int64_t n,
+                                            int64_t& k) {
+  if ((n - k) & C) {
+    std::memcpy(d + k, s + k, C * sizeof(T));
+    k += C;
+  }
+}
+
 // d[k] = s[k] for k < n, for the short rows of an image (tens of elements): fixed-size copies
 // the compiler inlines as vector moves, where std::copy calls memmove once per row.
 template <class T>
@@ -45,18 +55,12 @@ template <class T>
   constexpr int64_t kChunk = 64 / static_cast<int64_t>(sizeof(T));
   int64_t k = 0;
   for (; k + kChunk <= n; k += kChunk) std::memcpy(d + k, s + k, kChunk * sizeof(T));
-  auto tail = [&]<int64_t C>() {
-    if ((n - k) & C) {
-      std::memcpy(d + k, s + k, C * sizeof(T));
-      k += C;
-    }
-  };
-  if constexpr (kChunk > 32) tail.template operator()<32>();
-  if constexpr (kChunk > 16) tail.template operator()<16>();
-  if constexpr (kChunk > 8) tail.template operator()<8>();
-  if constexpr (kChunk > 4) tail.template operator()<4>();
-  tail.template operator()<2>();
-  tail.template operator()<1>();
+  if constexpr (kChunk > 32) copy_bit<32>(d, s, n, k);
+  if constexpr (kChunk > 16) copy_bit<16>(d, s, n, k);
+  if constexpr (kChunk > 8) copy_bit<8>(d, s, n, k);
+  if constexpr (kChunk > 4) copy_bit<4>(d, s, n, k);
+  copy_bit<2>(d, s, n, k);
+  copy_bit<1>(d, s, n, k);
 }
 
 // Calls f(width) with width a compile-time constant for the common small widths of an image row

@@ -290,4 +290,186 @@ VK_KERNEL(layer_norm_param_grad) {
   return out;
 }
 
+// ---- batch normalisation ----
+// x is (N, C, S...) made contiguous: channel c's M = N * S values lie in N segments of S. Each
+// channel is one work item (channels split among threads, never a channel). Sums are taken per
+// segment with lane_sum's fixed tree and the segment sums added in order, all in double, so
+// results are bitwise the same at any thread count. Same formulas as layer_norm with a row being
+// a channel: xhat = (x - mean) * rstd; y = xhat * w[c] + b[c];
+// dx = w[c] * rstd * (g - mean(g) - xhat * mean(g * xhat)).
+
+namespace {
+
+struct ChannelShape {
+  int64_t N, C, S;
+  int64_t count() const { return N * S; }  // the values of one channel
+};
+
+ChannelShape channel_shape(const Tensor& x) {
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  return {N, C, N * C == 0 ? 0 : x.numel() / (N * C)};
+}
+
+// Channel statistics from its values: the mean in one pass, the biased variance in a second.
+struct ChannelStats {
+  double mean, var;
+};
+
+// sum of f(k) over a channel's values, k = the offset of a value from the channel's first (N
+// segments of S, segment n at n * C * S): 16 double lanes kept across the segments (value i of a
+// segment in lane i mod 16), combined in lane_sum's fixed tree.
+template <class F>
+double channel_sum(const ChannelShape& cs, F f) {
+  double s[16] = {};
+  for (int64_t n = 0; n < cs.N; ++n) {
+    const int64_t base = n * cs.C * cs.S;
+    int64_t k = 0;
+    for (; k + 16 <= cs.S; k += 16)
+      for (int j = 0; j < 16; ++j) s[j] += f(base + k + j);
+    for (int j = 0; k < cs.S; ++k, ++j) s[j] += f(base + k);
+  }
+  for (int w = 1; w < 16; w *= 2)
+    for (int j = 0; j + w < 16; j += 2 * w) s[j] += s[j + w];
+  return s[0];
+}
+
+template <class T>
+ChannelStats channel_stats(const T* xc, const ChannelShape& cs) {
+  const double m = static_cast<double>(cs.count());
+  const double mu = channel_sum(cs, [xc](int64_t k) { return static_cast<double>(xc[k]); }) / m;
+  const double sq = channel_sum(cs, [xc, mu](int64_t k) {
+    const double d = static_cast<double>(xc[k]) - mu;
+    return d * d;
+  });
+  return {mu, sq / m};
+}
+
+// What a channel's backward needs: mean, rstd, mean(g) and mean(g * xhat).
+struct ChannelGrad {
+  double mean, rstd, mean_g, mean_gx;
+};
+
+template <class T>
+ChannelGrad channel_grad(const T* gc, const T* xc, const ChannelShape& cs, double eps) {
+  const double m = static_cast<double>(cs.count());
+  const ChannelStats st = channel_stats(xc, cs);
+  const double sg = channel_sum(cs, [gc](int64_t k) { return static_cast<double>(gc[k]); });
+  const double sgx = channel_sum(
+      cs, [gc, xc](int64_t k) { return static_cast<double>(gc[k]) * static_cast<double>(xc[k]); });
+  const double rstd = 1.0 / std::sqrt(st.var + eps);
+  // sum(g * xhat) = rstd * (sum(g x) - mean * sum(g))
+  return {st.mean, rstd, sg / m, rstd * (sgx - st.mean * sg) / m};
+}
+
+// Channel c's weight and bias gradients into the (2, C) pg: sum(g * xhat), sum(g).
+template <class T>
+void write_param_grad(const ChannelGrad& p, const ChannelShape& cs, int64_t c, T* pg) {
+  const double count = static_cast<double>(cs.count());
+  pg[c] = static_cast<T>(p.mean_gx * count);
+  pg[cs.C + c] = static_cast<T>(p.mean_g * count);
+}
+
+int64_t channel_grain(const ChannelShape& cs) {
+  return std::max<int64_t>(1, kWork / std::max<int64_t>(cs.count(), 1));
+}
+
+}  // namespace
+
+VK_KERNEL(batch_norm) {
+  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
+  const bool has_b = a.ints.size() > 1 && a.ints[1] != 0;
+  Tensor x = contiguous_of(in[0]);
+  Tensor w = has_w ? contiguous_of(in[1]) : Tensor();
+  Tensor b = has_b ? contiguous_of(in[has_w ? 2 : 1]) : Tensor();
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  const ChannelShape cs = channel_shape(x);
+  Tensor stats = Tensor::empty({2, cs.C}, m.dtype);  // [mean, biased variance] per channel
+  out.impl()->saved = {stats};
+  const double eps = a.scalar;
+  VK_DISPATCH_FLOAT(x.dtype(), "batch_norm", {
+    const T* xp = x.data<T>();
+    const T* wp = has_w ? w.data<T>() : nullptr;
+    const T* bp = has_b ? b.data<T>() : nullptr;
+    T* yp = out.data<T>();
+    T* sp = stats.data<T>();
+    parallel_for(cs.C, channel_grain(cs), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const ChannelStats st = channel_stats(xp + c * cs.S, cs);
+        sp[c] = static_cast<T>(st.mean);
+        sp[cs.C + c] = static_cast<T>(st.var);
+        // y = x * scale + shift, scale = rstd * w, shift = b - mean * scale (in double, rounded
+        // once)
+        const double rstd = 1.0 / std::sqrt(st.var + eps);
+        const double scale = rstd * (wp ? static_cast<double>(wp[c]) : 1.0);
+        const double shift = (bp ? static_cast<double>(bp[c]) : 0.0) - st.mean * scale;
+        const T sc = static_cast<T>(scale), sh = static_cast<T>(shift);
+        for (int64_t n = 0; n < cs.N; ++n) {
+          const T* xs = xp + (n * cs.C + c) * cs.S;
+          T* ys = yp + (n * cs.C + c) * cs.S;
+          for (int64_t i = 0; i < cs.S; ++i) ys[i] = xs[i] * sc + sh;
+        }
+      }
+    });
+  });
+  return out;
+}
+
+VK_KERNEL(batch_norm_backward) {
+  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
+  Tensor g = contiguous_of(in[0]);
+  Tensor x = contiguous_of(in[1]);
+  Tensor w = has_w ? contiguous_of(in[2]) : Tensor();
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  const ChannelShape cs = channel_shape(x);
+  Tensor pg;
+  if (a.flag) {
+    pg = Tensor::empty({2, cs.C}, m.dtype);
+    out.impl()->saved = {pg};
+  }
+  VK_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", {
+    const T* gp = g.data<T>();
+    const T* xp = x.data<T>();
+    const T* wp = has_w ? w.data<T>() : nullptr;
+    T* dp = out.data<T>();
+    T* pp = a.flag ? pg.data<T>() : nullptr;
+    parallel_for(cs.C, channel_grain(cs), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const ChannelGrad p = channel_grad(gp + c * cs.S, xp + c * cs.S, cs, a.scalar);
+        if (pp) write_param_grad(p, cs, c, pp);
+        // dx = k * (g - mean(g) - (x - mean) * rstd * mean(g xhat)), k = w * rstd:
+        // dx = k * g - k * rstd * mean(g xhat) * x + k * (rstd * mean(g xhat) * mean - mean(g))
+        const double k = (wp ? static_cast<double>(wp[c]) : 1.0) * p.rstd;
+        const double slope = p.rstd * p.mean_gx;
+        const T kg = static_cast<T>(k), kx = static_cast<T>(-k * slope),
+                k0 = static_cast<T>(k * (slope * p.mean - p.mean_g));
+        for (int64_t n = 0; n < cs.N; ++n) {
+          const T* gs = gp + (n * cs.C + c) * cs.S;
+          const T* xs = xp + (n * cs.C + c) * cs.S;
+          T* ds = dp + (n * cs.C + c) * cs.S;
+          for (int64_t i = 0; i < cs.S; ++i) ds[i] = kg * gs[i] + kx * xs[i] + k0;
+        }
+      }
+    });
+  });
+  return out;
+}
+
+VK_KERNEL(batch_norm_param_grad) {
+  Tensor g = contiguous_of(in[0]);
+  Tensor x = contiguous_of(in[1]);
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  const ChannelShape cs = channel_shape(x);
+  VK_DISPATCH_FLOAT(x.dtype(), "batch_norm_param_grad", {
+    const T* gp = g.data<T>();
+    const T* xp = x.data<T>();
+    T* op = out.data<T>();
+    parallel_for(cs.C, channel_grain(cs), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        write_param_grad(channel_grad(gp + c * cs.S, xp + c * cs.S, cs, a.scalar), cs, c, op);
+      }
+    });
+  });
+  return out;
+}
+
 }  // namespace vk::cpu
