@@ -312,6 +312,41 @@ TEST(Autograd, BackwardCreateGraphKeepsGraphInGrad) {
   expect_values(gg, {18});
 }
 
+// Gradients of several slices of one tensor (q, k, v of a qkv product) are summed into the
+// input's pending gradient region by region; the sums must be exactly what slice_backward plus
+// a full-size add gives: each element of x.grad here is the sum of the weights that saw it.
+TEST(Autograd, OverlappingSlicesOfOneTensorSumTheirGradients) {
+  Tensor x = leaf({4, 6});
+  const std::vector<double> v1{1, 2, 3, 4, 5, 6, 7, 8}, v2{10, 20, 30, 40, 50, 60, 70, 80},
+      v3{-1, -2, -3, -4, -5, -6, -7, -8};
+  const Tensor w1 = values(v1, {2, 4}, false), w2 = values(v2, {2, 4}, false),
+               w3 = values(v3, {2, 4}, false);
+  // p = x^T (6, 4), strided; its pending gradient is a contiguous buffer. Rows 1-2, 2 and 4,
+  // 3 and 5: every slice starts past row 0 and two of them overlap.
+  auto loss_of = [&](const Tensor& p) {
+    return sum(slice(p, 0, 1, 3, 1) * w1) + sum(slice(p, 0, 2, 6, 2) * w2) +
+           sum(slice(p, 0, 3, 6, 2) * w3);
+  };
+  backward(loss_of(transpose(x, 0, 1)));
+  std::vector<double> gp(24, 0.0);  // p's gradient, row-major (6, 4)
+  auto add_row = [&](int row, const std::vector<double>& w, int wrow) {
+    for (int j = 0; j < 4; ++j) gp[row * 4 + j] += w[wrow * 4 + j];
+  };
+  add_row(1, v1, 0);
+  add_row(2, v1, 1);
+  add_row(2, v2, 0);
+  add_row(4, v2, 1);
+  add_row(3, v3, 0);
+  add_row(5, v3, 1);
+  std::vector<double> gx(24);  // x = p^T
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j) gx[i * 6 + j] = gp[j * 4 + i];
+  expect_values(x.grad(), gx, 0);
+  // The same through the rules (create_graph keeps every slice_backward and add on the graph).
+  expect_values(autograd::grad({loss_of(transpose(x, 0, 1))}, {x}, {}, std::nullopt, true)[0], gx,
+                0);
+}
+
 TEST(Autograd, HookReplacesGradient) {
   Tensor a = values({1, 2}, {2});
   Tensor h = a * 2.0;

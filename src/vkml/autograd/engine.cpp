@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "vkml/backend/cpu/elementwise.h"
+#include "vkml/backend/cpu/shape.h"
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
@@ -157,6 +158,24 @@ void sum_into(Tensor& acc, const Tensor& g, bool create_graph) {
     acc = acc + g;
 }
 
+// A slice's rule places g in zeros of its input's shape (slice_backward), which is then summed
+// into the input's pending gradient. When that pending gradient is a buffer only this walk holds,
+// adding g into its sliced region instead gives the same sums without the zero tensor and the
+// full-size add: q, k and v cut from one qkv product, for one. True when it did so.
+bool add_slice_in_place(const Tensor& t, const Tensor& g, Tensor& acc) {
+  if (t.op()->kind != OpKind::Slice || !acc.defined() || !sole_owner(acc, 1) ||
+      acc.dtype() != g.dtype())
+    return false;
+  const Attrs& a = t.attrs();
+  const cpu::SliceRange r = cpu::slice_range(acc.shape()[a.dim], a.start, a.stop, a.step);
+  Strides st = acc.strides();
+  const int64_t offset = acc.offset() + r.start * st[a.dim];
+  st[a.dim] *= r.step;
+  const Tensor region = acc.alias(g.shape(), st, offset);
+  cpu::add_into(region, region, g);
+  return true;
+}
+
 // Deposits g into t's .grad, which must own its memory (the arriving gradient may be a
 // broadcast view, the user's seed, or shared with other tensors). Without create_graph this
 // reuses memory where nobody else can see it: an existing .grad only it holds is added to in
@@ -270,6 +289,9 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
       needs[i] = pk != WalkIndex::kNone && wanted[pk];
       any = any || needs[i];
     }
+    if (any && !opt.create_graph && !AnomalyMode::is_enabled() && def.kind == OpKind::Slice &&
+        add_slice_in_place(t, g, pending[index.find(parents[0])]))
+      any = false;
     if (any) {
       VK_CHECK(def.grad != nullptr, NotImplementedError, "backward through ", op_label(t),
                ": no gradient rule (", def.grad_doc, ")");
