@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "test_util.h"
+#include "vkml/backend/cpu/matmul.h"
 
 namespace vk::test {
 namespace {
@@ -40,8 +41,36 @@ std::vector<Tensor> kernels_at(int threads) {
   Tensor y2 = conv2d(x2, w2, Tensor(), 1, 1, 1, 1);
   autograd::backward(y2, randn(y2.shape()));
   r.insert(r.end(), {x2.grad(), w2.grad()});
+  // products cut into tiles (a power of two of them) and a small one over a long K cut into
+  // K slices added in order, float and double
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    r.push_back(matmul(randn({384, 96}, dt), randn({96, 700}, dt)));
+    r.push_back(matmul(randn({100, 3000}, dt), randn({3000, 60}, dt)));
+    r.push_back(matmul(transpose(randn({4097, 128}, dt), 0, 1), randn({4097, 128}, dt)));
+  }
   cpu::set_num_threads(2);
   return r;
+}
+
+// A product over a long K is cut into K slices (gemm_tiles' ksplit) whose products are added in
+// order: the result matches a double-precision reference.
+TEST(KernelThreads, KSplitProductValues) {
+  manual_seed(3);
+  const cpu::GemmTiles t = cpu::gemm_tiles(100, 60, 3000);
+  ASSERT_GT(t.ksplit, 1) << "the shape no longer takes the K-split path";
+  for (bool transposed : {false, true}) {
+    Tensor a = randn({100, 3000}), b = randn({3000, 60});
+    if (transposed) a = transpose(contiguous(transpose(a, 0, 1)), 0, 1);  // column-major a
+    Tensor got = cast(matmul(a, b), DType::Float64);
+    // the reference: float64 products of K chunks too small to be split themselves
+    Tensor want = zeros({100, 60}, DType::Float64);
+    for (int64_t k0 = 0; k0 < 3000; k0 += 250)
+      want = want + matmul(cast(slice(a, 1, k0, k0 + 250, 1), DType::Float64),
+                           cast(slice(b, 0, k0, k0 + 250, 1), DType::Float64));
+    ASSERT_EQ(cpu::gemm_tiles(100, 60, 250).ksplit, 1);
+    const double err = amax(abs(got - want)).item();
+    EXPECT_LT(err, 1e-3) << "transposed " << transposed;
+  }
 }
 
 TEST(KernelThreads, BitwiseIdenticalAt1To3Threads) {

@@ -11,6 +11,7 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <type_traits>
 #include <vector>
@@ -124,17 +125,27 @@ template void gemm<double>(int64_t, int64_t, int64_t, MatRef<double>, MatRef<dou
                            double*, int64_t);
 
 GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
-  // Each extra tile re-packs an operand panel inside BLAS: cut only big products, into few large
-  // tiles, along the longer side of C (cutting rows re-packs B, cutting columns re-packs A).
-  constexpr double kTileMacs = 1 << 22;  // at least this much work per tile
-  constexpr int64_t kMinSide = 128;      // and at least this many rows (or columns)
+  // Each extra tile re-packs an operand panel inside BLAS and streams the other one through the
+  // cache again: cut only big products, into few large tiles, along the longer side of C
+  // (cutting rows re-packs B, cutting columns re-packs A). A power of two of them, so that 2, 4,
+  // 8 ... threads get equal shares. Tiles of 512 rows rather than 128 from 1024 on: 1024 and
+  // 2048 square at one thread run 16-20% faster (OpenBLAS's own blocks are a few hundred rows).
+  constexpr double kTileMacs = 1 << 21;  // at least this much work per tile
+  constexpr int64_t kMinK = 512;         // and at least this much of K per slice
   constexpr int64_t kMaxTiles = 64;
   const double macs = static_cast<double>(M) * static_cast<double>(N) *
                       static_cast<double>(std::max<int64_t>(K, 1));
   const int64_t side = std::max(M, N);
-  int64_t tiles = static_cast<int64_t>(std::min<double>(kMaxTiles, macs / kTileMacs));
-  tiles = std::min(tiles, side / kMinSide);
-  if (tiles <= 1) return {M, N};
+  const int64_t min_side = side >= 1024 ? 512 : 128;  // rows (or columns) per tile, at least
+  const int64_t by_work = static_cast<int64_t>(std::min<double>(kMaxTiles, macs / kTileMacs));
+  auto pow2_floor = [](int64_t v) {
+    return v < 1 ? int64_t{1} : std::bit_floor(static_cast<uint64_t>(v));
+  };
+  const int64_t tiles = pow2_floor(std::min(by_work, side / min_side));
+  if (tiles <= 1) {
+    const int64_t ksplit = pow2_floor(std::min(by_work, K / kMinK));
+    return {M, N, ksplit};
+  }
   const int64_t len = (side + tiles - 1) / tiles;
   const int64_t block = std::min(side, (len + 15) / 16 * 16);
   return M >= N ? GemmTiles{block, N} : GemmTiles{M, block};
@@ -154,18 +165,26 @@ VK_KERNEL(matmul) {
   const int64_t brs = B.strides()[nd - 2], bcs = B.strides()[nd - 1];
   const GemmTiles tile = gemm_tiles(M, N, K);
   const int64_t nr = (M + tile.rows - 1) / tile.rows, nc = (N + tile.cols - 1) / tile.cols;
-  const int64_t ntile = nr * nc;
-  const int64_t task_macs = std::max<int64_t>(tile.rows * tile.cols * std::max<int64_t>(K, 1), 1);
+  // (a batch of products is parallel already; its partial sums would cost a C per slice each)
+  const int64_t nk = is_floating(out.dtype()) && batch == 1 ? tile.ksplit : 1;
+  const int64_t klen = (K + nk - 1) / nk;
+  const int64_t ntile = nr * nc * nk;
+  const int64_t task_macs =
+      std::max<int64_t>(tile.rows * tile.cols * std::max<int64_t>(klen, 1), 1);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / task_macs);
   VK_DISPATCH_NUMERIC(out.dtype(), "matmul", {
     const T* pa = A.data<T>();
     const T* pb = B.data<T>();
     T* po = out.data<T>();
+    // K slice s > 0 writes its product to partial[s - 1] (M x N each).
+    std::vector<T> partial(static_cast<size_t>((nk - 1) * M * N));
     parallel_for(batch * ntile, grain, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t bi = t / ntile, ti = t % ntile;
-        const int64_t r0 = ti / nc * tile.rows, r1 = std::min(M, r0 + tile.rows);
-        const int64_t c0 = ti % nc * tile.cols, c1 = std::min(N, c0 + tile.cols);
+        const int64_t ks = ti % nk, tc = ti / nk;
+        const int64_t r0 = tc / nc * tile.rows, r1 = std::min(M, r0 + tile.rows);
+        const int64_t c0 = tc % nc * tile.cols, c1 = std::min(N, c0 + tile.cols);
+        const int64_t k0 = ks * klen, k1 = std::min(K, k0 + klen);
         int64_t ao = 0, bo = 0, rest = bi;
         for (int64_t d = nd - 3; d >= 0; --d) {
           const int64_t idx = rest % A.shape()[d];
@@ -173,14 +192,24 @@ VK_KERNEL(matmul) {
           ao += idx * A.strides()[d];
           bo += idx * B.strides()[d];
         }
-        MatRef<T> am{pa + ao + r0 * ars, ars, acs}, bm{pb + bo + c0 * bcs, brs, bcs};
-        T* c = po + bi * M * N + r0 * N + c0;
+        MatRef<T> am{pa + ao + r0 * ars + k0 * acs, ars, acs},
+            bm{pb + bo + c0 * bcs + k0 * brs, brs, bcs};
+        T* c =
+            ks == 0 ? po + bi * M * N + r0 * N + c0 : partial.data() + ((ks - 1) * M + r0) * N + c0;
         if constexpr (std::is_floating_point_v<T>)
-          gemm<T>(r1 - r0, c1 - c0, K, am, bm, T(0), c, N);
+          gemm<T>(r1 - r0, c1 - c0, k1 - k0, am, bm, T(0), c, N);
         else
           int_gemm<T>(r1 - r0, c1 - c0, K, am, bm, c, N);
       }
     });
+    if (nk > 1) {  // C += the other slices' products, in slice order
+      parallel_for(M * N, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t s = 1; s < nk; ++s) {
+          const T* p = partial.data() + (s - 1) * M * N;
+          for (int64_t i = begin; i < end; ++i) po[i] += p[i];
+        }
+      });
+    }
   });
   return out;
 }
