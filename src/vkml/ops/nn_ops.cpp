@@ -614,7 +614,8 @@ void add_nn_ops(OpList& ops) {
        .cpu = cpu::batch_norm,
        .grad = batch_norm_grad,
        .grad_doc = "dx = batch_norm_backward(g, x, weight); (dweight, dbias) = the two rows of "
-                   "batch_norm_param_grad(g, x)"});
+                   "batch_norm_param_grad(g, x) (without create_graph both come from the sums of "
+                   "one batch_norm_backward pass)"});
   ops.push_back(
       {.kind = OpKind::BatchNormBackward,
        .name = "batch_norm_backward",
