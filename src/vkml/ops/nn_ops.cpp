@@ -277,12 +277,15 @@ Tensor sum_leading(const Tensor& t, const Shape& ns) {
   return dims.empty() ? t : sum(t, dims);
 }
 
-// When no graph is being built (grad mode off: backward without create_graph), dx and the
-// weight/bias gradients come from one pass: layer_norm_backward with attrs.flag also leaves
-// layer_norm_param_grad's values in its output's saved()[0]. They are constants there, which is
-// right only because nothing is recorded; with grad mode on, the two ops run separately so that
-// every gradient is differentiable.
-Grads layer_norm_grad(const GradCtx& c) {
+// The rule of a fused normalisation with an optional weight and bias (layer_norm, batch_norm): dx
+// from its backward op (`backward`), dweight and dbias the two rows of its parameter-gradient op
+// (`param_grad`). When no graph is being built (grad mode off: backward without create_graph), dx
+// and the weight/bias gradients come from one pass: the backward op with attrs.flag also leaves
+// the parameter gradients in its output's saved()[0]. They are constants there, which is right
+// only because nothing is recorded; with grad mode on, the two ops run separately so that every
+// gradient is differentiable.
+Grads norm_grad(const GradCtx& c, OpKind backward,
+                Tensor (*param_grad)(const Tensor& g, const Tensor& x, const Attrs& a)) {
   const Attrs& a = c.attrs;
   const Tensor& x = c.in[0];
   const Tensor w = has_weight(a) ? c.in[1] : Tensor();
@@ -296,16 +299,22 @@ Grads layer_norm_grad(const GradCtx& c) {
     b.scalar = a.scalar;
     b.ints = {w.defined() ? 1 : 0};
     b.flag = one_pass;
-    out[0] = w.defined() ? dispatch(OpKind::LayerNormBackward, {c.grad, x, w}, b)
-                         : dispatch(OpKind::LayerNormBackward, {c.grad, x}, b);
+    out[0] =
+        w.defined() ? dispatch(backward, {c.grad, x, w}, b) : dispatch(backward, {c.grad, x}, b);
   }
   if (need_w || need_b) {
-    Tensor pg =
-        one_pass ? out[0].saved().at(0) : layer_norm_param_grad(c.grad, x, a.shape, a.scalar);
+    Tensor pg = one_pass ? out[0].saved().at(0) : param_grad(c.grad, x, a);
     if (need_w) out[1] = select(pg, 0, 0);
     if (need_b) out[ib] = select(pg, 0, 1);
   }
   return out;
+}
+
+Grads layer_norm_grad(const GradCtx& c) {
+  return norm_grad(c, OpKind::LayerNormBackward,
+                   [](const Tensor& g, const Tensor& x, const Attrs& a) {
+                     return layer_norm_param_grad(g, x, a.shape, a.scalar);
+                   });
 }
 
 Meta infer_layer_norm_param_grad(const std::vector<Tensor>& in, const Attrs& a,
@@ -321,36 +330,50 @@ Meta infer_layer_norm_param_grad(const std::vector<Tensor>& in, const Attrs& a,
   return {s, x.dtype()};
 }
 
-// dx = r (u - mean(u)) - r^3 c mean(u c), with c = x - mean(x), r = rsqrt(mean(c^2) + eps) and
-// u = g * w, per row. Its adjoint in u is layer_norm_backward itself (the Jacobian of xhat is
-// symmetric); in x, for an upstream q, with a' = mean(q u) - mean(q) mean(u), m = mean(u c),
-// p = mean(q c):  dx = -r^3 (c (a' - 3 r^2 m p) + (u - mean(u)) p + m (q - mean(q))).
-Grads layer_norm_backward_grad(const GradCtx& c) {
-  const Attrs& a = c.attrs;
+// The rule of a fused normalisation's backward op (layer_norm_backward: a group is a row;
+// batch_norm_backward: a channel). Per group, dx = r (u - mean(u)) - r^3 c mean(u c), with
+// c = x - mean(x), r = rsqrt(mean(c^2) + eps) and u = g * w. Its adjoint in u is the backward op
+// itself (the Jacobian of xhat is symmetric); in x, for an upstream q, with a' = mean(q u) -
+// mean(q) mean(u), m = mean(u c), p = mean(q c):
+//   dx = -r^3 (c (a' - 3 r^2 m p) + (u - mean(u)) p + m (q - mean(q))).
+// `dims`: the dims a group's mean is over; `w`: the weight shaped to broadcast against x (or
+// undefined); `unweighted(q)`: the backward op of q without a weight; `to_weight(t)`: t summed
+// to the weight's shape.
+template <class Unweighted, class ToWeight>
+Grads norm_backward_grad(const GradCtx& c, const Dims& dims, const Tensor& w, Unweighted unweighted,
+                         ToWeight to_weight) {
   const Tensor &g = c.in[0], &x = c.in[1], &q = c.grad;
-  const bool hw = has_weight(a);
-  const Tensor w = hw ? c.in[2] : Tensor();
+  const bool hw = w.defined();
   Grads out(c.in.size());
   if (c.needs[0] || (hw && c.needs[2])) {
-    Tensor jq = layer_norm_backward(q, x, a.shape, Tensor(), a.scalar);
+    Tensor jq = unweighted(q);
     if (c.needs[0]) out[0] = hw ? jq * w : jq;
-    if (hw && c.needs[2]) out[2] = sum_leading(g * jq, a.shape);
+    if (hw && c.needs[2]) out[2] = to_weight(g * jq);
   }
   if (c.needs[1]) {
-    Dims nd;
-    for (int64_t d = x.ndim() - static_cast<int64_t>(a.shape.size()); d < x.ndim(); ++d)
-      nd.push_back(d);
-    auto row_mean = [&nd](const Tensor& t) { return mean(t, nd, true); };
+    auto group_mean = [&dims](const Tensor& t) { return mean(t, dims, true); };
     const Tensor u = hw ? g * w : g;
-    Tensor cx = x - row_mean(x);
-    Tensor r = rsqrt(row_mean(cx * cx) + a.scalar);
-    Tensor ub = row_mean(u), qb = row_mean(q);
-    Tensor m = row_mean(u * cx), p = row_mean(q * cx);
-    Tensor ap = row_mean(q * u) - qb * ub;
+    Tensor cx = x - group_mean(x);
+    Tensor r = rsqrt(group_mean(cx * cx) + c.attrs.scalar);
+    Tensor ub = group_mean(u), qb = group_mean(q);
+    Tensor m = group_mean(u * cx), p = group_mean(q * cx);
+    Tensor ap = group_mean(q * u) - qb * ub;
     Tensor r2 = r * r;
     out[1] = -(r2 * r) * (cx * (ap - 3.0 * r2 * m * p) + (u - ub) * p + m * (q - qb));
   }
   return out;
+}
+
+Grads layer_norm_backward_grad(const GradCtx& c) {
+  const Attrs& a = c.attrs;
+  const Tensor& x = c.in[1];
+  Dims rows;
+  for (int64_t d = x.ndim() - static_cast<int64_t>(a.shape.size()); d < x.ndim(); ++d)
+    rows.push_back(d);
+  return norm_backward_grad(
+      c, rows, has_weight(a) ? c.in[2] : Tensor(),
+      [&](const Tensor& q) { return layer_norm_backward(q, x, a.shape, Tensor(), a.scalar); },
+      [&](const Tensor& t) { return sum_leading(t, a.shape); });
 }
 
 // ---- batch norm ----
@@ -419,57 +442,20 @@ Tensor per_channel(const Tensor& t, int64_t ndim) {
 }
 
 Grads batch_norm_grad(const GradCtx& c) {
-  const Attrs& a = c.attrs;
-  const Tensor& x = c.in[0];
-  const Tensor w = has_weight(a) ? c.in[1] : Tensor();
-  Grads out(c.in.size());
-  const size_t ib = has_weight(a) ? 2 : 1;
-  const bool need_w = has_weight(a) && c.needs[1], need_b = has_bias(a) && c.needs[ib];
-  // As layer_norm's rule: without a graph being built, the parameter gradients come from the
-  // same sums as dx (batch_norm_backward with attrs.flag leaves them in saved()[0]).
-  const bool one_pass = c.needs[0] && (need_w || need_b) && !GradMode::is_enabled();
-  if (c.needs[0]) {
-    Attrs b;
-    b.scalar = a.scalar;
-    b.ints = {w.defined() ? 1 : 0};
-    b.flag = one_pass;
-    out[0] = w.defined() ? dispatch(OpKind::BatchNormBackward, {c.grad, x, w}, b)
-                         : dispatch(OpKind::BatchNormBackward, {c.grad, x}, b);
-  }
-  if (need_w || need_b) {
-    Tensor pg = one_pass ? out[0].saved().at(0) : batch_norm_param_grad(c.grad, x, a.scalar);
-    if (need_w) out[1] = select(pg, 0, 0);
-    if (need_b) out[ib] = select(pg, 0, 1);
-  }
-  return out;
+  return norm_grad(c, OpKind::BatchNormBackward,
+                   [](const Tensor& g, const Tensor& x, const Attrs& a) {
+                     return batch_norm_param_grad(g, x, a.scalar);
+                   });
 }
 
-// layer_norm_backward_grad's formulas with a row being a channel: means over batch_dims(x),
-// weight per channel.
 Grads batch_norm_backward_grad(const GradCtx& c) {
   const Attrs& a = c.attrs;
-  const Tensor &g = c.in[0], &x = c.in[1], &q = c.grad;
-  const bool hw = has_weight(a);
-  const Tensor w = hw ? per_channel(c.in[2], x.ndim()) : Tensor();
+  const Tensor& x = c.in[1];
   const Dims dims = batch_dims(x);
-  Grads out(c.in.size());
-  if (c.needs[0] || (hw && c.needs[2])) {
-    Tensor jq = batch_norm_backward(q, x, Tensor(), a.scalar);
-    if (c.needs[0]) out[0] = hw ? jq * w : jq;
-    if (hw && c.needs[2]) out[2] = sum(g * jq, dims);
-  }
-  if (c.needs[1]) {
-    auto ch_mean = [&dims](const Tensor& t) { return mean(t, dims, true); };
-    const Tensor u = hw ? g * w : g;
-    Tensor cx = x - ch_mean(x);
-    Tensor r = rsqrt(ch_mean(cx * cx) + a.scalar);
-    Tensor ub = ch_mean(u), qb = ch_mean(q);
-    Tensor m = ch_mean(u * cx), p = ch_mean(q * cx);
-    Tensor ap = ch_mean(q * u) - qb * ub;
-    Tensor r2 = r * r;
-    out[1] = -(r2 * r) * (cx * (ap - 3.0 * r2 * m * p) + (u - ub) * p + m * (q - qb));
-  }
-  return out;
+  return norm_backward_grad(
+      c, dims, has_weight(a) ? per_channel(c.in[2], x.ndim()) : Tensor(),
+      [&](const Tensor& q) { return batch_norm_backward(q, x, Tensor(), a.scalar); },
+      [&](const Tensor& t) { return sum(t, dims); });
 }
 
 }  // namespace

@@ -90,14 +90,32 @@ Tensor contiguous_of(const Tensor& x) {
   return c;
 }
 
+// A normalisation kernel's operands, contiguous. Forward: x[, weight][, bias] (a.ints =
+// {has_weight, has_bias}); backward: g, x[, weight] (a.ints = {has_weight}). Absent ones are
+// undefined.
+struct NormOperands {
+  Tensor g, x, w, b;
+};
+
+NormOperands forward_operands(const std::vector<Tensor>& in, const Attrs& a) {
+  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
+  const bool has_b = a.ints.size() > 1 && a.ints[1] != 0;
+  return {Tensor(), contiguous_of(in[0]), has_w ? contiguous_of(in[1]) : Tensor(),
+          has_b ? contiguous_of(in[has_w ? 2 : 1]) : Tensor()};
+}
+
+NormOperands backward_operands(const std::vector<Tensor>& in, const Attrs& a) {
+  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
+  return {contiguous_of(in[0]), contiguous_of(in[1]), has_w ? contiguous_of(in[2]) : Tensor(),
+          Tensor()};
+}
+
 }  // namespace
 
 VK_KERNEL(layer_norm) {
-  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
-  const bool has_b = a.ints.size() > 1 && a.ints[1] != 0;
-  Tensor x = contiguous_of(in[0]);
-  Tensor w = has_w ? contiguous_of(in[1]) : Tensor();
-  Tensor b = has_b ? contiguous_of(in[has_w ? 2 : 1]) : Tensor();
+  const NormOperands ops = forward_operands(in, a);
+  const Tensor &x = ops.x, &w = ops.w, &b = ops.b;
+  const bool has_w = w.defined(), has_b = b.defined();
   Tensor out = Tensor::empty(m.shape, m.dtype);
   const int64_t n = numel_of(a.shape);
   if (x.numel() == 0 || n == 0) return out;
@@ -246,10 +264,9 @@ void backward_all(const T* gp, const T* xp, const T* wp, T* dp, T* pg, int64_t r
 // a.flag: also compute the weight and bias gradients (layer_norm_param_grad's values) into
 // out.saved()[0], from the same pass.
 VK_KERNEL(layer_norm_backward) {
-  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
-  Tensor g = contiguous_of(in[0]);
-  Tensor x = contiguous_of(in[1]);
-  Tensor w = has_w ? contiguous_of(in[2]) : Tensor();
+  const NormOperands ops = backward_operands(in, a);
+  const Tensor &g = ops.g, &x = ops.x, &w = ops.w;
+  const bool has_w = w.defined();
   Tensor out = Tensor::empty(m.shape, m.dtype);
   const int64_t n = numel_of(a.shape);
   Tensor pg;
@@ -376,11 +393,9 @@ int64_t channel_grain(const ChannelShape& cs) {
 }  // namespace
 
 VK_KERNEL(batch_norm) {
-  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
-  const bool has_b = a.ints.size() > 1 && a.ints[1] != 0;
-  Tensor x = contiguous_of(in[0]);
-  Tensor w = has_w ? contiguous_of(in[1]) : Tensor();
-  Tensor b = has_b ? contiguous_of(in[has_w ? 2 : 1]) : Tensor();
+  const NormOperands ops = forward_operands(in, a);
+  const Tensor &x = ops.x, &w = ops.w, &b = ops.b;
+  const bool has_w = w.defined(), has_b = b.defined();
   Tensor out = Tensor::empty(m.shape, m.dtype);
   const ChannelShape cs = channel_shape(x);
   Tensor stats = Tensor::empty({2, cs.C}, m.dtype);  // [mean, biased variance] per channel
@@ -415,10 +430,9 @@ VK_KERNEL(batch_norm) {
 }
 
 VK_KERNEL(batch_norm_backward) {
-  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
-  Tensor g = contiguous_of(in[0]);
-  Tensor x = contiguous_of(in[1]);
-  Tensor w = has_w ? contiguous_of(in[2]) : Tensor();
+  const NormOperands ops = backward_operands(in, a);
+  const Tensor &g = ops.g, &x = ops.x, &w = ops.w;
+  const bool has_w = w.defined();
   Tensor out = Tensor::empty(m.shape, m.dtype);
   const ChannelShape cs = channel_shape(x);
   Tensor pg;
