@@ -201,6 +201,21 @@ RegisterOpCases reduction_cases({
        return V{leaf({2, 3, 4}, -2.0, 2.0)};
      },
      [](const V& x) { return softmax(transpose(x[0], 0, 2), 1); }},
+    {OpKind::Softmax, "softmax/scaled",
+     [] {
+       return V{leaf({3, 4}, -2.0, 2.0)};
+     },
+     [](const V& x) { return softmax(x[0], 1, 0.7); }},
+    {OpKind::Softmax, "softmax/causal_scaled",
+     [] {
+       return V{leaf({2, 3, 4}, -2.0, 2.0)};
+     },
+     [](const V& x) { return softmax(x[0], -1, 0.5, true); }},
+    {OpKind::Softmax, "softmax/causal_strided",
+     [] {
+       return V{leaf({4, 3}, -2.0, 2.0)};
+     },
+     [](const V& x) { return softmax(transpose(x[0], 0, 1), 1, 1.0, true); }},
     {OpKind::LogSoftmax, "log_softmax/dim0",
      [] {
        return V{leaf({3, 4}, -2.0, 2.0)};

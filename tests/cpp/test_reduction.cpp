@@ -168,6 +168,33 @@ TEST(Reduction, SoftmaxRowsSumToOne) {
   }
 }
 
+// softmax(x, -1, scale, causal) is the composed softmax(where(j <= i, x * scale, -inf)) (to the
+// last bit or two: x * scale - max may be one fused rounding), with exact zeros where masked;
+// scaled along a middle dim too; a causal mask needs scores along the last dim.
+TEST(Reduction, ScaledCausalSoftmaxIsTheComposedOps) {
+  manual_seed(8);
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Tensor x = cast(randn({2, 3, 50, 40}) * 4.0, dt);
+    Tensor keys = unsqueeze(arange(0.0, 40.0), 0), queries = unsqueeze(arange(0.0, 50.0), 1);
+    Tensor masked = where(le(keys, queries), x * 0.3, scalar_like(-INFINITY, x));
+    const double tol = dt == DType::Float32 ? 1e-6 : 1e-15;
+    const std::vector<double> want = to_vector(softmax(masked, -1));
+    const std::vector<double> got = to_vector(softmax(x, -1, 0.3, true));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (want[i] == 0.0) {
+        EXPECT_EQ(got[i], 0.0) << i;  // masked: exactly 0
+      }
+      EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, want[i])) << i << " " << dtype_name(dt);
+    }
+    const std::vector<double> mid = to_vector(softmax(x, 1, 0.3));
+    const std::vector<double> mid_want = to_vector(softmax(x * 0.3, 1));
+    for (size_t i = 0; i < mid.size(); ++i) ASSERT_NEAR(mid[i], mid_want[i], tol) << i;
+  }
+  VK_EXPECT_ERROR(softmax(randn({3, 4}), 0, 1.0, true), ShapeError, "causal", "[3, 4]");
+  VK_EXPECT_ERROR(softmax(randn({4}), 0, 1.0, true), ShapeError, "causal");
+}
+
 // The fused kernel's exp against the C library's over the whole useful range.
 TEST(Reduction, SoftmaxExpAccuracy) {
   std::vector<double> v;

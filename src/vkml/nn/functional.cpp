@@ -564,13 +564,7 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, std::string_view mo
 
 namespace {
 
-// bool (L, S): true where key j may be attended from query i, i.e. j <= i (torch's tril).
-Tensor causal_mask(int64_t queries, int64_t keys) {
-  Tensor key_pos = unsqueeze(arange(0.0, static_cast<double>(keys)), 0);
-  Tensor query_pos = unsqueeze(arange(0.0, static_cast<double>(queries)), 1);
-  return le(key_pos, query_pos);
-}
-
+// scores where `allowed` (a bool mask broadcast against them), -inf elsewhere.
 Tensor mask_with_minus_inf(const Tensor& scores, const Tensor& allowed) {
   return where(allowed, scores, scalar_like(-kInf, scores));
 }
@@ -599,8 +593,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   VK_CHECK(!(is_causal && attn_mask.defined()), RuntimeError, fn,
            ": pass either attn_mask or is_causal, not both");
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
-  if (is_causal) scores = mask_with_minus_inf(scores, causal_mask(q.size(-2), k.size(-2)));
+  Tensor scores = matmul(q, transpose(k, -2, -1));
+  if (is_causal) {  // scale, mask and softmax in one op: no mask tensor, no passes over scores
+    Tensor weights = vk::softmax(scores, -1, factor, true);
+    if (dropout_p > 0.0) weights = dropout(weights, dropout_p, true);
+    return matmul(weights, v);
+  }
+  scores = scores * factor;
   if (attn_mask.defined()) {
     broadcast_shapes(attn_mask.shape(), scores.shape(), fn);  // ShapeError naming fn
     if (attn_mask.dtype() == DType::Bool) {

@@ -70,6 +70,15 @@ Meta infer_softmax(const std::vector<Tensor>& in, const Attrs& a, std::string_vi
   return {in[0].shape(), in[0].dtype()};
 }
 
+// softmax's own attrs: scale (attrs.scalar) and a causal mask (attrs.flag) along the last dim of
+// (..., queries, keys) scores.
+Meta infer_scaled_softmax(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  VK_CHECK(!a.flag || (in[0].ndim() >= 2 && a.dim == in[0].ndim() - 1), ShapeError, op,
+           ": a causal mask needs (..., queries, keys) scores and dim -1, got shape ",
+           shape_str(in[0].shape()), " and dim ", a.dim);
+  return infer_softmax(in, a, op);
+}
+
 // (g, out) of softmax/log_softmax: the same shape and floating dtype.
 Meta infer_softmax_backward(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
   const Tensor &g = in[0], &y = in[1];
@@ -266,17 +275,22 @@ void add_reduction_ops(OpList& ops) {
                    return {unreduce(c.grad, x, c.attrs) * centered * (2.0 / denom)};
                  },
                  .grad_doc = "dx = g * 2 (x - mean) / (N - correction)"});
-  ops.push_back({.kind = OpKind::Softmax,
-                 .name = "softmax",
-                 .arity = 1,
-                 .signature = "softmax(x, dim)",
-                 .summary = "exp(x) / sum(exp(x)) along dim, fused and stable (max subtracted)",
-                 .infer = infer_softmax,
-                 .cpu = cpu::softmax,
-                 .grad = [](const GradCtx& c) -> Grads {
-                   return {softmax_backward(c.grad, c.out, c.attrs.dim)};
-                 },
-                 .grad_doc = "dx = softmax_backward(g, out, dim)"});
+  ops.push_back(
+      {.kind = OpKind::Softmax,
+       .name = "softmax",
+       .arity = 1,
+       .signature = "softmax(x, dim, scale = 1, causal = false)",
+       .summary = "exp(s) / sum(exp(s)) along dim for s = scale * x, fused and stable (max "
+                  "subtracted); causal: along the last dim of (..., queries, keys), query i "
+                  "sees keys 0..i only (the others as -inf: 0 out), as attention's is_causal",
+       .infer = infer_scaled_softmax,
+       .cpu = cpu::softmax,
+       .grad = [](const GradCtx& c) -> Grads {
+         Tensor d = softmax_backward(c.grad, c.out, c.attrs.dim);
+         return {c.attrs.scalar == 1.0 ? d : d * c.attrs.scalar};
+       },
+       .grad_doc = "dx = softmax_backward(g, out, dim) * scale (masked entries have out = 0, "
+                   "so they get 0)"});
   ops.push_back({.kind = OpKind::LogSoftmax,
                  .name = "log_softmax",
                  .arity = 1,
@@ -393,9 +407,11 @@ Tensor var(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
   a.scalar = correction;
   return dispatch(OpKind::Var, {x}, a);
 }
-Tensor softmax(const Tensor& x, int64_t dim) {
+Tensor softmax(const Tensor& x, int64_t dim, double scale, bool causal) {
   Attrs a;
   a.dim = wrap_dim(dim, x.ndim(), "softmax");
+  a.scalar = scale;
+  a.flag = causal;
   return dispatch(OpKind::Softmax, {x}, a);
 }
 Tensor log_softmax(const Tensor& x, int64_t dim) {

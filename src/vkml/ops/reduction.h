@@ -24,7 +24,9 @@ Tensor argmax(const Tensor& x);  // over the flattened tensor
 Tensor argmin(const Tensor& x);
 Tensor logsumexp(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1, bool keepdim = false);
-Tensor softmax(const Tensor& x, int64_t dim);
+// softmax of scale * x along dim; causal: along the last dim of (..., queries, keys), query i
+// sees keys 0..i only (attention's is_causal), the others come out 0.
+Tensor softmax(const Tensor& x, int64_t dim, double scale = 1.0, bool causal = false);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // The gradients of softmax/log_softmax from their output `out` and the gradient g arriving at
 // it (torch._softmax_backward_data / _log_softmax_backward_data), each one fused op.

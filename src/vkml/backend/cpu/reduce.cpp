@@ -672,6 +672,27 @@ void softmax_row(const T* x, T* y, int64_t K) {
   }
 }
 
+// softmax of scale * x[k] over the first `valid` of a row's K elements; the rest come out 0, as if
+// they were -inf (a causal mask). softmax_row's steps on the scaled row; the compiler may fuse
+// x * scale - max into one rounding, so values can differ from the composed ops in the last bit.
+template <class T>
+void softmax_row_scaled(const T* x, T* y, int64_t K, T scale, int64_t valid) {
+  constexpr int L = 16;
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t k = 0; k < valid; ++k) {
+    const T v = x[k] * scale;
+    m = v > m ? v : m;
+  }
+  for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp(T(x[i] * scale - m));
+  double s[L] = {};
+  add_lanes16(s, y, valid, [](auto&) {});
+  for (int w = 1; w < L; w *= 2)
+    for (int j = 0; j + w < L; j += 2 * w) s[j] += s[j + w];
+  const T inv = static_cast<T>(1.0 / s[0]);
+  for (int64_t i = 0; i < valid; ++i) y[i] = y[i] * inv;
+  std::fill(y + valid, y + K, T(0));
+}
+
 // `w` columns at once, K rows apart by `stride` elements (softmax along a non-innermost dim).
 template <class T, bool Log>
 void softmax_cols(const T* x, T* y, int64_t K, int64_t stride, int64_t w) {
@@ -741,18 +762,34 @@ Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta&
   VK_DISPATCH_FLOAT(x.dtype(), name, {
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
-    if (inner == 1) {
+    // softmax only (attrs.scalar, attrs.flag): the row scaled, and under a causal mask, row i of
+    // each (queries, keys) matrix keeps its first i + 1 keys
+    const T scale = Log ? T(1) : static_cast<T>(a.scalar);
+    const bool causal = !Log && a.flag;
+    const int64_t queries = causal ? x.shape()[x.ndim() - 2] : 1;
+    if (inner == 1 && (scale != T(1) || causal)) {
+      parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const int64_t valid = causal ? std::min(K, o % queries + 1) : K;
+          softmax_row_scaled<T>(xp + o * K, yp + o * K, K, scale, valid);
+        }
+      });
+    } else if (inner == 1) {
       parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) softmax_row<T, Log>(xp + o * K, yp + o * K, K);
       });
     } else {
+      // along a middle dim (rare), a scaled x is made first
+      std::vector<T> scaled(scale != T(1) ? static_cast<size_t>(x.numel()) : 0);
+      for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = xp[i] * scale;
+      const T* xs = scaled.empty() ? xp : scaled.data();
       const int64_t nc = (inner + kColWidth - 1) / kColWidth;
       const int64_t per = K * std::min(inner, kColWidth);
       parallel_for(outer * nc, std::max<int64_t>(1, kWork / per), [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
           const int64_t o = t / nc, c0 = (t % nc) * kColWidth;
           const int64_t off = o * K * inner + c0;
-          softmax_cols<T, Log>(xp + off, yp + off, K, inner, std::min(kColWidth, inner - c0));
+          softmax_cols<T, Log>(xs + off, yp + off, K, inner, std::min(kColWidth, inner - c0));
         }
       });
     }
