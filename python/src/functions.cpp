@@ -248,6 +248,20 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_BINARY("mv", vk::matmul(x, y));
   VKPY_BINARY("dot", vk::matmul(x, y));
 #undef VKPY_BINARY
+  // torch.addmm: beta * input + alpha * (mat1 @ mat2); a 1-D input (a bias) with beta = alpha = 1
+  // is the fused addmm op, anything else the composed ops.
+  m.def(
+      "addmm",
+      [](const Tensor& input, const Tensor& mat1, const Tensor& mat2, double beta, double alpha) {
+        const bool fused = beta == 1.0 && alpha == 1.0 && input.ndim() == 1 && mat1.ndim() == 2 &&
+                           mat2.ndim() == 2 && is_floating(mat1.dtype());
+        MaybeRelease r(heavy(mat1, mat2));
+        Tensor out = fused ? vk::addmm(input, mat1, mat2) : vk::matmul(mat1, mat2);
+        if (fused) return out;
+        if (alpha != 1.0) out = out * alpha;
+        return (beta == 1.0 ? input : input * beta) + out;
+      },
+      "input"_a, "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = 1.0, "alpha"_a = 1.0);
   both(
       m, c, "add",
       [other_of](const Tensor& x, nb::handle other, double alpha) {

@@ -9,6 +9,21 @@ namespace {
 using V = std::vector<Tensor>;
 
 RegisterOpCases linalg_cases({
+    {OpKind::Addmm, "addmm/2d",
+     [] {
+       return V{leaf({4}), leaf({2, 3}), leaf({3, 4})};
+     },
+     [](const V& x) { return addmm(x[0], x[1], x[2]); }},
+    {OpKind::Addmm, "addmm/weight_transposed",  // x @ W^T + b, as a linear layer
+     [] {
+       return V{leaf({3}), leaf({4, 2}), leaf({3, 2})};
+     },
+     [](const V& x) { return addmm(x[0], x[1], transpose(x[2], 0, 1)); }},
+    {OpKind::Addmm, "addmm/strided_input",
+     [] {
+       return V{leaf({2}), leaf({5, 3}), leaf({5, 2})};
+     },
+     [](const V& x) { return addmm(x[0], transpose(x[1], 0, 1), x[2]); }},
     {OpKind::Matmul, "matmul/2d",
      [] {
        return V{leaf({2, 3}), leaf({3, 4})};

@@ -47,6 +47,8 @@ std::vector<Tensor> kernels_at(int threads) {
     r.push_back(matmul(randn({384, 96}, dt), randn({96, 700}, dt)));
     r.push_back(matmul(randn({100, 3000}, dt), randn({3000, 60}, dt)));
     r.push_back(matmul(transpose(randn({4097, 128}, dt), 0, 1), randn({4097, 128}, dt)));
+    r.push_back(addmm(randn({60}, dt), randn({100, 3000}, dt), randn({3000, 60}, dt)));
+    r.push_back(addmm(randn({700}, dt), randn({384, 96}, dt), randn({96, 700}, dt)));
   }
   cpu::set_num_threads(2);
   return r;
@@ -70,6 +72,10 @@ TEST(KernelThreads, KSplitProductValues) {
     ASSERT_EQ(cpu::gemm_tiles(100, 60, 250).ksplit, 1);
     const double err = amax(abs(got - want)).item();
     EXPECT_LT(err, 1e-3) << "transposed " << transposed;
+    // with a bias: it is added once, to the first slice's product
+    Tensor bias = randn({60});
+    Tensor got_b = cast(addmm(bias, a, b), DType::Float64);
+    EXPECT_LT(amax(abs(got_b - (want + cast(bias, DType::Float64)))).item(), 1e-3);
   }
 }
 

@@ -145,6 +145,26 @@ TEST(Matmul, ShapeErrorsNameTheOpAndShapes) {
                   "matmul");
 }
 
+// addmm: the bias on every row of the product, by hand; its errors name the op and the shapes.
+TEST(Addmm, BiasOnEveryRowAndErrors) {
+  Tensor bias = values({10, 20}, {2}, false);
+  Tensor a = values({1, 2, 3, 4, 5, 6}, {3, 2}, false), b = values({1, 0, 0, 1}, {2, 2}, false);
+  expect_values(addmm(bias, a, b), {11, 22, 13, 24, 15, 26}, 0);
+  // float32, a linear layer's x @ W^T + b over more rows than a tile: against matmul + bias
+  manual_seed(4);
+  Tensor x = randn({600, 70}), w = randn({90, 70}), bb = randn({90});
+  const double err =
+      amax(abs(addmm(bb, x, transpose(w, 0, 1)) - (matmul(x, transpose(w, 0, 1)) + bb))).item();
+  EXPECT_LT(err, 1e-4);
+  VK_EXPECT_ERROR(addmm(zeros({3}), zeros({2, 3}), zeros({3, 4})), ShapeError, "addmm", "[3]",
+                  "[2, 3]", "[3, 4]");
+  VK_EXPECT_ERROR(addmm(zeros({4}), zeros({2, 3}), zeros({2, 4})), ShapeError, "addmm");
+  VK_EXPECT_ERROR(addmm(zeros({2, 4}), zeros({2, 3}), zeros({3, 4})), ShapeError, "addmm");
+  VK_EXPECT_ERROR(
+      addmm(zeros({4}, DType::Int64), zeros({2, 3}, DType::Int64), zeros({3, 4}, DType::Int64)),
+      DTypeError, "addmm", "int64");
+}
+
 // ---- convolution ----
 
 struct ConvSpec {

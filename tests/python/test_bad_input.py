@@ -328,6 +328,7 @@ NANINF = {
     "gather": lambda: vk.gather(_f(3, 4), 1, vk.tensor([[0, 3], [1, 1], [2, 0]])),
     "scatter_add": lambda: vk.scatter_add(_f(3, 4), 1, vk.tensor([[0, 3], [1, 1], [2, 0]]), _f(3, 2)),
     "matmul": lambda: _f(3, 4) @ _f(4, 5),
+    "addmm": lambda: vk.addmm(_f(5), _f(3, 4), _f(4, 5)),
     "im2col": lambda: vk.im2col(_f(1, 2, 3, 4), 2),
     "col2im": lambda: vk.col2im(_f(1, 8, 6), (3, 4), 2),
     "conv2d": lambda: vk.conv2d(_f(2, 3, 5, 4), _f(4, 3, 3, 2), _f(4)),

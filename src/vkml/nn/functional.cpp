@@ -131,13 +131,18 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   VK_CHECK(x.ndim() >= 1 && x.size(-1) == w.size(1), ShapeError, fn, ": input of shape ",
            shape_str(x.shape()), " does not end in the ", w.size(1),
            " in_features of weight of shape ", shape_str(w.shape()));
-  Tensor y = matmul(x, transpose(w, 0, 1));
-  if (!b.defined()) return y;
+  if (!b.defined()) return matmul(x, transpose(w, 0, 1));
   check_same_dtype(b, x, fn, "bias");
   VK_CHECK(b.shape() == Shape{w.size(0)}, ShapeError, fn, ": bias of shape ", shape_str(b.shape()),
            " does not match the ", w.size(0), " out_features of weight of shape ",
            shape_str(w.shape()));
-  return y + b;
+  if (x.ndim() == 1) return matmul(x, transpose(w, 0, 1)) + b;
+  // (..., in) rows as one (rows, in) matrix: one addmm, the bias added inside the product
+  Shape out_shape = x.shape();
+  out_shape.back() = w.size(0);
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < x.ndim(); ++d) rows *= x.size(d);
+  return reshape(addmm(b, reshape(x, {rows, x.size(-1)}), transpose(w, 0, 1)), out_shape);
 }
 
 Tensor relu(const Tensor& x) { return vk::relu(x); }

@@ -9,6 +9,7 @@
 
 #include "vkml/backend/cpu/matmul.h"
 #include "vkml/ops/op.h"
+#include "vkml/ops/reduction.h"
 #include "vkml/ops/shape_ops.h"
 
 namespace vk {
@@ -79,6 +80,20 @@ Tensor grad_of_b(const Tensor& a, const Tensor& b, const Tensor& g) {
   return column_major(b) ? mT(matmul(mT(g), a)) : matmul(mT(a), g);
 }
 
+Meta infer_addmm(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  const Tensor &bias = in[0], &a = in[1], &b = in[2];
+  VK_CHECK(a.ndim() == 2 && b.ndim() == 2 && bias.ndim() == 1, ShapeError, op,
+           ": expects a 1-D bias and 2-D matrices, got shapes ", shape_str(bias.shape()), ", ",
+           shape_str(a.shape()), " and ", shape_str(b.shape()));
+  check_inner(a, b, op);
+  VK_CHECK(bias.shape()[0] == b.shape()[1], ShapeError, op, ": bias of shape ",
+           shape_str(bias.shape()), " does not match the ", b.shape()[1], " columns of ",
+           shape_str(a.shape()), " @ ", shape_str(b.shape()));
+  VK_CHECK(is_floating(a.dtype()), DTypeError, op, ": expects floating tensors, got ",
+           dtype_name(a.dtype()));
+  return {{a.shape()[0], b.shape()[1]}, a.dtype()};
+}
+
 }  // namespace
 
 void add_linalg_ops(OpList& ops) {
@@ -99,6 +114,23 @@ void add_linalg_ops(OpList& ops) {
        },
        .grad_doc = "da = g @ b^T, db = a^T @ g (batch broadcasting is summed back by expand's "
                    "rule; 1-D operands by the view ops around the core)"});
+  ops.push_back({.kind = OpKind::Addmm,
+                 .name = "addmm",
+                 .arity = 3,
+                 .signature = "addmm(bias, a, b)",
+                 .summary =
+                     "a @ b + bias for 2-D a (M, K), b (K, N) and a 1-D bias (N) on every row "
+                     "(linear layers): the bias is written first and BLAS adds the product onto it",
+                 .prepare = prepare_common_dtype,
+                 .infer = infer_addmm,
+                 .cpu = cpu::addmm,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const Tensor &a = c.in[1], &b = c.in[2];
+                   return {c.needs[0] ? sum(c.grad, {0}) : Tensor(),
+                           c.needs[1] ? matmul(c.grad, mT(b)) : Tensor(),
+                           c.needs[2] ? grad_of_b(a, b, c.grad) : Tensor()};
+                 },
+                 .grad_doc = "dbias = g summed over rows, da = g @ b^T, db = a^T @ g"});
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -122,6 +154,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return reshape(matmul(reshape(a, {rows, ka}), b), s);
   }
   return dispatch(OpKind::Matmul, {a, b});
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::Addmm, {bias, a, b});
 }
 
 }  // namespace vk

@@ -40,7 +40,7 @@ enum class OpKind : uint16_t {
   // index
   IndexSelect, Gather, ScatterAdd,
   // linear algebra, convolution, pooling
-  Matmul, Im2Col, Col2Im, Conv2d, MaxPool2d, MaxPool2dBackward, AvgPool2d,
+  Matmul, Addmm, Im2Col, Col2Im, Conv2d, MaxPool2d, MaxPool2dBackward, AvgPool2d,
   // user-defined (custom functions, checkpoint)
   Custom,
   kCount

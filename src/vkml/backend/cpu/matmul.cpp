@@ -151,10 +151,11 @@ GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
   return M >= N ? GemmTiles{block, N} : GemmTiles{M, block};
 }
 
-VK_KERNEL(matmul) {
-  (void)a;
-  const Tensor& A = in[0];
-  const Tensor& B = in[1];
+namespace {
+
+// The product of A (B..., M, K) and B (B..., K, N) into a fresh (B..., M, N), plus `bias` (N) on
+// every row when given (floating dtypes only).
+Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta& m) {
   const int64_t nd = A.ndim();
   const int64_t M = A.shape()[nd - 2], K = A.shape()[nd - 1], N = B.shape()[nd - 1];
   Tensor out = Tensor::empty(m.shape, m.dtype);
@@ -176,6 +177,8 @@ VK_KERNEL(matmul) {
     const T* pa = A.data<T>();
     const T* pb = B.data<T>();
     T* po = out.data<T>();
+    const T* pbias = bias ? bias->data<T>() : nullptr;
+    const int64_t bias_stride = bias ? bias->strides()[0] : 0;
     // K slice s > 0 writes its product to partial[s - 1] (M x N each).
     std::vector<T> partial(static_cast<size_t>((nk - 1) * M * N));
     parallel_for(batch * ntile, grain, [&](int64_t begin, int64_t end) {
@@ -196,10 +199,15 @@ VK_KERNEL(matmul) {
             bm{pb + bo + c0 * bcs + k0 * brs, brs, bcs};
         T* c =
             ks == 0 ? po + bi * M * N + r0 * N + c0 : partial.data() + ((ks - 1) * M + r0) * N + c0;
-        if constexpr (std::is_floating_point_v<T>)
-          gemm<T>(r1 - r0, c1 - c0, k1 - k0, am, bm, T(0), c, N);
-        else
+        if constexpr (std::is_floating_point_v<T>) {
+          const bool add_bias = pbias && ks == 0;
+          if (add_bias)
+            for (int64_t r = r0; r < r1; ++r)
+              for (int64_t j = c0; j < c1; ++j) c[(r - r0) * N + (j - c0)] = pbias[j * bias_stride];
+          gemm<T>(r1 - r0, c1 - c0, k1 - k0, am, bm, add_bias ? T(1) : T(0), c, N);
+        } else {
           int_gemm<T>(r1 - r0, c1 - c0, K, am, bm, c, N);
+        }
       }
     });
     if (nk > 1) {  // C += the other slices' products, in slice order
@@ -212,6 +220,18 @@ VK_KERNEL(matmul) {
     }
   });
   return out;
+}
+
+}  // namespace
+
+VK_KERNEL(matmul) {
+  (void)a;
+  return product(in[0], in[1], nullptr, m);
+}
+
+VK_KERNEL(addmm) {
+  (void)a;
+  return product(in[1], in[2], &in[0], m);
 }
 
 }  // namespace vk::cpu

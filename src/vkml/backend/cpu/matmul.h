@@ -12,6 +12,10 @@ namespace vk::cpu {
 // in: a (B..., M, K), b (B..., K, N) with equal batch dims (any strides, stride 0 allowed) and one
 // dtype. Result: a fresh contiguous (B..., M, N).
 VK_KERNEL(matmul);
+// in: bias (N), a (M, K), b (K, N), one floating dtype. Result: a @ b + bias (each row): C starts
+// as the bias and BLAS adds the product into it (beta = 1), one pass fewer than a product and an
+// add.
+VK_KERNEL(addmm);
 
 // A strided matrix operand: element (i, j) is data[i * rs + j * cs].
 template <class T>
