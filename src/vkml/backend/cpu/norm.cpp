@@ -309,8 +309,8 @@ VK_KERNEL(layer_norm_param_grad) {
 
 // ---- batch normalisation ----
 // x is (N, C, S...) made contiguous: channel c's M = N * S values lie in N segments of S. Each
-// channel is one work item (channels split among threads, never a channel). Sums are taken per
-// segment with lane_sum's fixed tree and the segment sums added in order, all in double, so
+// channel is one work item (channels split among threads, never a channel). Sums are taken in
+// double in 16 lanes kept across the segments and combined in a fixed tree (channel_sum), so
 // results are bitwise the same at any thread count. Same formulas as layer_norm with a row being
 // a channel: xhat = (x - mean) * rstd; y = xhat * w[c] + b[c];
 // dx = w[c] * rstd * (g - mean(g) - xhat * mean(g * xhat)).
@@ -412,8 +412,8 @@ VK_KERNEL(batch_norm) {
         const ChannelStats st = channel_stats(xp + c * cs.S, cs);
         sp[c] = static_cast<T>(st.mean);
         sp[cs.C + c] = static_cast<T>(st.var);
-        // y = x * scale + shift, scale = rstd * w, shift = b - mean * scale (in double, rounded
-        // once)
+        // y = x * scale + shift: scale = rstd * w and shift = b - mean * scale taken in double
+        // and rounded once each (torch's form)
         const double rstd = 1.0 / std::sqrt(st.var + eps);
         const double scale = rstd * (wp ? static_cast<double>(wp[c]) : 1.0);
         const double shift = (bp ? static_cast<double>(bp[c]) : 0.0) - st.mean * scale;
