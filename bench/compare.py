@@ -11,7 +11,9 @@ library starts them: VKML_NUM_THREADS, OMP/MKL/OPENBLAS_NUM_THREADS set in its e
 OPENBLAS_L2_SIZE removed; then vk.set_num_threads(n), torch.set_num_threads(n), torch.set_num_interop_threads(1)).
 Both libraries run the same workload in the same process, alternately: warm-up, a calibration that picks how
 many calls make one sample (~50 ms; heavy workloads take one call per sample), then repeats in which vkml and
-torch alternate (the order flips every repeat). Reported: median seconds per call and the spread
+torch alternate (the order flips every repeat), each sample after a 20 ms pause (BENCH_QUIESCE_S) in which
+the other library's idle workers stop spinning: torch's libgomp workers spin ~10 ms after each parallel
+region here, and a sample that starts under them runs on one core at 2 threads. Reported: median seconds per call and the spread
 (interquartile range / median). The GC is off while timing. Peaks: bench/peak_fma.cpp (independent FMA
 chains, the widest vectors -march=native gives) and bench/stream.cpp (STREAM triad), compiled here with
 -O3 -march=native and run at each thread count. rss.* run a short training in a fresh process per library
@@ -369,6 +371,11 @@ class Runner:
         return (time.perf_counter() - t0) / inner
 
 
+# Pause before each sample until the other library's pool is idle: libgomp's workers (torch's) spin ~10 ms
+# after a parallel region, vkml's 200 us, and a spinning pool takes a core from the sample that follows it.
+QUIESCE_S = float(os.environ.get("BENCH_QUIESCE_S", "0.02"))
+
+
 def measure(wid, libs, quick):
     builder, extra = WORKLOADS[wid]
     target = 0.05                                # seconds per sample
@@ -404,6 +411,7 @@ def measure(wid, libs, quick):
     try:
         for i in range(reps):
             for name in (order if i % 2 == 0 else order[::-1]):
+                time.sleep(QUIESCE_S)
                 samples[name].append(runners[name].sample(plan[name][0]))
     finally:
         gc.enable()
