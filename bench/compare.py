@@ -13,8 +13,8 @@ Both libraries run the same workload in the same process, alternately: warm-up, 
 many calls make one sample (~50 ms; heavy workloads take one call per sample), then repeats in which vkml and
 torch alternate (the order flips every repeat), each sample after a 20 ms pause (BENCH_QUIESCE_S) in which
 the other library's idle workers stop spinning: torch's libgomp workers spin ~10 ms after each parallel
-region here, and a sample that starts under them runs on one core at 2 threads. Reported: median seconds per call and the spread
-(interquartile range / median). The GC is off while timing. Peaks: bench/peak_fma.cpp (independent FMA
+region here, and a sample that starts under them runs on one core at 2 threads. Reported: median seconds
+per call and the spread (interquartile range / median). The GC is off while timing. Peaks: bench/peak_fma.cpp (independent FMA
 chains, the widest vectors -march=native gives) and bench/stream.cpp (STREAM triad), compiled here with
 -O3 -march=native and run at each thread count. rss.* run a short training in a fresh process per library
 (only that library imported) and compare peak RSS (getrusage maxrss).
