@@ -47,6 +47,8 @@ std::vector<Tensor> kernels_at(int threads) {
     r.push_back(matmul(randn({384, 96}, dt), randn({96, 700}, dt)));
     r.push_back(matmul(randn({100, 3000}, dt), randn({3000, 60}, dt)));
     r.push_back(matmul(transpose(randn({4097, 128}, dt), 0, 1), randn({4097, 128}, dt)));
+    // a weight gradient: K long next to both sides of C, sliced instead of tiled
+    r.push_back(matmul(transpose(randn({2048, 512}, dt), 0, 1), randn({2048, 128}, dt)));
     r.push_back(addmm(randn({60}, dt), randn({100, 3000}, dt), randn({3000, 60}, dt)));
     r.push_back(addmm(randn({700}, dt), randn({384, 96}, dt), randn({96, 700}, dt)));
   }
@@ -60,6 +62,8 @@ TEST(KernelThreads, KSplitProductValues) {
   manual_seed(3);
   const cpu::GemmTiles t = cpu::gemm_tiles(100, 60, 3000);
   ASSERT_GT(t.ksplit, 1) << "the shape no longer takes the K-split path";
+  ASSERT_EQ(cpu::gemm_tiles(100, 60, 3000, /*split_k=*/false).ksplit, 1);
+  ASSERT_GT(cpu::gemm_tiles(512, 128, 2048).ksplit, 1) << "a weight gradient is not K-sliced";
   for (bool transposed : {false, true}) {
     Tensor a = randn({100, 3000}), b = randn({3000, 60});
     if (transposed) a = transpose(contiguous(transpose(a, 0, 1)), 0, 1);  // column-major a

@@ -124,7 +124,7 @@ template void gemm<float>(int64_t, int64_t, int64_t, MatRef<float>, MatRef<float
 template void gemm<double>(int64_t, int64_t, int64_t, MatRef<double>, MatRef<double>, double,
                            double*, int64_t);
 
-GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
+GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k) {
   // Each extra tile re-packs an operand panel inside BLAS and streams the other one through the
   // cache again: cut only big products, into few large tiles, along the longer side of C
   // (cutting rows re-packs B, cutting columns re-packs A). A power of two of them, so that 2, 4,
@@ -132,6 +132,7 @@ GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
   // 2048 square at one thread run 16-20% faster (OpenBLAS's own blocks are a few hundred rows).
   constexpr double kTileMacs = 1 << 21;  // at least this much work per tile
   constexpr int64_t kMinK = 512;         // and at least this much of K per slice
+  constexpr int64_t kLongKSlice = 1024;  // K per slice when K is the long side
   constexpr int64_t kMaxTiles = 64;
   const double macs = static_cast<double>(M) * static_cast<double>(N) *
                       static_cast<double>(std::max<int64_t>(K, 1));
@@ -141,9 +142,17 @@ GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
   auto pow2_floor = [](int64_t v) {
     return v < 1 ? int64_t{1} : std::bit_floor(static_cast<uint64_t>(v));
   };
+  // K much longer than both sides of C (a weight gradient: 512 x 128 over 2048 rows of a
+  // batch): slices of K rather than tiles of C. Tiles would each re-pack the whole of the other
+  // operand (B packing was 16% of a 512 x 128 x 2048 product cut in 4 row tiles); slices pack
+  // every element once, at the price of a C-sized partial per slice.
+  if (split_k && K >= 2 * side) {
+    const int64_t slices = pow2_floor(std::min(by_work, K / kLongKSlice));
+    return {M, N, slices};
+  }
   const int64_t tiles = pow2_floor(std::min(by_work, side / min_side));
   if (tiles <= 1) {
-    const int64_t ksplit = pow2_floor(std::min(by_work, K / kMinK));
+    const int64_t ksplit = split_k ? pow2_floor(std::min(by_work, K / kMinK)) : 1;
     return {M, N, ksplit};
   }
   const int64_t len = (side + tiles - 1) / tiles;
@@ -164,10 +173,11 @@ Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta&
   for (int64_t d = 0; d < nd - 2; ++d) batch *= A.shape()[d];
   const int64_t ars = A.strides()[nd - 2], acs = A.strides()[nd - 1];
   const int64_t brs = B.strides()[nd - 2], bcs = B.strides()[nd - 1];
-  const GemmTiles tile = gemm_tiles(M, N, K);
+  // K slices only for one floating product (a batch is parallel already; its partial sums would
+  // cost a C per slice each)
+  const GemmTiles tile = gemm_tiles(M, N, K, is_floating(out.dtype()) && batch == 1);
   const int64_t nr = (M + tile.rows - 1) / tile.rows, nc = (N + tile.cols - 1) / tile.cols;
-  // (a batch of products is parallel already; its partial sums would cost a C per slice each)
-  const int64_t nk = is_floating(out.dtype()) && batch == 1 ? tile.ksplit : 1;
+  const int64_t nk = tile.ksplit;
   const int64_t klen = (K + nk - 1) / nk;
   const int64_t ntile = nr * nc * nk;
   const int64_t task_macs =

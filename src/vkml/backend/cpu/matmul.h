@@ -32,14 +32,15 @@ template <class T>
 void gemm(int64_t M, int64_t N, int64_t K, MatRef<T> A, MatRef<T> B, T beta, T* C, int64_t ldc);
 
 // How an M x N x K product is cut into independent GEMM calls for the thread pool: tiles of
-// `rows` x `cols` of C (one of them the full extent), and, for a C too small to cut with a long
-// K (a weight gradient: 128 x 128 over 2048 rows of a batch), `ksplit` slices of K whose
-// products are added in slice order. Depends only on the shape, never on the number of threads,
-// so every element of C comes from the same calls and sums at any thread count.
+// `rows` x `cols` of C (one of them the full extent), or, when split_k allows it and K is long
+// next to C's sides or C too small to cut (a weight gradient: 512 x 128 over 2048 rows of a
+// batch), `ksplit` slices of K whose products are added in slice order. Depends only on the
+// shape, never on the number of threads, so every element of C comes from the same calls and
+// sums at any thread count.
 struct GemmTiles {
   int64_t rows, cols;
   int64_t ksplit = 1;
 };
-GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K);
+GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k = true);
 
 }  // namespace vk::cpu
