@@ -21,15 +21,19 @@ namespace {
 // |got - want| in units of the spacing of T at want (the subnormal spacing below the normal
 // range). A result beyond T's range must be the infinity the exact value rounds to.
 template <class T, class W>
+W ulp_of(W v) {  // the spacing of T at |v| (the subnormal spacing below T's normal range)
+  const W a = std::fabs(v);
+  int e = a == 0 ? std::numeric_limits<T>::min_exponent - 1 : std::ilogb(a);
+  e = std::max(e, std::numeric_limits<T>::min_exponent - 1);
+  return std::ldexp(W(1), e - (std::numeric_limits<T>::digits - 1));
+}
+
+template <class T, class W>
 double ulp_error(T got, W want) {
   if (std::isnan(want)) return std::isnan(got) ? 0.0 : INFINITY;
   const T rounded = static_cast<T>(want);
   if (std::isinf(rounded) || std::isinf(got)) return got == rounded ? 0.0 : INFINITY;
-  const W a = std::fabs(want);
-  int e = a == 0 ? std::numeric_limits<T>::min_exponent - 1 : std::ilogb(a);
-  e = std::max(e, std::numeric_limits<T>::min_exponent - 1);
-  const W ulp = std::ldexp(W(1), e - (std::numeric_limits<T>::digits - 1));
-  return static_cast<double>(std::fabs(static_cast<W>(got) - want) / ulp);
+  return static_cast<double>(std::fabs(static_cast<W>(got) - want) / ulp_of<T>(want));
 }
 
 struct Worst {
@@ -142,6 +146,37 @@ TEST(Vmath, Float32AccuracyOverTheWholeRange) {
   // gelu where activations live: a few ulp (erfc's tail error, then x * Phi rounds again)
   Worst g = worst_of(x, values_of<float>(gelu(tx)), ref_gelu<double>, -5, 5);
   EXPECT_LE(g.ulp, 6.0) << "gelu at x = " << g.at;
+}
+
+// gelu_backward(1, x) = Phi(x) + x phi(x) in float, against long double libm. The sum crosses
+// zero at x = -0.75, so errors are counted in ulp of the larger term (|Phi| + |x phi|), which is
+// the result's own ulp everywhere else. The float kernel evaluates Phi(-|x|) as e^(-x^2 / 2)
+// erfcx(t) / 2, which keeps its relative accuracy in the tail where 1 + erf(x / sqrt(2)) (the
+// double kernel's form, as PyTorch's) cancels: at x = -5 that form is off by ~16000 ulp.
+// Measured: 6.0 ulp within |x| <= 5 (just below Phi = 1/2, at x = -0.001) and 9.3 over the whole
+// range (x = -14.1, results near the subnormal range) without FMA; 4.8 and 10.3 with it.
+TEST(Vmath, GeluGradAccuracy) {
+  const std::vector<float> x = float_sweep();
+  const std::vector<float> got = values_of<float>(gelu_backward(ones({1}), tensor_of(x)));
+  double worst_center = 0, worst_all = 0, at_center = 0, at_all = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) || std::isinf(x[i])) continue;
+    const long double xl = x[i];
+    const long double cdf = 0.5L * std::erfc(-xl / std::sqrt(2.0L));
+    const long double xpdf =
+        xl * std::exp(-xl * xl / 2) / std::sqrt(2 * std::numbers::pi_v<long double>);
+    const long double terms = std::fabs(cdf) + std::fabs(xpdf);
+    const double e = static_cast<double>(std::fabs(got[i] - (cdf + xpdf)) / ulp_of<float>(terms));
+    if (std::fabs(x[i]) <= 5 && e > worst_center) worst_center = e, at_center = x[i];
+    if (e > worst_all) worst_all = e, at_all = x[i];
+  }
+  EXPECT_LE(worst_center, 7.0) << "at x = " << at_center;
+  EXPECT_LE(worst_all, 12.0) << "at x = " << at_all;
+  // NaN propagates; +-inf give NaN (inf * phi(inf) = inf * 0), as PyTorch's formula does
+  const std::vector<float> special = values_of<float>(
+      gelu_backward(ones({1}), tensor_of(std::vector<float>{NAN, INFINITY, -INFINITY, 0.0f})));
+  EXPECT_TRUE(std::isnan(special[0]) && std::isnan(special[1]) && std::isnan(special[2]));
+  EXPECT_EQ(special[3], 0.5f);
 }
 
 // The tanh form evaluates its polynomial argument y (and its constants) in the tensor's

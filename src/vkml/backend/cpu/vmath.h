@@ -1,5 +1,5 @@
 // Vectorisable elementary functions for the element-wise kernels: exp, log, tanh, sigmoid, erf,
-// erfc and both forms of gelu, for float and double.
+// erfc, both forms of gelu and gelu's derivative, for float and double.
 //
 // Each function is branch-free scalar code: no calls, no tables, no early returns; selects where
 // libm would branch, bit casts where it would call frexp/ldexp. Inlined into an element loop,
@@ -181,6 +181,8 @@ VK_VMATH_INLINE void square2(T t, T& hi, T& lo) {
 //           the high-order coefficients small.
 //   gelu_g: (float) the same G over the whole 0 <= t <= kErfcMaxArg, in v = gelu_a w + gelu_b:
 //           gelu's one formula for every argument (bench/cpp/fit_vmath.py gelu).
+//   gelu_p: (float) e^(t^2) erfc(t) itself over the same t, in the same v (relative error):
+//           gelu_grad's, whose e^(-t^2) then serves both Phi and phi.
 
 template <class T>
 struct Poly;
@@ -204,6 +206,9 @@ struct Poly<float> {
                                      -0x1.edef06p-6f,  -0x1.43051cp-10f, 0x1.fbb3bp-9f,
                                      -0x1.0eae7ap-12f, -0x1.2e29cep-11f, 0x1.17f224p-13f,
                                      0x1.040e1cp-14f,  -0x1.95dd3ap-16f};
+  static constexpr float gelu_p[] = {
+      0x1.522ee8p-2f,  0x1.b736f4p-2f,  0x1.946652p-3f,  0x1.8228fep-5f,   -0x1.0a95ep-10f,
+      -0x1.8ffad2p-9f, 0x1.1d36fep-14f, 0x1.1a5adcp-12f, -0x1.81699ap-16f, -0x1.800c3ep-16f};
 };
 
 template <>
@@ -399,6 +404,36 @@ VK_VMATH_INLINE T gelu(T x) {
     const T phi_tail = select(x < T(0), half_tail, T(1) - half_tail);
     const T phi = select(av < T(0.9), fma_(T(0.5), erf_small(v), T(0.5)), phi_tail);
     return x * phi;
+  }
+}
+
+// gelu's derivative Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi). float: one
+// e^(-x^2 / 2) (from the exact square, as gelu's) serves both terms, Phi(-|x|) = e^(-x^2 / 2)
+// erfcx(t) / 2 with erfcx(t) = e^(t^2) erfc(t) a polynomial in gelu's v (gelu_p): one exp, one
+// division and one polynomial, where the erf and exp forms take two of each. The two terms never
+// cancel badly: they have opposite signs only for x < 0, where x phi(x) is the larger by a factor
+// of about x^2 once |x| > 1, and the sum crosses zero at x = -0.75 (there the error is a few ulp
+// of the terms, not of the sum). double: erf and exp, as PyTorch's formula.
+template <class T>
+VK_VMATH_INLINE T gelu_grad(T x) {
+  using namespace detail;
+  constexpr T kInvSqrt2 = T(0.70710678118654752440), kInvSqrt2Pi = T(0.39894228040143267794);
+  if constexpr (sizeof(T) == 4) {
+    constexpr float kMaxX = Traits<float>::kErfcMaxArg * 1.41421356237309504880f;
+    const float ax = abs_(x);
+    const float xc = select(ax > kMaxX, kMaxX, ax);
+    float hi, lo;
+    square2(xc, hi, lo);
+    const float w = 1.0f / fma_(xc * kInvSqrt2, 0.5f, 1.0f);
+    const float erfcx =
+        estrin(fma_(w, Poly<float>::gelu_a, Poly<float>::gelu_b), Poly<float>::gelu_p);
+    const float e = exp_impl<float, true, false>(-0.5f * hi, -0.5f * lo);  // e^(-x^2 / 2)
+    const float half_tail = (0.5f * e) * erfcx;                            // Phi(-|x|)
+    const float cdf = select(x < 0.0f, half_tail, 1.0f - half_tail);
+    return fma_(x, e * kInvSqrt2Pi, cdf);
+  } else {
+    const T cdf = (erf(x * kInvSqrt2) + T(1)) * T(0.5);
+    return cdf + x * (exp(x * x * T(-0.5)) * kInvSqrt2Pi);
   }
 }
 
