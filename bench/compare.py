@@ -373,7 +373,15 @@ class Runner:
 
 # Pause before each sample until the other library's pool is idle: libgomp's workers (torch's) spin ~10 ms
 # after a parallel region, vkml's 200 us, and a spinning pool takes a core from the sample that follows it.
+# The wait spins rather than sleeps: a sleeping process lets this VM idle the vCPU, and the sample after
+# a sleep ran memory-bound kernels ~15% slower (eltwise.add at one thread: 13.4 ms against 11.1-11.8).
 QUIESCE_S = float(os.environ.get("BENCH_QUIESCE_S", "0.02"))
+
+
+def quiesce():
+    end = time.perf_counter() + QUIESCE_S
+    while time.perf_counter() < end:
+        pass
 
 
 def measure(wid, libs, quick):
@@ -411,7 +419,7 @@ def measure(wid, libs, quick):
     try:
         for i in range(reps):
             for name in (order if i % 2 == 0 else order[::-1]):
-                time.sleep(QUIESCE_S)
+                quiesce()
                 samples[name].append(runners[name].sample(plan[name][0]))
     finally:
         gc.enable()
