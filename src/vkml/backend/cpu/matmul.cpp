@@ -130,9 +130,10 @@ GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k) {
   // (cutting rows re-packs B, cutting columns re-packs A). A power of two of them, so that 2, 4,
   // 8 ... threads get equal shares. Tiles of 512 rows rather than 128 from 1024 on: 1024 and
   // 2048 square at one thread run 16-20% faster (OpenBLAS's own blocks are a few hundred rows).
-  constexpr double kTileMacs = 1 << 21;  // at least this much work per tile
-  constexpr int64_t kMinK = 512;         // and at least this much of K per slice
-  constexpr int64_t kLongKSlice = 1024;  // K per slice when K is the long side
+  constexpr double kTileMacs = 1 << 21;     // at least this much work per tile
+  constexpr int64_t kMinK = 512;            // and at least this much of K per slice
+  constexpr int64_t kLongKSlice = 1024;     // K per slice when K is the long side
+  constexpr int64_t kMaxPartial = 1 << 22;  // elements of all the slices' partials together
   constexpr int64_t kMaxTiles = 64;
   const double macs = static_cast<double>(M) * static_cast<double>(N) *
                       static_cast<double>(std::max<int64_t>(K, 1));
@@ -145,10 +146,13 @@ GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k) {
   // K much longer than both sides of C (a weight gradient: 512 x 128 over 2048 rows of a
   // batch): slices of K rather than tiles of C. Tiles would each re-pack the whole of the other
   // operand (B packing was 16% of a 512 x 128 x 2048 product cut in 4 row tiles); slices pack
-  // every element once, at the price of a C-sized partial per slice.
+  // every element once, at the price of a C-sized partial per slice, so only while those stay
+  // small (a big C is cut into tiles, whose re-packing its size amortises).
   if (split_k && K >= 2 * side) {
-    const int64_t slices = pow2_floor(std::min(by_work, K / kLongKSlice));
-    return {M, N, slices};
+    const double max_slices =
+        std::min<double>(by_work, static_cast<double>(kMaxPartial) / (static_cast<double>(M) * N));
+    const int64_t slices = pow2_floor(std::min(static_cast<int64_t>(max_slices), K / kLongKSlice));
+    if (slices >= 2) return {M, N, slices};
   }
   const int64_t tiles = pow2_floor(std::min(by_work, side / min_side));
   if (tiles <= 1) {
