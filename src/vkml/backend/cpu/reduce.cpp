@@ -658,7 +658,7 @@ void softmax_row(const T* x, T* y, int64_t K) {
   for (int j = 0; j < W; ++j) m = vmx[j] > m ? vmx[j] : m;
   for (; k < K; ++k) m = x[k] > m ? x[k] : m;
   // exp(x - max) into y (a plain loop: vectorised), then its sum in 16 double lanes.
-  for (int64_t i = 0; i < K; ++i) y[i] = vmath::exp(T(x[i] - m));
+  for (int64_t i = 0; i < K; ++i) y[i] = vmath::exp_nonpositive(T(x[i] - m));
   double s[L] = {};
   add_lanes16(s, y, K, [](auto&) {});
   for (int w = 1; w < L; w *= 2)
@@ -683,7 +683,7 @@ void softmax_row_scaled(const T* x, T* y, int64_t K, T scale, int64_t valid) {
     const T v = x[k] * scale;
     m = v > m ? v : m;
   }
-  for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp(T(x[i] * scale - m));
+  for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp_nonpositive(T(x[i] * scale - m));
   double s[L] = {};
   add_lanes16(s, y, valid, [](auto&) {});
   for (int w = 1; w < L; w *= 2)
@@ -710,7 +710,7 @@ void softmax_cols(const T* x, T* y, int64_t K, int64_t stride, int64_t w) {
     const T* row = x + k * stride;
     T* out = y + k * stride;
     for (int64_t c = 0; c < w; ++c) {
-      T e = vmath::exp(T(row[c] - mx[c]));
+      T e = vmath::exp_nonpositive(T(row[c] - mx[c]));
       if constexpr (!Log) out[c] = e;
       s[c] += static_cast<double>(e);
     }

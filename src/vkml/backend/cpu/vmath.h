@@ -294,6 +294,14 @@ VK_VMATH_INLINE T exp(T x) {
   return detail::exp_impl(x);
 }
 
+// e^x for an x that cannot overflow: a value minus the maximum it was taken from (softmax,
+// logsumexp), so x <= 0 up to a rounding. Clamped only below; the same result as exp.
+template <class T>
+VK_VMATH_INLINE T exp_nonpositive(T x) {
+  using Tr = detail::Traits<T>;
+  return detail::exp_impl<T, false, false>(detail::select(x < Tr::kExpMin, Tr::kExpMin, x));
+}
+
 template <class T>
 VK_VMATH_INLINE T log(T x) {
   using namespace detail;
