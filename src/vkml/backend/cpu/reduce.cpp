@@ -683,7 +683,8 @@ void softmax_row_scaled(const T* x, T* y, int64_t K, T scale, int64_t valid) {
     const T v = x[k] * scale;
     m = v > m ? v : m;
   }
-  for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp_nonpositive(T(x[i] * scale - m));
+  // (exp, not exp_nonpositive: a contracted x * scale - m can exceed 0 by half an ulp of m)
+  for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp(T(x[i] * scale - m));
   double s[L] = {};
   add_lanes16(s, y, valid, [](auto&) {});
   for (int w = 1; w < L; w *= 2)

@@ -294,8 +294,8 @@ VK_VMATH_INLINE T exp(T x) {
   return detail::exp_impl(x);
 }
 
-// e^x for an x that cannot overflow: a value minus the maximum it was taken from (a softmax
-// row), so x <= 0 up to a rounding. Clamped only below; the same result as exp.
+// e^x for x <= 0 (or NaN): a value minus the maximum of the values it is one of (a softmax row:
+// x - max rounds, but never to a positive number). Clamped only below; the same result as exp.
 template <class T>
 VK_VMATH_INLINE T exp_nonpositive(T x) {
   using Tr = detail::Traits<T>;
