@@ -79,33 +79,58 @@ T nan_max(T a, T b) {
   return std::isnan(a) || a > b ? a : b;
 }
 
-template <class T>
-void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h) {
+// Elements [begin, end) of one Adam step, the options as template arguments so that the loop has
+// no branch and vectorises (the buffers are distinct tensors: restrict).
+template <class T, bool kMaximize, bool kL2, bool kDecoupled, bool kAmsgrad>
+void adam_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+                T* __restrict vmax, const AdamScalars<T> s, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    T d = kMaximize ? -g[i] : g[i];
+    if constexpr (kDecoupled) p[i] = p[i] * s.decay_factor;  // param.mul_(1 - lr * wd)
+    if constexpr (kL2) d = d + s.weight_decay * p[i];        // grad.add(param, alpha=wd)
+    m[i] = lerp(m[i], d, s.avg_weight);                      // exp_avg.lerp_(grad, 1 - beta1)
+    v[i] = v[i] * s.beta2 + s.sq_weight * d * d;  // mul_(beta2).addcmul_(g, g, 1 - beta2)
+    T second = v[i];
+    if constexpr (kAmsgrad) second = vmax[i] = nan_max(vmax[i], v[i]);
+    const T denom = std::sqrt(second) / s.bias_correction2_sqrt + s.eps;
+    p[i] = p[i] + s.neg_step_size * (m[i] / denom);  // param.addcdiv_(m, denom, -step_size)
+  }
+}
+
+template <class T, bool... kFlags>
+void adam_run(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+              const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamScalars<T>& s) {
   T* const p = param.data<T>();
   const T* const g = grad.data<T>();
   T* const m = exp_avg.data<T>();
   T* const v = exp_avg_sq.data<T>();
-  T* const vmax = h.amsgrad ? max_exp_avg_sq.data<T>() : nullptr;
-  const AdamScalars<T> s(h);
-  auto body = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      T d = h.maximize ? -g[i] : g[i];
-      if (h.weight_decay != 0.0) {
-        if (h.decoupled)
-          p[i] = p[i] * s.decay_factor;  // param.mul_(1 - lr * wd)
-        else
-          d = d + s.weight_decay * p[i];  // grad.add(param, alpha=wd)
-      }
-      m[i] = lerp(m[i], d, s.avg_weight);           // exp_avg.lerp_(grad, 1 - beta1)
-      v[i] = v[i] * s.beta2 + s.sq_weight * d * d;  // mul_(beta2).addcmul_(g, g, 1 - beta2)
-      T second = v[i];
-      if (vmax != nullptr) second = vmax[i] = nan_max(vmax[i], v[i]);
-      const T denom = std::sqrt(second) / s.bias_correction2_sqrt + s.eps;
-      p[i] = p[i] + s.neg_step_size * (m[i] / denom);  // param.addcdiv_(m, denom, -step_size)
-    }
-  };
-  parallel_for(param.numel(), kElementwiseGrain, body);
+  T* const vmax = max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr;
+  parallel_for(param.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    adam_range<T, kFlags...>(p, g, m, v, vmax, s, begin, end);
+  });
+}
+
+// Picks the instantiation for the runtime options, one flag at a time.
+template <class T, bool... kChosen>
+void adam_dispatch(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamScalars<T>& s,
+                   const bool* flags) {
+  if constexpr (sizeof...(kChosen) == 4) {
+    adam_run<T, kChosen...>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, s);
+  } else if (flags[sizeof...(kChosen)]) {
+    adam_dispatch<T, kChosen..., true>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, s, flags);
+  } else {
+    adam_dispatch<T, kChosen..., false>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, s, flags);
+  }
+}
+
+template <class T>
+void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h) {
+  const bool decay = h.weight_decay != 0.0;
+  const bool flags[4] = {h.maximize, decay && !h.decoupled, decay && h.decoupled, h.amsgrad};
+  adam_dispatch<T>(param, grad, exp_avg, exp_avg_sq, h.amsgrad ? max_exp_avg_sq : Tensor(),
+                   AdamScalars<T>(h), flags);
 }
 
 }  // namespace
