@@ -1,5 +1,7 @@
 #include "vkml/core/allocator.h"
 
+#include <sys/mman.h>
+
 #include <bit>
 #include <cstdlib>
 #include <mutex>
@@ -12,6 +14,7 @@ namespace vk {
 namespace {
 
 constexpr size_t kAlign = 64;
+constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kSmall = size_t{1} << 16;      // up to 64 KiB: powers of two
 constexpr size_t kLargeStep = size_t{1} << 16;  // above: multiples of 64 KiB
 
@@ -59,6 +62,21 @@ struct Cache {
   }
 };
 
+// A block from the system. One of 2 MiB or more starts on a 2 MiB boundary and asks for
+// transparent huge pages (Linux's default THP mode is "madvise": nothing without asking). A
+// kernel streaming through 4 KiB pages misses the TLB every 1024 floats, and in a VM each miss
+// walks two page tables: on this KVM guest, a + b over 16M floats took 11.2 ms at one thread in
+// 4 KiB pages and 7.5 ms in huge pages.
+void* new_block(size_t cls) {
+  const size_t align = cls >= kHugePage ? kHugePage : kAlign;
+  void* p = nullptr;
+  if (posix_memalign(&p, align, cls) != 0) return nullptr;
+#ifdef MADV_HUGEPAGE
+  if (cls >= kHugePage) (void)madvise(p, cls, MADV_HUGEPAGE);  // a hint: failure changes nothing
+#endif
+  return p;
+}
+
 Cache& cache() {
   static Cache* c = new Cache();  // never destroyed: storages may die during static teardown
   return *c;
@@ -88,10 +106,10 @@ CpuBlock cpu_allocate(size_t nbytes) {
       return {p, cls};
     }
   }
-  void* p = std::aligned_alloc(kAlign, cls);
+  void* p = new_block(cls);
   if (!p) {  // give the cache back to the system and try once more
     empty_cache();
-    p = std::aligned_alloc(kAlign, cls);
+    p = new_block(cls);
   }
   VK_CHECK(p != nullptr, MemoryError, "out of memory allocating ", nbytes, " bytes");
   std::lock_guard<std::mutex> lock(c.mutex);
