@@ -63,10 +63,10 @@ struct Cache {
 };
 
 // A block from the system. One of 2 MiB or more starts on a 2 MiB boundary and asks for
-// transparent huge pages (Linux's default THP mode is "madvise": nothing without asking). A
-// kernel streaming through 4 KiB pages misses the TLB every 1024 floats, and in a VM each miss
-// walks two page tables: on this KVM guest, a + b over 16M floats took 11.2 ms at one thread in
-// 4 KiB pages and 7.5 ms in huge pages.
+// transparent huge pages (in THP mode "madvise", a common default and this machine's, there are
+// none without asking). A kernel streaming through 4 KiB pages misses the TLB every 1024 floats,
+// and in a VM each miss walks two page tables: on this KVM guest, a + b over 16M floats took
+// 11.2 ms at one thread in 4 KiB pages and 7.5-8.6 ms in huge pages.
 void* new_block(size_t cls) {
   const size_t align = cls >= kHugePage ? kHugePage : kAlign;
   void* p = nullptr;
