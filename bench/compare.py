@@ -7,17 +7,18 @@
     python bench/compare.py --threads 1          # thread counts (default 1,2)
 
 How it measures. Each thread count runs in its own worker process (so the thread pools are sized before any
-library starts them: VKML_NUM_THREADS, OMP/MKL/OPENBLAS_NUM_THREADS set in its environment, OPENBLAS_CORETYPE /
-OPENBLAS_L2_SIZE removed; then vk.set_num_threads(n), torch.set_num_threads(n), torch.set_num_interop_threads(1)).
-Both libraries run the same workload in the same process, alternately: warm-up, a calibration that picks how
-many calls make one sample (~50 ms; heavy workloads take one call per sample), then repeats in which vkml and
-torch alternate (the order flips every repeat), each sample after a 20 ms pause (BENCH_QUIESCE_S) in which
-the other library's idle workers stop spinning: torch's libgomp workers spin ~10 ms after each parallel
-region here, and a sample that starts under them runs on one core at 2 threads. Reported: median seconds
-per call and the spread (interquartile range / median). The GC is off while timing. Peaks: bench/peak_fma.cpp (independent FMA
-chains, the widest vectors -march=native gives) and bench/stream.cpp (STREAM triad), compiled here with
--O3 -march=native and run at each thread count. rss.* run a short training in a fresh process per library
-(only that library imported) and compare peak RSS (getrusage maxrss).
+library starts them: VKML_NUM_THREADS, OMP/MKL/OPENBLAS_NUM_THREADS set in its environment, OPENBLAS_CORETYPE
+/ OPENBLAS_L2_SIZE removed; then vk.set_num_threads(n), torch.set_num_threads(n),
+torch.set_num_interop_threads(1)). Both libraries run the same workload in the same process, alternately:
+warm-up, a calibration that picks how many calls make one sample (~50 ms; heavy workloads take one call per
+sample), then repeats in which vkml and torch alternate (the order flips every repeat), each sample after a
+20-ms spin-wait (BENCH_QUIESCE_S) in which the other library's idle workers stop spinning: torch's libgomp
+workers spin ~10 ms after each parallel region here, and a sample that starts under them runs on one core at 2
+threads. Reported: median seconds per call and the spread (interquartile range / median). The GC is off while
+timing. Peaks: bench/peak_fma.cpp (independent FMA chains, the widest vectors -march=native gives) and
+bench/stream.cpp (STREAM triad, its arrays in huge pages as vkml's big blocks), compiled here with -O3
+-march=native and run at each thread count. rss.* run a short training in a fresh process per library (only
+that library imported) and compare peak RSS (getrusage maxrss).
 
 A workload vkml cannot run (an exception, a crash, a hang) shows its error in its row; the rest goes on.
 --json FILE writes a list of records: {"workload", "threads", "vkml_s", "torch_s", "ratio" (vkml/torch),

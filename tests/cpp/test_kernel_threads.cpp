@@ -64,7 +64,8 @@ TEST(KernelThreads, KSplitProductValues) {
   ASSERT_GT(t.ksplit, 1) << "the shape no longer takes the K-split path";
   ASSERT_EQ(cpu::gemm_tiles(100, 60, 3000, /*split_k=*/false).ksplit, 1);
   ASSERT_GT(cpu::gemm_tiles(512, 128, 2048).ksplit, 1) << "a weight gradient is not K-sliced";
-  EXPECT_EQ(cpu::gemm_tiles(2048, 2048, 8192).ksplit, 1) << "a big C gets partials, not tiles";
+  EXPECT_EQ(cpu::gemm_tiles(2048, 2048, 8192).ksplit, 1)
+      << "a big C is K-sliced (C-sized partials) instead of tiled";
   for (bool transposed : {false, true}) {
     Tensor a = randn({100, 3000}), b = randn({3000, 60});
     if (transposed) a = transpose(contiguous(transpose(a, 0, 1)), 0, 1);  // column-major a
