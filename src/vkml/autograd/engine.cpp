@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/shape.h"
@@ -180,11 +182,14 @@ bool add_slice_in_place(const Tensor& t, const Tensor& g, Tensor& acc) {
 // broadcast view, the user's seed, or shared with other tensors). Without create_graph this
 // reuses memory where nobody else can see it: an existing .grad only it holds is added to in
 // place (as PyTorch does), and a fresh gradient only this walk holds becomes .grad as it is.
+// Holds t's grad lock throughout, so walks in several threads that reach the same leaf add up.
 void accumulate_into(const Tensor& t, Tensor g, bool create_graph) {
+  std::shared_ptr<TensorImpl> replaced;  // released after the lock
+  std::lock_guard<std::mutex> lock(t.grad_mutex());
   std::shared_ptr<TensorImpl>& slot = t.impl()->grad;
   if (create_graph) {
-    Tensor old = t.grad();
-    t.impl()->grad = (old.defined() ? old + g : g).impl_ptr();
+    Tensor old(slot);
+    replaced = std::exchange(slot, (old.defined() ? old + g : g).impl_ptr());
     return;
   }
   if (!slot) {
@@ -193,12 +198,12 @@ void accumulate_into(const Tensor& t, Tensor g, bool create_graph) {
     slot = (sole_owner(g, 1) && whole ? g : clone(g.detach())).impl_ptr();
     return;
   }
-  Tensor old = t.grad();  // a second reference to .grad: sole_owner expects two
+  Tensor old(slot);  // a second reference to .grad: sole_owner expects two
   if (sole_owner(old, 2) && old.dtype() == g.dtype()) {
     cpu::add_into(old, old, g);
     old.bump_version();
   } else {
-    slot = (old.detach() + g.detach()).impl_ptr();
+    replaced = std::exchange(slot, (old.detach() + g.detach()).impl_ptr());
   }
 }
 
@@ -260,7 +265,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     Tensor g = std::move(pending[k]);
     if (!g.defined() || !wanted[k]) continue;
     const Tensor& t = graph.order[k];
-    for (const auto& hook : t.impl()->hooks) {
+    for (const Hook& hook : t.hooks()) {
       Tensor replaced = hook(g);
       if (!replaced.defined()) continue;
       VK_CHECK(replaced.shape() == t.shape(), RuntimeError, "a hook on a tensor of shape ",
@@ -337,6 +342,10 @@ std::vector<Tensor> seeds_for(const std::vector<Tensor>& roots, const std::vecto
 }
 
 }  // namespace
+
+void accumulate_grad(const Tensor& t, const Tensor& g, bool create_graph) {
+  accumulate_into(t, g, create_graph);
+}
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
               std::optional<bool> retain_graph, bool create_graph) {

@@ -21,4 +21,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                          bool allow_unused = false);
 
+// Adds g into t's .grad as backward does (in place where nothing else can see .grad); safe
+// while other threads accumulate into the same tensor.
+void accumulate_grad(const Tensor& t, const Tensor& g, bool create_graph = false);
+
 }  // namespace vk::autograd

@@ -1,10 +1,12 @@
 #include "vkml/core/tensor.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
+#include <utility>
 
 #include "vkml/core/allocator.h"
 #include "vkml/core/grad_mode.h"
@@ -197,17 +199,22 @@ const Attrs& no_attrs() {
 TensorImpl::~TensorImpl() {
   DimsCache::give(shape);
   DimsCache::give(strides);
-  if (parents.empty()) return;
+  // Everything a tensor owns that may own tensors in turn -- its graph inputs, tensors saved for
+  // its rule, its .grad -- is released by one loop, so that a chain of any length through any of
+  // them (a 100,000-op graph; `t.grad = previous` repeated) never nests destructors.
+  if (parents.empty() && saved.empty() && !grad) return;
+  std::vector<Tensor> owned = std::move(parents);
+  for (auto& s : saved) owned.push_back(std::move(s));
+  if (grad) owned.emplace_back(std::move(grad));
   if (g_teardown) {  // an outer destructor is already draining: hand over and return
-    for (auto& p : parents) g_teardown->push_back(std::move(p));
+    for (auto& t : owned) g_teardown->push_back(std::move(t));
     return;
   }
-  std::vector<Tensor> pending = std::move(parents);
-  g_teardown = &pending;
-  while (!pending.empty()) {
-    Tensor t = std::move(pending.back());
-    pending.pop_back();
-    // t dies here; if it was the last owner, its parents are appended to `pending`.
+  g_teardown = &owned;
+  while (!owned.empty()) {
+    Tensor t = std::move(owned.back());
+    owned.pop_back();
+    // t dies here; if it was the last owner, what it owned is appended to `owned`.
   }
   g_teardown = nullptr;
 }
@@ -277,9 +284,50 @@ void Tensor::retain_grad() {
   impl_->retains_grad = true;
 }
 
-void Tensor::register_hook(Hook hook) {
+std::mutex& Tensor::grad_mutex() const {
+  static std::array<std::mutex, 64> locks;
+  return locks[(reinterpret_cast<uintptr_t>(impl_.get()) / alignof(TensorImpl)) % locks.size()];
+}
+
+Tensor Tensor::grad() const {
+  std::lock_guard<std::mutex> lock(grad_mutex());
+  return Tensor(impl_->grad);
+}
+
+void Tensor::set_grad(const Tensor& g) {
+  std::shared_ptr<TensorImpl> old;  // released after the lock: its teardown may be long
+  std::lock_guard<std::mutex> lock(grad_mutex());
+  old = std::exchange(impl_->grad, g.impl_);
+}
+
+uint64_t Tensor::register_hook(Hook hook) {
   VK_CHECK(requires_grad(), RuntimeError, "register_hook() on a tensor that does not require grad");
-  impl_->hooks.push_back(std::move(hook));
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(grad_mutex());
+  impl_->hooks.emplace_back(id, std::move(hook));
+  impl_->has_hooks.store(true, std::memory_order_release);
+  return id;
+}
+
+void Tensor::remove_hook(uint64_t id) {
+  std::vector<std::pair<uint64_t, Hook>> removed;  // destroyed after the lock: a hook may own
+  std::lock_guard<std::mutex> lock(grad_mutex());  // Python objects, or tensors
+  auto& hooks = impl_->hooks;
+  auto it = std::find_if(hooks.begin(), hooks.end(), [&](const auto& h) { return h.first == id; });
+  if (it == hooks.end()) return;
+  removed.push_back(std::move(*it));
+  hooks.erase(it);
+  impl_->has_hooks.store(!hooks.empty(), std::memory_order_release);
+}
+
+std::vector<Hook> Tensor::hooks() const {
+  if (!impl_->has_hooks.load(std::memory_order_acquire)) return {};
+  std::lock_guard<std::mutex> lock(grad_mutex());
+  std::vector<Hook> copy;
+  copy.reserve(impl_->hooks.size());
+  for (const auto& h : impl_->hooks) copy.push_back(h.second);
+  return copy;
 }
 
 std::string Tensor::describe() const {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,9 @@ struct TensorImpl {
   std::shared_ptr<const Attrs> attrs;
   std::vector<uint32_t> saved_versions;  // parents' storage versions when recorded
   std::vector<Tensor> saved;  // extra results a kernel keeps for the rule (max_pool2d's argmax)
-  std::shared_ptr<TensorImpl> grad;
-  std::vector<Hook> hooks;
+  std::shared_ptr<TensorImpl> grad;              // under grad_mutex(): see Tensor::grad()
+  std::vector<std::pair<uint64_t, Hook>> hooks;  // under grad_mutex(), with their ids
+  std::atomic<bool> has_hooks{false};            // tells without the lock
   std::string anomaly_trace;  // where the forward ran, filled only in anomaly mode
   // Scratch for a backward walk (autograd/engine.cpp): the walk's id and this node's position
   // in its order, so lookups need no hash map. 0 when no walk holds the node.
@@ -151,12 +153,20 @@ class Tensor {
   const std::vector<Tensor>& parents() const { return impl_->parents; }
   const Attrs& attrs() const;
   const std::vector<Tensor>& saved() const { return impl_->saved; }
-  Tensor grad() const { return Tensor(impl_->grad); }
-  void set_grad(const Tensor& g) { impl_->grad = g.impl_; }
+  // .grad and the hooks are read and written by backward walks and by user threads at once (two
+  // threads backpropagating into shared parameters, a hook registered while a walk runs): every
+  // access holds grad_mutex(), one of a fixed set of locks picked by the tensor's address.
+  std::mutex& grad_mutex() const;
+  Tensor grad() const;
+  void set_grad(const Tensor& g);
   void retain_grad();
   bool retains_grad() const { return impl_->retains_grad; }
   // A hook sees the gradient arriving at this tensor in backward and may return a replacement.
-  void register_hook(Hook hook);
+  // Returns an id for remove_hook (a walk already running may still call a removed hook once).
+  uint64_t register_hook(Hook hook);
+  void remove_hook(uint64_t id);
+  // The hooks registered so far, copied: a hook may register another while the copy runs.
+  std::vector<Hook> hooks() const;
 
   uint32_t version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
   void bump_version() const { impl_->storage->version.fetch_add(1, std::memory_order_relaxed); }
