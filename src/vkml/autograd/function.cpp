@@ -1,5 +1,6 @@
 #include "vkml/autograd/function.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -55,46 +56,74 @@ Tensor apply_function(const std::string& name, const std::vector<Tensor>& inputs
   });
 }
 
+namespace {
+
+// The stand-in for x in a recompute: a fresh leaf, or under create_graph a recorded view of x
+// (its gradient then stays a function of x, so that it can be differentiated again).
+Tensor stand_in(const Tensor& x, bool needed, bool create_graph) {
+  if (create_graph && x.requires_grad()) {
+    Attrs a;
+    a.shape = x.shape();
+    return dispatch(OpKind::Reshape, {x}, a);
+  }
+  Tensor leaf = x.detach();
+  if (needed) leaf.set_requires_grad(true);
+  return leaf;
+}
+
+}  // namespace
+
 Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                   const std::vector<Tensor>& inputs) {
   RngState rng = get_rng_state();
   Tensor result;
+  // The node's inputs: the explicit ones, then every other tensor requiring grad that fn read
+  // (the parameters of a layer it closes over), as PyTorch's non-reentrant checkpoint does.
+  std::vector<Tensor> parents = inputs;
+  // Run inside another checkpoint's recompute, fn reads that one's stand-ins: so must its own
+  // recompute.
+  std::vector<InputSubstitution::Layer> enclosing = InputSubstitution::open_layers();
   {
     NoGradGuard no_grad;
+    InputWatch watch;
     result = fn(inputs);
+    for (const auto& t : watch.seen())
+      if (std::none_of(inputs.begin(), inputs.end(), [&](const Tensor& x) { return x.same(t); }))
+        parents.push_back(t);
   }
-  auto recompute = [fn, rng,
-                    inputs_needed = inputs.size()](const GradCtx& c) -> std::vector<Tensor> {
-    // Under create_graph the recomputed graph must hang off the real inputs so that it can be
-    // differentiated again; otherwise fresh leaves keep the walk inside this subgraph.
-    bool create_graph = GradMode::is_enabled();
-    std::vector<Tensor> xs;
+  auto recompute = [fn, rng, enclosing, explicit_inputs = inputs.size()](const GradCtx& c) {
+    // Every parent is replaced by a stand-in while fn runs again, so the walk below ends at the
+    // stand-ins: it neither runs the parents' hooks (the outer walk does) nor frees their graph.
+    const bool create_graph = GradMode::is_enabled();
+    InputSubstitution::Layer from_to;
     std::vector<Tensor> wrt;
     std::vector<size_t> wrt_index;
     for (size_t i = 0; i < c.in.size(); ++i) {
-      Tensor x = create_graph ? c.in[i] : c.in[i].detach();
-      if (!create_graph && c.needs[i]) x.set_requires_grad(true);
-      if (c.needs[i]) {
-        wrt.push_back(x);
-        wrt_index.push_back(i);
-      }
-      xs.push_back(x);
+      from_to.emplace_back(c.in[i], stand_in(c.in[i], c.needs[i], create_graph));
+      if (!c.needs[i]) continue;
+      wrt.push_back(from_to.back().second);
+      wrt_index.push_back(i);
     }
+    std::vector<Tensor> xs;
+    for (size_t i = 0; i < explicit_inputs; ++i) xs.push_back(from_to[i].second);
     RngState current = get_rng_state();
     set_rng_state(rng);
     Tensor out;
     {
       EnableGradGuard enable;
+      std::vector<InputSubstitution::Layer> layers = enclosing;
+      layers.push_back(from_to);
+      InputSubstitution substitution(std::move(layers));
       out = fn(xs);
     }
     set_rng_state(current);
-    std::vector<Tensor> grads(inputs_needed);
+    std::vector<Tensor> grads(c.in.size());
     if (!out.requires_grad()) return grads;
-    std::vector<Tensor> got = grad({out}, wrt, {c.grad}, create_graph, create_graph, true);
+    std::vector<Tensor> got = grad({out}, wrt, {c.grad}, true, create_graph, true);
     for (size_t k = 0; k < got.size(); ++k) grads[wrt_index[k]] = got[k];
     return grads;
   };
-  return record_custom(result, inputs, "checkpoint", recompute);
+  return record_custom(result, parents, "checkpoint", recompute);
 }
 
 namespace {

@@ -105,6 +105,45 @@ Tensor dispatch(OpKind kind, V&& in, const Attrs& attrs = no_attrs()) {
   return dispatch_vector(kind, std::forward<V>(in), attrs);
 }
 
+// For checkpoint (autograd/function.cpp), which runs a function without recording and must still
+// give gradients to every tensor the function read, including those it closes over (a layer's
+// parameters). While an InputWatch is open on a thread, every op run there with grad mode off
+// notes its inputs that require grad. Watches nest: what an inner one notes, the outer one sees.
+class InputWatch {
+ public:
+  InputWatch();
+  ~InputWatch();
+  InputWatch(const InputWatch&) = delete;
+  InputWatch& operator=(const InputWatch&) = delete;
+  void note(const Tensor& t);
+  const std::vector<Tensor>& seen() const { return seen_; }  // in first-use order, no repeats
+
+ private:
+  std::vector<Tensor> seen_;
+  InputWatch* outer_;
+};
+
+// While an InputSubstitution is open on a thread, every op run there reads `to` wherever it is
+// given `from`: checkpoint's recompute puts stand-ins in place of the tensors it differentiates
+// for, so that its own walk ends at them. A substitution is a list of layers applied in turn (a
+// stand-in may itself be replaced by a later layer's); substitutions nest, the outer one first.
+class InputSubstitution {
+ public:
+  using Layer = std::vector<std::pair<Tensor, Tensor>>;  // (from, to)
+  explicit InputSubstitution(std::vector<Layer> layers);
+  ~InputSubstitution();
+  InputSubstitution(const InputSubstitution&) = delete;
+  InputSubstitution& operator=(const InputSubstitution&) = delete;
+  void apply(std::vector<Tensor>& in) const;
+  // Every layer open on this thread, outermost first: a checkpoint run inside a recompute keeps
+  // them, so that its own recompute reads the same stand-ins.
+  static std::vector<Layer> open_layers();
+
+ private:
+  std::vector<Layer> layers_;
+  InputSubstitution* outer_;
+};
+
 // The families, each in ops/<family>.cpp; table.cpp collects them.
 using OpList = std::vector<OpDef>;
 void add_creation_ops(OpList& ops);

@@ -120,11 +120,19 @@ void record(Tensor& out, const OpDef& def, std::vector<Tensor>& in, const Attrs&
   if (AnomalyMode::is_enabled() && g_anomaly_context) impl->anomaly_trace = g_anomaly_context();
 }
 
+// Plain pointers: a thread_local without a constructor costs one load to test on every op.
+thread_local InputWatch* t_watch = nullptr;
+thread_local InputSubstitution* t_substitution = nullptr;
+
 Tensor run(OpKind kind, std::vector<Tensor>& in, const Attrs& attrs, bool owned) {
   const OpDef& def = op_def(kind);
   VK_CHECK(def.arity < 0 || static_cast<int>(in.size()) == def.arity, RuntimeError, def.name,
            ": expected ", def.arity, " tensor inputs, got ", in.size());
   for (const auto& t : in) VK_CHECK(t.defined(), RuntimeError, def.name, ": an input is undefined");
+  if (t_substitution) t_substitution->apply(in);
+  if (t_watch && !GradMode::is_enabled())
+    for (const auto& t : in)
+      if (t.requires_grad()) t_watch->note(t);
   if (def.prepare) def.prepare(in, attrs, def.name);
   const Meta meta = def.infer(in, attrs, def.name);
   Tensor out = def.cpu(in, attrs, meta);
@@ -134,6 +142,47 @@ Tensor run(OpKind kind, std::vector<Tensor>& in, const Attrs& attrs, bool owned)
 }
 
 }  // namespace
+
+InputWatch::InputWatch() : outer_(t_watch) { t_watch = this; }
+
+InputWatch::~InputWatch() {
+  t_watch = outer_;
+  if (outer_)
+    for (const auto& t : seen_) outer_->note(t);
+}
+
+void InputWatch::note(const Tensor& t) {
+  for (const auto& s : seen_)
+    if (s.same(t)) return;
+  seen_.push_back(t);
+}
+
+InputSubstitution::InputSubstitution(std::vector<Layer> layers)
+    : layers_(std::move(layers)), outer_(t_substitution) {
+  t_substitution = this;
+}
+
+InputSubstitution::~InputSubstitution() { t_substitution = outer_; }
+
+void InputSubstitution::apply(std::vector<Tensor>& in) const {
+  if (outer_) outer_->apply(in);
+  for (const Layer& layer : layers_)
+    for (auto& t : in)
+      for (const auto& [from, to] : layer)
+        if (t.same(from)) {
+          t = to;
+          break;
+        }
+}
+
+std::vector<InputSubstitution::Layer> InputSubstitution::open_layers() {
+  std::vector<const InputSubstitution*> chain;
+  for (const InputSubstitution* s = t_substitution; s; s = s->outer_) chain.push_back(s);
+  std::vector<Layer> layers;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+    layers.insert(layers.end(), (*it)->layers_.begin(), (*it)->layers_.end());
+  return layers;
+}
 
 const OpDef& op_def(OpKind kind) { return table()[static_cast<size_t>(kind)]; }
 std::span<const OpDef> all_ops() { return table(); }
