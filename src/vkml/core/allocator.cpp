@@ -1,5 +1,6 @@
 #include "vkml/core/allocator.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <bit>
@@ -77,9 +78,17 @@ void* new_block(size_t cls) {
   return p;
 }
 
-Cache& cache() {
+Cache& make_cache() {
   static Cache* c = new Cache();  // never destroyed: storages may die during static teardown
+  // A fork() while another thread holds the lock would leave the child's copy locked forever:
+  // the lock is held across every fork, so both sides start with it free.
+  pthread_atfork([] { c->mutex.lock(); }, [] { c->mutex.unlock(); }, [] { c->mutex.unlock(); });
   return *c;
+}
+
+Cache& cache() {
+  static Cache& c = make_cache();
+  return c;
 }
 
 }  // namespace

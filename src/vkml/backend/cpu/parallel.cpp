@@ -1,11 +1,14 @@
 #include "vkml/backend/cpu/parallel.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -168,10 +171,50 @@ int initial_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-ThreadPool& pool() {
-  static ThreadPool p(initial_threads());
-  return p;
-}
+// The pool, created on first use. A child of fork() has none of its workers (only the thread
+// that forked is copied), so it must not wait for them: the child drops the parent's pool without
+// destroying it (joining threads that do not exist would hang, and destroying unjoined
+// std::threads terminates) and builds its own of the same size on first use, as OpenBLAS and
+// PyTorch do.
+class PoolHolder {
+ public:
+  static PoolHolder& instance() {
+    static PoolHolder h;
+    return h;
+  }
+
+  ThreadPool& get() {
+    if (ThreadPool* p = current_.load(std::memory_order_acquire)) return *p;
+    while (creating_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+    if (!owned_) {
+      owned_ =
+          std::make_unique<ThreadPool>(size_after_fork_ ? size_after_fork_ : initial_threads());
+      current_.store(owned_.get(), std::memory_order_release);
+    }
+    creating_.clear(std::memory_order_release);
+    return *owned_;
+  }
+
+ private:
+  PoolHolder() {
+    pthread_atfork(nullptr, nullptr, [] { instance().forget_after_fork(); });
+  }
+
+  void forget_after_fork() {  // in the child, where this is the only thread
+    creating_.clear();
+    current_.store(nullptr);
+    if (!owned_) return;
+    size_after_fork_ = owned_->size();
+    (void)owned_.release();  // the parent's workers, locks and all: unusable here, left behind
+  }
+
+  std::atomic<ThreadPool*> current_{nullptr};
+  std::unique_ptr<ThreadPool> owned_;
+  std::atomic_flag creating_ = ATOMIC_FLAG_INIT;
+  int size_after_fork_ = 0;
+};
+
+ThreadPool& pool() { return PoolHolder::instance().get(); }
 
 }  // namespace
 
