@@ -120,8 +120,8 @@ void bind_autograd(nb::module_& m) {
          bool create_graph) {
         std::vector<Tensor> roots = tensors_of(tensors);
         std::vector<Tensor> grads = grads_for(grad_tensors, roots);
-        nb::gil_scoped_release release;
-        vk::autograd::backward(roots, grads, retain_graph, create_graph);
+        without_gil(true,
+                    [&] { vk::autograd::backward(roots, grads, retain_graph, create_graph); });
       },
       "tensors"_a, "grad_tensors"_a = nb::none(), "retain_graph"_a = nb::none(),
       "create_graph"_a = false);
@@ -133,11 +133,9 @@ void bind_autograd(nb::module_& m) {
         std::vector<Tensor> outs = tensors_of(outputs);
         std::vector<Tensor> ins = tensors_of(inputs);
         std::vector<Tensor> gos = grads_for(grad_outputs, outs);
-        std::vector<Tensor> res;
-        {
-          nb::gil_scoped_release release;
-          res = vk::autograd::grad(outs, ins, gos, retain_graph, create_graph, allow_unused);
-        }
+        std::vector<Tensor> res = without_gil(true, [&] {
+          return vk::autograd::grad(outs, ins, gos, retain_graph, create_graph, allow_unused);
+        });
         nb::list l;
         for (const auto& g : res) l.append(g.defined() ? nb::cast(g) : nb::none());
         return nb::tuple(l);

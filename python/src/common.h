@@ -9,9 +9,11 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "vkml/vkml.h"
@@ -75,19 +77,46 @@ struct PyRef {
 std::vector<Tensor> grads_from_py(nb::handle r, const std::vector<DType>& dtypes, const char* who);
 
 // ---- GIL policy ----
-// Ops on small tensors keep the GIL (releasing costs more than the op); anything sizeable
-// releases it, so Python threads compute at once. Backward always releases it.
+// An op on a big tensor runs without the GIL, so that Python threads compute at once; a small one
+// keeps it (releasing costs more than the op). `without_gil` is the one way to release it: it
+// runs a C++ callable and hands back the callable's C++ result, which the binding converts to a
+// Python object after the GIL is back. Inside, nothing touches a Python object (a hook or a
+// custom function that calls Python takes the GIL itself).
+//
+// Sections without the GIL are counted, so that the few calls that rewrite a tensor's metadata
+// in place (`.data = v`, `detach_()`, `requires_grad_()`, `retain_grad()`) can wait until no
+// other thread is inside one that may be reading that very tensor (`exclusive`). While such a
+// call waits, new sections keep the GIL, so the waiting call cannot starve.
 inline constexpr int64_t kReleaseGilElements = 1 << 15;
-struct MaybeRelease {
-  std::optional<nb::gil_scoped_release> release;
-  explicit MaybeRelease(bool yes) {
-    if (yes) release.emplace();
-  }
-};
 inline bool heavy(const Tensor& a) { return a.numel() >= kReleaseGilElements; }
 inline bool heavy(const Tensor& a, const Tensor& b) {
   return a.numel() + b.numel() >= kReleaseGilElements;
 }
+
+class GilFreeSection {  // use without_gil
+ public:
+  explicit GilFreeSection(bool release);
+  ~GilFreeSection();
+  GilFreeSection(const GilFreeSection&) = delete;
+  GilFreeSection& operator=(const GilFreeSection&) = delete;
+
+ private:
+  std::optional<nb::gil_scoped_release> released_;
+};
+
+// fn() with the GIL released when `release` (and no metadata write is waiting); returns fn's
+// result, which must be a C++ value: Python objects are made after the GIL is back.
+template <class Fn>
+auto without_gil(bool release, Fn&& fn) -> decltype(fn()) {
+  using Result = std::decay_t<decltype(fn())>;
+  static_assert(!std::is_base_of_v<nb::handle, Result>,
+                "without_gil: return a C++ value and convert it once the GIL is back");
+  GilFreeSection section(release);
+  return fn();
+}
+
+// Runs `write` (holding the GIL) once no other thread is inside a section without the GIL.
+void exclusive(const std::function<void()>& write);
 
 // ---- op naming ----
 std::string op_label(const Tensor& t);       // "mul", or a custom op's own name

@@ -311,12 +311,28 @@ nb::object py_value(T v) {
     return nb::int_(static_cast<int64_t>(v));
 }
 
+// Contiguous data of `shape` as nested lists. Built with a stack of the lists being filled, one
+// per open dim, rather than by recursion: a tensor may have a hundred thousand dims.
 template <class T>
-nb::object nested(const T* data, const Shape& shape, size_t dim, int64_t& pos) {
-  if (dim == shape.size()) return py_value<T>(data[pos++]);
-  nb::list out;
-  for (int64_t i = 0; i < shape[dim]; ++i) out.append(nested(data, shape, dim + 1, pos));
-  return out;
+nb::object nested(const T* data, const Shape& shape) {
+  if (shape.empty()) return py_value<T>(data[0]);
+  const size_t inner = shape.size() - 1;
+  std::vector<nb::list> open(1);
+  int64_t pos = 0;
+  for (;;) {
+    const size_t d = open.size() - 1;
+    if (static_cast<int64_t>(PyList_GET_SIZE(open.back().ptr())) < shape[d]) {
+      if (d < inner) {
+        open.emplace_back();
+        continue;
+      }
+      for (int64_t i = 0; i < shape[d]; ++i) open.back().append(py_value<T>(data[pos++]));
+    }
+    if (d == 0) return std::move(open[0]);
+    nb::list full = std::move(open.back());
+    open.pop_back();
+    open.back().append(full);
+  }
 }
 
 }  // namespace
@@ -324,8 +340,7 @@ nb::object nested(const T* data, const Shape& shape, size_t dim, int64_t& pos) {
 nb::object tolist(const Tensor& t) {
   Tensor c = vk::contiguous(t.detach());
   nb::object r;
-  int64_t pos = 0;
-  VK_DISPATCH_ALL(c.dtype(), "tolist", r = nested<T>(c.data<T>(), c.shape(), 0, pos));
+  VK_DISPATCH_ALL(c.dtype(), "tolist", r = nested<T>(c.data<T>(), c.shape()));
   return r;
 }
 

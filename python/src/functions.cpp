@@ -165,6 +165,26 @@ double correction_of(nb::handle& dim, nb::handle unbiased, nb::handle correction
   return 1.0;
 }
 
+// torch.div with rounding_mode: None (true division), 'floor' or 'trunc'.
+Tensor divide_rounded(const Tensor& x, const Tensor& y, const std::optional<std::string>& mode) {
+  if (!mode) return vk::div(x, y);
+  if (*mode == "floor") return vk::floor_divide(x, y);
+  VK_CHECK(*mode == "trunc", RuntimeError,
+           "div(): rounding_mode must be None, 'trunc' or "
+           "'floor', got '",
+           *mode, "'");
+  if (!is_floating(x.dtype()) && !is_floating(y.dtype())) {
+    // Integers stay integer: an inexact negative floor quotient rounds up by one to truncate.
+    Tensor q = vk::floor_divide(x, y);
+    Tensor zero = vk::zeros({}, q.dtype());
+    Tensor negative = vk::cast(vk::lt(q, zero), q.dtype());
+    Tensor inexact = vk::cast(vk::ne(vk::remainder(x, y), zero), q.dtype());
+    return vk::add(q, vk::mul(negative, inexact));
+  }
+  Tensor q = vk::div(x, y);
+  return vk::where(vk::lt(q, vk::zeros({}, q.dtype())), vk::ceil(q), vk::floor(q));
+}
+
 }  // namespace
 
 void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
@@ -177,11 +197,8 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   m.attr("_min_type") = g_min_type;
 
   // ---- unary ----
-#define VKPY_UNARY(NAME, EXPR)           \
-  both(m, c, NAME, [](const Tensor& x) { \
-    MaybeRelease r(heavy(x));            \
-    return EXPR;                         \
-  })
+#define VKPY_UNARY(NAME, EXPR) \
+  both(m, c, NAME, [](const Tensor& x) { return without_gil(heavy(x), [&] { return EXPR; }); })
   VKPY_UNARY("neg", vk::neg(x));
   VKPY_UNARY("negative", vk::neg(x));
   VKPY_UNARY("exp", vk::exp(x));
@@ -210,8 +227,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& x, const std::string& approximate) {
         VK_CHECK(approximate == "none" || approximate == "tanh", RuntimeError,
                  "gelu(): approximate must be 'none' or 'tanh', got '", approximate, "'");
-        MaybeRelease r(heavy(x));
-        return vk::gelu(x, approximate == "tanh");
+        return without_gil(heavy(x), [&] { return vk::gelu(x, approximate == "tanh"); });
       },
       "approximate"_a = "none");
 
@@ -221,14 +237,13 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
     if (!t) throw nb::type_error("expected a tensor, a number or array data");
     return *t;
   };
-#define VKPY_BINARY(NAME, EXPR)                       \
-  both(                                               \
-      m, c, NAME,                                     \
-      [other_of](const Tensor& x, nb::handle other) { \
-        Tensor y = other_of(x, other);                \
-        MaybeRelease r(heavy(x, y));                  \
-        return EXPR;                                  \
-      },                                              \
+#define VKPY_BINARY(NAME, EXPR)                                \
+  both(                                                        \
+      m, c, NAME,                                              \
+      [other_of](const Tensor& x, nb::handle other) {          \
+        Tensor y = other_of(x, other);                         \
+        return without_gil(heavy(x, y), [&] { return EXPR; }); \
+      },                                                       \
       "other"_a)
   VKPY_BINARY("mul", vk::mul(x, y));
   VKPY_BINARY("multiply", vk::mul(x, y));
@@ -255,27 +270,30 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& input, const Tensor& mat1, const Tensor& mat2, double beta, double alpha) {
         const bool fused = beta == 1.0 && alpha == 1.0 && input.ndim() == 1 && mat1.ndim() == 2 &&
                            mat2.ndim() == 2 && is_floating(mat1.dtype());
-        MaybeRelease r(heavy(mat1, mat2));
-        Tensor out = fused ? vk::addmm(input, mat1, mat2) : vk::matmul(mat1, mat2);
-        if (fused) return out;
-        if (alpha != 1.0) out = out * alpha;
-        return (beta == 1.0 ? input : input * beta) + out;
+        return without_gil(heavy(mat1, mat2), [&] {
+          if (fused) return vk::addmm(input, mat1, mat2);
+          Tensor out = vk::matmul(mat1, mat2);
+          if (alpha != 1.0) out = out * alpha;
+          return (beta == 1.0 ? input : input * beta) + out;
+        });
       },
       "input"_a, "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = 1.0, "alpha"_a = 1.0);
   both(
       m, c, "add",
       [other_of](const Tensor& x, nb::handle other, double alpha) {
         Tensor y = other_of(x, other);
-        MaybeRelease r(heavy(x, y));
-        return alpha == 1.0 ? vk::add(x, y) : vk::add(x, scaled_by_alpha(x, y, alpha, "add"));
+        return without_gil(heavy(x, y), [&] {
+          return alpha == 1.0 ? vk::add(x, y) : vk::add(x, scaled_by_alpha(x, y, alpha, "add"));
+        });
       },
       "other"_a, nb::kw_only(), "alpha"_a = 1.0);
   both(
       m, c, "sub",
       [other_of](const Tensor& x, nb::handle other, double alpha) {
         Tensor y = other_of(x, other);
-        MaybeRelease r(heavy(x, y));
-        return alpha == 1.0 ? vk::sub(x, y) : vk::sub(x, scaled_by_alpha(x, y, alpha, "sub"));
+        return without_gil(heavy(x, y), [&] {
+          return alpha == 1.0 ? vk::sub(x, y) : vk::sub(x, scaled_by_alpha(x, y, alpha, "sub"));
+        });
       },
       "other"_a, nb::kw_only(), "alpha"_a = 1.0);
   both(
@@ -284,23 +302,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "other"_a);
   auto divide = [other_of](const Tensor& x, nb::handle other, std::optional<std::string> mode) {
     Tensor y = other_of(x, other);
-    MaybeRelease r(heavy(x, y));
-    if (!mode) return vk::div(x, y);
-    if (*mode == "floor") return vk::floor_divide(x, y);
-    VK_CHECK(*mode == "trunc", RuntimeError,
-             "div(): rounding_mode must be None, 'trunc' or "
-             "'floor', got '",
-             *mode, "'");
-    if (!is_floating(x.dtype()) && !is_floating(y.dtype())) {
-      // Integers stay integer: an inexact negative floor quotient rounds up by one to truncate.
-      Tensor q = vk::floor_divide(x, y);
-      Tensor zero = vk::zeros({}, q.dtype());
-      Tensor negative = vk::cast(vk::lt(q, zero), q.dtype());
-      Tensor inexact = vk::cast(vk::ne(vk::remainder(x, y), zero), q.dtype());
-      return vk::add(q, vk::mul(negative, inexact));
-    }
-    Tensor q = vk::div(x, y);
-    return vk::where(vk::lt(q, vk::zeros({}, q.dtype())), vk::ceil(q), vk::floor(q));
+    return without_gil(heavy(x, y), [&] { return divide_rounded(x, y, mode); });
   };
   both(
       m, c, "floor_divide",
@@ -324,8 +326,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "pow",
       [other_of](const Tensor& x, nb::handle exponent) {
         Tensor y = other_of(x, exponent);
-        MaybeRelease r(heavy(x, y));
-        return vk::pow(x, y);
+        return without_gil(heavy(x, y), [&] { return vk::pow(x, y); });
       },
       "exponent"_a);
   m.def(
@@ -364,8 +365,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
           a = as_tensor(x, DType::Float32);
           b = as_tensor(y, DType::Float32);
         }
-        MaybeRelease r(heavy(a, b));
-        return vk::where(cond, a, b);
+        return without_gil(heavy(a, b), [&] { return vk::where(cond, a, b); });
       },
       "condition"_a, "input"_a, "other"_a);
   c.def(
@@ -378,8 +378,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       m, c, "masked_fill",
       [](const Tensor& x, const Tensor& mask, nb::handle value) {
         Tensor v = nb::isinstance<Tensor>(value) ? nb::cast<Tensor>(value) : *operand(value, x);
-        MaybeRelease r(heavy(x));
-        return vk::where(mask, vk::cast(v, x.dtype()), x);
+        return without_gil(heavy(x), [&] { return vk::where(mask, vk::cast(v, x.dtype()), x); });
       },
       "mask"_a, "value"_a);
   both(m, c, "clamp", clamp_any, "min"_a = nb::none(), "max"_a = nb::none());
@@ -394,8 +393,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
         Tensor in = maybe_cast(x, dtype);
         auto dims = to_dims(dim);
-        MaybeRelease r(heavy(x));
-        return vk::sum(in, dims, keepdim);
+        return without_gil(heavy(x), [&] { return vk::sum(in, dims, keepdim); });
       },
       "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
   both(
@@ -403,8 +401,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
         Tensor in = maybe_cast(x, dtype);
         auto dims = to_dims(dim);
-        MaybeRelease r(heavy(x));
-        return vk::mean(in, dims, keepdim);
+        return without_gil(heavy(x), [&] { return vk::mean(in, dims, keepdim); });
       },
       "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
   both(
@@ -412,24 +409,21 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [maybe_cast](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
         Tensor in = maybe_cast(x, dtype);
         auto dims = to_dims(dim);
-        MaybeRelease r(heavy(x));
-        return vk::prod(in, dims, keepdim);
+        return without_gil(heavy(x), [&] { return vk::prod(in, dims, keepdim); });
       },
       "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
   both(
       m, c, "amax",
       [](const Tensor& x, nb::handle dim, bool keepdim) {
         auto dims = to_dims(dim);
-        MaybeRelease r(heavy(x));
-        return vk::amax(x, dims, keepdim);
+        return without_gil(heavy(x), [&] { return vk::amax(x, dims, keepdim); });
       },
       "dim"_a = nb::none(), "keepdim"_a = false);
   both(
       m, c, "amin",
       [](const Tensor& x, nb::handle dim, bool keepdim) {
         auto dims = to_dims(dim);
-        MaybeRelease r(heavy(x));
-        return vk::amin(x, dims, keepdim);
+        return without_gil(heavy(x), [&] { return vk::amin(x, dims, keepdim); });
       },
       "dim"_a = nb::none(), "keepdim"_a = false);
   for (bool is_max : {true, false}) {
@@ -456,8 +450,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       m, c, "logsumexp",
       [](const Tensor& x, nb::handle dim, bool keepdim) {
         auto dims = to_dims(dim);
-        MaybeRelease r(heavy(x));
-        return vk::logsumexp(x, dims, keepdim);
+        return without_gil(heavy(x), [&] { return vk::logsumexp(x, dims, keepdim); });
       },
       "dim"_a = nb::none(), "keepdim"_a = false);
   both(
@@ -466,8 +459,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
          nb::handle correction) {
         double corr = correction_of(dim, unbiased, correction);
         auto dims = to_dims(dim);
-        MaybeRelease r(heavy(x));
-        return vk::var(x, dims, corr, keepdim);
+        return without_gil(heavy(x), [&] { return vk::var(x, dims, corr, keepdim); });
       },
       "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
       "correction"_a = nb::none());
@@ -477,8 +469,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
          nb::handle correction) {
         double corr = correction_of(dim, unbiased, correction);
         auto dims = to_dims(dim);
-        MaybeRelease r(heavy(x));
-        return vk::sqrt(vk::var(x, dims, corr, keepdim));
+        return without_gil(heavy(x), [&] { return vk::sqrt(vk::var(x, dims, corr, keepdim)); });
       },
       "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
       "correction"_a = nb::none());
@@ -486,30 +477,26 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       m, c, "softmax",
       [maybe_cast](const Tensor& x, int64_t dim, nb::handle dtype) {
         Tensor in = maybe_cast(x, dtype);
-        MaybeRelease r(heavy(x));
-        return vk::softmax(in, dim);
+        return without_gil(heavy(x), [&] { return vk::softmax(in, dim); });
       },
       "dim"_a, "dtype"_a = nb::none());
   both(
       m, c, "log_softmax",
       [maybe_cast](const Tensor& x, int64_t dim, nb::handle dtype) {
         Tensor in = maybe_cast(x, dtype);
-        MaybeRelease r(heavy(x));
-        return vk::log_softmax(in, dim);
+        return without_gil(heavy(x), [&] { return vk::log_softmax(in, dim); });
       },
       "dim"_a, "dtype"_a = nb::none());
   m.def(
       "softmax_backward",
       [](const Tensor& g, const Tensor& out, int64_t dim) {
-        MaybeRelease r(heavy(g));
-        return vk::softmax_backward(g, out, dim);
+        return without_gil(heavy(g), [&] { return vk::softmax_backward(g, out, dim); });
       },
       "grad"_a, "output"_a, "dim"_a);
   m.def(
       "log_softmax_backward",
       [](const Tensor& g, const Tensor& out, int64_t dim) {
-        MaybeRelease r(heavy(g));
-        return vk::log_softmax_backward(g, out, dim);
+        return without_gil(heavy(g), [&] { return vk::log_softmax_backward(g, out, dim); });
       },
       "grad"_a, "output"_a, "dim"_a);
   m.def(
@@ -517,37 +504,36 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& g, const Tensor& x, nb::handle normalized_shape,
          std::optional<Tensor> weight, double eps) {
         Shape s = to_shape(normalized_shape);
-        MaybeRelease r(heavy(g));
-        return vk::layer_norm_backward(g, x, s, weight ? *weight : Tensor(), eps);
+        return without_gil(heavy(g), [&] {
+          return vk::layer_norm_backward(g, x, s, weight ? *weight : Tensor(), eps);
+        });
       },
       "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5);
   m.def(
       "layer_norm_param_grad",
       [](const Tensor& g, const Tensor& x, nb::handle normalized_shape, double eps) {
         Shape s = to_shape(normalized_shape);
-        MaybeRelease r(heavy(g));
-        return vk::layer_norm_param_grad(g, x, s, eps);
+        return without_gil(heavy(g), [&] { return vk::layer_norm_param_grad(g, x, s, eps); });
       },
       "grad"_a, "input"_a, "normalized_shape"_a, "eps"_a = 1e-5);
   m.def(
       "batch_norm_backward",
       [](const Tensor& g, const Tensor& x, std::optional<Tensor> weight, double eps) {
-        MaybeRelease r(heavy(g));
-        return vk::batch_norm_backward(g, x, weight ? *weight : Tensor(), eps);
+        return without_gil(heavy(g), [&] {
+          return vk::batch_norm_backward(g, x, weight ? *weight : Tensor(), eps);
+        });
       },
       "grad"_a, "input"_a, "weight"_a = nb::none(), "eps"_a = 1e-5);
   m.def(
       "batch_norm_param_grad",
       [](const Tensor& g, const Tensor& x, double eps) {
-        MaybeRelease r(heavy(g));
-        return vk::batch_norm_param_grad(g, x, eps);
+        return without_gil(heavy(g), [&] { return vk::batch_norm_param_grad(g, x, eps); });
       },
       "grad"_a, "input"_a, "eps"_a = 1e-5);
   m.def(
       "gelu_backward",
       [](const Tensor& g, const Tensor& x) {
-        MaybeRelease r(heavy(g));
-        return vk::gelu_backward(g, x);
+        return without_gil(heavy(g), [&] { return vk::gelu_backward(g, x); });
       },
       "grad"_a, "input"_a);
 
@@ -613,14 +599,10 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   c.def("contiguous", [](nb::handle self) -> nb::object {
     const Tensor& x = nb::cast<const Tensor&>(self);
     if (x.is_contiguous()) return nb::borrow(self);
-    MaybeRelease r(heavy(x));
-    Tensor y = vk::contiguous(x);
-    return nb::cast(y);
+    return nb::cast(without_gil(heavy(x), [&] { return vk::contiguous(x); }));
   });
-  both(m, c, "clone", [](const Tensor& x) {
-    MaybeRelease r(heavy(x));
-    return vk::clone(x);
-  });
+  both(m, c, "clone",
+       [](const Tensor& x) { return without_gil(heavy(x), [&] { return vk::clone(x); }); });
   c.def("flip", [](const Tensor& x, nb::args dims) { return vk::flip(x, shape_from_args(dims)); });
   m.def(
       "flip", [](const Tensor& x, nb::handle dims) { return vk::flip(x, to_shape(dims)); },
@@ -669,16 +651,14 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
         name,
         [](nb::handle tensors, int64_t dim) {
           std::vector<Tensor> ts = tensor_list(tensors);
-          nb::gil_scoped_release r;
-          return vk::cat(ts, dim);
+          return without_gil(true, [&] { return vk::cat(ts, dim); });
         },
         "tensors"_a, "dim"_a = 0);
   m.def(
       "stack",
       [](nb::handle tensors, int64_t dim) {
         std::vector<Tensor> ts = tensor_list(tensors);
-        nb::gil_scoped_release r;
-        return vk::stack(ts, dim);
+        return without_gil(true, [&] { return vk::stack(ts, dim); });
       },
       "tensors"_a, "dim"_a = 0);
   m.def(
@@ -710,29 +690,27 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   both(
       m, c, "gather",
       [](const Tensor& x, int64_t dim, const Tensor& index) {
-        MaybeRelease r(heavy(x, index));
-        return vk::gather(x, dim, index);
+        return without_gil(heavy(x, index), [&] { return vk::gather(x, dim, index); });
       },
       "dim"_a, "index"_a);
   both(
       m, c, "index_select",
       [](const Tensor& x, int64_t dim, const Tensor& index) {
-        MaybeRelease r(heavy(x, index));
-        return vk::index_select(x, dim, index);
+        return without_gil(heavy(x, index), [&] { return vk::index_select(x, dim, index); });
       },
       "dim"_a, "index"_a);
   both(
       m, c, "scatter_add",
       [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-        MaybeRelease r(heavy(x, src));
-        return vk::scatter_add(x, dim, index, src);
+        return without_gil(heavy(x, src), [&] { return vk::scatter_add(x, dim, index, src); });
       },
       "dim"_a, "index"_a, "src"_a);
   both(
       m, c, "index_add",
       [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
-        MaybeRelease r(heavy(x, source));
-        return vk::index_add(x, dim, index, alpha == 1.0 ? source : source * alpha);
+        return without_gil(heavy(x, source), [&] {
+          return vk::index_add(x, dim, index, alpha == 1.0 ? source : source * alpha);
+        });
       },
       "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1.0);
   both(
@@ -800,9 +778,10 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
           pd = pair_of(padding, "padding");
         }
         auto [dh, dw] = pair_of(dilation, "dilation");
-        nb::gil_scoped_release r;
-        return vk::conv2d(x, w, bias ? *bias : Tensor(), sh, sw, pd.first, pd.second, dh, dw,
-                          groups);
+        return without_gil(true, [&] {
+          return vk::conv2d(x, w, bias ? *bias : Tensor(), sh, sw, pd.first, pd.second, dh, dw,
+                            groups);
+        });
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1);
@@ -812,11 +791,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
          nb::handle dilation, bool ceil_mode, bool return_indices) -> nb::object {
         VK_CHECK(!ceil_mode, NotImplementedError, "max_pool2d: ceil_mode=True is not implemented");
         vk::Window2d w = window(kernel_size, stride, padding, dilation);
-        vk::PoolResult p;
-        {
-          nb::gil_scoped_release r;
-          p = vk::max_pool2d(x, w);
-        }
+        vk::PoolResult p = without_gil(true, [&] { return vk::max_pool2d(x, w); });
         if (return_indices) return nb::make_tuple(p.values, p.indices);
         return nb::cast(p.values);
       },
@@ -837,8 +812,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
             count_include_pad, NotImplementedError,
             "avg_pool2d: count_include_pad=False is not implemented (padding counts as zeros)");
         vk::Window2d w = window(kernel_size, stride, padding, nb::int_(1));
-        nb::gil_scoped_release r;
-        return vk::avg_pool2d(x, w);
+        return without_gil(true, [&] { return vk::avg_pool2d(x, w); });
       },
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
       "count_include_pad"_a = true);
@@ -847,8 +821,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& x, nb::handle kernel_size, nb::handle dilation, nb::handle padding,
          nb::handle stride) {
         vk::Window2d w = window(kernel_size, stride, padding, dilation);
-        nb::gil_scoped_release r;
-        return vk::im2col(x, w);
+        return without_gil(true, [&] { return vk::im2col(x, w); });
       },
       "input"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1,
       "torch.nn.functional.unfold: (N, C, H, W) -> (N, C*kh*kw, L)");
@@ -858,8 +831,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
          nb::handle padding, nb::handle stride) {
         auto [h, wd] = pair_of(output_size, "output_size");
         vk::Window2d w = window(kernel_size, stride, padding, dilation);
-        nb::gil_scoped_release r;
-        return vk::col2im(cols, h, wd, w);
+        return without_gil(true, [&] { return vk::col2im(cols, h, wd, w); });
       },
       "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0,
       "stride"_a = 1, "torch.nn.functional.fold: (N, C*kh*kw, L) -> (N, C, H, W), overlaps summed");

@@ -42,8 +42,7 @@ void bind_nn(nb::module_& m) {
   nn.def(
       "linear",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
-        nb::gil_scoped_release r;
-        return F::linear(x, w, opt(b));
+        return without_gil(true, [&] { return F::linear(x, w, opt(b)); });
       },
       "input"_a, "weight"_a, "bias"_a = nb::none());
   nn.def("relu", &F::relu, "input"_a);
@@ -59,8 +58,9 @@ void bind_nn(nb::module_& m) {
       "cross_entropy",
       [](const Tensor& x, const Tensor& t, std::optional<Tensor> w, int64_t ignore_index,
          const std::string& reduction, double label_smoothing) {
-        nb::gil_scoped_release r;
-        return F::cross_entropy(x, t, opt(w), ignore_index, reduction, label_smoothing);
+        return without_gil(true, [&] {
+          return F::cross_entropy(x, t, opt(w), ignore_index, reduction, label_smoothing);
+        });
       },
       "input"_a, "target"_a, "weight"_a = nb::none(), "ignore_index"_a = -100,
       "reduction"_a = "mean", "label_smoothing"_a = 0.0);
@@ -68,8 +68,8 @@ void bind_nn(nb::module_& m) {
       "nll_loss",
       [](const Tensor& x, const Tensor& t, std::optional<Tensor> w, int64_t ignore_index,
          const std::string& reduction) {
-        nb::gil_scoped_release r;
-        return F::nll_loss(x, t, opt(w), ignore_index, reduction);
+        return without_gil(true,
+                           [&] { return F::nll_loss(x, t, opt(w), ignore_index, reduction); });
       },
       "input"_a, "target"_a, "weight"_a = nb::none(), "ignore_index"_a = -100,
       "reduction"_a = "mean");
@@ -104,8 +104,7 @@ void bind_nn(nb::module_& m) {
       [](const Tensor& x, nb::handle shape, std::optional<Tensor> w, std::optional<Tensor> b,
          double eps) {
         Shape s = to_shape(shape);
-        nb::gil_scoped_release r;
-        return F::layer_norm(x, s, opt(w), opt(b), eps);
+        return without_gil(true, [&] { return F::layer_norm(x, s, opt(w), opt(b), eps); });
       },
       "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "bias"_a = nb::none(),
       "eps"_a = 1e-5);
@@ -114,8 +113,9 @@ void bind_nn(nb::module_& m) {
       [](const Tensor& x, std::optional<Tensor> rm, std::optional<Tensor> rv,
          std::optional<Tensor> w, std::optional<Tensor> b, bool training, double momentum,
          double eps) {
-        nb::gil_scoped_release r;
-        return F::batch_norm(x, opt(rm), opt(rv), opt(w), opt(b), training, momentum, eps);
+        return without_gil(true, [&] {
+          return F::batch_norm(x, opt(rm), opt(rv), opt(w), opt(b), training, momentum, eps);
+        });
       },
       "input"_a, "running_mean"_a.none(), "running_var"_a.none(), "weight"_a = nb::none(),
       "bias"_a = nb::none(), "training"_a = false, "momentum"_a = 0.1, "eps"_a = 1e-5);
@@ -140,8 +140,9 @@ void bind_nn(nb::module_& m) {
       "scaled_dot_product_attention",
       [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> mask,
          double dropout_p, bool is_causal, std::optional<double> scale) {
-        nb::gil_scoped_release r;
-        return F::scaled_dot_product_attention(q, k, v, opt(mask), dropout_p, is_causal, scale);
+        return without_gil(true, [&] {
+          return F::scaled_dot_product_attention(q, k, v, opt(mask), dropout_p, is_causal, scale);
+        });
       },
       "query"_a, "key"_a, "value"_a, "attn_mask"_a = nb::none(), "dropout_p"_a = 0.0,
       "is_causal"_a = false, nb::kw_only(), "scale"_a = nb::none());
@@ -150,8 +151,7 @@ void bind_nn(nb::module_& m) {
       [](const Tensor& x, nb::handle k, nb::handle d, nb::handle p, nb::handle s) {
         auto ks = size2(k, "kernel_size"), ds = size2(d, "dilation"), ps = size2(p, "padding"),
              ss = size2(s, "stride");
-        nb::gil_scoped_release r;
-        return F::unfold(x, ks, ds, ps, ss);
+        return without_gil(true, [&] { return F::unfold(x, ks, ds, ps, ss); });
       },
       "input"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1);
   nn.def(
@@ -159,8 +159,7 @@ void bind_nn(nb::module_& m) {
       [](const Tensor& x, nb::handle o, nb::handle k, nb::handle d, nb::handle p, nb::handle s) {
         auto os = size2(o, "output_size"), ks = size2(k, "kernel_size"), ds = size2(d, "dilation"),
              ps = size2(p, "padding"), ss = size2(s, "stride");
-        nb::gil_scoped_release r;
-        return F::fold(x, os, ks, ds, ps, ss);
+        return without_gil(true, [&] { return F::fold(x, os, ks, ds, ps, ss); });
       },
       "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0,
       "stride"_a = 1);
@@ -169,8 +168,7 @@ void bind_nn(nb::module_& m) {
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, nb::handle s, nb::handle p,
          nb::handle d, int64_t groups) {
         auto ss = size2(s, "stride"), ps = size2(p, "padding"), ds = size2(d, "dilation");
-        nb::gil_scoped_release r;
-        return F::conv2d(x, w, opt(b), ss, ps, ds, groups);
+        return without_gil(true, [&] { return F::conv2d(x, w, opt(b), ss, ps, ds, groups); });
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1);
@@ -181,11 +179,8 @@ void bind_nn(nb::module_& m) {
         VK_CHECK(!ceil_mode, NotImplementedError, "max_pool2d: ceil_mode=True is not implemented");
         auto ks = size2(k, "kernel_size"), ps = size2(p, "padding"), ds = size2(d, "dilation");
         auto ss = opt_size2(s, "stride");
-        F::PoolWithIndices r;
-        {
-          nb::gil_scoped_release rel;
-          r = F::max_pool2d_with_indices(x, ks, ss, ps, ds);
-        }
+        F::PoolWithIndices r =
+            without_gil(true, [&] { return F::max_pool2d_with_indices(x, ks, ss, ps, ds); });
         if (return_indices) return nb::make_tuple(r.values, r.indices);
         return nb::cast(r.values);
       },
@@ -201,8 +196,7 @@ void bind_nn(nb::module_& m) {
             "avg_pool2d: count_include_pad=False is not implemented (padding counts as zeros)");
         auto ks = size2(k, "kernel_size"), ps = size2(p, "padding");
         auto ss = opt_size2(s, "stride");
-        nb::gil_scoped_release r;
-        return F::avg_pool2d(x, ks, ss, ps);
+        return without_gil(true, [&] { return F::avg_pool2d(x, ks, ss, ps); });
       },
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
       "count_include_pad"_a = true);
@@ -212,12 +206,10 @@ void bind_nn(nb::module_& m) {
       "sgd_step_",
       [](const Tensor& p, const Tensor& g, std::optional<Tensor> buf, double lr, double momentum,
          double dampening, bool nesterov, double weight_decay, bool maximize) -> nb::object {
-        Tensor r;
-        {
-          nb::gil_scoped_release rel;
-          r = vk::optim::sgd_step_(p, g, opt(buf), lr, momentum, dampening, nesterov, weight_decay,
-                                   maximize);
-        }
+        Tensor r = without_gil(true, [&] {
+          return vk::optim::sgd_step_(p, g, opt(buf), lr, momentum, dampening, nesterov,
+                                      weight_decay, maximize);
+        });
         if (!r.defined()) return nb::none();
         return nb::cast(r);
       },
@@ -229,9 +221,10 @@ void bind_nn(nb::module_& m) {
       [](const Tensor& p, const Tensor& g, const Tensor& m1, const Tensor& m2, int64_t step,
          double lr, double beta1, double beta2, double eps, double weight_decay, bool decoupled,
          bool amsgrad, std::optional<Tensor> max_sq, bool maximize) {
-        nb::gil_scoped_release rel;
-        vk::optim::adam_step_(p, g, m1, m2, step, lr, beta1, beta2, eps, weight_decay, decoupled,
-                              amsgrad, opt(max_sq), maximize);
+        without_gil(true, [&] {
+          vk::optim::adam_step_(p, g, m1, m2, step, lr, beta1, beta2, eps, weight_decay, decoupled,
+                                amsgrad, opt(max_sq), maximize);
+        });
       },
       "param"_a, "grad"_a, "exp_avg"_a, "exp_avg_sq"_a, "step"_a, "lr"_a, "beta1"_a = 0.9,
       "beta2"_a = 0.999, "eps"_a = 1e-8, "weight_decay"_a = 0.0, "decoupled"_a = false,
@@ -242,8 +235,8 @@ void bind_nn(nb::module_& m) {
       [](nb::handle grads, double max_norm, double norm_type) {
         std::vector<Tensor> gs;
         for (nb::handle h : grads) gs.push_back(h.is_none() ? Tensor() : nb::cast<Tensor>(h));
-        nb::gil_scoped_release rel;
-        return vk::optim::clip_grad_norm_(gs, max_norm, norm_type);
+        return without_gil(true,
+                           [&] { return vk::optim::clip_grad_norm_(gs, max_norm, norm_type); });
       },
       "grads"_a, "max_norm"_a, "norm_type"_a = 2.0);
 
@@ -257,8 +250,7 @@ void bind_nn(nb::module_& m) {
           nb::sequence pair = nb::borrow<nb::sequence>(item);
           named.emplace_back(nb::cast<std::string>(pair[0]), nb::cast<Tensor>(pair[1]));
         }
-        nb::gil_scoped_release rel;
-        vk::io::save_safetensors(path, named, metadata);
+        without_gil(true, [&] { vk::io::save_safetensors(path, named, metadata); });
       },
       "path"_a, "tensors"_a, "metadata"_a = std::map<std::string, std::string>(),
       "Writes [(name, tensor), ...] atomically (temp file, fsync, rename).");
@@ -272,11 +264,8 @@ void bind_nn(nb::module_& m) {
       "load_safetensors",
       [to_py](const std::string& path) {
         std::map<std::string, std::string> meta;
-        vk::io::NamedTensors named;
-        {
-          nb::gil_scoped_release rel;
-          named = vk::io::load_safetensors(path, &meta);
-        }
+        vk::io::NamedTensors named =
+            without_gil(true, [&] { return vk::io::load_safetensors(path, &meta); });
         return to_py(named, meta);
       },
       "path"_a, "([(name, tensor), ...] in header order, metadata)");

@@ -149,8 +149,7 @@ void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname) {
   c.def(
       name,
       [](const Tensor& a, const Tensor& b) {
-        MaybeRelease r(heavy(a, b));
-        return F(a, b);
+        return without_gil(heavy(a, b), [&] { return F(a, b); });
       },
       nb::is_operator());
   c.def(
@@ -193,10 +192,7 @@ void def_inplace_operator(nb::class_<Tensor>& c, const char* name) {
         bool recording = vk::GradMode::is_enabled();
         if (recording && ((x.requires_grad() && !x.is_leaf()) || o->requires_grad()))
           return nb::cast(F(x, *o));
-        {
-          MaybeRelease r(heavy(x, *o));
-          Inplace(x, *o);
-        }
+        without_gil(heavy(x, *o), [&] { Inplace(x, *o); });
         return nb::borrow(self);
       },
       nb::is_operator());
@@ -216,8 +212,7 @@ void def_inplace_method(nb::class_<Tensor>& c, const char* name) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         std::optional<Tensor> o = operand(other, x);
         if (!o) throw nb::type_error("expected a tensor, a number or array data");
-        MaybeRelease r(heavy(x, *o));
-        Inplace(x, *o);
+        without_gil(heavy(x, *o), [&] { Inplace(x, *o); });
         return nb::borrow(self);
       },
       "other"_a);
@@ -225,22 +220,14 @@ void def_inplace_method(nb::class_<Tensor>& c, const char* name) {
 
 double opt_or(const std::optional<double>& v, double dflt) { return v ? *v : dflt; }
 
-// Accumulates into .grad as backward does (used by backward(inputs=...)).
-void accumulate_grad(const Tensor& t, const Tensor& g, bool create_graph) {
-  Tensor old = t.grad();
-  Tensor next;
-  if (create_graph)
-    next = old.defined() ? old + g : g;
-  else if (old.defined())
-    next = old.detach() + g.detach();
-  else
-    next = vk::clone(g.detach());
-  const_cast<Tensor&>(t).set_grad(next);
-}
-
+// torch.utils.hooks.RemovableHandle: remove() takes the hook off its tensor (and is a no-op
+// once the tensor is gone or the hook removed).
 struct HookHandle {
-  std::shared_ptr<bool> active;
-  void remove() { *active = false; }
+  std::weak_ptr<vk::TensorImpl> tensor;
+  uint64_t id;
+  void remove() {
+    if (auto impl = tensor.lock()) Tensor(std::move(impl)).remove_hook(id);
+  }
 };
 
 }  // namespace
@@ -337,7 +324,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
                 [](const Tensor& t) { return t.numel() * (int64_t)vk::dtype_size(t.dtype()); });
   c.def_prop_rw(
       "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
-      [](Tensor& t, bool v) { t.set_requires_grad(v); });
+      [](Tensor& t, bool v) { exclusive([&] { t.set_requires_grad(v); }); });
   c.def_prop_rw(
       "grad",
       [](const Tensor& t) -> nb::object {
@@ -368,12 +355,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       [](Tensor& t, const Tensor& v) {
         // Swaps the memory and geometry under t, keeping its identity and autograd
         // flags (PyTorch's `p.data = ...`).
-        vk::TensorImpl* impl = t.impl();
-        impl->storage = v.storage();
-        impl->shape = v.shape();
-        impl->strides = v.strides();
-        impl->offset = v.offset();
-        impl->dtype = v.dtype();
+        exclusive([&] {
+          vk::TensorImpl* impl = t.impl();
+          impl->storage = v.storage();
+          impl->shape = v.shape();
+          impl->strides = v.strides();
+          impl->offset = v.offset();
+          impl->dtype = v.dtype();
+        });
       });
 
   // ---- sizes ----
@@ -518,8 +507,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
           g = *o;
         }
         if (inputs.is_none()) {
-          nb::gil_scoped_release release;
-          vk::autograd::backward(t, g, retain_graph, create_graph);
+          without_gil(true, [&] { vk::autograd::backward(t, g, retain_graph, create_graph); });
           return;
         }
         std::vector<Tensor> ins;
@@ -527,12 +515,13 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
           ins.push_back(nb::cast<Tensor>(inputs));
         else
           for (nb::handle h : inputs) ins.push_back(nb::cast<Tensor>(h));
-        nb::gil_scoped_release release;
-        std::vector<Tensor> gs = vk::autograd::grad(
-            {t}, ins, g.defined() ? std::vector<Tensor>{g} : std::vector<Tensor>{}, retain_graph,
-            create_graph, true);
-        for (size_t i = 0; i < ins.size(); ++i)
-          if (gs[i].defined()) accumulate_grad(ins[i], gs[i], create_graph);
+        without_gil(true, [&] {
+          std::vector<Tensor> gs = vk::autograd::grad(
+              {t}, ins, g.defined() ? std::vector<Tensor>{g} : std::vector<Tensor>{}, retain_graph,
+              create_graph, true);
+          for (size_t i = 0; i < ins.size(); ++i)
+            if (gs[i].defined()) vk::autograd::accumulate_grad(ins[i], gs[i], create_graph);
+        });
       },
       "gradient"_a = nb::none(), "retain_graph"_a = nb::none(), "create_graph"_a = false,
       "inputs"_a = nb::none(),
@@ -542,32 +531,30 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def("detach_", [](nb::handle self) {
     // Cuts this tensor out of its graph, in place.
     Tensor& t = nb::cast<Tensor&>(self);
-    Tensor d = t.detach();
-    t = d;
+    exclusive([&] { t = t.detach(); });
     return nb::borrow(self);
   });
   c.def(
       "requires_grad_",
       [](nb::handle self, bool requires_grad) {
-        nb::cast<Tensor&>(self).set_requires_grad(requires_grad);
+        Tensor& t = nb::cast<Tensor&>(self);
+        exclusive([&] { t.set_requires_grad(requires_grad); });
         return nb::borrow(self);
       },
       "requires_grad"_a = true);
-  c.def("retain_grad", [](Tensor& t) { t.retain_grad(); });
+  c.def("retain_grad", [](Tensor& t) { exclusive([&] { t.retain_grad(); }); });
   c.def(
       "register_hook",
       [](Tensor& t, nb::handle fn) {
-        auto active = std::make_shared<bool>(true);
         PyRef f(fn);
         DType dt = t.dtype();
-        t.register_hook([f, active, dt](const Tensor& g) -> Tensor {
-          if (!*active) return Tensor();
+        uint64_t id = t.register_hook([f, dt](const Tensor& g) -> Tensor {
           nb::gil_scoped_acquire gil;
           nb::object r = f.get()(g);
           if (r.is_none()) return Tensor();
           return as_tensor(r, dt);
         });
-        return HookHandle{active};
+        return HookHandle{t.impl_ptr(), id};
       },
       "hook"_a,
       "hook(grad) runs when the gradient reaches this tensor in backward; it may return a "
@@ -611,8 +598,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         std::optional<Tensor> o = operand(other, x);
         if (!o) throw nb::type_error("add_(): expected a tensor, a number or array data");
-        MaybeRelease r(heavy(x, *o));
-        vk::add_(x, *o, alpha);
+        without_gil(heavy(x, *o), [&] { vk::add_(x, *o, alpha); });
         return nb::borrow(self);
       },
       "other"_a, "alpha"_a = 1.0);
@@ -639,8 +625,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       [](nb::handle self, nb::handle src) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         Tensor s = as_tensor(src);
-        MaybeRelease r(heavy(x, s));
-        vk::copy_(x, s);
+        without_gil(heavy(x, s), [&] { vk::copy_(x, s); });
         return nb::borrow(self);
       },
       "src"_a);
@@ -682,8 +667,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
           return vk::index(t, {vk::IndexItem::integer(i)});
         }
         std::vector<vk::IndexItem> items = parse_index(idx);
-        MaybeRelease r(heavy(t));
-        return vk::index(t, items);
+        return without_gil(heavy(t), [&] { return vk::index(t, items); });
       },
       nb::arg("index").none());
   c.def(
@@ -692,8 +676,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         std::vector<vk::IndexItem> items = parse_index(idx);
         std::optional<Tensor> v = operand(value, t);
         if (!v) throw nb::type_error("index assignment: expected a tensor, a number or array data");
-        MaybeRelease r(heavy(t));
-        vk::index_put_(t, items, *v);
+        without_gil(heavy(t), [&] { vk::index_put_(t, items, *v); });
       },
       nb::arg("index").none(), nb::arg("value"));
 }
