@@ -14,22 +14,25 @@ LINEWIDTH = 80
 _DEFAULT_DTYPES = ("float32", "int64", "bool")
 
 
-def _flat_values(t):
+# The nested lists are walked with a stack, not by recursion: a tensor may have more dims than
+# Python's recursion limit.
+
+def _shown(v, summarize):
+    """The items of one nested list that are printed; None stands for the elided middle."""
+    if summarize and len(v) > 2 * EDGEITEMS:
+        return v[:EDGEITEMS] + [None] + v[-EDGEITEMS:]
+    return v
+
+
+def _flat_values(t, summarize):
     """The values the formatter sizes columns by (the shown ones when summarized)."""
-    values = []
-
-    def walk(v, summarize):
-        if not isinstance(v, list):
-            values.append(v)
-            return
-        if summarize and len(v) > 2 * EDGEITEMS:
-            for x in v[:EDGEITEMS] + v[-EDGEITEMS:]:
-                walk(x, summarize)
+    values, stack = [], [t]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(reversed([x for x in _shown(v, summarize) if x is not None]))
         else:
-            for x in v:
-                walk(x, summarize)
-
-    walk(t, _flat_values.summarize)
+            values.append(v)
     return values
 
 
@@ -103,12 +106,26 @@ def _nested_str(v, ndim, indent, summarize, fmt):
         return fmt.format(v)
     if ndim == 1:
         return _vector_str(v, indent, summarize, fmt)
-    if summarize and len(v) > 2 * EDGEITEMS:
-        slices = ([_nested_str(x, ndim - 1, indent + 1, summarize, fmt) for x in v[:EDGEITEMS]] + ["..."]
-                  + [_nested_str(x, ndim - 1, indent + 1, summarize, fmt) for x in v[-EDGEITEMS:]])
-    else:
-        slices = [_nested_str(x, ndim - 1, indent + 1, summarize, fmt) for x in v]
-    return "[" + ("," + "\n" * (ndim - 1) + " " * (indent + 1)).join(slices) + "]"
+    # One frame per open bracket: [items to print, next item, dims, indent, finished parts]
+    stack = [[_shown(v, summarize), 0, ndim, indent, []]]
+    while True:
+        frame = stack[-1]
+        items, i, nd, ind, parts = frame
+        if i < len(items):
+            frame[1] += 1
+            x = items[i]
+            if x is None:
+                parts.append("...")
+            elif nd == 2:
+                parts.append(_vector_str(x, ind + 1, summarize, fmt))
+            else:
+                stack.append([_shown(x, summarize), 0, nd - 1, ind + 1, []])
+            continue
+        text = "[" + ("," + "\n" * (nd - 1) + " " * (ind + 1)).join(parts) + "]"
+        stack.pop()
+        if not stack:
+            return text
+        stack[-1][4].append(text)
 
 
 def _add_suffixes(text, suffixes, indent):
@@ -141,8 +158,7 @@ def tensor_repr(t):
             suffixes.append(f"dtype=vkml.{dtype_name}")
         values = t.detach().tolist()
         summarize = t.numel() > THRESHOLD
-        _flat_values.summarize = summarize
-        flat = _flat_values(values) if t.ndim > 0 else [values]
+        flat = _flat_values(values, summarize) if t.ndim > 0 else [values]
         fmt = _Formatter(flat, t.is_floating_point())
         body = _nested_str(values, t.ndim, indent, summarize, fmt)
     if t.grad_fn is not None:

@@ -47,6 +47,16 @@ def _addindent(s, n):
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
 
 
+def _tree(root, prefix):
+    """(key prefix, module) for root and everything below it, parents first, in the order a
+    recursive walk would give (shared modules once per path, as torch's state_dict)."""
+    stack = [(prefix, root)]
+    while stack:
+        p, m = stack.pop()
+        yield p, m
+        stack.extend(reversed([(p + k + ".", c) for k, c in m._modules.items() if c is not None]))
+
+
 class Module:
     """Base class of layers: registers Parameters, buffers and submodules assigned as attributes."""
 
@@ -166,18 +176,21 @@ class Module:
         return mod
 
     # ---- iteration ----
+    # The walks over the module tree (named_modules, state_dict, load_state_dict, apply) keep a
+    # stack instead of recursing: a model may nest deeper than Python's recursion limit.
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         if memo is None:
             memo = set()
-        if self in memo and remove_duplicate:
-            return
-        if remove_duplicate:
-            memo.add(self)
-        yield prefix, self
-        for name, m in self._modules.items():
-            if m is None:
-                continue
-            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+        stack = [(prefix, self)]
+        while stack:
+            name, m = stack.pop()
+            if remove_duplicate:
+                if m in memo:
+                    continue
+                memo.add(m)
+            yield name, m
+            stack.extend(reversed([(name + ("." if name else "") + k, c)
+                                   for k, c in m._modules.items() if c is not None]))
 
     def modules(self):
         for _, m in self.named_modules():
@@ -262,10 +275,8 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, m in self._modules.items():
-            if m is not None:
-                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for module_prefix, m in _tree(self, prefix):
+            m._save_to_state_dict(destination, module_prefix, keep_vars)
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
@@ -305,13 +316,8 @@ class Module:
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
 
-        def load(module, prefix):
+        for prefix, module in _tree(self, ""):
             module._load_from_state_dict(state_dict, prefix, True, missing, unexpected, errors)
-            for name, child in module._modules.items():
-                if child is not None:
-                    load(child, prefix + name + ".")
-
-        load(self, "")
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -357,9 +363,14 @@ class Module:
         return self
 
     def apply(self, fn):
-        for m in self.children():
-            m.apply(fn)
-        fn(self)
+        # children before their parent, as torch's recursive apply
+        order, stack = [], [self]
+        while stack:
+            m = stack.pop()
+            order.append(m)
+            stack.extend(m.children())
+        for m in reversed(order):
+            fn(m)
         return self
 
     # ---- calling ----
