@@ -16,7 +16,7 @@ APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv
 PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" scipy-openblas32 numpy pytest torch==2.13.0 \
            scikit-learn safetensors tqdm matplotlib
 
-.PHONY: all deps venv build test test-cpp test-asan test-python python python-asan test-python-asan \
+.PHONY: all deps venv build test test-cpp test-asan test-tsan test-python python python-asan test-python-asan \
         demo demo-cpp docs format clean example-install fuzz fuzz-smoke bench
 
 all: build
@@ -42,6 +42,19 @@ build: deps
 
 test-cpp: build
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 600
+
+# The tests of concurrent use under ThreadSanitizer: the thread pool (every kernel's parallel
+# split), backward from several threads into shared tensors, hooks registered during backward.
+# (Fork.* is left out: ThreadSanitizer does not support threads started after a multithreaded
+# fork, which that test does on purpose.)
+TSAN ?= build-tsan
+TSAN_TESTS := Concurrency.*:KernelThreads.*:Determinism.*:Checkpoint.*:Autograd.GradModeIsPerThread
+test-tsan: deps
+	@$(CMAKE) -S . -B $(TSAN) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKML_WERROR=ON \
+	  -DVKML_TSAN=ON -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF >/dev/null
+	$(CMAKE) --build $(TSAN) -j $(JOBS) --target vkml_tests
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  $(TSAN)/vkml_tests --gtest_brief=1 --gtest_filter='$(TSAN_TESTS)'
 
 # The C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer, leak checks on.
 test-asan: deps
@@ -96,7 +109,7 @@ example-install: build
 	$(CMAKE) --build $(BUILD)/example -j $(JOBS)
 	$(BUILD)/example/mlp | tail -1
 
-test: test-asan example-install test-cpp test-python test-python-asan fuzz-smoke
+test: test-asan test-tsan example-install test-cpp test-python test-python-asan fuzz-smoke
 
 # The main job: train on scikit-learn's digits (MLP by default; --model cnn for the CNN).
 demo: python
@@ -128,4 +141,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(PYBUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN) $(TSAN) $(PYBUILD) build-fuzz

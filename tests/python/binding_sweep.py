@@ -1,0 +1,192 @@
+"""Calls every public function of vkml (vk.*, vk.nn.functional.*, vk.linalg.* when present) and
+every Tensor method with big, non-contiguous inputs -- above the size at which the bindings release
+the GIL -- then runs backward through what it got, in one thread and in two at once.
+
+Run by tests/python/test_binding_sweep.py in a subprocess (so a crash names the call that made it:
+each call is announced on stdout, flushed, before it runs). Argument lists are tried in turn until
+one is accepted; typed errors (the bindings' answer to arguments that do not fit) are expected and
+counted, any other outcome is a failure. The last line is a JSON summary.
+"""
+
+import json
+import sys
+import threading
+
+import vkml as vk
+
+# Above kReleaseGilElements (32K) and laid out non-contiguously.
+ROWS, COLS = 192, 256
+
+
+def inputs():
+    vk.manual_seed(0)
+    x = vk.randn(COLS, ROWS).t()                       # (192, 256) float32, transposed view
+    y = vk.randn(COLS, ROWS).t()
+    xd = vk.randn(COLS, ROWS, dtype=vk.float64).t()
+    pos = vk.rand(COLS, ROWS).t() + 0.5                # positive: log, sqrt, pow
+    idx = vk.randint(0, ROWS, (COLS, ROWS)).t()        # int64, valid along dim 0 and dim 1
+    mask = x > 0
+    img = vk.randn(2, 32, 32, 16).permute(0, 3, 1, 2)  # (2, 16, 32, 32) NCHW view, 32K elements
+    w4 = vk.randn(8, 16, 3, 3)
+    vec = vk.randn(2 * COLS)[::2]                      # (256,) strided
+    idx1 = vk.randint(0, ROWS, (2 * COLS,))[::2]       # (256,) strided, valid along either dim
+    target = vk.randint(0, COLS, (2 * ROWS,))[::2]     # (192,) class indices for x's rows
+    prob = vk.rand(COLS, ROWS).t() * 0.9 + 0.05        # in (0, 1)
+    square = vk.randn(COLS, COLS).t()                  # (256, 256)
+    cols = vk.im2col(img, 3)                           # (2, 144, 900)
+    pooled, argmax = vk.max_pool2d(img, 2, return_indices=True)
+    return dict(x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
+                target=target, prob=prob, square=square, cols=cols, pooled=pooled, argmax=argmax,
+                one=vk.tensor(3))
+
+
+def arg_lists(t):
+    """Candidate argument lists, most common shapes first."""
+    x, y, xd, pos, idx, mask, img, w4, vec = (t[k] for k in
+                                              ("x", "y", "xd", "pos", "idx", "mask", "img", "w4",
+                                               "vec"))
+    return [
+        (x,), (pos,), (x, y), (x, 2.0), (x, 1), (x, 0), (x, -1), (x, y, y), (x, y, 0.5),
+        (mask, x, y), (x, mask), (x, mask, 1.0), (x, 0, idx), (x, 1, idx), (x, 0, idx, y),
+        (x, x.t()), (x, vec), (x, 1, 2), (x, (ROWS * COLS,)), (x, (COLS, ROWS)), (x, [1, 0]),
+        (x, 0, 1),
+        (x, 0, 5, 3), (x, (1, 1, 1, 1)), (x, 64), (x, [64, 128]), (x, 0, 64),
+        (img,), (img, w4), (img, 2), (img, 3, 1, 1), (img, 2, 2), (img, (3, 3)), (img, [16]),
+        (xd,), (xd, xd), (idx,), (idx, ROWS), (mask,), (vec,), (vec, vec),
+        ((ROWS, COLS),), (ROWS, COLS), (0, 100, (ROWS, COLS)), (ROWS * COLS,),
+        ([x, y],), ([x, y], 1),
+        # the argument shapes of particular functions, after the generic ones; the scalar one
+        # (item, __bool__ ...) and the empty one last
+        (x, 0, t["idx1"]), (x, 1, t["idx1"], y), (vec, (ROWS, COLS)), (x, (COLS,)),
+        (img, None, None, None, None, True), (t["idx1"], x), (x, t["target"]),
+        (t["prob"], t["prob"]), (t["cols"], (32, 32), 3), (vec, x, t["square"]),
+        (0.0, 1.0, ROWS * COLS), (x, y, 1), (x, y, (COLS,)), (img, img),
+        (x, (ROWS, 2 * COLS), 1, 0, 2 * COLS, 2), (t["pooled"], t["argmax"], tuple(img.shape)),
+        (x, {}), (x, "shape"),
+        ("add",), (t["one"],), (),
+    ]
+
+
+# Functions that leave the process or the session changed for the calls after them, or write
+# files: exercised by their own tests.
+SKIP = {"save", "load", "set_num_threads", "set_default_dtype", "manual_seed", "seed",
+        "set_printoptions", "set_grad_enabled", "set_rng_state", "set_anomaly_enabled",
+        "_set_grad_enabled", "_set_anomaly_enabled", "_set_package_dir", "detect_anomaly",
+        "set_flush_denormal", "use_deterministic_algorithms"}
+
+EXPECTED = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError, KeyError,
+            AttributeError, OverflowError, ZeroDivisionError, MemoryError)
+
+
+def functions():
+    """(qualified name, callable) of every public function the sweep calls."""
+    found = []
+    mods = [("vk", vk), ("F", vk.nn.functional)]
+    if hasattr(vk, "linalg"):
+        mods.append(("linalg", vk.linalg))
+    for prefix, mod in mods:
+        for name in sorted(dir(mod)):
+            if name.startswith("_") or name in SKIP:  # private helpers of the package
+                continue
+            f = getattr(mod, name)
+            if callable(f) and not isinstance(f, type) and not isinstance(f, vk.dtype):
+                found.append((f"{prefix}.{name}", f))
+    for name in sorted(dir(vk.Tensor)):
+        if name in SKIP or name in ("__init__", "__new__", "__setattr__", "__delattr__",
+                                    "__init_subclass__", "__subclasshook__", "__class__",
+                                    "__reduce__", "__reduce_ex__", "__getstate__",
+                                    "__setstate__", "__dir__", "__sizeof__", "register_hook",
+                                    "backward"):
+            continue
+        attr = getattr(vk.Tensor, name)
+        if callable(attr):
+            found.append((f"Tensor.{name}", name))
+    return found
+
+
+def call(fn, t, args, tensor_method, inplace):
+    if tensor_method:
+        self_ = args[0].clone() if inplace and isinstance(args[0], vk.Tensor) else args[0]
+        if not isinstance(self_, vk.Tensor):
+            raise TypeError("not a tensor")
+        return getattr(self_, fn)(*args[1:])
+    return fn(*args)
+
+
+def backward_through(out):
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if isinstance(o, vk.Tensor) and o.requires_grad and o.is_floating_point():
+            o.sum().backward()
+            return True
+    return False
+
+
+# Methods that write into self: the sweep calls them on a copy, so the shared inputs stay as made.
+def writes_self(name):
+    return (name.endswith("_") and not name.startswith("__")) or name in (
+        "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+        "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__imatmul__")
+
+
+def sweep(names, log, grad, t=None):
+    """One pass over `names`; returns {name: outcome}."""
+    t = dict(t) if t is not None else inputs()
+    if grad:
+        for k in ("x", "y", "xd", "img", "w4", "vec", "prob", "square", "cols", "pooled"):
+            t[k] = t[k].detach().requires_grad_()
+        t["pos"] = (t["pos"].detach() + 0).requires_grad_()
+    outcome = {}
+    for qual, fn in names:
+        tensor_method = isinstance(fn, str)
+        inplace = tensor_method and writes_self(fn)
+        outcome[qual] = "rejected"
+        for i, args in enumerate(arg_lists(t)):
+            if log:
+                print(f"CALL {qual} #{i} grad={grad}", flush=True)
+            try:
+                with vk.enable_grad() if grad else vk.no_grad():
+                    out = call(fn, t, args, tensor_method, inplace)
+                if grad:
+                    backward_through(out)
+                outcome[qual] = "ok"
+                break
+            except EXPECTED:
+                continue
+    return outcome
+
+
+def main():
+    names = functions()
+    single = sweep(names, log=True, grad=False)
+    with_grad = sweep(names, log=True, grad=True)
+    # Two threads at once over the same inputs (the bindings release the GIL for these sizes).
+    methods = [(q, f) for q, f in names if isinstance(f, str)]
+    shared = inputs()
+    errors = []
+
+    def worker():
+        try:
+            sweep(methods, log=False, grad=False, t=shared)
+        except BaseException as e:  # noqa: BLE001 -- reported in the summary
+            errors.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    summary = {
+        "called": len(names),
+        "ok": sorted(q for q, o in single.items() if o == "ok"),
+        "rejected": sorted(q for q, o in single.items()
+                           if o != "ok" and with_grad.get(q) != "ok"),
+        "ok_with_grad": sorted(q for q, o in with_grad.items() if o == "ok"),
+        "thread_errors": errors,
+    }
+    print("SUMMARY " + json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The binding sweep (issue #12, item 1's class check): every public function and Tensor method,
+called with big non-contiguous inputs (the GIL-release path), with and without grad, and from two
+threads at once. Under `make test-python-asan` the same run is checked by AddressSanitizer.
+
+The sweep runs in a subprocess, so a crash fails this test naming the call that made it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+SWEEP = os.path.join(os.path.dirname(__file__), "binding_sweep.py")
+
+# Names the sweep's generic argument lists cannot satisfy (they need arguments of a particular
+# shape: callables, files, modules, specific shapes or dtypes). Each is exercised by other tests;
+# listing them keeps the sweep honest: a new binding that the sweep cannot reach fails this test
+# until it is either reachable or named here.
+UNREACHED_OK = {
+    "Tensor._make_subclass",  # needs a Tensor subclass as its first argument (nn.Parameter uses it)
+    "Tensor.cuda",            # always raises: vkml has no CUDA device
+}
+
+
+def run_sweep():
+    r = subprocess.run([sys.executable, SWEEP], capture_output=True, text=True, timeout=1500)
+    calls = [l for l in r.stdout.splitlines() if l.startswith("CALL ")]
+    assert r.returncode == 0, (
+        f"the sweep died with exit code {r.returncode} during: "
+        f"{calls[-1] if calls else '(before the first call)'}\nstderr:\n{r.stderr[-4000:]}")
+    line = [l for l in r.stdout.splitlines() if l.startswith("SUMMARY ")][-1]
+    return json.loads(line[len("SUMMARY "):])
+
+
+def test_binding_sweep_calls_everything_with_big_noncontiguous_inputs():
+    s = run_sweep()
+    assert not s["thread_errors"], s["thread_errors"]
+    # The sweep reaches (nearly) every binding; what it cannot reach is listed above, by name.
+    unreached = set(s["rejected"]) - UNREACHED_OK
+    assert not unreached, f"bindings the sweep could not call with any argument list: {sorted(unreached)}"
+    assert len(s["ok_with_grad"]) >= s["called"] - 10, len(s["ok_with_grad"])
