@@ -35,6 +35,75 @@ std::optional<F::Size2> opt_size2(nb::handle h, const char* what) {
 
 Tensor opt(const std::optional<Tensor>& t) { return t ? *t : Tensor(); }
 
+// ---- io arguments: typed errors naming the argument, never a bare std::bad_cast ----
+
+std::string short_repr(nb::handle h) {
+  std::string r = nb::repr(h).c_str();
+  return r.size() <= 80 ? r : r.substr(0, 80) + "...";
+}
+
+// A path as open() takes one: str (encoded as os.fsencode does), bytes or os.PathLike. A NUL byte
+// is a ValueError, as in open(): the C API would silently read the path only up to it.
+std::string fs_path(nb::handle h, const char* op) {
+  PyObject* encoded = nullptr;
+  if (PyUnicode_FSConverter(h.ptr(), &encoded) == 0) {
+    nb::python_error e;
+    if (e.matches(PyExc_ValueError))
+      throw nb::value_error(
+          vk::detail::cat(op, ": embedded null byte in the path ", short_repr(h)).c_str());
+    throw e;
+  }
+  nb::bytes b = nb::steal<nb::bytes>(encoded);
+  return std::string(b.c_str(), b.size());
+}
+
+// The UTF-8 bytes of a str; TypeError for anything else, ValueError for a str that has none (a
+// lone surrogate, as os.fsdecode makes of a file name that is not UTF-8).
+std::string utf8_text(nb::handle h, const char* op, const char* what) {
+  if (!nb::isinstance<nb::str>(h))
+    throw nb::type_error(vk::detail::cat(op, ": ", what, " must be a str, not ",
+                                         nb::inst_name(h).c_str(), " (", short_repr(h), ")")
+                             .c_str());
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n);
+  if (s == nullptr) {
+    PyErr_Clear();
+    throw nb::value_error(vk::detail::cat(op, ": ", what, " ", short_repr(h),
+                                          " is not valid UTF-8 text (it holds a lone surrogate)")
+                              .c_str());
+  }
+  return std::string(s, static_cast<size_t>(n));
+}
+
+vk::io::NamedTensors named_tensors(nb::handle items, const char* op) {
+  vk::io::NamedTensors named;
+  for (nb::handle item : items) {
+    if (!PySequence_Check(item.ptr()) || PySequence_Size(item.ptr()) != 2)
+      throw nb::type_error(
+          vk::detail::cat(op, ": expected (name, tensor) pairs, got ", short_repr(item)).c_str());
+    nb::object name = item[0], t = item[1];
+    std::string text = utf8_text(name, op, "a tensor name");
+    if (!nb::isinstance<Tensor>(t))
+      throw nb::type_error(vk::detail::cat(op, ": tensor ", short_repr(name), " is a ",
+                                           nb::inst_name(t).c_str(), ", not a Tensor")
+                               .c_str());
+    named.emplace_back(std::move(text), nb::cast<Tensor>(t));
+  }
+  return named;
+}
+
+std::map<std::string, std::string> str_map(nb::handle h, const char* op) {
+  std::map<std::string, std::string> out;
+  if (h.is_none()) return out;
+  if (!nb::isinstance<nb::dict>(h))
+    throw nb::type_error(vk::detail::cat(op, ": metadata must be a dict of str to str, not ",
+                                         nb::inst_name(h).c_str())
+                             .c_str());
+  for (auto [k, v] : nb::borrow<nb::dict>(h))
+    out[utf8_text(k, op, "a metadata key")] = utf8_text(v, op, "a metadata value");
+  return out;
+}
+
 }  // namespace
 
 void bind_nn(nb::module_& m) {
@@ -241,19 +310,30 @@ void bind_nn(nb::module_& m) {
       "grads"_a, "max_norm"_a, "norm_type"_a = 2.0);
 
   nb::module_ io = m.def_submodule("_io", "vk::io: safetensors");
+  nb::class_<vk::io::PendingSave>(
+      io, "PendingSave",
+      "A save whose file is written and fsynced beside its target, not yet renamed over it.")
+      .def("commit", &vk::io::PendingSave::commit, "Renames the file over the target.")
+      .def("discard", &vk::io::PendingSave::discard,
+           "Removes the written file (a no-op after commit).")
+      .def_prop_ro("committed", &vk::io::PendingSave::committed);
   io.def(
       "save_safetensors",
-      [](const std::string& path, nb::handle tensors,
-         const std::map<std::string, std::string>& metadata) {
-        vk::io::NamedTensors named;
-        for (nb::handle item : tensors) {
-          nb::sequence pair = nb::borrow<nb::sequence>(item);
-          named.emplace_back(nb::cast<std::string>(pair[0]), nb::cast<Tensor>(pair[1]));
-        }
-        without_gil(true, [&] { vk::io::save_safetensors(path, named, metadata); });
+      [](nb::handle path, nb::handle tensors, nb::handle metadata, bool commit) -> nb::object {
+        const std::string p = fs_path(path, "save_safetensors");
+        vk::io::NamedTensors named = named_tensors(tensors, "save_safetensors");
+        std::map<std::string, std::string> meta = str_map(metadata, "save_safetensors");
+        std::optional<vk::io::PendingSave> pending;
+        without_gil(true, [&] {
+          pending.emplace(p, named, meta);
+          if (commit) pending->commit();
+        });
+        if (commit) return nb::none();
+        return nb::cast(std::move(*pending));
       },
-      "path"_a, "tensors"_a, "metadata"_a = std::map<std::string, std::string>(),
-      "Writes [(name, tensor), ...] atomically (temp file, fsync, rename).");
+      "path"_a, "tensors"_a, "metadata"_a = nb::none(), "commit"_a = true,
+      "Writes [(name, tensor), ...] atomically (temp file, fsync, rename). With commit=False the "
+      "file is written and fsynced but not renamed: returns a PendingSave.");
   auto to_py = [](const vk::io::NamedTensors& named,
                   const std::map<std::string, std::string>& meta) {
     nb::list l;
@@ -262,7 +342,8 @@ void bind_nn(nb::module_& m) {
   };
   io.def(
       "load_safetensors",
-      [to_py](const std::string& path) {
+      [to_py](nb::handle path_arg) {
+        const std::string path = fs_path(path_arg, "load_safetensors");
         std::map<std::string, std::string> meta;
         vk::io::NamedTensors named =
             without_gil(true, [&] { return vk::io::load_safetensors(path, &meta); });

@@ -702,16 +702,8 @@ TEST_F(Safetensors, FailedSaveLeavesThePreviousFileIntact) {
   expect_identical(io::load_safetensors(p)[0].second, next[0].second);
 }
 
-TEST_F(Safetensors, FailedRenameLeavesNoTempFile) {
-  // The target is a non-empty directory: everything is written, then rename() fails.
-  std::string target = path("adir");
-  fs::create_directory(target);
-  write_file(target + "/keep", {1, 2, 3});
-  expect_error<RuntimeError>([&] { io::save_safetensors(target, sample()); },
-                             {"adir", "rename", "failed"});
-  EXPECT_EQ(dir_entries(), std::vector<std::string>{"adir"});
-  EXPECT_EQ(read_file(target + "/keep"), (Bytes{1, 2, 3}));
-}
+// FailedRenameLeavesNoTempFile and the file-system cases (symlinks, permissions, FIFOs, stale
+// temp files): test_atomic_save.cpp.
 
 TEST_F(Safetensors, SaveErrors) {
   expect_error<RuntimeError>(

@@ -271,6 +271,114 @@ def test_process_alive_after_bad_input():
 
 
 # ------------------------------------------------------------------------------------------
+# vk.save / vk.load (GitHub issue 12, items 6-10, 17): saved data and paths. One test per case;
+# the focused tests are in test_save_load.py.
+# ------------------------------------------------------------------------------------------
+
+def _io_crafted(path, doc):
+    """A valid safetensors file whose vkml structure (header metadata) is `doc`."""
+    vk._C._io.save_safetensors(str(path), [("t", vk.ones(2))], {"vkml": doc})
+    return path
+
+
+def test_save_nul_byte_in_path_raises(tmp_path):
+    with pytest.raises(ValueError, match="vk.save: embedded null byte"):
+        vk.save({"w": vk.ones(1)}, str(tmp_path / "a\x00b.st"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_load_nul_byte_in_path_raises(tmp_path):
+    vk.save({"w": vk.ones(1)}, tmp_path / "a")
+    with pytest.raises(ValueError, match="vk.load: embedded null byte"):
+        vk.load(str(tmp_path / "a") + "\x00x")
+
+
+def test_load_fifo_raises(tmp_path):
+    import os
+    import threading
+    os.mkfifo(tmp_path / "f")
+    got = []
+    th = threading.Thread(target=lambda: got.append(pytest.raises(RuntimeError, vk.load, tmp_path / "f")),
+                          daemon=True)
+    th.start()
+    th.join(10)
+    if th.is_alive():  # blocked in open(): let it through so that the run goes on, and fail
+        os.close(os.open(tmp_path / "f", os.O_WRONLY | os.O_NONBLOCK))
+        th.join(10)
+        pytest.fail("vk.load blocked on a FIFO")
+    assert got and "a FIFO, not a regular file" in str(got[0].value)
+
+
+def test_load_directory_raises(tmp_path):
+    with pytest.raises(RuntimeError, match="a directory, not a regular file"):
+        vk.load(tmp_path)
+
+
+def test_save_over_fifo_raises(tmp_path):
+    import os
+    os.mkfifo(tmp_path / "f")
+    with pytest.raises(RuntimeError, match="a FIFO, not a regular file"):
+        vk.save({"w": vk.ones(1)}, tmp_path / "f")
+
+
+def test_save_metadata_reserved_key_raises(tmp_path):
+    with pytest.raises(ValueError, match="vk.save: metadata key 'vkml' is reserved"):
+        vk.save({"w": vk.ones(1)}, tmp_path / "m", metadata={"vkml": "{}"})
+
+
+def test_save_metadata_not_str_raises(tmp_path):
+    with pytest.raises(TypeError, match="vk.save: metadata must map str to str"):
+        vk.save({"w": vk.ones(1)}, tmp_path / "m", metadata={"epoch": 3})
+
+
+def test_save_metadata_surrogate_raises(tmp_path):
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        vk.save({"w": vk.ones(1)}, tmp_path / "m", metadata={"k": "\udc80"})
+
+
+def test_save_lowlevel_surrogate_tensor_name_raises(tmp_path):
+    with pytest.raises(ValueError, match=r"save_safetensors: a tensor name '\\udc80' is not valid UTF-8"):
+        vk._C._io.save_safetensors(str(tmp_path / "m"), [("\udc80", vk.ones(1))])
+
+
+def test_save_unsupported_dict_key_raises(tmp_path):
+    with pytest.raises(TypeError, match="vk.save: unsupported dict key type frozenset"):
+        vk.save({frozenset(): 1}, tmp_path / "m")
+
+
+def test_save_deeply_nested_list_raises(tmp_path):
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(ValueError, match="vk.save: containers nested deeper than 100"):
+        vk.save(deep, tmp_path / "m")
+
+
+def test_load_crafted_dtype_name_raises(tmp_path):
+    p = _io_crafted(tmp_path / "c", '{"format":"vkml.tree/1","tree":{"__dtype__":"__class__"}}')
+    with pytest.raises(ValueError, match="an unknown dtype"):
+        vk.load(p)
+
+
+def test_load_crafted_missing_tensor_raises(tmp_path):
+    p = _io_crafted(tmp_path / "c", '{"format":"vkml.tree/1","tree":{"__tensor__":"nope"}}')
+    with pytest.raises(ValueError, match="a tensor that is not in the file"):
+        vk.load(p)
+
+
+def test_load_crafted_deep_nesting_raises(tmp_path):
+    p = _io_crafted(tmp_path / "c", '{"format":"vkml.tree/1","tree":' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ValueError, match="nested too deeply"):
+        vk.load(p)
+
+
+def test_load_crafted_metadata_not_json_raises(tmp_path):
+    p = _io_crafted(tmp_path / "c", "{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        vk.load(p)
+
+
+# ------------------------------------------------------------------------------------------
 # NaN / Inf through every op of the table
 # ------------------------------------------------------------------------------------------
 

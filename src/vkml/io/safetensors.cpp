@@ -7,23 +7,31 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <string_view>
 #include <system_error>
 
 #include "vkml/core/grad_mode.h"
+#include "vkml/io/atomic_file.h"
 #include "vkml/ops/shape_ops.h"
 
 namespace vk::io {
+
+std::string internal::errno_text(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
+
 namespace {
+
+using internal::errno_text;
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors I/O copies little-endian bytes as they are: a little-endian host only");
@@ -31,10 +39,6 @@ static_assert(std::endian::native == std::endian::little,
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementation's limit
 constexpr size_t kMaxDims = 1024;
 constexpr const char* kMetadataKey = "__metadata__";
-
-std::atomic<size_t> g_fail_budget{std::numeric_limits<size_t>::max()};  // testing hook
-
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 // Length of the well-formed UTF-8 character at s (no overlong forms, no surrogates, nothing
 // above U+10FFFF), or 0 when there is none.
@@ -71,9 +75,9 @@ size_t utf8_error_at(const uint8_t* s, size_t n) {
   return n;
 }
 
-// A name for a message: quoted, control characters and bytes that are not UTF-8 escaped (\xNN),
-// long names cut.
-std::string quoted(std::string_view s) {
+}  // namespace
+
+std::string internal::quoted(std::string_view s) {
   constexpr size_t kMax = 80;
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   std::string out = "'";
@@ -94,6 +98,10 @@ std::string quoted(std::string_view s) {
   out += "'";
   return out;
 }
+
+namespace {
+
+using internal::quoted;
 
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
@@ -670,92 +678,15 @@ void json_string(std::string& out, std::string_view s) {  // escaped as serde_js
   out += '"';
 }
 
-// A file written to a temp name beside its target and renamed over it by commit(); destroyed
-// without commit(), it removes the temp file.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::string& path) : path_(path) {
-    size_t slash = path.rfind('/');
-    std::string prefix = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    VK_CHECK(!base.empty() && base != "." && base != "..", RuntimeError,
-             "save_safetensors: ", quoted(path), " does not name a file");
-    dir_ = prefix.empty() ? "." : prefix;
-    static std::atomic<uint64_t> counter{0};
-    for (int attempt = 0;; ++attempt) {
-      tmp_ = detail::cat(prefix, ".", base.substr(0, 100), ".tmp.", ::getpid(), ".",
-                         counter.fetch_add(1));
-      fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ >= 0) break;
-      if (errno != EEXIST || attempt == 100) {
-        int err = errno;
-        throw RuntimeError(detail::cat("save_safetensors: cannot write ", quoted(path),
-                                       ": creating the temp file ", quoted(tmp_),
-                                       " failed: ", errno_text(err)));
-      }
-    }
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!renamed_) ::unlink(tmp_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  void write(const void* data, size_t n) {
-    auto* p = static_cast<const char*>(data);
-    while (n > 0) {
-      size_t chunk = std::min(n, size_t{1} << 30);
-      size_t budget = g_fail_budget.load();
-      if (budget != std::numeric_limits<size_t>::max()) {
-        if (budget == 0) fail("write", ENOSPC);
-        chunk = std::min(chunk, budget);
-      }
-      ssize_t w = ::write(fd_, p, chunk);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        fail("write", errno);
-      }
-      if (budget != std::numeric_limits<size_t>::max()) g_fail_budget -= static_cast<size_t>(w);
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-
-  void commit() {
-    if (::fsync(fd_) != 0) fail("fsync", errno);
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0 && errno != EINTR) fail("close", errno);
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename", errno);
-    renamed_ = true;
-    // Make the rename itself durable. Some file systems cannot fsync a directory (EINVAL).
-    int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) fail("open the directory", errno);
-    int rc = ::fsync(dfd);
-    int err = errno;
-    ::close(dfd);
-    if (rc != 0 && err != EINVAL) fail("fsync the directory", err);
-  }
-
- private:
-  [[noreturn]] void fail(const char* step, int err) const {
-    throw RuntimeError(detail::cat("save_safetensors: cannot write ", quoted(path_), ": ", step,
-                                   renamed_ ? " (after the new file replaced the old one)"
-                                            : detail::cat(" of the temp file ", quoted(tmp_)),
-                                   " failed: ", errno_text(err),
-                                   renamed_ ? "" : "; the previous file, if any, is unchanged"));
-  }
-
-  std::string path_, dir_, tmp_;
-  int fd_ = -1;
-  bool renamed_ = false;
-};
-
 }  // namespace
 
-void save_safetensors(const std::string& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+struct PendingSave::Impl {
+  explicit Impl(const std::string& path) : file(path) {}
+  internal::AtomicFile file;
+};
+
+PendingSave::PendingSave(const std::string& path, const NamedTensors& tensors,
+                         const std::map<std::string, std::string>& metadata) {
   NoGradGuard no_grad;
   auto check_text = [&](std::string_view s, const std::string& what) {
     VK_CHECK(utf8_error_at(reinterpret_cast<const uint8_t*>(s.data()), s.size()) == s.size(),
@@ -816,7 +747,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   header += '}';
   header.append((8 - header.size() % 8) % 8, ' ');
 
-  AtomicFile file(path);
+  impl_ = std::make_unique<Impl>(path);
+  internal::AtomicFile& file = impl_->file;
   uint8_t prefix[8];
   uint64_t n = header.size();
   std::memcpy(prefix, &n, 8);
@@ -824,7 +756,27 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   file.write(header.data(), header.size());
   for (const Tensor& c : data)
     file.write(c.raw_data(), static_cast<size_t>(c.numel()) * dtype_size(c.dtype()));
-  file.commit();
+  file.sync();
+}
+
+PendingSave::PendingSave(PendingSave&&) noexcept = default;
+PendingSave& PendingSave::operator=(PendingSave&&) noexcept = default;
+PendingSave::~PendingSave() = default;
+
+void PendingSave::commit() {
+  VK_CHECK(impl_ != nullptr, RuntimeError, "PendingSave::commit: the save was moved from");
+  impl_->file.commit();
+}
+
+bool PendingSave::committed() const { return impl_ != nullptr && impl_->file.committed(); }
+
+void PendingSave::discard() {
+  if (impl_ != nullptr) impl_->file.discard();
+}
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  PendingSave(path, tensors, metadata).commit();
 }
 
 NamedTensors parse_safetensors(const uint8_t* data, size_t size,
@@ -844,7 +796,12 @@ NamedTensors parse_safetensors(const uint8_t* data, size_t size,
 NamedTensors load_safetensors(const std::string& path,
                               std::map<std::string, std::string>* metadata) {
   const std::string where = detail::cat("load_safetensors(", quoted(path), ")");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // The C API would read the path only up to a NUL byte, another file.
+  VK_CHECK(path.find('\0') == std::string::npos, RuntimeError, where,
+           ": the path contains a NUL byte");
+  // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; the file type is
+  // checked right after, and for a regular file the flag changes nothing.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     throw RuntimeError(detail::cat(where, ": cannot open the file: ", errno_text(err)));
@@ -858,7 +815,8 @@ NamedTensors load_safetensors(const std::string& path,
     int err = errno;
     throw RuntimeError(detail::cat(where, ": cannot stat the file: ", errno_text(err)));
   }
-  VK_CHECK(S_ISREG(st.st_mode), RuntimeError, where, ": not a regular file");
+  VK_CHECK(S_ISREG(st.st_mode), RuntimeError, where, ": it is ", internal::file_kind(st.st_mode),
+           ", not a regular file");
   const auto size = static_cast<uint64_t>(st.st_size);
 
   // Reads exactly nbytes at file offset `at`.
@@ -891,9 +849,5 @@ NamedTensors load_safetensors(const std::string& path,
   if (metadata != nullptr) *metadata = std::move(h.metadata);
   return out;
 }
-
-namespace testing {
-void fail_after_bytes(size_t n) { g_fail_budget = n; }
-}  // namespace testing
 
 }  // namespace vk::io

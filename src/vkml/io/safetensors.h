@@ -15,8 +15,13 @@
 //   - atomic: the bytes go to a fresh temp file in the target's directory
 //     (".<name>.tmp.<pid>.<n>"), which is fsynced, renamed over the target, and the directory is
 //     fsynced. On any failure the temp file is removed and vk::RuntimeError is thrown naming the
-//     path and the system's reason; an existing file at `path` is left untouched. The new file
-//     gets the default permissions (0666 & ~umask), not those of the file it replaces.
+//     path and the system's reason; an existing file at `path` is left untouched.
+//   - the target is what open(path, "w") would write: a symlink is followed (the file it points
+//     to is replaced, the link stays); an existing file keeps its permission bits (and owner and
+//     group where the process may set them), a new one gets 0666 & ~umask; a directory, FIFO,
+//     device or socket, a read-only file, or a path with a NUL byte is refused (RuntimeError)
+//     before anything is written. Temp files of the same target left by a killed save (their pid
+//     dead, their flock free) are removed. Details: atomic_file.h.
 //   - names must be unique, valid UTF-8 and not "__metadata__" (RuntimeError otherwise).
 //
 // Reading (load_safetensors / parse_safetensors) validates the whole header before it allocates
@@ -40,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,7 +59,30 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
+// save_safetensors in two steps, so that a caller can still abandon a save whose data is written
+// (vk.save does so when Ctrl-C arrives during the write): the constructor writes and fsyncs the
+// temp file (the errors of save_safetensors), commit() renames it over the target. Destroyed or
+// discard()ed before commit(), the temp file is removed and the target is untouched.
+class PendingSave {
+ public:
+  PendingSave(const std::string& path, const NamedTensors& tensors,
+              const std::map<std::string, std::string>& metadata = {});
+  PendingSave(PendingSave&&) noexcept;
+  PendingSave& operator=(PendingSave&&) noexcept;
+  ~PendingSave();
+
+  void commit();
+  bool committed() const;
+  void discard();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Reads a whole file. When `metadata` is given it receives "__metadata__" (cleared first).
+// A path that is not a regular file (a directory, FIFO, device) is refused at once, without
+// reading or blocking.
 NamedTensors load_safetensors(const std::string& path,
                               std::map<std::string, std::string>* metadata = nullptr);
 
