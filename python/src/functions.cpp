@@ -79,14 +79,20 @@ Tensor clamp_any(const Tensor& x, nb::handle min, nb::handle max) {
 
 std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
   int64_t d = vk::wrap_dim(dim, x.ndim(), "split");
+  int64_t total = 0;  // checked before slicing: slice() would clamp a wrong size silently
+  for (int64_t s : sizes) {
+    VK_CHECK(s >= 0, SizeError, "split: split sizes must be non-negative, got ",
+             vk::shape_str(sizes));
+    total = vk::checked_add(total, s, "split");
+  }
+  VK_CHECK(total == x.shape()[d], ShapeError, "split: sections ", vk::shape_str(sizes), " sum to ",
+           total, " but dim ", d, " has size ", x.shape()[d]);
   std::vector<Tensor> out;
   int64_t start = 0;
   for (int64_t s : sizes) {
     out.push_back(vk::slice(x, d, start, start + s, 1));
     start += s;
   }
-  VK_CHECK(start == x.shape()[d], ShapeError, "split: sections sum to ", start, " but dim ", d,
-           " has size ", x.shape()[d]);
   return out;
 }
 
@@ -122,9 +128,11 @@ Tensor repeat(const Tensor& x, const Shape& reps) {
   for (size_t i = 0; i < s.size(); ++i) {
     inter.push_back(1);
     inter.push_back(s[i]);
+    VK_CHECK(reps[i] >= 0, SizeError, "repeat: repeats must be non-negative, got ",
+             vk::shape_str(reps));
     expanded.push_back(reps[i]);
     expanded.push_back(s[i]);
-    out.push_back(reps[i] * s[i]);
+    out.push_back(vk::checked_mul(reps[i], s[i], "repeat"));
   }
   return vk::reshape(vk::contiguous(vk::expand(vk::reshape(x, inter), expanded)), out);
 }

@@ -14,8 +14,8 @@
 namespace vk {
 namespace {
 
-Meta infer_creation(const std::vector<Tensor>&, const Attrs& a, std::string_view) {
-  numel_of(a.shape);  // validates
+Meta infer_creation(const std::vector<Tensor>&, const Attrs& a, std::string_view op) {
+  numel_of(a.shape, op);  // validates
   return {a.shape, a.dtype};
 }
 
@@ -44,14 +44,14 @@ Rng& rng() {
 }
 
 // Reserves `n` counters of the global stream; each element of a draw uses its own counter.
-Attrs random_attrs(const Shape& shape, DType dtype) {
+Attrs random_attrs(const Shape& shape, DType dtype, std::string_view op) {
   Attrs a;
   a.shape = shape;
   a.dtype = dtype;
   std::lock_guard<std::mutex> lock(rng().mutex);
   a.seed = rng().state.seed;
   a.offset = rng().state.offset;
-  rng().state.offset += static_cast<uint64_t>(numel_of(shape));
+  rng().state.offset += static_cast<uint64_t>(numel_of(shape, op));
   return a;
 }
 
@@ -151,13 +151,13 @@ Tensor eye(int64_t n, DType dtype) {
 }
 
 Tensor rand(const Shape& shape, DType dtype) {
-  return dispatch(OpKind::Rand, {}, random_attrs(shape, dtype));
+  return dispatch(OpKind::Rand, {}, random_attrs(shape, dtype, "rand"));
 }
 Tensor randn(const Shape& shape, DType dtype) {
-  return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype));
+  return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype, "randn"));
 }
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
-  Attrs a = random_attrs(shape, dtype);
+  Attrs a = random_attrs(shape, dtype, "randint");
   a.start = low;
   a.stop = high;
   return dispatch(OpKind::Randint, {}, a);

@@ -93,7 +93,8 @@ VK_KERNEL(slice) {
   SliceRange r = slice_range(x.shape()[a.dim], a.start, a.stop, a.step);
   Strides st = x.strides();
   int64_t offset = x.offset() + (r.len > 0 ? r.start * st[a.dim] : 0);
-  st[a.dim] *= r.step;
+  // A dim of one element never uses its stride: x[::2**62] must not overflow it.
+  if (r.len > 1) st[a.dim] *= r.step;
   return x.alias(m.shape, st, offset);
 }
 
@@ -112,7 +113,8 @@ VK_KERNEL(slice_backward) {
   SliceRange r = slice_range(m.shape[a.dim], a.start, a.stop, a.step);
   Strides st = out.strides();
   int64_t offset = r.start * st[a.dim];
-  st[a.dim] *= r.step;
+  // A dim of one element never uses its stride: x[::2**62] must not overflow it.
+  if (r.len > 1) st[a.dim] *= r.step;
   copy_into(out.alias(g.shape(), st, offset), g);
   return out;
 }
