@@ -563,12 +563,12 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   c.def("reshape",
         [](const Tensor& x, nb::args shape) { return vk::reshape(x, shape_from_args(shape)); });
   c.def("view",
-        [](const Tensor& x, nb::args shape) { return vk::reshape(x, shape_from_args(shape)); });
+        [](const Tensor& x, nb::args shape) { return vk::view(x, shape_from_args(shape)); });
   m.def(
       "reshape", [](const Tensor& x, nb::handle shape) { return vk::reshape(x, to_shape(shape)); },
       "input"_a, "shape"_a);
   c.def(
-      "view_as", [](const Tensor& x, const Tensor& o) { return vk::reshape(x, o.shape()); },
+      "view_as", [](const Tensor& x, const Tensor& o) { return vk::view(x, o.shape()); },
       "other"_a);
   c.def(
       "reshape_as", [](const Tensor& x, const Tensor& o) { return vk::reshape(x, o.shape()); },

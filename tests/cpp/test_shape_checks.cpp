@@ -132,5 +132,31 @@ TEST(SizeChecks, Im2ColWithHugePaddingRaises) {
   EXPECT_THROW(im2col(x, w), SizeError);
 }
 
+// ---- view ----
+
+TEST(View, ContiguousAndSplittableStridesGiveViews) {
+  Tensor x = ones({2, 3, 4});
+  Tensor v = view(x, {6, 4});
+  EXPECT_EQ(v.storage().get(), x.storage().get());
+  // Transposing the last two dims keeps dim 0 separable: [2, 4, 3] -> [2, 12] is not viewable,
+  // but [2, 4, 3] -> [2, 4, 3, 1] and splitting dim 0 are.
+  Tensor t = transpose(x, 1, 2);
+  EXPECT_EQ(view(t, {2, 4, 3, 1}).storage().get(), x.storage().get());
+  EXPECT_EQ(view(t, {1, 2, 4, 3}).strides(), (Strides{24, 12, 1, 4}));  // as torch
+  EXPECT_EQ(view(ones({1}), {}).shape(), Shape{});
+}
+
+TEST(View, NonViewableRaisesInsteadOfCopying) {
+  Tensor t = transpose(ones({2, 3}), 0, 1);
+  std::string msg = message_of<RuntimeError>([&] { view(t, {6}); });
+  EXPECT_NE(msg.find("view size is not compatible with input tensor's size and stride"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("Use .reshape(...) instead"), std::string::npos) << msg;
+  EXPECT_THROW(view(transpose(ones({2, 3, 4}), 1, 2), {2, 12}), RuntimeError);
+  EXPECT_EQ(reshape(t, {6}).shape(), (Shape{6}));  // reshape still copies
+  EXPECT_THROW(view(ones({2, 3}), {7}), ShapeError);
+}
+
 }  // namespace
 }  // namespace vk::test

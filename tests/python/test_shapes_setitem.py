@@ -87,3 +87,52 @@ def test_reshape_with_overflowing_known_sizes_raises():
     _raises_like_torch(lambda: vk.ones(2, 3).reshape(2**62, 2**62, -1),
                        lambda: torch.ones(2, 3).reshape(2**62, 2**62, -1), "reshape")
     _raises_like_torch(lambda: vk.ones(2, 3).reshape(-2, 3), lambda: torch.ones(2, 3).reshape(-2, 3), "reshape")
+
+
+# ------------------------------------------------------------------------------------------
+# view
+
+
+def test_view_of_non_viewable_tensor_raises():
+    x = vk.ones(2, 3).t()
+    _raises_like_torch(lambda: x.view(6), lambda: torch.ones(2, 3).t().view(6),
+                       "view size is not compatible with input tensor's size and stride", "reshape")
+    _raises_like_torch(lambda: vk.ones(2, 3, 4).transpose(1, 2).view(2, 12),
+                       lambda: torch.ones(2, 3, 4).transpose(1, 2).view(2, 12), "view")
+    _raises_like_torch(lambda: x.view_as(vk.ones(6)), lambda: torch.ones(2, 3).t().view_as(torch.ones(6)), "view")
+    assert x.reshape(6).shape == (6,)  # reshape still copies
+
+
+def test_view_writes_reach_the_base():
+    x = vk.zeros(2, 3, 4)
+    v = x.transpose(1, 2).view(2, 4, 3, 1)  # viewable despite the transpose
+    with vk.no_grad():
+        v[1, 2, 0, 0] = 7.0
+    t = torch.zeros(2, 3, 4)
+    t.transpose(1, 2).view(2, 4, 3, 1)[1, 2, 0, 0] = 7.0
+    np.testing.assert_array_equal(to_np(x), to_np(t))
+
+
+@pytest.mark.parametrize("shape, perm, new", [((2, 3, 4), (0, 2, 1), (2, 12)), ((2, 3, 4), (0, 2, 1), (1, 2, 4, 3)),
+                                              ((4, 6), (1, 0), (3, 2, 4)), ((4, 6), (1, 0), (6, 4, 1)),
+                                              ((2, 1, 3), (1, 0, 2), (2, 3)), ((2, 1, 3), (2, 1, 0), (3, 2)),
+                                              ((0, 3), (1, 0), (3, 0, 1)), ((1,), (0,), ())])
+def test_view_viewability_matches_torch(shape, perm, new):
+    n = int(np.prod(shape))
+    x = vk.arange(float(n)).reshape(*shape).permute(*perm)
+    t = torch.arange(float(n)).reshape(*shape).permute(*perm)
+    try:
+        expected = t.view(new)
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="view"):
+            x.view(new)
+        return
+    got = x.view(new)
+    assert got.shape == tuple(expected.shape) and got.stride() == expected.stride()
+    np.testing.assert_array_equal(to_np(got), to_np(expected))
+
+
+def test_view_gradient():
+    x = vk.arange(6.0, dtype=vk.float64).requires_grad_()
+    (x.view(2, 3) * vk.tensor([1.0, 2.0, 3.0], dtype=vk.float64)).sum().backward()
+    assert x.grad.tolist() == [1, 2, 3, 1, 2, 3]

@@ -335,6 +335,21 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   return dispatch(OpKind::Reshape, {x}, a);
 }
 
+Tensor view(const Tensor& x, const Shape& shape) {
+  Shape s = infer_size(x, shape, "view");
+  if (s == x.shape()) return x;
+  VK_CHECK(numel_of(s, "view") == x.numel(), ShapeError, "view: cannot view shape ",
+           shape_str(x.shape()), " (", x.numel(), " elements) as ", shape_str(shape));
+  VK_CHECK(cpu::view_strides(x, s).has_value(), RuntimeError,
+           "view: view size is not compatible with input tensor's size and stride (at least one "
+           "dimension spans across two contiguous subspaces): cannot view ",
+           shape_str(x.shape()), " with strides ", shape_str(x.strides()), " as ", shape_str(s),
+           ". Use .reshape(...) instead.");
+  Attrs a;
+  a.shape = std::move(s);
+  return dispatch(OpKind::Reshape, {x}, a);  // a view: the kernel copies only what it cannot view
+}
+
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   if (x.ndim() == 0) return reshape(x, {1});
   int64_t s = wrap_dim(start_dim, x.ndim(), "flatten"), e = wrap_dim(end_dim, x.ndim(), "flatten");
