@@ -636,12 +636,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   both(
       m, c, "narrow",
       [](const Tensor& x, int64_t dim, int64_t start, int64_t length) {
-        int64_t d = vk::wrap_dim(dim, x.ndim(), "narrow");
-        if (start < 0) start += x.shape()[d];
-        VK_CHECK(start >= 0 && length >= 0 && start + length <= x.shape()[d], IndexError,
-                 "narrow: start (", start, ") + length (", length, ") exceeds dim ", d, " of size ",
-                 x.shape()[d]);
-        return vk::slice(x, d, start, start + length, 1);
+        return vk::narrow(x, dim, start, length);
       },
       "dim"_a, "start"_a, "length"_a);
   both(
@@ -923,11 +918,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "eye",
       [](int64_t n, std::optional<int64_t> mcols, nb::handle dtype, bool requires_grad) {
         DType dt = creation_dtype(dtype, DType::Float32);
-        if (!mcols || *mcols == n) return with_grad(vk::eye(n, dt), requires_grad);
-        int64_t mm = *mcols;
-        Tensor r = vk::reshape(vk::arange(0, (double)n, 1, DType::Int64), {n, 1});
-        Tensor cidx = vk::reshape(vk::arange(0, (double)mm, 1, DType::Int64), {1, mm});
-        return with_grad(vk::cast(vk::eq(r, cidx), dt), requires_grad);
+        return with_grad(vk::eye(n, mcols ? *mcols : n, dt), requires_grad);
       },
       "n"_a, "m"_a = nb::none(), "dtype"_a = nb::none(), "requires_grad"_a = false);
   m.def(

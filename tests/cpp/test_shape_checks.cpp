@@ -126,6 +126,33 @@ TEST(SizeChecks, SliceWithHugeStepKeepsStride) {
   EXPECT_EQ(y.strides(), (Strides{4, 1}));
 }
 
+TEST(SizeChecks, FlattenStartAfterEndRaises) {
+  Tensor x = ones({2, 3});
+  std::string msg = message_of<RuntimeError>([&] { flatten(x, 1, 0); });
+  EXPECT_NE(msg.find("start_dim cannot come after end_dim"), std::string::npos) << msg;
+  EXPECT_THROW(flatten(x, -1, 0), RuntimeError);
+  EXPECT_EQ(flatten(x, 1, 1).shape(), (Shape{2, 3}));
+}
+
+TEST(SizeChecks, NarrowMatchesTorch) {
+  Tensor x = ones({3, 4});
+  EXPECT_EQ(narrow(x, 0, 3, 0).shape(), (Shape{0, 4}));
+  EXPECT_EQ(narrow(x, 0, -3, 3).shape(), (Shape{3, 4}));
+  EXPECT_THROW(narrow(x, 0, 5, 1), IndexError);  // start outside [-3, 3]
+  EXPECT_THROW(narrow(x, 0, -4, 1), IndexError);
+  EXPECT_THROW(narrow(x, 0, 2, 2), RuntimeError);  // runs past the end
+  EXPECT_THROW(narrow(x, 0, 1, kMax), RuntimeError);
+  EXPECT_THROW(narrow(x, 0, 1, -1), RuntimeError);
+  EXPECT_THROW(narrow(ones({}), 0, 0, 1), RuntimeError);
+}
+
+TEST(SizeChecks, EyeRejectsNegativeSizes) {
+  EXPECT_THROW(eye(-1), SizeError);
+  EXPECT_THROW(eye(2, -1), SizeError);
+  EXPECT_EQ(eye(0).shape(), (Shape{0, 0}));
+  expect_values(eye(2, 3), {1, 0, 0, 0, 1, 0});
+}
+
 TEST(SizeChecks, Im2ColWithHugePaddingRaises) {
   Tensor x = ones({1, 1, 2, 2});
   Window2d w{1, 1, 1, 1, kMax / 2, 0, 1, 1};

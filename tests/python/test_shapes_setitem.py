@@ -66,6 +66,18 @@ def test_cat_size_overflow_raises():
         vk.cat([big, big])
 
 
+def test_narrow_out_of_range_raises_index_error():
+    x, t = vk.ones(3, 4), torch.ones(3, 4)
+    for start, length in [(5, 1), (-4, 1)]:
+        _raises_like_torch(lambda: x.narrow(0, start, length), lambda: t.narrow(0, start, length), "narrow", "start")
+    for start, length in [(2, 2), (1, -1), (1, 2**63 - 1)]:
+        _raises_like_torch(lambda: x.narrow(0, start, length), lambda: t.narrow(0, start, length), "narrow")
+    _raises_like_torch(lambda: vk.tensor(1.0).narrow(0, 0, 1), lambda: torch.tensor(1.0).narrow(0, 0, 1), "0-dim")
+    for start, length in [(3, 0), (-3, 3), (1, 2)]:
+        assert x.narrow(0, start, length).shape == tuple(t.narrow(0, start, length).shape)
+        assert vk.narrow(x, 1, start, length).shape == tuple(torch.narrow(t, 1, start, length).shape)
+
+
 @pytest.mark.parametrize("sizes", [[5, -1], [-1, 5], [11, -1]])
 def test_split_negative_sizes_raise(sizes):
     _raises_like_torch(lambda: vk.ones(10).split(sizes), lambda: torch.ones(10).split(sizes), "split", str(sizes))
@@ -83,10 +95,28 @@ def test_repeat_negative_and_overflowing_raise():
         vk.ones(1).expand(2**62).repeat(4)
 
 
+@pytest.mark.parametrize("start, end", [(1, 0), (-1, 0), (2, 1)])
+def test_flatten_start_after_end_raises(start, end):
+    _raises_like_torch(lambda: vk.ones(2, 3, 4).flatten(start, end), lambda: torch.ones(2, 3, 4).flatten(start, end),
+                       "start_dim cannot come after end_dim")
+
+
 def test_reshape_with_overflowing_known_sizes_raises():
     _raises_like_torch(lambda: vk.ones(2, 3).reshape(2**62, 2**62, -1),
                        lambda: torch.ones(2, 3).reshape(2**62, 2**62, -1), "reshape")
     _raises_like_torch(lambda: vk.ones(2, 3).reshape(-2, 3), lambda: torch.ones(2, 3).reshape(-2, 3), "reshape")
+
+
+def test_eye_negative_sizes_raise():
+    _raises_like_torch(lambda: vk.eye(-1), lambda: torch.eye(-1), "eye", "-1")
+    _raises_like_torch(lambda: vk.eye(2, -1), lambda: torch.eye(2, -1), "eye", "-1")
+    np.testing.assert_array_equal(to_np(vk.eye(2, 3)), to_np(torch.eye(2, 3)))
+    assert vk.eye(0).shape == (0, 0)
+
+
+def test_linspace_negative_steps_raises():
+    _raises_like_torch(lambda: vk.linspace(0, 1, -1), lambda: torch.linspace(0, 1, -1), "linspace", "-1")
+    assert vk.linspace(0, 1, 0).shape == (0,)
 
 
 # ------------------------------------------------------------------------------------------

@@ -353,9 +353,12 @@ Tensor view(const Tensor& x, const Shape& shape) {
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   if (x.ndim() == 0) return reshape(x, {1});
   int64_t s = wrap_dim(start_dim, x.ndim(), "flatten"), e = wrap_dim(end_dim, x.ndim(), "flatten");
+  VK_CHECK(s <= e, RuntimeError,
+           "flatten() has invalid args: start_dim cannot come after end_dim (", start_dim,
+           " is dim ", s, ", ", end_dim, " is dim ", e, " of shape ", shape_str(x.shape()), ")");
   Shape shape(x.shape().begin(), x.shape().begin() + s);
   int64_t n = 1;
-  for (int64_t i = s; i <= e; ++i) n *= x.shape()[i];
+  for (int64_t i = s; i <= e; ++i) n *= x.shape()[i];  // a part of a valid shape: no overflow
   shape.push_back(n);
   shape.insert(shape.end(), x.shape().begin() + e + 1, x.shape().end());
   return reshape(x, shape);
@@ -452,6 +455,20 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
            " is out of range for dim ", d, " of size ", n);
   int64_t i = index < 0 ? index + n : index;
   return squeeze(slice(x, d, i, i + 1, 1), d);
+}
+
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  VK_CHECK(x.ndim() > 0, RuntimeError, "narrow() cannot be applied to a 0-dim tensor");
+  const int64_t d = wrap_dim(dim, x.ndim(), "narrow");
+  const int64_t n = x.shape()[d];
+  VK_CHECK(start >= -n && start <= n, IndexError,
+           "narrow: start out of range (expected to be in range of [", -n, ", ", n, "], but got ",
+           start, ") for dim ", d, " of shape ", shape_str(x.shape()));
+  if (start < 0) start += n;
+  VK_CHECK(length >= 0, RuntimeError, "narrow: length must be non-negative, got ", length);
+  VK_CHECK(length <= n - start, RuntimeError, "narrow: start (", start, ") + length (", length,
+           ") exceeds dimension size (", n, ") of dim ", d, " of shape ", shape_str(x.shape()));
+  return slice(x, d, start, start + length, 1);
 }
 
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {

@@ -21,6 +21,9 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t 
 Tensor slice_backward(const Tensor& g, const Shape& input_shape, int64_t dim, int64_t start,
                       int64_t stop, int64_t step);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);  // slice + drop the dim
+// x[start:start + length] along dim, as torch.narrow: IndexError when start is outside [-n, n],
+// RuntimeError when length is negative or the range runs past the end (never clamped).
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 Tensor squeeze(const Tensor& x);
 Tensor squeeze(const Tensor& x, int64_t dim);
 Tensor unsqueeze(const Tensor& x, int64_t dim);
