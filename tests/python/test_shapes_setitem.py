@@ -119,6 +119,14 @@ def test_linspace_negative_steps_raises():
     assert vk.linspace(0, 1, 0).shape == (0,)
 
 
+def test_numpy_of_more_than_64_dims_raises():
+    _raises_like_torch(lambda: vk.zeros(*[1] * 65).numpy(), lambda: torch.zeros([1] * 65).numpy(), "65 dims", "64")
+    with pytest.raises(ValueError):
+        np.asarray(vk.zeros(*[1] * 65))
+    a = vk.zeros(*[1] * 64).numpy()
+    assert isinstance(a, np.ndarray) and a.ndim == 64 and a.dtype == np.float32
+
+
 # ------------------------------------------------------------------------------------------
 # view
 
