@@ -657,6 +657,15 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "uniform_",
       [](nb::handle self, double from, double to) {
         const Tensor& x = nb::cast<const Tensor&>(self);
+        // As torch: the bounds and the width must be finite in x's dtype, and from <= to.
+        const double max = x.dtype() == DType::Float32 ? std::numeric_limits<float>::max()
+                                                       : std::numeric_limits<double>::max();
+        VK_CHECK(std::abs(from) <= max && std::abs(to) <= max && std::abs(to - from) <= max,
+                 RuntimeError, "uniform_: the range [", from, ", ", to,
+                 ") is out of bounds for dtype ", vk::dtype_name(x.dtype()));
+        VK_CHECK(from <= to, RuntimeError,
+                 "uniform_ expects to return a [from, to) range, but found from=", from,
+                 " > to=", to);
         vk::NoGradGuard ng;
         vk::copy_(x, vk::rand(x.shape(), x.dtype()) * (to - from) + from);
         return nb::borrow(self);
@@ -666,6 +675,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "normal_",
       [](nb::handle self, double mean, double std) {
         const Tensor& x = nb::cast<const Tensor&>(self);
+        VK_CHECK(std >= 0.0, RuntimeError, "normal_ expects std >= 0.0, but found std ", std);
         vk::NoGradGuard ng;
         vk::copy_(x, vk::randn(x.shape(), x.dtype()) * std + mean);
         return nb::borrow(self);

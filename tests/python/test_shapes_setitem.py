@@ -119,6 +119,20 @@ def test_linspace_negative_steps_raises():
     assert vk.linspace(0, 1, 0).shape == (0,)
 
 
+def test_normal_negative_std_raises():
+    _raises_like_torch(lambda: vk.ones(3).normal_(0, -1), lambda: torch.ones(3).normal_(0, -1), "normal", "std")
+    _raises_like_torch(lambda: vk.ones(3).normal_(0, float("nan")), lambda: torch.ones(3).normal_(0, float("nan")),
+                       "normal")
+    assert vk.ones(3).normal_(2.0, 0.0).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_uniform_empty_range_raises():
+    _raises_like_torch(lambda: vk.ones(3).uniform_(5, 1), lambda: torch.ones(3).uniform_(5, 1), "uniform_", "5", "1")
+    for a, b in [(0, float("inf")), (float("nan"), 1), (-1e308, 1e308)]:
+        _raises_like_torch(lambda: vk.ones(3).uniform_(a, b), lambda: torch.ones(3).uniform_(a, b), "uniform_")
+    assert vk.ones(3).uniform_(1, 1).tolist() == [1.0, 1.0, 1.0]
+
+
 def test_numpy_of_more_than_64_dims_raises():
     _raises_like_torch(lambda: vk.zeros(*[1] * 65).numpy(), lambda: torch.zeros([1] * 65).numpy(), "65 dims", "64")
     with pytest.raises(ValueError):
