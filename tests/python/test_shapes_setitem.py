@@ -188,3 +188,42 @@ def test_view_gradient():
     x = vk.arange(6.0, dtype=vk.float64).requires_grad_()
     (x.view(2, 3) * vk.tensor([1.0, 2.0, 3.0], dtype=vk.float64)).sum().backward()
     assert x.grad.tolist() == [1, 2, 3, 1, 2, 3]
+
+
+# ------------------------------------------------------------------------------------------
+# bool scalars as indices
+
+BOOL_INDICES = [True, False, (None, True), (True, None), (True, 0), (0, True), (Ellipsis, True), (True, True),
+                (True, False), (slice(None), True, 1), (True, Ellipsis, None), ([1, 0], True), (True, [1, 0]),
+                (True, slice(1, None), [2, 0])]
+
+
+@pytest.mark.parametrize("index", BOOL_INDICES, ids=repr)
+def test_getitem_bool_scalar_matches_torch(index):
+    a = np.arange(6.0).reshape(2, 3)
+    expected = torch.tensor(a)[index]
+    got = vk.tensor(a)[index]
+    assert got.shape == tuple(expected.shape)
+    np.testing.assert_array_equal(to_np(got), to_np(expected))
+
+
+def test_getitem_bool_scalar_tensor_and_0d():
+    a = np.arange(6.0).reshape(2, 3)
+    for idx in [True, False]:
+        assert vk.tensor(a)[vk.tensor(idx)].shape == tuple(torch.tensor(a)[torch.tensor(idx)].shape)
+        assert vk.tensor(5.0)[idx].shape == tuple(torch.tensor(5.0)[idx].shape)
+
+
+def test_getitem_bool_scalar_gradient():
+    x = vk.tensor([1.0, 2.0, 3.0], dtype=vk.float64, requires_grad=True)
+    (x[True] * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("index", BOOL_INDICES, ids=repr)
+def test_setitem_bool_scalar_matches_torch(index):
+    a = np.arange(6.0).reshape(2, 3)
+    v, t = vk.tensor(a), torch.tensor(a)
+    t[index] = -1.0
+    v[index] = -1.0
+    np.testing.assert_array_equal(to_np(v), to_np(t))

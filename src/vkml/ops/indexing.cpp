@@ -26,8 +26,8 @@ int64_t dims_consumed(const IndexItem& it) {
     case Kind::Int:
     case Kind::Slice:
       return 1;
-    case Kind::Tensor:
-      return it.tensor.dtype() == DType::Bool ? std::max<int64_t>(it.tensor.ndim(), 1) : 1;
+    case Kind::Tensor:  // a 0-d bool adds a dim (see apply_basic) and consumes none
+      return it.tensor.dtype() == DType::Bool ? it.tensor.ndim() : 1;
     default:
       return 0;
   }
@@ -90,13 +90,19 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items,
         break;
       case Kind::Tensor: {
         const Tensor& t = it.tensor;
-        if (t.dtype() == DType::Bool) {
-          int64_t nd = std::max<int64_t>(t.ndim(), 1);
+        if (t.dtype() == DType::Bool && t.ndim() == 0) {
+          // As torch (and numpy): a new dim of size 1, indexed by [0] when true and by nothing
+          // when false, so x[True] has shape [1, ...] and x[False] shape [0, ...].
+          r = unsqueeze(r, d);
+          adv.push_back({d, zeros({t.item() != 0 ? 1 : 0}, DType::Int64)});
+          ++d;
+        } else if (t.dtype() == DType::Bool) {
+          int64_t nd = t.ndim();
           for (int64_t k = 0; k < t.ndim(); ++k)
             VK_CHECK(t.shape()[k] == r.shape()[d + k], IndexError, "index: the mask of shape ",
                      shape_str(t.shape()), " does not match the indexed shape ",
                      shape_str(r.shape()), " at dim ", d + k);
-          Tensor pos = nonzero(t.ndim() == 0 ? reshape(t, {1}) : t);  // (n, nd)
+          Tensor pos = nonzero(t);  // (n, nd)
           for (int64_t k = 0; k < nd; ++k) adv.push_back({d + k, select(pos, 1, k)});
           d += nd;
         } else {
