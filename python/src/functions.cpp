@@ -1019,7 +1019,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "state"_a);
   m.def("get_num_threads", []() { return vk::cpu::num_threads(); });
   m.def(
-      "set_num_threads", [](int n) { vk::cpu::set_num_threads(n); }, "n"_a);
+      "set_num_threads", [](int64_t n) { vk::cpu::set_num_threads(n); }, "n"_a);
 }
 
 }  // namespace vkpy

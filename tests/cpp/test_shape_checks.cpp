@@ -185,5 +185,19 @@ TEST(View, NonViewableRaisesInsteadOfCopying) {
   EXPECT_THROW(view(ones({2, 3}), {7}), ShapeError);
 }
 
+// ---- threads ----
+
+TEST(Threads, SetNumThreadsValidates) {
+  const int saved = cpu::num_threads();
+  EXPECT_THROW(cpu::set_num_threads(0), RuntimeError);
+  EXPECT_THROW(cpu::set_num_threads(-1), RuntimeError);
+  EXPECT_EQ(cpu::num_threads(), saved);
+  cpu::set_num_threads(int64_t{1} << 40);  // capped before any thread is made
+  EXPECT_GE(cpu::num_threads(), 1024);
+  EXPECT_LT(cpu::num_threads(), 1 << 20);
+  cpu::set_num_threads(saved);
+  EXPECT_EQ(cpu::num_threads(), saved);
+}
+
 }  // namespace
 }  // namespace vk::test

@@ -390,3 +390,58 @@ def test_setitem_large_tensor_allocates_no_full_size_temporary():
         print((after - before) // 1024)
     """)
     assert int(out) < 16, f"peak RSS grew by {out.strip()} MiB"
+
+
+# ------------------------------------------------------------------------------------------
+# set_num_threads
+
+
+def test_set_num_threads_zero_raises():
+    n = vk.get_num_threads()
+    for bad in (0, -1):
+        _raises_like_torch(lambda: vk.set_num_threads(bad), lambda: torch.set_num_threads(bad),
+                           "set_num_threads", "positive")
+    assert vk.get_num_threads() == n
+
+
+def test_set_num_threads_huge_is_capped():
+    out = _run("""
+        import vkml as vk
+        def threads():
+            return int([l for l in open("/proc/self/status") if l.startswith("Threads:")][0].split()[1])
+        vk.set_num_threads(2**31 - 1)
+        n = vk.get_num_threads()
+        assert 1024 <= n < 2**20, n
+        assert threads() >= n
+        vk.set_num_threads(2)
+        assert vk.get_num_threads() == 2
+        print(threads())
+    """)
+    assert int(out) < 16  # the capped workers were all joined
+
+
+def test_set_num_threads_failure_leaves_pool_as_it_was():
+    """Threads that cannot be created (address space limited here): RuntimeError, and the pool
+    keeps its previous workers, with none of the new ones left running."""
+    out = _run("""
+        import resource
+        import vkml as vk
+        def status(key):
+            return int([l for l in open("/proc/self/status") if l.startswith(key)][0].split()[1])
+        vk.set_num_threads(2)
+        (vk.ones(2**20) * 2).sum()  # the pool has run
+        before = status("Threads:")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (status("VmSize:") * 1024 + 48 * 2**20, hard))
+        try:
+            vk.set_num_threads(1000)
+            print("no error")
+        except RuntimeError as e:
+            assert "set_num_threads" in str(e) and "2 threads" in str(e), str(e)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        assert vk.get_num_threads() == 2, vk.get_num_threads()
+        assert status("Threads:") == before, (status("Threads:"), before)
+        assert (vk.ones(2**20) * 2).sum().item() == 2 * 2**20
+        print("ok")
+    """)
+    assert out.strip() == "ok", out
