@@ -445,3 +445,53 @@ def test_set_num_threads_failure_leaves_pool_as_it_was():
         print("ok")
     """)
     assert out.strip() == "ok", out
+
+
+# ------------------------------------------------------------------------------------------
+# zero-sized layers
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda m: m.nn.Linear(0, 3), (2, 0)), (lambda m: m.nn.Linear(3, 0), (2, 3)), (lambda m: m.nn.Linear(0, 0), (2, 0)),
+    (lambda m: m.nn.Linear(0, 3, bias=False), (2, 0)), (lambda m: m.nn.Conv2d(0, 3, 3), (1, 0, 4, 4)),
+    (lambda m: m.nn.Conv2d(3, 0, 3), (1, 3, 4, 4)),
+])
+def test_zero_sized_layers_match_torch(make, shape):
+    with warnings.catch_warnings(record=True) as t_warn:
+        warnings.simplefilter("always")
+        t_layer = make(torch)
+    with warnings.catch_warnings(record=True) as v_warn:
+        warnings.simplefilter("always")
+        v_layer = make(vk)
+    assert [str(w.message) for w in v_warn] == [str(w.message) for w in t_warn]
+    for (name, vp), (_, tp) in zip(v_layer.named_parameters(), t_layer.named_parameters()):
+        assert vp.shape == tuple(tp.shape), name
+    if isinstance(v_layer, vk.nn.Linear):  # torch's conv2d refuses zero channels
+        out = v_layer(vk.ones(*shape))
+        assert out.shape == tuple(t_layer(torch.ones(shape)).shape)
+        if 0 not in out.shape:
+            bias = [p for n, p in v_layer.named_parameters() if n == "bias"]
+            np.testing.assert_allclose(to_np(out), to_np(bias[0].detach().expand(*out.shape))
+                                       if bias else np.zeros(out.shape))
+
+
+@pytest.mark.parametrize("fn", ["kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_",
+                                "uniform_", "normal_", "zeros_", "ones_"])
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 3, 3)])
+def test_init_on_zero_element_tensors_matches_torch(fn, shape):
+    with warnings.catch_warnings(record=True) as t_warn:
+        warnings.simplefilter("always")
+        getattr(torch.nn.init, fn)(torch.empty(shape))
+    with warnings.catch_warnings(record=True) as v_warn:
+        warnings.simplefilter("always")
+        r = getattr(vk.nn.init, fn)(vk.empty(*shape))
+    assert r.shape == shape
+    assert [str(w.message) for w in v_warn] == [str(w.message) for w in t_warn]
+
+
+@pytest.mark.parametrize("fn", ["xavier_uniform_", "xavier_normal_"])
+def test_xavier_on_zero_fans_is_a_no_op(fn):
+    """torch raises ZeroDivisionError here (fan_in + fan_out == 0); vkml warns and does nothing, as
+    torch's kaiming_* do for every zero-element tensor."""
+    with pytest.warns(UserWarning, match="zero-element"):
+        assert getattr(vk.nn.init, fn)(vk.empty(0, 0)).shape == (0, 0)
