@@ -495,3 +495,49 @@ def test_xavier_on_zero_fans_is_a_no_op(fn):
     torch's kaiming_* do for every zero-element tensor."""
     with pytest.warns(UserWarning, match="zero-element"):
         assert getattr(vk.nn.init, fn)(vk.empty(0, 0)).shape == (0, 0)
+
+
+# ------------------------------------------------------------------------------------------
+# autograd.Function errors name the class
+
+
+class NoBackward(vk.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+
+class NoForward(vk.autograd.Function):
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class SavesANumber(vk.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x, None, 3)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_function_without_backward_names_the_class():
+    y = NoBackward.apply(vk.ones(3, requires_grad=True)).sum()  # forward works, as in torch
+    with pytest.raises(NotImplementedError, match=r"NoBackward\.backward is not implemented"):
+        y.backward()
+    x = vk.ones(3, requires_grad=True)
+    with pytest.raises(NotImplementedError, match=r"NoBackward\.backward"):
+        vk.autograd.grad(NoBackward.apply(x).sum(), [x])
+
+
+def test_function_without_forward_names_the_class():
+    with pytest.raises(NotImplementedError, match=r"NoForward\.forward is not implemented"):
+        NoForward.apply(vk.ones(3, requires_grad=True))
+
+
+def test_function_ctx_save_for_backward_non_tensor_names_the_class():
+    with pytest.raises(TypeError, match=r"SavesANumber: save_for_backward .* argument 2 is of type int"):
+        SavesANumber.apply(vk.ones(3, requires_grad=True))
