@@ -333,8 +333,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def_prop_ro("device", [](const Tensor&) { return "cpu"; });
   c.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
   c.def_prop_ro("itemsize", [](const Tensor& t) { return vk::dtype_size(t.dtype()); });
-  c.def_prop_ro("nbytes",
-                [](const Tensor& t) { return t.numel() * (int64_t)vk::dtype_size(t.dtype()); });
+  c.def_prop_ro("nbytes", [](const Tensor& t) {
+    // In Python ints: an expanded view can count more bytes than int64 holds.
+    return nb::int_(t.numel()) * nb::int_(vk::dtype_size(t.dtype()));
+  });
   c.def_prop_rw(
       "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
       [](Tensor& t, bool v) { t.set_requires_grad(v); });

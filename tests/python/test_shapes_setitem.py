@@ -47,6 +47,12 @@ def test_expand_negative_size_raises():
     _raises_like_torch(lambda: vk.ones(1).expand(-1, 1), lambda: torch.ones(1).expand(-1, 1), "expand")
 
 
+def test_nbytes_of_large_view_does_not_overflow():
+    """numel * itemsize of a valid shape can pass int64 (torch wraps it to 0 here)."""
+    assert vk.ones(1).expand(2**62).nbytes == 2**64
+    assert vk.ones(2, 3, dtype=vk.float64).nbytes == 48
+
+
 def test_broadcast_of_uncountable_shapes_raises():
     a = vk.ones(1, 1).expand(2**32, 1)
     b = vk.ones(1, 1).expand(1, 2**32)
