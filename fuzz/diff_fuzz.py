@@ -1136,8 +1136,8 @@ def b_reshape(rng, ins, mode):
     r = rng.random()
     if r < 0.3:
         src = f"{{0}}.reshape({', '.join(map(str, written))})" if written else "{0}.reshape(())"
-    elif r < 0.5:
-        src = f"{{0}}.view({tuple(written)!r})"
+    elif r < 0.5:  # view() refuses strides it cannot re-split (as torch): x may be permuted
+        src = f"{{0}}.contiguous().view({tuple(written)!r})"
     elif r < 0.8:
         src = f"vk.reshape({{0}}, {tuple(written)!r})"
     else:

@@ -131,5 +131,6 @@ void bind_nn(nb::module_& m);  // _nn, _optim, _io submodules
 
 extern nb::handle g_dtype_error;  // vkml.DTypeError
 extern nb::handle g_shape_error;  // vkml.ShapeError
+extern nb::handle g_size_error;   // vkml.SizeError
 
 }  // namespace vkpy

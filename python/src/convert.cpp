@@ -234,12 +234,32 @@ nb::object export_array(const Tensor& t) {
   return arr.cast();
 }
 
+// numpy's limit on an array's dims: 64 since numpy 2.0, 32 before (its MAXDIMS).
+int64_t numpy_max_dims() {
+  static const int64_t n = [] {
+    for (const char* mod : {"numpy._core.multiarray", "numpy.core.multiarray"}) {
+      nb::object m = nb::steal(PyImport_ImportModule(mod));
+      if (!m.is_valid()) {
+        PyErr_Clear();
+        continue;
+      }
+      if (nb::hasattr(m, "MAXDIMS")) return nb::cast<int64_t>(m.attr("MAXDIMS"));
+    }
+    return int64_t{32};
+  }();
+  return n;
+}
+
 }  // namespace
 
 nb::object to_numpy(const Tensor& t, bool force) {
   VK_CHECK(force || !t.requires_grad(), RuntimeError,
            "Can't call numpy() on a tensor that requires grad. Use tensor.detach().numpy() "
            "instead.");
+  // Past the limit numpy would wrap the array in a 0-d object array instead of failing.
+  VK_CHECK(t.ndim() <= 32 || t.ndim() <= numpy_max_dims(), ShapeError, "numpy(): a tensor with ",
+           t.ndim(), " dims cannot be converted: numpy arrays have at most ", numpy_max_dims(),
+           " dims (shape ", vk::shape_str(t.shape()), ")");
   return export_array<nb::numpy>(t);
 }
 

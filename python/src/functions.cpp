@@ -79,14 +79,20 @@ Tensor clamp_any(const Tensor& x, nb::handle min, nb::handle max) {
 
 std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
   int64_t d = vk::wrap_dim(dim, x.ndim(), "split");
+  int64_t total = 0;  // checked before slicing: slice() would clamp a wrong size silently
+  for (int64_t s : sizes) {
+    VK_CHECK(s >= 0, SizeError, "split: split sizes must be non-negative, got ",
+             vk::shape_str(sizes));
+    total = vk::checked_add(total, s, "split");
+  }
+  VK_CHECK(total == x.shape()[d], ShapeError, "split: sections ", vk::shape_str(sizes), " sum to ",
+           total, " but dim ", d, " has size ", x.shape()[d]);
   std::vector<Tensor> out;
   int64_t start = 0;
   for (int64_t s : sizes) {
     out.push_back(vk::slice(x, d, start, start + s, 1));
     start += s;
   }
-  VK_CHECK(start == x.shape()[d], ShapeError, "split: sections sum to ", start, " but dim ", d,
-           " has size ", x.shape()[d]);
   return out;
 }
 
@@ -122,9 +128,11 @@ Tensor repeat(const Tensor& x, const Shape& reps) {
   for (size_t i = 0; i < s.size(); ++i) {
     inter.push_back(1);
     inter.push_back(s[i]);
+    VK_CHECK(reps[i] >= 0, SizeError, "repeat: repeats must be non-negative, got ",
+             vk::shape_str(reps));
     expanded.push_back(reps[i]);
     expanded.push_back(s[i]);
-    out.push_back(reps[i] * s[i]);
+    out.push_back(vk::checked_mul(reps[i], s[i], "repeat"));
   }
   return vk::reshape(vk::contiguous(vk::expand(vk::reshape(x, inter), expanded)), out);
 }
@@ -541,12 +549,12 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   c.def("reshape",
         [](const Tensor& x, nb::args shape) { return vk::reshape(x, shape_from_args(shape)); });
   c.def("view",
-        [](const Tensor& x, nb::args shape) { return vk::reshape(x, shape_from_args(shape)); });
+        [](const Tensor& x, nb::args shape) { return vk::view(x, shape_from_args(shape)); });
   m.def(
       "reshape", [](const Tensor& x, nb::handle shape) { return vk::reshape(x, to_shape(shape)); },
       "input"_a, "shape"_a);
   c.def(
-      "view_as", [](const Tensor& x, const Tensor& o) { return vk::reshape(x, o.shape()); },
+      "view_as", [](const Tensor& x, const Tensor& o) { return vk::view(x, o.shape()); },
       "other"_a);
   c.def(
       "reshape_as", [](const Tensor& x, const Tensor& o) { return vk::reshape(x, o.shape()); },
@@ -610,12 +618,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   both(
       m, c, "narrow",
       [](const Tensor& x, int64_t dim, int64_t start, int64_t length) {
-        int64_t d = vk::wrap_dim(dim, x.ndim(), "narrow");
-        if (start < 0) start += x.shape()[d];
-        VK_CHECK(start >= 0 && length >= 0 && start + length <= x.shape()[d], IndexError,
-                 "narrow: start (", start, ") + length (", length, ") exceeds dim ", d, " of size ",
-                 x.shape()[d]);
-        return vk::slice(x, d, start, start + length, 1);
+        return vk::narrow(x, dim, start, length);
       },
       "dim"_a, "start"_a, "length"_a);
   both(
@@ -887,11 +890,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "eye",
       [](int64_t n, std::optional<int64_t> mcols, nb::handle dtype, bool requires_grad) {
         DType dt = creation_dtype(dtype, DType::Float32);
-        if (!mcols || *mcols == n) return with_grad(vk::eye(n, dt), requires_grad);
-        int64_t mm = *mcols;
-        Tensor r = vk::reshape(vk::arange(0, (double)n, 1, DType::Int64), {n, 1});
-        Tensor cidx = vk::reshape(vk::arange(0, (double)mm, 1, DType::Int64), {1, mm});
-        return with_grad(vk::cast(vk::eq(r, cidx), dt), requires_grad);
+        return with_grad(vk::eye(n, mcols ? *mcols : n, dt), requires_grad);
       },
       "n"_a, "m"_a = nb::none(), "dtype"_a = nb::none(), "requires_grad"_a = false);
   m.def(
@@ -992,7 +991,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "state"_a);
   m.def("get_num_threads", []() { return vk::cpu::num_threads(); });
   m.def(
-      "set_num_threads", [](int n) { vk::cpu::set_num_threads(n); }, "n"_a);
+      "set_num_threads", [](int64_t n) { vk::cpu::set_num_threads(n); }, "n"_a);
 }
 
 }  // namespace vkpy

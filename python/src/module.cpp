@@ -9,6 +9,7 @@ namespace vkpy {
 
 nb::handle g_dtype_error;
 nb::handle g_shape_error;
+nb::handle g_size_error;
 
 void bind_dtypes_and_errors(nb::module_& m) {
   nb::enum_<DType>(m, "dtype", "The element type of a tensor.")
@@ -28,13 +29,24 @@ void bind_dtypes_and_errors(nb::module_& m) {
       "vkml.DTypeError", "A dtype that an operation does not accept.", PyExc_TypeError, nullptr);
   g_shape_error = PyErr_NewExceptionWithDoc(
       "vkml.ShapeError", "Shapes that an operation does not accept.", PyExc_ValueError, nullptr);
+  // vk::SizeError (a negative size, or one past int64) -> vkml.SizeError: both a vkml.ShapeError
+  // and a RuntimeError, which is what torch raises for such sizes.
+  nb::object size_bases = nb::make_tuple(g_shape_error, nb::handle(PyExc_RuntimeError));
+  g_size_error = PyErr_NewExceptionWithDoc(
+      "vkml.SizeError",
+      "A size that cannot exist: a negative extent, or a count or stride past int64 "
+      "(a vkml.ShapeError and a RuntimeError).",
+      size_bases.ptr(), nullptr);
   m.attr("DTypeError") = g_dtype_error;
   m.attr("ShapeError") = g_shape_error;
+  m.attr("SizeError") = g_size_error;
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const vk::DTypeError& e) {
       PyErr_SetString(g_dtype_error.ptr(), e.what());
+    } catch (const vk::SizeError& e) {
+      PyErr_SetString(g_size_error.ptr(), e.what());
     } catch (const vk::ShapeError& e) {
       PyErr_SetString(g_shape_error.ptr(), e.what());
     } catch (const vk::IndexError& e) {
@@ -54,6 +66,7 @@ void bind_dtypes_and_errors(nb::module_& m) {
       [](const std::string& kind, const std::string& msg) {
         if (kind == "DTypeError") throw vk::DTypeError(msg);
         if (kind == "ShapeError") throw vk::ShapeError(msg);
+        if (kind == "SizeError") throw vk::SizeError(msg);
         if (kind == "IndexError") throw vk::IndexError(msg);
         if (kind == "NotImplementedError") throw vk::NotImplementedError(msg);
         if (kind == "MemoryError") throw vk::MemoryError(msg);

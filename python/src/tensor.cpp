@@ -320,8 +320,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def_prop_ro("device", [](const Tensor&) { return "cpu"; });
   c.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
   c.def_prop_ro("itemsize", [](const Tensor& t) { return vk::dtype_size(t.dtype()); });
-  c.def_prop_ro("nbytes",
-                [](const Tensor& t) { return t.numel() * (int64_t)vk::dtype_size(t.dtype()); });
+  c.def_prop_ro("nbytes", [](const Tensor& t) {
+    // In Python ints: an expanded view can count more bytes than int64 holds.
+    return nb::int_(t.numel()) * nb::int_(vk::dtype_size(t.dtype()));
+  });
   c.def_prop_rw(
       "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
       [](Tensor& t, bool v) { exclusive([&] { t.set_requires_grad(v); }); });
@@ -642,6 +644,15 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "uniform_",
       [](nb::handle self, double from, double to) {
         const Tensor& x = nb::cast<const Tensor&>(self);
+        // As torch: the bounds and the width must be finite in x's dtype, and from <= to.
+        const double max = x.dtype() == DType::Float32 ? std::numeric_limits<float>::max()
+                                                       : std::numeric_limits<double>::max();
+        VK_CHECK(std::abs(from) <= max && std::abs(to) <= max && std::abs(to - from) <= max,
+                 RuntimeError, "uniform_: the range [", from, ", ", to,
+                 ") is out of bounds for dtype ", vk::dtype_name(x.dtype()));
+        VK_CHECK(from <= to, RuntimeError,
+                 "uniform_ expects to return a [from, to) range, but found from=", from,
+                 " > to=", to);
         vk::NoGradGuard ng;
         vk::copy_(x, vk::rand(x.shape(), x.dtype()) * (to - from) + from);
         return nb::borrow(self);
@@ -651,6 +662,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "normal_",
       [](nb::handle self, double mean, double std) {
         const Tensor& x = nb::cast<const Tensor&>(self);
+        VK_CHECK(std >= 0.0, RuntimeError, "normal_ expects std >= 0.0, but found std ", std);
         vk::NoGradGuard ng;
         vk::copy_(x, vk::randn(x.shape(), x.dtype()) * std + mean);
         return nb::borrow(self);

@@ -31,7 +31,7 @@ def _load_extension():
 _load_extension()
 from . import _C  # noqa: E402
 from ._C import *  # noqa: F401,F403  (ops, creation functions, Tensor, dtype, errors)
-from ._C import DTypeError, ShapeError, Tensor, dtype
+from ._C import DTypeError, ShapeError, SizeError, Tensor, dtype
 from ._grad_mode import (enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,
                          no_grad, set_grad_enabled)
 from . import _tensor_str

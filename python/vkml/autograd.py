@@ -40,13 +40,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 class FunctionCtx:
     """What forward and backward of a Function share."""
 
-    def __init__(self):
+    def __init__(self, fn_name="Function"):
+        self._fn_name = fn_name  # the Function subclass, named in errors
         self._saved = ()
         self._recorded = None  # (forward's output, the recorded output) while backward runs
         self.needs_input_grad = ()
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors):
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"{self._fn_name}: save_for_backward can only save tensors (or None), "
+                                f"but argument {i} is of type {type(t).__name__}")
         self._saved = tensors
 
     @property
@@ -98,7 +103,11 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        ctx = FunctionCtx()
+        # The defaults above cannot name the subclass (static methods do not see it): check here.
+        if cls.forward is Function.forward:
+            raise NotImplementedError(f"{cls.__name__}.forward is not implemented: a "
+                                      "vk.autograd.Function subclass must define forward(ctx, *args)")
+        ctx = FunctionCtx(cls.__name__)
         recording = _C.is_grad_enabled()
         ctx.needs_input_grad = tuple(recording and isinstance(a, Tensor) and a.requires_grad
                                      for a in args)
@@ -121,6 +130,10 @@ class Function:
             return [grads[i] for i in positions]
 
         def call_backward(fwd_out, recorded, grads):
+            if cls.backward is Function.backward:  # raised when backward runs, as in torch
+                raise NotImplementedError(f"{cls.__name__}.backward is not implemented: a "
+                                          "vk.autograd.Function subclass must define "
+                                          "backward(ctx, *grads) to be differentiated")
             ctx._recorded = (fwd_out, recorded)
             try:
                 return pick(cls.backward(ctx, *grads))

@@ -379,6 +379,99 @@ def test_load_crafted_metadata_not_json_raises(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------
+# Issue 12, items 14, 16, 17 (part) -- shapes: size arithmetic, view, x[True], numpy() dims,
+# eye/normal_/uniform_ ranges, setitem, set_num_threads, zero-sized layers, autograd.Function
+# ------------------------------------------------------------------------------------------
+
+
+class _NoBackward(vk.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+
+class _NoForward(vk.autograd.Function):
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _setitem(x, index, value):
+    x[index] = value
+
+
+SHAPES_ROWS = [
+    row("expand-uncountable", lambda: vk.ones(1, 1).expand(2**32, 2**32), (vk.SizeError, RuntimeError), "expand",
+        "[4294967296, 4294967296]", "int64"),
+    row("expand-negative-size", lambda: vk.ones(1).expand(-2), vk.SizeError, "expand", "-2"),
+    row("expand-minus-one-new-dim", lambda: vk.ones(1).expand(-1, 1), vk.SizeError, "expand", "-1"),
+    row("broadcast-uncountable", lambda: vk.ones(1, 1).expand(2**32, 1) + vk.ones(1, 1).expand(1, 2**32),
+        vk.SizeError, "add", "int64"),
+    row("pad-huge-widths", lambda: vk.pad(vk.ones(2), [2**62, 2**62]), vk.SizeError, "pad", "overflows int64"),
+    row("pad-int64-max", lambda: vk.pad(vk.ones(2), [2**63 - 1, 1]), vk.SizeError, "pad"),
+    row("cat-size-overflow", lambda: vk.cat([vk.ones(1).expand(2**62)] * 2), vk.SizeError, "cat"),
+    row("im2col-huge-padding", lambda: vk.im2col(vk.ones(1, 1, 2, 2), 1, padding=2**62), vk.SizeError, "im2col"),
+    row("reshape-negative-size", lambda: _x().reshape(-2, 3), vk.SizeError, "reshape", "-2"),
+    row("reshape-minus-one-overflow", lambda: _x().reshape(2**62, 2**62, -1), vk.ShapeError, "reshape", "[2, 3]"),
+    row("linspace-negative-steps", lambda: vk.linspace(0, 1, -1), (vk.SizeError, RuntimeError), "linspace", "-1"),
+    row("narrow-start-past-end", lambda: _x().narrow(0, 5, 1), IndexError, "narrow", "[-2, 2]", "5"),
+    row("narrow-start-before-begin", lambda: _x().narrow(0, -3, 1), IndexError, "narrow", "-3"),
+    row("narrow-length-past-end", lambda: _x().narrow(1, 2, 2), RuntimeError, "narrow", "exceeds", "(3)"),
+    row("narrow-huge-length", lambda: _x().narrow(0, 1, 2**63 - 1), RuntimeError, "narrow", "exceeds"),
+    row("narrow-negative-length", lambda: _x().narrow(0, 1, -1), RuntimeError, "narrow", "non-negative"),
+    row("split-negative-last", lambda: vk.ones(10).split([5, -1]), (vk.SizeError, RuntimeError), "split",
+        "[5, -1]"),
+    row("split-negative-first", lambda: vk.ones(10).split([-1, 5]), vk.SizeError, "split", "[-1, 5]"),
+    row("repeat-negative", lambda: vk.ones(2).repeat(-1), vk.SizeError, "repeat", "[-1]"),
+    row("flatten-start-after-end", lambda: _x().flatten(1, 0), RuntimeError, "flatten",
+        "start_dim cannot come after end_dim"),
+    row("view-not-viewable", lambda: _x().t().view(6), RuntimeError, "view", "[3, 2]", "[6]", "reshape"),
+    row("view_as-not-viewable", lambda: _x().t().view_as(vk.ones(6)), RuntimeError, "view", "reshape"),
+    row("numpy-65-dims", lambda: vk.zeros(*[1] * 65).numpy(), ValueError, "numpy", "65 dims", "64"),
+    row("eye-negative", lambda: vk.eye(-1), RuntimeError, "eye", "-1"),
+    row("eye-negative-m", lambda: vk.eye(2, -1), RuntimeError, "eye", "-1"),
+    row("normal_-negative-std", lambda: vk.ones(3).normal_(0, -1), RuntimeError, "normal", "std -1"),
+    row("uniform_-from-above-to", lambda: vk.ones(3).uniform_(5, 1), RuntimeError, "uniform_", "from=5", "to=1"),
+    row("uniform_-infinite-bound", lambda: vk.ones(3).uniform_(0, INF), RuntimeError, "uniform_", "inf"),
+    row("setitem-value-shape", lambda: _setitem(vk.zeros(3, 4), 0, vk.ones(5)), vk.ShapeError, "index_put_",
+        "[5]", "[4]"),
+    row("setitem-tensor-index-out-of-range", lambda: _setitem(vk.zeros(3), vk.tensor([0, 3]), 1.0), IndexError,
+        "index", "size 3"),
+    row("set_num_threads-zero", lambda: vk.set_num_threads(0), RuntimeError, "set_num_threads", "positive"),
+    row("set_num_threads-negative", lambda: vk.set_num_threads(-1), RuntimeError, "set_num_threads", "-1"),
+    row("Function-without-backward", lambda: _NoBackward.apply(vk.ones(3, requires_grad=True)).sum().backward(),
+        NotImplementedError, "_NoBackward.backward is not implemented"),
+    row("Function-without-forward", lambda: _NoForward.apply(vk.ones(3, requires_grad=True)), NotImplementedError,
+        "_NoForward.forward is not implemented"),
+]
+
+
+@pytest.mark.parametrize("fn, exc, parts", SHAPES_ROWS)
+def test_bad_input_shapes(fn, exc, parts):
+    test_bad_input(fn, exc, parts)
+
+
+def test_shapes_getitem_true_adds_a_dim():
+    x = vk.arange(6.0).reshape(2, 3)
+    assert x[True].shape == (1, 2, 3) and x[False].shape == (0, 2, 3) and x[None, True].shape == (1, 1, 2, 3)
+    np.testing.assert_array_equal(x[True].numpy()[0], x.numpy())
+
+
+def test_shapes_expand_large_numel_is_exact():
+    assert vk.ones(1, 1).expand(2**31, 2**31).numel() == 2**62
+
+
+def test_shapes_zero_sized_layers_build():
+    with pytest.warns(UserWarning, match="zero-element"):
+        lin = vk.nn.Linear(0, 3)
+    assert lin(vk.ones(2, 0)).shape == (2, 3)
+    with pytest.warns(UserWarning, match="zero-element"):
+        assert vk.nn.Linear(3, 0)(vk.ones(2, 3)).shape == (2, 0)
+    with pytest.warns(UserWarning, match="zero-element"):
+        vk.nn.Conv2d(0, 3, 3)
+
+
+# ------------------------------------------------------------------------------------------
 # NaN / Inf through every op of the table
 # ------------------------------------------------------------------------------------------
 

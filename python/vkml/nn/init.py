@@ -1,6 +1,7 @@
 """vk.nn.init: torch.nn.init's in-place initialisers (drawing from vkml's counter-based RNG)."""
 
 import math
+import warnings
 
 from .._grad_mode import no_grad
 
@@ -65,23 +66,40 @@ def _fan(tensor, mode):
     raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
 
 
+def _zero_element(tensor):
+    """As torch: a layer with a zero size (nn.Linear(0, 3)) has nothing to initialise, and its fan
+    may be 0, which the bound would divide by."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
+
+
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    if _zero_element(tensor):
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound)
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    if _zero_element(tensor):
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _fans(tensor)
+    if fan_in + fan_out == 0 and _zero_element(tensor):  # torch divides by zero here
+        return tensor
     a = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -a, a)
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _fans(tensor)
+    if fan_in + fan_out == 0 and _zero_element(tensor):  # torch divides by zero here
+        return tensor
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))

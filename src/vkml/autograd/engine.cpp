@@ -172,7 +172,8 @@ bool add_slice_in_place(const Tensor& t, const Tensor& g, Tensor& acc) {
   const cpu::SliceRange r = cpu::slice_range(acc.shape()[a.dim], a.start, a.stop, a.step);
   Strides st = acc.strides();
   const int64_t offset = acc.offset() + r.start * st[a.dim];
-  st[a.dim] *= r.step;
+  // A dim of one element never uses its stride: x[::2**62] must not overflow it.
+  if (r.len > 1) st[a.dim] *= r.step;
   const Tensor region = acc.alias(g.shape(), st, offset);
   cpu::add_into(region, region, g);
   return true;

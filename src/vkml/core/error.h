@@ -16,6 +16,12 @@ struct DTypeError : Error {  // Python: vk.DTypeError (a TypeError)
 struct ShapeError : Error {  // Python: vk.ShapeError (a ValueError)
   using Error::Error;
 };
+// A size that cannot exist: a negative extent, or a count, stride or offset past int64. Python:
+// vk.SizeError, a subclass of both vk.ShapeError (vkml's own contract for bad shapes) and
+// RuntimeError (what torch raises for these, so code ported from torch catches it too).
+struct SizeError : ShapeError {
+  using ShapeError::ShapeError;
+};
 struct IndexError : Error {  // Python: IndexError
   using Error::Error;
 };

@@ -12,14 +12,35 @@ std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
-int64_t numel_of(const Shape& s) {
-  int64_t n = 1;
+namespace {
+std::string prefix(std::string_view op) {
+  return op.empty() ? std::string() : std::string(op) + ": ";
+}
+}  // namespace
+
+int64_t numel_of(const Shape& s, std::string_view op) {
+  int64_t n = 1, span = 1;  // span: the product with each 0 counted as 1; n <= span
   for (int64_t d : s) {
-    VK_CHECK(d >= 0, ShapeError, "negative dimension ", d, " in shape ", shape_str(s));
-    VK_CHECK(!__builtin_mul_overflow(n, d, &n), ShapeError, "shape ", shape_str(s),
-             " has more elements than int64 can count");
+    VK_CHECK(d >= 0, SizeError, prefix(op), "negative dimension ", d, " in shape ", shape_str(s));
+    VK_CHECK(!__builtin_mul_overflow(span, std::max<int64_t>(d, 1), &span), SizeError, prefix(op),
+             "shape ", shape_str(s), " has more elements than int64 can count");
+    n *= d;
   }
   return n;
+}
+
+int64_t checked_mul(int64_t a, int64_t b, std::string_view op) {
+  int64_t r;
+  VK_CHECK(!__builtin_mul_overflow(a, b, &r), SizeError, prefix(op), "size computation ", a, " * ",
+           b, " overflows int64");
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, std::string_view op) {
+  int64_t r;
+  VK_CHECK(!__builtin_add_overflow(a, b, &r), SizeError, prefix(op), "size computation ", a, " + ",
+           b, " overflows int64");
+  return r;
 }
 
 Strides contiguous_strides(const Shape& s) {
@@ -27,7 +48,8 @@ Strides contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= std::max<int64_t>(s[i], 1);
+    VK_CHECK(i == 0 || !__builtin_mul_overflow(acc, std::max<int64_t>(s[i], 1), &acc), SizeError,
+             "the strides of shape ", shape_str(s), " overflow int64");
   }
   return st;
 }
@@ -42,6 +64,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
              shape_str(b), " cannot be broadcast together");
     out[i] = da == 1 ? db : da;
   }
+  numel_of(out, op);  // [2^32, 1] and [1, 2^32] are countable, their broadcast is not
   return out;
 }
 

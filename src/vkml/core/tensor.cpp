@@ -232,7 +232,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   impl->shape.assign(shape.begin(), shape.end());
   impl->strides = DimsCache::take();
   impl->strides.resize(shape.size());
-  int64_t step = 1;  // contiguous_strides, written into the reused vector
+  int64_t step = 1;  // contiguous_strides, written into the reused vector; numel_of above
+                     // checked that the product of max(extent, 1) fits, so no step overflows
   for (size_t d = shape.size(); d-- > 0;) {
     impl->strides[d] = step;
     step *= std::max<int64_t>(shape[d], 1);

@@ -108,7 +108,7 @@ class Tensor {
   DType dtype() const { return impl_->dtype; }
   Device device() const { return impl_->storage->device; }
   int64_t ndim() const { return static_cast<int64_t>(impl_->shape.size()); }
-  int64_t numel() const {
+  int64_t numel() const {  // unchecked: every shape is validated (numel_of) when it is created
     int64_t n = 1;
     for (int64_t d : impl_->shape) n *= d;
     return n;

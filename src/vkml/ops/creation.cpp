@@ -14,8 +14,8 @@
 namespace vk {
 namespace {
 
-Meta infer_creation(const std::vector<Tensor>&, const Attrs& a, std::string_view) {
-  numel_of(a.shape);  // validates
+Meta infer_creation(const std::vector<Tensor>&, const Attrs& a, std::string_view op) {
+  numel_of(a.shape, op);  // validates
   return {a.shape, a.dtype};
 }
 
@@ -44,14 +44,14 @@ Rng& rng() {
 }
 
 // Reserves `n` counters of the global stream; each element of a draw uses its own counter.
-Attrs random_attrs(const Shape& shape, DType dtype) {
+Attrs random_attrs(const Shape& shape, DType dtype, std::string_view op) {
   Attrs a;
   a.shape = shape;
   a.dtype = dtype;
   std::lock_guard<std::mutex> lock(rng().mutex);
   a.seed = rng().state.seed;
   a.offset = rng().state.offset;
-  rng().state.offset += static_cast<uint64_t>(numel_of(shape));
+  rng().state.offset += static_cast<uint64_t>(numel_of(shape, op));
   return a;
 }
 
@@ -139,25 +139,32 @@ Tensor arange(double start, double stop, double step, DType dtype) {
 }
 
 Tensor linspace(double start, double stop, int64_t steps, DType dtype) {
-  VK_CHECK(steps >= 0, ShapeError, "linspace: steps must be non-negative, got ", steps);
+  VK_CHECK(steps >= 0, SizeError, "linspace: number of steps must be non-negative, got ", steps);
   if (steps <= 1) return full({steps}, start, dtype);
   Tensor i = arange(0, static_cast<double>(steps), 1, DType::Float64);
   return cast(i * ((stop - start) / static_cast<double>(steps - 1)) + start, dtype);
 }
 
-Tensor eye(int64_t n, DType dtype) {
-  Tensor i = arange(0, static_cast<double>(n), 1, DType::Int64);
-  return cast(eq(reshape(i, {n, 1}), reshape(i, {1, n})), dtype);
+Tensor eye(int64_t n, DType dtype) { return eye(n, n, dtype); }
+
+Tensor eye(int64_t n, int64_t m, DType dtype) {
+  // Checked here: reshape would take a -1 for "infer this size" (eye(-1) was a 0 x 0 matrix).
+  VK_CHECK(n >= 0, SizeError, "eye: n must be greater or equal to 0, got ", n);
+  VK_CHECK(m >= 0, SizeError, "eye: m must be greater or equal to 0, got ", m);
+  numel_of({n, m}, "eye");
+  Tensor rows = reshape(arange(0, static_cast<double>(n), 1, DType::Int64), {n, 1});
+  Tensor cols = reshape(arange(0, static_cast<double>(m), 1, DType::Int64), {1, m});
+  return cast(eq(rows, cols), dtype);
 }
 
 Tensor rand(const Shape& shape, DType dtype) {
-  return dispatch(OpKind::Rand, {}, random_attrs(shape, dtype));
+  return dispatch(OpKind::Rand, {}, random_attrs(shape, dtype, "rand"));
 }
 Tensor randn(const Shape& shape, DType dtype) {
-  return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype));
+  return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype, "randn"));
 }
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
-  Attrs a = random_attrs(shape, dtype);
+  Attrs a = random_attrs(shape, dtype, "randint");
   a.start = low;
   a.stop = high;
   return dispatch(OpKind::Randint, {}, a);

@@ -15,6 +15,7 @@ Tensor scalar_like(double value, const Tensor& like);
 Tensor arange(double start, double stop, double step = 1.0, DType dtype = DType::Int64);
 Tensor linspace(double start, double stop, int64_t steps, DType dtype = DType::Float32);
 Tensor eye(int64_t n, DType dtype = DType::Float32);
+Tensor eye(int64_t n, int64_t m, DType dtype = DType::Float32);  // n x m, ones on the diagonal
 Tensor rand(const Shape& shape, DType dtype = DType::Float32);   // U[0, 1)
 Tensor randn(const Shape& shape, DType dtype = DType::Float32);  // N(0, 1)
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64);

@@ -26,8 +26,8 @@ int64_t dims_consumed(const IndexItem& it) {
     case Kind::Int:
     case Kind::Slice:
       return 1;
-    case Kind::Tensor:
-      return it.tensor.dtype() == DType::Bool ? std::max<int64_t>(it.tensor.ndim(), 1) : 1;
+    case Kind::Tensor:  // a 0-d bool adds a dim (see apply_basic) and consumes none
+      return it.tensor.dtype() == DType::Bool ? it.tensor.ndim() : 1;
     default:
       return 0;
   }
@@ -90,13 +90,19 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items,
         break;
       case Kind::Tensor: {
         const Tensor& t = it.tensor;
-        if (t.dtype() == DType::Bool) {
-          int64_t nd = std::max<int64_t>(t.ndim(), 1);
+        if (t.dtype() == DType::Bool && t.ndim() == 0) {
+          // As torch (and numpy): a new dim of size 1, indexed by [0] when true and by nothing
+          // when false, so x[True] has shape [1, ...] and x[False] shape [0, ...].
+          r = unsqueeze(r, d);
+          adv.push_back({d, zeros({t.item() != 0 ? 1 : 0}, DType::Int64)});
+          ++d;
+        } else if (t.dtype() == DType::Bool) {
+          int64_t nd = t.ndim();
           for (int64_t k = 0; k < t.ndim(); ++k)
             VK_CHECK(t.shape()[k] == r.shape()[d + k], IndexError, "index: the mask of shape ",
                      shape_str(t.shape()), " does not match the indexed shape ",
                      shape_str(r.shape()), " at dim ", d + k);
-          Tensor pos = nonzero(t.ndim() == 0 ? reshape(t, {1}) : t);  // (n, nd)
+          Tensor pos = nonzero(t);  // (n, nd)
           for (int64_t k = 0; k < nd; ++k) adv.push_back({d + k, select(pos, 1, k)});
           d += nd;
         } else {
@@ -114,9 +120,11 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items,
   return r;
 }
 
-// Linear positions into the block of advanced dims (moved to the front), as int64 of the
-// broadcast index shape. Negative indices count from the end.
-Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape& index_shape) {
+// Linear positions, as int64 of the broadcast index shape: into the block of advanced dims (moved
+// to the front, row-major) when `in_storage` is false; else element offsets relative to r's first
+// element, through r's strides. Negative indices count from the end.
+Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape& index_shape,
+                        bool in_storage) {
   NoGradGuard no_grad;
   index_shape = adv[0].indices.shape();
   for (const auto& a : adv) index_shape = broadcast_shapes(index_shape, a.indices.shape(), "index");
@@ -129,10 +137,65 @@ Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape
     VK_CHECK(out_of_range.item() == 0, IndexError, "index: an index is out of bounds for dim ",
              adv[k].dim, " with size ", n);
     idx = where(lt(idx, scalar_like(0, idx)), idx + static_cast<double>(n), idx);
-    lin = lin + idx * static_cast<double>(stride);
+    const int64_t mult = in_storage ? r.strides()[adv[k].dim] : stride;
+    lin = lin + idx * static_cast<double>(mult);
     stride *= n;
   }
   return lin;
+}
+
+// index's result has the index dims (ni of them) first; NumPy's rule moves them back to where the
+// advanced indices were when those were adjacent and not at the front.
+Tensor place_index_dims(const Tensor& out, const std::vector<Advanced>& adv, int64_t ni) {
+  bool adjacent = true;
+  for (size_t k = 1; k < adv.size(); ++k) adjacent = adjacent && adv[k].dim == adv[k - 1].dim + 1;
+  int64_t first = adv[0].dim;
+  if (!adjacent || first == 0) return out;
+  std::vector<int64_t> back;
+  for (int64_t d = ni; d < ni + first; ++d) back.push_back(d);
+  for (int64_t d = 0; d < ni; ++d) back.push_back(d);
+  for (int64_t d = ni + first; d < out.ndim(); ++d) back.push_back(d);
+  return permute(out, back);
+}
+
+// The storage offsets (int64) of the elements x[items] selects, r being x after the basic items
+// and `adv` the advanced ones: shaped like index(x, items), costing only that many elements.
+Tensor storage_positions(const Tensor& r, const std::vector<Advanced>& adv) {
+  NoGradGuard no_grad;
+  Shape index_shape;
+  Tensor pos = linear_positions(r, adv, index_shape, true) + static_cast<double>(r.offset());
+  const int64_t ni = static_cast<int64_t>(index_shape.size());
+  std::vector<int64_t> rest;  // r's dims that no advanced index takes, in order
+  for (int64_t d = 0; d < r.ndim(); ++d)
+    if (std::none_of(adv.begin(), adv.end(), [d](const Advanced& a) { return a.dim == d; }))
+      rest.push_back(d);
+  const int64_t nr = static_cast<int64_t>(rest.size());
+  Shape s = index_shape;
+  s.resize(static_cast<size_t>(ni + nr), 1);
+  pos = reshape(pos, s);
+  for (int64_t j = 0; j < nr; ++j) {  // each rest dim adds its coordinate times its stride
+    Shape along(static_cast<size_t>(ni + nr), 1);
+    along[ni + j] = r.shape()[rest[j]];
+    Tensor coord = arange(0, static_cast<double>(r.shape()[rest[j]]), 1, DType::Int64);
+    pos = pos + reshape(coord * static_cast<double>(r.strides()[rest[j]]), along);
+  }
+  return place_index_dims(pos, adv, ni);
+}
+
+// `value` made to fill `region`: leading size-1 dims beyond the region's are dropped (as torch),
+// then it broadcasts; ShapeError when it cannot.
+Tensor fit_value(const Tensor& value, const Shape& region) {
+  Tensor v = value;
+  const int64_t nr = static_cast<int64_t>(region.size());
+  while (v.ndim() > nr && v.shape()[0] == 1) v = squeeze(v, 0);
+  bool fits = v.ndim() <= nr;
+  for (int64_t d = 0; fits && d < v.ndim(); ++d) {
+    const int64_t vd = v.shape()[v.ndim() - 1 - d], rd = region[nr - 1 - d];
+    fits = vd == rd || vd == 1;
+  }
+  VK_CHECK(fits, ShapeError, "index_put_: cannot assign a value of shape ",
+           shape_str(value.shape()), " to an indexed region of shape ", shape_str(region));
+  return expand(v, region);
 }
 
 }  // namespace
@@ -153,22 +216,13 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
   Shape flat = {block};
   flat.insert(flat.end(), rest.begin(), rest.end());
   Shape index_shape;
-  Tensor lin = linear_positions(r, adv, index_shape);
+  Tensor lin = linear_positions(r, adv, index_shape, false);
   Tensor picked = index_select(reshape(moved, flat), 0, reshape(lin, {-1}));
   Shape out_shape = index_shape;
   out_shape.insert(out_shape.end(), rest.begin(), rest.end());
   Tensor out = reshape(picked, out_shape);
   // NumPy: adjacent advanced indices keep their place; separated ones go to the front.
-  bool adjacent = true;
-  for (size_t k = 1; k < adv.size(); ++k) adjacent = adjacent && adv[k].dim == adv[k - 1].dim + 1;
-  int64_t first = adv[0].dim;
-  if (!adjacent || first == 0) return out;
-  int64_t ni = static_cast<int64_t>(index_shape.size());
-  std::vector<int64_t> back;
-  for (int64_t d = ni; d < ni + first; ++d) back.push_back(d);
-  for (int64_t d = 0; d < ni; ++d) back.push_back(d);
-  for (int64_t d = ni + first; d < out.ndim(); ++d) back.push_back(d);
-  return permute(out, back);
+  return place_index_dims(out, adv, static_cast<int64_t>(index_shape.size()));
 }
 
 Tensor logical_or_oob(const Tensor& idx, int64_t n) {
@@ -182,28 +236,24 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
            "index_put_: in-place assignment into a tensor that requires grad (or of a value that "
            "requires grad) while grad mode is on; build the result out of place, or use no_grad()");
   NoGradGuard no_grad;
-  // Element offsets of every position of x, indexed like x: the selected ones say where to write.
-  Tensor offsets = full({}, static_cast<double>(x.offset()), DType::Int64);
-  for (int64_t d = 0; d < x.ndim(); ++d) {
-    Shape s(x.ndim(), 1);
-    s[d] = x.shape()[d];
-    offsets = offsets + reshape(arange(0, static_cast<double>(x.shape()[d]), 1, DType::Int64) *
-                                    static_cast<double>(x.strides()[d]),
-                                s);
+  // Writes in place, costing what is written: the basic items give a view of x; advanced ones
+  // add the storage offsets of only the selected elements.
+  std::vector<Advanced> adv;
+  Tensor r = apply_basic(x, items, adv);
+  Tensor v = value.dtype() == x.dtype() ? value : cast(value, x.dtype());
+  if (v.storage() == x.storage()) v = clone(v);  // x[1:] = x[:-1]: read everything first
+  if (adv.empty()) {
+    cpu::copy_into(r, fit_value(v, r.shape()));
+    x.bump_version();
+    return;
   }
-  offsets = contiguous(expand(offsets, x.shape()));
-  Tensor where_to = contiguous(index(offsets, items));
-  Tensor v = contiguous(cast(value, x.dtype()));
-  VK_CHECK(broadcast_shapes(where_to.shape(), v.shape(), "index_put_") == where_to.shape(),
-           ShapeError, "index_put_: cannot assign a value of shape ", shape_str(v.shape()),
-           " to an indexed region of shape ", shape_str(where_to.shape()));
-  v = contiguous(expand(v, where_to.shape()));
-  if (v.storage() == x.storage()) v = clone(v);
+  Tensor where_to = contiguous(storage_positions(r, adv));
+  v = contiguous(fit_value(v, where_to.shape()));
   const int64_t* pos = where_to.data<int64_t>();
   VK_DISPATCH_ALL(x.dtype(), "index_put_", {
     T* base = static_cast<T*>(x.storage()->data);
     const T* src = v.data<T>();
-    for (int64_t i = 0; i < where_to.numel(); ++i) base[pos[i]] = src[i];
+    for (int64_t i = 0; i < where_to.numel(); ++i) base[pos[i]] = src[i];  // repeats: last wins
   });
   x.bump_version();
 }

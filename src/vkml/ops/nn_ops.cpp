@@ -39,8 +39,8 @@ void check_nchw(const Tensor& x, std::string_view op, std::string_view what = "i
 // (OH, OW) of the window sweep over an H x W plane; ShapeError when the kernel does not fit.
 std::pair<int64_t, int64_t> out_hw(int64_t H, int64_t W, const Window2d& w, std::string_view op,
                                    const Shape& shape) {
-  int64_t oh = cpu::window_out(H, w.kh, w.sh, w.ph, w.dh);
-  int64_t ow = cpu::window_out(W, w.kw, w.sw, w.pw, w.dw);
+  int64_t oh = cpu::window_out(H, w.kh, w.sh, w.ph, w.dh, op);
+  int64_t ow = cpu::window_out(W, w.kw, w.sw, w.pw, w.dw, op);
   VK_CHECK(oh > 0 && ow > 0, ShapeError, op, ": the ", win_str(w), " spans (",
            w.dh * (w.kh - 1) + 1, ", ", w.dw * (w.kw - 1) + 1,
            ") positions, larger than the padded input (", H + 2 * w.ph, ", ", W + 2 * w.pw,
@@ -62,7 +62,8 @@ Meta infer_im2col(const std::vector<Tensor>& in, const Attrs& a, std::string_vie
   check_numeric(x, op);
   check_window(a.win, op);
   auto [oh, ow] = out_hw(x.shape()[2], x.shape()[3], a.win, op, x.shape());
-  return {{x.shape()[0], x.shape()[1] * a.win.kh * a.win.kw, oh * ow}, x.dtype()};
+  const int64_t rows = checked_mul(checked_mul(x.shape()[1], a.win.kh, op), a.win.kw, op);
+  return {{x.shape()[0], rows, checked_mul(oh, ow, op)}, x.dtype()};
 }
 
 Meta infer_col2im(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
@@ -73,13 +74,15 @@ Meta infer_col2im(const std::vector<Tensor>& in, const Attrs& a, std::string_vie
            shape_str(a.shape));
   check_numeric(c, op);
   check_window(a.win, op);
-  const int64_t kk = a.win.kh * a.win.kw;
+  const int64_t kk = checked_mul(a.win.kh, a.win.kw, op);
   VK_CHECK(c.shape()[1] % kk == 0, ShapeError, op, ": dim 1 of shape ", shape_str(c.shape()),
            " is not a multiple of kh*kw = ", kk);
+  numel_of(a.shape, op);  // no negative output size
   auto [oh, ow] = out_hw(a.shape[0], a.shape[1], a.win, op, a.shape);
-  VK_CHECK(c.shape()[2] == oh * ow, ShapeError, op, ": input of shape ", shape_str(c.shape()),
+  const int64_t windows = checked_mul(oh, ow, op);
+  VK_CHECK(c.shape()[2] == windows, ShapeError, op, ": input of shape ", shape_str(c.shape()),
            " has ", c.shape()[2], " windows; an output of size ", shape_str(a.shape), " with ",
-           win_str(a.win), " has ", oh, " x ", ow, " = ", oh * ow);
+           win_str(a.win), " has ", oh, " x ", ow, " = ", windows);
   return {{c.shape()[0], c.shape()[1] / kk, a.shape[0], a.shape[1]}, c.dtype()};
 }
 
@@ -101,9 +104,10 @@ Meta infer_conv2d(const std::vector<Tensor>& in, const Attrs& a, std::string_vie
   VK_CHECK(groups >= 1 && C % groups == 0 && O % groups == 0, ShapeError, op, ": groups = ", groups,
            " must divide the input channels (", C, ") and the output channels (", O,
            "); input shape ", shape_str(x.shape()), ", weight shape ", shape_str(w.shape()));
-  VK_CHECK(w.shape()[1] * groups == C, ShapeError, op, ": input of shape ", shape_str(x.shape()),
-           " has ", C, " channels, but weight of shape ", shape_str(w.shape()),
-           " with groups = ", groups, " expects ", w.shape()[1] * groups);
+  const int64_t expected_c = checked_mul(w.shape()[1], groups, op);
+  VK_CHECK(expected_c == C, ShapeError, op, ": input of shape ", shape_str(x.shape()), " has ", C,
+           " channels, but weight of shape ", shape_str(w.shape()), " with groups = ", groups,
+           " expects ", expected_c);
   VK_CHECK(w.shape()[2] == a.win.kh && w.shape()[3] == a.win.kw, ShapeError, op,
            ": weight of shape ", shape_str(w.shape()), " does not match the ", win_str(a.win));
   if (in.size() == 3)
@@ -124,7 +128,7 @@ Meta infer_pool(const std::vector<Tensor>& in, const Attrs& a, std::string_view 
   check_nchw(x, op);
   check_float(x, op);
   check_window(a.win, op);
-  VK_CHECK(2 * a.win.ph <= a.win.kh && 2 * a.win.pw <= a.win.kw, ShapeError, op,
+  VK_CHECK(a.win.ph <= a.win.kh / 2 && a.win.pw <= a.win.kw / 2, ShapeError, op,
            ": padding must be at most half the kernel size, got ", win_str(a.win));
   auto [oh, ow] = out_hw(x.shape()[2], x.shape()[3], a.win, op, x.shape());
   return {{x.shape()[0], x.shape()[1], oh, ow}, x.dtype()};
@@ -141,7 +145,7 @@ Meta infer_max_pool2d_backward(const std::vector<Tensor>& in, const Attrs& a, st
   VK_CHECK(a.shape.size() == 4 && a.shape[0] == g.shape()[0] && a.shape[1] == g.shape()[1],
            ShapeError, op, ": input shape ", shape_str(a.shape),
            " does not match the gradient's shape ", shape_str(g.shape()));
-  (void)numel_of(a.shape);  // rejects negative extents
+  (void)numel_of(a.shape, op);  // rejects negative extents
   return {a.shape, g.dtype()};
 }
 
@@ -170,7 +174,8 @@ Grads conv2d_grad(const GradCtx& c) {
   // shapes): each chunk's columns are made and used while still in cache, instead of one pass
   // over memory to write them and one to read them back.
   const int64_t chunk = std::max<int64_t>(1, kColsChunk / std::max<int64_t>(CKK * L, 1));
-  if (N * CKK * L > 4 * kColsChunk && chunk < N) {
+  const int64_t all_cols = checked_mul(checked_mul(N, CKK, "conv2d"), L, "conv2d");
+  if (all_cols > 4 * kColsChunk && chunk < N) {
     std::vector<Tensor> dx, dw;
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
       const int64_t n1 = std::min(N, n0 + chunk);

@@ -15,9 +15,9 @@ namespace vk {
 namespace {
 
 Meta infer_reshape(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
-  VK_CHECK(numel_of(a.shape) == in[0].numel(), ShapeError, op, ": cannot view a tensor of shape ",
-           shape_str(in[0].shape()), " (", in[0].numel(), " elements) as shape ",
-           shape_str(a.shape));
+  VK_CHECK(numel_of(a.shape, op) == in[0].numel(), ShapeError, op,
+           ": cannot view a tensor of shape ", shape_str(in[0].shape()), " (", in[0].numel(),
+           " elements) as shape ", shape_str(a.shape));
   return {a.shape, in[0].dtype()};
 }
 
@@ -41,6 +41,10 @@ Meta infer_expand(const std::vector<Tensor>& in, const Attrs& a, std::string_vie
   VK_CHECK(a.shape.size() >= from.size(), ShapeError, op, ": cannot expand shape ", shape_str(from),
            " to fewer dims ", shape_str(a.shape));
   size_t lead = a.shape.size() - from.size();
+  for (size_t i = 0; i < a.shape.size(); ++i)  // expand() resolved -1 in the existing dims
+    VK_CHECK(a.shape[i] >= 0, SizeError, op, ": cannot expand shape ", shape_str(from), " to ",
+             shape_str(a.shape), ": size ", a.shape[i], " at dim ", i,
+             i < lead ? " (-1 only keeps the size of an existing dim)" : "");
   for (size_t i = 0; i < from.size(); ++i)
     VK_CHECK(from[i] == a.shape[lead + i] || from[i] == 1, ShapeError, op, ": cannot expand shape ",
              shape_str(from), " to ", shape_str(a.shape));
@@ -64,7 +68,7 @@ Meta infer_slice_backward(const std::vector<Tensor>& in, const Attrs& a, std::st
   VK_CHECK(a.dim >= 0 && a.dim < nd, IndexError, op, ": dim ", a.dim,
            " is out of range for the input shape ", shape_str(a.shape));
   VK_CHECK(a.step >= 1, ShapeError, op, ": step must be positive, got ", a.step);
-  numel_of(a.shape);  // validates the extents
+  numel_of(a.shape, op);  // validates the extents
   Shape expected = a.shape;
   expected[a.dim] = cpu::slice_range(a.shape[a.dim], a.start, a.stop, a.step).len;
   VK_CHECK(g.shape() == expected, ShapeError, op, ": gradient of shape ", shape_str(g.shape()),
@@ -99,7 +103,7 @@ Meta infer_cat(const std::vector<Tensor>& in, const Attrs& a, std::string_view o
     for (int64_t d = 0; match && d < nd; ++d) match = d == a.dim || t.shape()[d] == rs[d];
     VK_CHECK(match, ShapeError, op, ": shapes ", shape_str(rs), " (input ", ref, ") and ",
              shape_str(t.shape()), " (input ", i, ") must match except in dim ", a.dim);
-    out[a.dim] += t.shape()[a.dim];
+    out[a.dim] = checked_add(out[a.dim], t.shape()[a.dim], op);
   }
   return {out, in[ref].dtype()};
 }
@@ -132,7 +136,7 @@ Meta infer_pad(const std::vector<Tensor>& in, const Attrs& a, std::string_view o
   Shape s = x.shape();
   for (size_t k = 0; k * 2 < a.ints.size(); ++k) {
     const int64_t d = nd - 1 - static_cast<int64_t>(k);
-    const int64_t n = s[d] + a.ints[2 * k] + a.ints[2 * k + 1];
+    const int64_t n = checked_add(checked_add(s[d], a.ints[2 * k], op), a.ints[2 * k + 1], op);
     VK_CHECK(n >= 0, ShapeError, op, ": padding (", a.ints[2 * k], ", ", a.ints[2 * k + 1],
              ") of dim ", d, " of shape ", shape_str(x.shape()), " gives a negative size ", n);
     s[d] = n;
@@ -293,31 +297,68 @@ void add_shape_ops(OpList& ops) {
                  .grad_doc = "dx = flip(g, dims)"});
 }
 
-Tensor reshape(const Tensor& x, const Shape& shape) {
+namespace {
+
+// `shape` with its -1 (at most one) replaced by the size that keeps x's element count.
+Shape infer_size(const Tensor& x, const Shape& shape, const char* op) {
   Shape s = shape;
-  auto infer_at = std::find(s.begin(), s.end(), -1);
+  int64_t known = 1;
+  auto infer_at = s.end();
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    if (*it == -1) {
+      VK_CHECK(infer_at == s.end(), ShapeError, op, ": only one dimension can be -1, got ",
+               shape_str(shape));
+      infer_at = it;
+      continue;
+    }
+    VK_CHECK(*it >= 0, SizeError, op, ": invalid size ", *it, " in shape ", shape_str(shape));
+    VK_CHECK(!__builtin_mul_overflow(known, *it, &known), SizeError, op, ": cannot view shape ",
+             shape_str(x.shape()), " (", x.numel(), " elements) as ", shape_str(shape),
+             ": the sizes multiply past int64");
+  }
   if (infer_at != s.end()) {
-    VK_CHECK(std::count(s.begin(), s.end(), -1) == 1, ShapeError,
-             "reshape: only one dimension can be -1, got ", shape_str(shape));
-    int64_t known = 1;
-    for (int64_t d : s)
-      if (d != -1) known *= d;
-    VK_CHECK(known != 0 && x.numel() % known == 0, ShapeError, "reshape: cannot view shape ",
-             shape_str(x.shape()), " as ", shape_str(shape));
+    VK_CHECK(known != 0 && x.numel() % known == 0, ShapeError, op, ": cannot view shape ",
+             shape_str(x.shape()), " (", x.numel(), " elements) as ", shape_str(shape),
+             known == 0 ? " (the -1 is ambiguous next to a 0)" : "");
     *infer_at = x.numel() / known;
   }
+  return s;
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  Shape s = infer_size(x, shape, "reshape");
   if (s == x.shape()) return x;
   Attrs a;
-  a.shape = s;
+  a.shape = std::move(s);
   return dispatch(OpKind::Reshape, {x}, a);
+}
+
+Tensor view(const Tensor& x, const Shape& shape) {
+  Shape s = infer_size(x, shape, "view");
+  if (s == x.shape()) return x;
+  VK_CHECK(numel_of(s, "view") == x.numel(), ShapeError, "view: cannot view shape ",
+           shape_str(x.shape()), " (", x.numel(), " elements) as ", shape_str(shape));
+  VK_CHECK(cpu::view_strides(x, s).has_value(), RuntimeError,
+           "view: view size is not compatible with input tensor's size and stride (at least one "
+           "dimension spans across two contiguous subspaces): cannot view ",
+           shape_str(x.shape()), " with strides ", shape_str(x.strides()), " as ", shape_str(s),
+           ". Use .reshape(...) instead.");
+  Attrs a;
+  a.shape = std::move(s);
+  return dispatch(OpKind::Reshape, {x}, a);  // a view: the kernel copies only what it cannot view
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   if (x.ndim() == 0) return reshape(x, {1});
   int64_t s = wrap_dim(start_dim, x.ndim(), "flatten"), e = wrap_dim(end_dim, x.ndim(), "flatten");
+  VK_CHECK(s <= e, RuntimeError,
+           "flatten() has invalid args: start_dim cannot come after end_dim (", start_dim,
+           " is dim ", s, ", ", end_dim, " is dim ", e, " of shape ", shape_str(x.shape()), ")");
   Shape shape(x.shape().begin(), x.shape().begin() + s);
   int64_t n = 1;
-  for (int64_t i = s; i <= e; ++i) n *= x.shape()[i];
+  for (int64_t i = s; i <= e; ++i) n *= x.shape()[i];  // a part of a valid shape: no overflow
   shape.push_back(n);
   shape.insert(shape.end(), x.shape().begin() + e + 1, x.shape().end());
   return reshape(x, shape);
@@ -414,6 +455,20 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
            " is out of range for dim ", d, " of size ", n);
   int64_t i = index < 0 ? index + n : index;
   return squeeze(slice(x, d, i, i + 1, 1), d);
+}
+
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  VK_CHECK(x.ndim() > 0, RuntimeError, "narrow() cannot be applied to a 0-dim tensor");
+  const int64_t d = wrap_dim(dim, x.ndim(), "narrow");
+  const int64_t n = x.shape()[d];
+  VK_CHECK(start >= -n && start <= n, IndexError,
+           "narrow: start out of range (expected to be in range of [", -n, ", ", n, "], but got ",
+           start, ") for dim ", d, " of shape ", shape_str(x.shape()));
+  if (start < 0) start += n;
+  VK_CHECK(length >= 0, RuntimeError, "narrow: length must be non-negative, got ", length);
+  VK_CHECK(length <= n - start, RuntimeError, "narrow: start (", start, ") + length (", length,
+           ") exceeds dimension size (", n, ") of dim ", d, " of shape ", shape_str(x.shape()));
+  return slice(x, d, start, start + length, 1);
 }
 
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {

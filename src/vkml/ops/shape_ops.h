@@ -5,6 +5,9 @@
 namespace vk {
 
 Tensor reshape(const Tensor& x, const Shape& shape);  // one -1 allowed; copies only if needed
+// torch's view: reshape that never copies. RuntimeError when the shape cannot be expressed with
+// strides over x's memory (then a write through the result would be lost); use reshape instead.
+Tensor view(const Tensor& x, const Shape& shape);
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
@@ -18,6 +21,9 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t 
 Tensor slice_backward(const Tensor& g, const Shape& input_shape, int64_t dim, int64_t start,
                       int64_t stop, int64_t step);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);  // slice + drop the dim
+// x[start:start + length] along dim, as torch.narrow: IndexError when start is outside [-n, n],
+// RuntimeError when length is negative or the range runs past the end (never clamped).
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 Tensor squeeze(const Tensor& x);
 Tensor squeeze(const Tensor& x, int64_t dim);
 Tensor unsqueeze(const Tensor& x, int64_t dim);

@@ -135,6 +135,9 @@ Tensor run(OpKind kind, std::vector<Tensor>& in, const Attrs& attrs, bool owned)
       if (t.requires_grad()) t_watch->note(t);
   if (def.prepare) def.prepare(in, attrs, def.name);
   const Meta meta = def.infer(in, attrs, def.name);
+  // Every output shape is validated here, once for all ops: a view (expand, broadcast) allocates
+  // nothing, so without this an uncountable shape would live on with a wrapped-around numel.
+  numel_of(meta.shape, def.name);
   Tensor out = def.cpu(in, attrs, meta);
   if (GradMode::is_enabled() && is_floating(out.dtype()) && any_requires_grad(in))
     record(out, def, in, attrs, owned);

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "vkml/core/error.h"
+
 namespace vk::cpu {
 namespace {
 
@@ -63,12 +65,26 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // Replaces the workers with n - 1 new ones. When the system cannot create them all, the pool
+  // goes back to its previous size (the threads already made are joined, none is left behind)
+  // and RuntimeError says so.
   void resize(int n) {
     std::lock_guard<std::mutex> use(use_mutex_);
+    const int before = size();
     stop_workers();
-    stopping_ = false;
-    for (int i = 1; i < n; ++i)
-      workers_.emplace_back([this, i, g = generation_.load()] { work(i, g); });
+    try {
+      start_workers(n);
+    } catch (const std::exception& e) {
+      stop_workers();
+      try {
+        start_workers(before);
+      } catch (const std::exception&) {
+        stop_workers();  // not even the old size: run single-threaded rather than half-made
+      }
+      throw RuntimeError(detail::cat("set_num_threads(", n, "): could not start ", n - 1,
+                                     " worker threads (", e.what(), "); the pool keeps ", size(),
+                                     " thread", size() == 1 ? "" : "s"));
+    }
   }
 
   // Returns false (and runs nothing) when another caller holds the pool.
@@ -141,6 +157,13 @@ class ThreadPool {
     }
   }
 
+  void start_workers(int n) {
+    stopping_ = false;
+    workers_.reserve(static_cast<size_t>(std::max(n - 1, 0)));
+    for (int i = 1; i < n; ++i)
+      workers_.emplace_back([this, i, g = generation_.load()] { work(i, g); });
+  }
+
   void stop_workers() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -163,10 +186,14 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
+// More threads than this is a mistake (set_num_threads(2**31 - 1)), not a request the system
+// could meet: the count is capped here, before any thread is created. Torch accepts any count.
+int max_threads() { return static_cast<int>(std::max(1024u, std::thread::hardware_concurrency())); }
+
 int initial_threads() {
   if (const char* env = std::getenv("VKML_NUM_THREADS")) {
     int n = std::atoi(env);
-    if (n >= 1) return n;
+    if (n >= 1) return std::min(n, max_threads());
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }
@@ -220,7 +247,10 @@ ThreadPool& pool() { return PoolHolder::instance().get(); }
 
 int num_threads() { return pool().size(); }
 
-void set_num_threads(int n) { pool().resize(std::max(1, n)); }
+void set_num_threads(int64_t n) {
+  VK_CHECK(n >= 1, RuntimeError, "set_num_threads expects a positive integer, got ", n);
+  pool().resize(static_cast<int>(std::min<int64_t>(n, max_threads())));
+}
 
 void parallel_run(int64_t n, int64_t grain, RangeFn fn) {
   if (n <= 0) return;

@@ -8,7 +8,9 @@
 namespace vk::cpu {
 
 int num_threads();
-void set_num_threads(int n);  // n >= 1; also called from VKML_NUM_THREADS at start-up
+// n >= 1 (else RuntimeError, as torch); counts above max(1024, hardware threads) are capped.
+// If the system cannot create the threads, RuntimeError and the pool keeps its previous size.
+void set_num_threads(int64_t n);
 
 // A borrowed callable fn(begin, end): a pointer and a trampoline, so handing a lambda to the
 // pool allocates nothing (std::function would for any lambda capturing more than two words).

@@ -11,7 +11,7 @@ namespace vk::cpu {
 
 // Walks old and new dims in groups whose element counts match; each group of old dims must be
 // contiguous among themselves to be re-split into the new dims (PyTorch's computeStride).
-Strides view_strides(const Tensor& x, const Shape& shape) {
+std::optional<Strides> view_strides(const Tensor& x, const Shape& shape) {
   const Shape& os = x.shape();
   const Strides& ost = x.strides();
   if (x.numel() == 0 || os.empty()) return contiguous_strides(shape);
@@ -28,22 +28,22 @@ Strides view_strides(const Tensor& x, const Shape& shape) {
       view_numel *= shape[view_d];
       --view_d;
     }
-    if (view_numel != tensor_numel) return {};
+    if (view_numel != tensor_numel) return std::nullopt;
     if (d > 0) {
       chunk_stride = ost[d - 1];
       tensor_numel = 1;
       view_numel = 1;
     }
   }
-  if (view_d != -1) return {};
+  if (view_d != -1) return std::nullopt;
   return st;
 }
 
 VK_KERNEL(reshape) {
   (void)a;
   const Tensor& x = in[0];
-  Strides st = view_strides(x, m.shape);
-  if (!st.empty() || m.shape.empty()) return x.alias(m.shape, st, x.offset());
+  if (std::optional<Strides> st = view_strides(x, m.shape))
+    return x.alias(m.shape, std::move(*st), x.offset());
   // Not viewable: copy into row-major order (x's logical order), then label it with the new shape.
   Tensor out = Tensor::empty(m.shape, m.dtype);
   copy_into(out.alias(x.shape(), contiguous_strides(x.shape()), 0), x);
@@ -93,7 +93,8 @@ VK_KERNEL(slice) {
   SliceRange r = slice_range(x.shape()[a.dim], a.start, a.stop, a.step);
   Strides st = x.strides();
   int64_t offset = x.offset() + (r.len > 0 ? r.start * st[a.dim] : 0);
-  st[a.dim] *= r.step;
+  // A dim of one element never uses its stride: x[::2**62] must not overflow it.
+  if (r.len > 1) st[a.dim] *= r.step;
   return x.alias(m.shape, st, offset);
 }
 
@@ -112,7 +113,8 @@ VK_KERNEL(slice_backward) {
   SliceRange r = slice_range(m.shape[a.dim], a.start, a.stop, a.step);
   Strides st = out.strides();
   int64_t offset = r.start * st[a.dim];
-  st[a.dim] *= r.step;
+  // A dim of one element never uses its stride: x[::2**62] must not overflow it.
+  if (r.len > 1) st[a.dim] *= r.step;
   copy_into(out.alias(g.shape(), st, offset), g);
   return out;
 }

@@ -1,4 +1,6 @@
 #pragma once
+#include <optional>
+
 #include "vkml/backend/cpu/kernel.h"
 
 namespace vk::cpu {
@@ -12,8 +14,9 @@ VK_KERNEL(cat);             // a.dim; inputs skipped by cat_skips() contribute n
 VK_KERNEL(stack);           // a.dim is the new dim
 VK_KERNEL(pad);             // a.ints: (before, after) pairs from the last dim; a.scalar: value
 VK_KERNEL(flip);            // a.dims: wrapped dims to reverse
-// Strides for viewing x as `shape` without a copy, or empty when impossible.
-Strides view_strides(const Tensor& x, const Shape& shape);
+// Strides for viewing x as `shape` (same element count) without a copy; nullopt when no strides
+// over x's memory give the elements in x's row-major order (then only a copy can reshape x).
+std::optional<Strides> view_strides(const Tensor& x, const Shape& shape);
 
 // A Python slice start:stop:step (step >= 1) resolved against an extent n: negative bounds count
 // from the end, both are clamped to [0, n], and stop >= start. len is the number of elements.
