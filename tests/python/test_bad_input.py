@@ -472,6 +472,64 @@ def test_shapes_zero_sized_layers_build():
 
 
 # ------------------------------------------------------------------------------------------
+# Issue 12, items 1-5, 11, 15 -- memory, threads, recursion, checkpoint: the in-process form of
+# each case (the focused tests, several in subprocesses, are in test_threads_and_memory_defects.py)
+# ------------------------------------------------------------------------------------------
+
+def test_large_transposed_contiguous_lives():
+    assert vk.randn(128, 256).t().contiguous().shape == (256, 128)
+
+
+def test_hook_registering_a_hook_during_backward_lives():
+    x = vk.ones(2, requires_grad=True)
+    y = x * 1.0
+    y.register_hook(lambda g: [y.register_hook(lambda g2: None) for _ in range(32)] and None)
+    (y * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_detach_inplace_and_data_assignment_of_a_large_tensor_live():
+    x = vk.randn(256, 256, requires_grad=True)
+    x.data = vk.zeros(256, 256)
+    assert float(x.sum()) == 0.0
+    x.detach_()
+    assert not x.requires_grad
+
+
+def test_tolist_of_a_100000_dim_tensor_lives():
+    out = vk.ones([1] * 100000).tolist()
+    assert isinstance(out, list)
+
+
+def test_freeing_a_chain_through_grad_lives():
+    prev = None
+    for _ in range(100000):
+        t = vk.zeros(1, requires_grad=True)
+        if prev is not None:
+            t.grad = prev
+        prev = t
+    del t, prev
+
+
+def test_checkpoint_gives_closed_over_parameter_a_gradient():
+    lin = vk.nn.Linear(3, 2)
+    vk.utils.checkpoint(lin, vk.ones(4, 3)).sum().backward()
+    assert lin.weight.grad is not None and lin.weight.grad.tolist() == [[4.0] * 3] * 2
+
+
+def test_two_threads_backpropagating_into_one_parameter_lose_nothing():
+    import threading
+    w = vk.zeros(8, requires_grad=True)
+    ts = [threading.Thread(target=lambda: [(w * 1.0).sum().backward() for _ in range(100)])
+          for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert w.grad.tolist() == [200.0] * 8
+
+
+# ------------------------------------------------------------------------------------------
 # NaN / Inf through every op of the table
 # ------------------------------------------------------------------------------------------
 
