@@ -30,6 +30,25 @@ TEST(Concurrency, BackwardFromManyThreadsIntoSharedLeafAddsEveryUpdate) {
   for (double v : to_vector(w.grad())) EXPECT_EQ(v, 4.0 * kThreads * kSteps);
 }
 
+// The same race without the rest of backward around it, so that the threads overlap in the
+// accumulation itself on every run (the test above mostly waits in matmul and the allocator).
+TEST(Concurrency, AccumulateGradFromManyThreadsAddsEverything) {
+  Tensor w = values(std::vector<double>(1024, 0.0), {1024});
+  const Tensor g = ones({1024}, DType::Float64);
+  constexpr int kThreads = 4, kSteps = 2000;
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) {
+      }
+      for (int s = 0; s < kSteps; ++s) autograd::accumulate_grad(w, g);
+    });
+  for (auto& t : threads) t.join();
+  for (double v : to_vector(w.grad())) EXPECT_EQ(v, 1.0 * kThreads * kSteps);
+}
+
 TEST(Concurrency, CreateGraphAccumulationFromManyThreads) {
   Tensor w = values({1.0, 2.0}, {2});
   constexpr int kThreads = 4, kSteps = 50;
