@@ -97,7 +97,9 @@ TEST(Concurrency, ReadingGradWhileAnotherThreadAccumulates) {
   std::thread reader([&] {
     while (!stop.load()) {
       Tensor g = w.grad();
-      if (g.defined()) EXPECT_EQ(g.numel(), 1024);
+      if (g.defined()) {
+        EXPECT_EQ(g.numel(), 1024);
+      }
     }
   });
   for (int s = 0; s < 200; ++s) autograd::backward(sum(w * 3.0));
