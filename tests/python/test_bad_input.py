@@ -574,3 +574,19 @@ def test_naninf_under_anomaly_mode_raises_typed(dtype):
         y = x.exp().sum()
         with pytest.raises(RuntimeError, match="exp"):
             y.backward()
+
+
+# ------------------------------------------------------------------------------------------
+# Issue 12, the differential fuzzer's new kinds (fix-fuzz): defects it found in in-place writes
+# (expanded views, the version counter of a node's output) and in pooling windows far larger
+# than the plane. The focused tests are at the end of test_diff_fuzz.py.
+# ------------------------------------------------------------------------------------------
+
+
+def test_fuzz_backward_after_exp_output_modified_in_place_raises():
+    x = vk.tensor([0.5, 1.0], requires_grad=True)
+    y = x.exp()
+    with vk.no_grad():
+        y.mul_(2)
+    with pytest.raises(RuntimeError, match="of exp is at version"):
+        y.sum().backward()

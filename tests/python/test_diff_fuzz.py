@@ -144,3 +144,29 @@ def test_fuzz_seed3032312_add_alpha_changes_dtype():
     assert tuple(v0.shape) == (1,)
     assert v0.dtype == vk.float64
     np.testing.assert_allclose(v0.detach().numpy(), np.array([-1.7]), rtol=1e-12, atol=1e-12)
+
+
+# Fixed: a rule that reads its node's own output (exp: g * out; vkml's div, tanh, sigmoid ...)
+# used whatever an in-place write under no_grad() (or through a detached alias) had put there.
+# Found by the inplace programs (version counter).
+def test_backward_after_output_written_in_place_raises():
+    x = vk.tensor([0.5, 1.0], dtype=vk.float64, requires_grad=True)
+    y = x.exp()
+    with vk.no_grad():
+        y.mul_(2)  # gave x.grad = 2 * exp(x) silently
+    with pytest.raises(RuntimeError, match="output .* of exp is at version 1; expected version 0"):
+        y.sum().backward()
+    y = x.tanh()
+    y.detach().zero_()  # the same memory, through an alias that does not require grad
+    with pytest.raises(RuntimeError, match="tanh"):
+        vk.autograd.grad(y.sum(), x)
+    y = x / vk.tensor([2.0, 4.0], dtype=vk.float64)
+    with vk.no_grad():
+        y[0] = 7.0
+    with pytest.raises(RuntimeError, match="div"):
+        y.sum().backward()
+    # untouched outputs are differentiated as before
+    x.grad = None
+    x.sigmoid().sum().backward()
+    s = 1 / (1 + np.exp(-np.array([0.5, 1.0])))
+    np.testing.assert_allclose(x.grad.numpy(), s * (1 - s), rtol=1e-12)
