@@ -583,6 +583,24 @@ def test_naninf_under_anomaly_mode_raises_typed(dtype):
 # ------------------------------------------------------------------------------------------
 
 
+def test_fuzz_add_into_expanded_view_raises():
+    e = vk.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="add_.*single memory location"):
+        e.add_(vk.tensor([[1.0], [2.0]]))
+
+
+def test_fuzz_copy_into_expanded_view_raises():
+    e = vk.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="copy_.*single memory location"):
+        e.copy_(vk.ones(2, 3))
+
+
+def test_fuzz_setitem_into_expanded_column_raises():
+    e = vk.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="index_put_.*single memory location"):
+        e[:, 0] = 5.0
+
+
 def test_fuzz_backward_after_exp_output_modified_in_place_raises():
     x = vk.tensor([0.5, 1.0], requires_grad=True)
     y = x.exp()

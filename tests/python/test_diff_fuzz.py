@@ -170,3 +170,23 @@ def test_backward_after_output_written_in_place_raises():
     x.sigmoid().sum().backward()
     s = 1 / (1 + np.exp(-np.array([0.5, 1.0])))
     np.testing.assert_allclose(x.grad.numpy(), s * (1 - s), rtol=1e-12)
+
+
+# Fixed: element-wise in-place writes into an expanded view (elements sharing memory) wrote
+# whichever result came last; as torch they raise, while one value (fill_, zero_) and regions
+# without shared elements are still written. Found by the inplace programs.
+def test_inplace_write_into_expanded_view_raises():
+    base = vk.zeros(1, 3)
+    e = base.expand(2, 3)
+    writes = [lambda: e.add_(vk.tensor([[1.0], [2.0]])), lambda: e.mul_(2.0), lambda: e.copy_(vk.ones(2, 3)),
+              lambda: e.clamp_(0.0, 1.0), lambda: e.__setitem__((slice(None), 0), 5.0)]
+    for write in writes:
+        with pytest.raises(RuntimeError, match="single memory location"):
+            write()
+        assert base.tolist() == [[0.0, 0.0, 0.0]]
+    e.fill_(2.0)
+    assert base.tolist() == [[2.0, 2.0, 2.0]]
+    e[1] = vk.tensor([1.0, 2.0, 3.0])  # one row: no element of it shares memory
+    assert e.tolist() == [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+    e.zero_()
+    assert base.tolist() == [[0.0, 0.0, 0.0]]
