@@ -608,3 +608,20 @@ def test_fuzz_backward_after_exp_output_modified_in_place_raises():
         y.mul_(2)
     with pytest.raises(RuntimeError, match="of exp is at version"):
         y.sum().backward()
+
+
+def test_fuzz_max_pool2d_kernel_of_2_32_returns():
+    x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4)
+    assert vk.nn.functional.max_pool2d(x, 2**32, stride=2, padding=2**31 - 1).tolist() == [[[[15.0] * 2] * 2]]
+
+
+def test_fuzz_avg_pool2d_backward_kernel_of_2_16_returns():
+    x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4).requires_grad_()
+    vk.nn.functional.avg_pool2d(x, 2**16, stride=2, padding=2**15 - 1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((1, 1, 4, 4), 4 / 2**32), rtol=1e-6)
+
+
+def test_fuzz_avg_pool2d_kernel_of_2_32_returns():
+    x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4)
+    y = vk.nn.functional.avg_pool2d(x, 2**32, stride=2, padding=2**31 - 1)
+    np.testing.assert_allclose(y.numpy(), np.full((1, 1, 2, 2), 120 / 2**64), rtol=1e-6)

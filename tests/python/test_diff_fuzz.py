@@ -11,9 +11,11 @@ Regression tests for bugs the fuzzer found go at the end, one named test each, m
 `python fuzz/diff_fuzz.py --minimize SEED` (xfail(strict=True) until the bug is fixed).
 """
 
+import json
 import os
 import subprocess  # noqa: F401  (used by crash reproducers the minimiser prints)
 import sys
+import time
 
 import numpy as np  # noqa: F401
 import pytest
@@ -190,3 +192,38 @@ def test_inplace_write_into_expanded_view_raises():
     assert e.tolist() == [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
     e.zero_()
     assert base.tolist() == [[0.0, 0.0, 0.0]]
+
+
+# Fixed: max_pool2d / avg_pool2d (and col2im, in avg_pool2d's backward) walked every kernel
+# tap, also the billions in the padding: a kernel of 2**32 (padding 2**31 - 1 to match) never
+# returned, nor the backward of 2**16. Found by the sizes programs.
+def test_pooling_kernel_of_2_32_returns():
+    code = ("import json, vkml as vk\n"
+            "x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4).requires_grad_()\n"
+            "a = vk.nn.functional.avg_pool2d(x, 2**32, stride=2, padding=2**31 - 1)\n"
+            "m = vk.nn.functional.max_pool2d(x, 2**32, stride=2, padding=2**31 - 1)\n"
+            "vk.nn.functional.avg_pool2d(x, 2**16, stride=2, padding=2**15 - 1).sum().backward()\n"
+            "print(json.dumps([a.tolist(), m.tolist(), x.grad.tolist()]))\n")
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=diff_fuzz.python_env())
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert time.perf_counter() - t0 < 120
+    # every window covers the whole plane (sum 120), the divisor is the kernel's 2**64 positions
+    a, m, g = json.loads(p.stdout)
+    # each input lies in all four windows of 2**32 positions
+    np.testing.assert_allclose(np.array(g), np.full((1, 1, 4, 4), 4 / 2 ** 32), rtol=1e-6)
+    np.testing.assert_allclose(np.array(a), np.full((1, 1, 2, 2), 120 / 2 ** 64), rtol=1e-6)
+    assert np.array(m).tolist() == np.full((1, 1, 2, 2), 15.0).tolist()
+
+
+def test_pooling_kernel_larger_than_plane_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((2, 3, 5, 4)).astype(np.float32)
+    for k, s, p, d in [(7, 1, 3, 1), (5, 2, 2, 1), (3, 3, 1, 2), (9, 1, 4, 1)]:
+        got = vk.nn.functional.avg_pool2d(vk.tensor(x), k, stride=s, padding=p)
+        want = torch.nn.functional.avg_pool2d(torch.tensor(x), k, stride=s, padding=p)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+        got = vk.nn.functional.max_pool2d(vk.tensor(x), k, stride=s, padding=p, dilation=d)
+        want = torch.nn.functional.max_pool2d(torch.tensor(x), k, stride=s, padding=p, dilation=d)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
