@@ -7,6 +7,11 @@ tests check that the fuzzer itself can fail: a deliberately wrong numpy referenc
 deliberately wrong vkml gradient, are both reported, and a failing program is minimised into a
 regression test.
 
+The program kinds of fuzz/diff_fuzz_ext.py (in-place writes and views, hooks, second order,
+huge sizes) have fixed seeds of their own (test_fixed_seeds_<kind>) and a self-check each: a
+broken in-place reference, a wrong hook scale, a wrong second-derivative reference and a vkml
+size check that does not raise must all be reported.
+
 Regression tests for bugs the fuzzer found go at the end, one named test each, made with
 `python fuzz/diff_fuzz.py --minimize SEED` (xfail(strict=True) until the bug is fixed).
 """
@@ -101,6 +106,98 @@ def test_minimizer_shrinks_and_prints_a_test(monkeypatch):
     # the printed test reproduces the (deliberate) mismatch: it fails
     with pytest.raises(AssertionError):
         ns["test_generated"]()
+
+
+# ---------------------------------------------------------------------------------------------
+# the program kinds of diff_fuzz_ext: inplace, hooks, second, sizes
+
+
+def _run_kind(kind, seeds):
+    results = list(diff_fuzz.run_batch(seeds, kinds=[kind]))
+    assert len(results) == len(seeds), "the worker lost programs"
+    return results
+
+
+def _describe_kind(kind, fails):
+    return "\n".join(
+        f"seed {r['seed']}: {r.get('kind')} at {r.get('op')}: {r.get('msg', '')[:500]}\n"
+        f"  reproduce: python fuzz/diff_fuzz.py --kinds {kind} --minimize {r['seed']}"
+        for r in fails)
+
+
+def _fixed(kind, seeds):
+    results = _run_kind(kind, seeds)
+    fails = [r for r in results if r["status"] != "ok"]
+    assert not fails, f"{len(fails)} of {len(results)} {kind} programs failed:\n" + _describe_kind(kind, fails)
+    verdicts = {}
+    for r in results:
+        verdicts[r["grad"]] = verdicts.get(r["grad"], 0) + 1
+    return results, verdicts
+
+
+def test_fixed_seeds_inplace():
+    results, verdicts = _fixed("inplace", range(0, 300))
+    # values checked after every step; version programs: the finite-difference gradient, or the
+    # version counter's error
+    assert verdicts.get("values", 0) >= 150 and verdicts.get("ok", 0) >= 40, verdicts
+    assert verdicts.get("raised", 0) >= 10, verdicts
+    ops = set().union(*(r["ops"] for r in results))
+    wanted = {"add_", "sub_", "mul_", "div_", "clamp_", "fill_", "zero_", "copy_", "setitem", "setitem+=",
+              "+=", "-=", "*=", "/=", "index", "narrow", "select", "split", "unbind", "transpose", "permute",
+              "t", "mT", "unsqueeze", "expand", "detach", "view", "clone", "exp", "sin"}
+    assert wanted <= ops, sorted(wanted - ops)
+
+
+def test_fixed_seeds_hooks():
+    seeds = range(0, 70)
+    results, verdicts = _fixed("hooks", seeds)
+    assert verdicts.get("ok", 0) >= 40 and verdicts.get("raised", 0) >= 2, verdicts
+    kinds = {h["kind"] for s in seeds for h in diff_fuzz.generate(s, kinds=["hooks"])["hooks"]}
+    assert kinds == {"observe", "scale", "removed", "nested", "bad-shape"}, kinds
+
+
+def test_fixed_seeds_second():
+    results, verdicts = _fixed("second", range(0, 70))
+    assert verdicts.get("ok", 0) >= 50, verdicts
+
+
+def test_fixed_seeds_sizes():
+    results, verdicts = _fixed("sizes", range(0, 300))
+    ops = set().union(*(r["ops"] for r in results))
+    assert ops == {"creation", "arange", "linspace_eye", "reshape", "expand", "repeat", "pad", "narrow",
+                   "split", "window", "slice", "index", "dim"}, ops
+
+
+def _broken(monkeypatch, spec, kind, seeds):
+    monkeypatch.setenv("DIFF_FUZZ_BREAK", spec)
+    fails = [r for r in _run_kind(kind, seeds) if r["status"] != "ok"]
+    assert fails, f"{spec} went unnoticed"
+    return fails
+
+
+def test_detects_a_wrong_inplace_reference(monkeypatch):
+    """The numpy side of add_/sub_/mul_/div_/x += y writing one more is a value mismatch."""
+    fails = _broken(monkeypatch, "ref:inplace", "inplace", range(0, 40))
+    assert all(r["kind"] == "value" for r in fails), _describe_kind("inplace", fails)
+
+
+def test_detects_a_wrong_hook_scale(monkeypatch):
+    """Expecting a scale hook to scale by 1.25 c instead of c is a gradient mismatch."""
+    fails = _broken(monkeypatch, "scale:hooks", "hooks", range(0, 30))
+    assert all(r["kind"] == "grad" for r in fails), _describe_kind("hooks", fails)
+
+
+def test_detects_a_wrong_second_derivative(monkeypatch):
+    """Second differences 1% too big are a mismatch of the Hessian-vector product."""
+    fails = _broken(monkeypatch, "ref:second", "second", range(0, 25))
+    assert all(r["kind"] == "grad2" for r in fails), _describe_kind("second", fails)
+
+
+def test_detects_a_size_check_that_does_not_raise(monkeypatch):
+    """Tensor.expand returning an empty tensor instead of raising is reported at expand."""
+    fails = _broken(monkeypatch, "noraise:expand", "sizes", range(0, 40))
+    assert all(r["kind"] in ("no-exception", "shape", "value") and r["op"] == "expand" for r in fails), \
+        _describe_kind("sizes", fails)
 
 
 # ---------------------------------------------------------------------------------------------
