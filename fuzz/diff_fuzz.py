@@ -42,9 +42,34 @@ op that must raise its typed error), "nan" (NaN/inf inputs; NaN-ness compared) a
             exception is a failure, and a crash kills the worker subprocess, which the parent
             reports with its seed.
 
+Program kinds (`--kinds`, default "ops": the programs above). fuzz/diff_fuzz_ext.py and its
+modules add four more, each checked against numpy, finite differences or integer arithmetic,
+never against vkml itself (their docstrings say how):
+
+  inplace   in-place writes (add_ sub_ mul_ div_ clamp_ fill_ zero_ copy_, t[idx] = v and
+            t[idx] += v with every index kind, x += y ...) on fresh tensors and on views (slices,
+            select/narrow/split/unbind, transposes, unsqueeze, view, expand, detach): after
+            every step every value equals the numpy program doing the same writes on numpy
+            views; refused writes raise typed errors and change nothing; "version" programs
+            record ops on leaves that require grad and then write into what they saved: backward
+            must raise a RuntimeError naming the op (the version counter), or give the finite-
+            difference gradient when nothing it needs was overwritten.
+  hooks     tensor hooks on intermediates and leaves of float64 programs: an observing hook sees
+            the finite-difference gradient of that value, a scaling hook scales the gradients
+            upstream of it as the chain rule says, removed hooks never run, a hook may register
+            another, a hook returning a wrong shape makes backward raise.
+  second    autograd.grad(..., create_graph=True) then backward through sum <g, v>: H v against
+            mixed second central differences of the numpy loss.
+  sizes     sizes, dims and indices near and beyond int64 in creation, shape, window and index
+            ops: typed errors (quickly, without allocating gigabytes) or exactly the right shape.
+
+With several kinds a seed draws its kind from the seed, so `--kinds K --minimize SEED`
+reproduces a failure reported by a run with `--kinds K`.
+
 Workers run the programs in subprocesses (memory-limited): a crash or a hang is reported with the
 seed that was running. `--minimize SEED` shrinks a failing program (drops ops and leaves, shrinks
-dims, rounds values) while it fails the same way and prints a standalone pytest function.
+dims, rounds values; in-place programs drop steps, sizes programs keep the failing case) while it
+fails the same way and prints a pytest function.
 
 CLI (PYTHONPATH must reach vkml, e.g. PYTHONPATH=build-py/python):
   python fuzz/diff_fuzz.py --seconds 60           run until the time is up (workers in subprocesses)
@@ -52,7 +77,11 @@ CLI (PYTHONPATH must reach vkml, e.g. PYTHONPATH=build-py/python):
   python fuzz/diff_fuzz.py --minimize SEED        shrink a failing seed, print a pytest function
   python fuzz/diff_fuzz.py --show SEED            print the program of a seed
   python fuzz/diff_fuzz.py --break ref:tanh ...   check the fuzzer itself: a wrong reference
-                                                  (or grad:exp, a wrong gradient; crash:exp)
+                                                  (or grad:exp, a wrong gradient; crash:exp;
+                                                  ref:inplace, scale:hooks, ref:second: a wrong
+                                                  reference of those kinds; noraise:expand: a
+                                                  vkml size check that does not raise)
+  python fuzz/diff_fuzz.py --kinds all --seconds 600   every kind, a seed each
 """
 
 import argparse
@@ -2316,6 +2345,7 @@ class Generator:
         self.leaves = []
         self.ops = []
         self.vals = []  # instantiated Vals (leaves then ops)
+        self.extra = {}  # more keys of the program (diff_fuzz_ext: "margin")
 
     def leaf_dtype(self):
         r = self.rng.random()
@@ -2377,7 +2407,7 @@ class Generator:
                     del self.leaves[n_leaves:]
                     continue
                 spec["seed"] = seed
-                cand = dict(mode=self.mode, leaves=self.leaves, ops=self.ops + [spec])
+                cand = dict(mode=self.mode, leaves=self.leaves, ops=self.ops + [spec], **self.extra)
                 try:
                     inst = instantiate(cand, check_margins=True)
                 except Invalid:
@@ -2391,7 +2421,7 @@ class Generator:
         if prog is None or not self.ops:
             # every attempt was rejected: a program of one safe op
             self.ops = [dict(name="contiguous", ins=["x0"], seed=1)]
-        return dict(seed=self.seed, mode=self.mode, leaves=self.leaves, ops=self.ops)
+        return dict(seed=self.seed, mode=self.mode, leaves=self.leaves, ops=self.ops, **self.extra)
 
     def current_vals_with_leaves(self):
         """name -> Val, for the values so far and every leaf (also ones added by a prep)."""
@@ -2627,7 +2657,7 @@ def instantiate(prog, check_margins=False):
             if not np.all(np.isfinite(ref)) or (ref.size and np.max(np.abs(ref)) > 1e6):
                 raise Invalid()
         need(ref.size <= lim(mode, 4096))
-        if check_margins and e.margin < {"nan": 0.0, "big": 2e-5}.get(mode, 1e-3):
+        if check_margins and e.margin < prog.get("margin", {"nan": 0.0, "big": 2e-5}.get(mode, 1e-3)):
             raise Invalid()
         grad = e.dtype in FLOATS and any(v.grad for v in ins) and (e.grad is None or e.grad)
         v = Val(name, ref, e.dtype, grad, exact=e.exact and all(v.exact for v in ins))
@@ -2963,6 +2993,8 @@ def total_size(d):
 def run_program(prog, check=True):
     """Run one program; returns a dict (status, ...). Raises nothing for vkml misbehaviour:
     failures are returned as status 'fail'."""
+    if prog.get("program", "ops") != "ops":
+        return ext().run_program(prog)
     c = instantiate(prog)
     rng = np.random.default_rng([prog.get("seed", 0), 99])
     try:
@@ -2979,8 +3011,38 @@ def run_program(prog, check=True):
                 mode=c.mode)
 
 
-def generate(seed):
-    return Generator(seed).generate()
+# Program kinds: "ops" (the programs above) and those of diff_fuzz_ext (in-place writes and
+# views, hooks, second order, huge sizes). --kinds picks the ones a run draws from, each seed
+# drawing one kind; with the default (ops only) a seed gives the same program as before.
+KINDS = ("ops", "inplace", "hooks", "second", "sizes")
+ACTIVE_KINDS = ["ops"]
+
+
+def ext():
+    import diff_fuzz_ext  # noqa: E402  (imports this module back: import it last)
+    return diff_fuzz_ext
+
+
+def parse_kinds(text):
+    kinds = list(KINDS) if text in (None, "", "all") else text.split(",")
+    for k in kinds:
+        if k not in KINDS:
+            raise SystemExit(f"unknown program kind {k!r} (kinds: {', '.join(KINDS)}, all)")
+    return kinds
+
+
+def kind_of(seed, kinds=None):
+    kinds = kinds or ACTIVE_KINDS
+    if len(kinds) == 1:
+        return kinds[0]
+    return kinds[int(np.random.default_rng([seed, 0x4B1D]).integers(0, len(kinds)))]
+
+
+def generate(seed, kinds=None):
+    kind = kind_of(seed, kinds)
+    if kind == "ops":
+        return Generator(seed).generate()
+    return ext().generate(seed, kind)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2994,6 +3056,8 @@ def apply_break(spec):
     if not spec:
         return
     kind, name = spec.split(":")
+    if ext().apply_break(kind, name):  # the kinds of diff_fuzz_ext
+        return
     if kind == "ref":
         build = OPS[name]["f"]
 
@@ -3048,6 +3112,7 @@ def worker(seeds):
             res = dict(status="fuzzer-error", msg=f"{type(ex).__name__}: {ex}",
                        tb=traceback.format_exc()[-2000:])
         res["seed"] = s
+        res.setdefault("program", kind_of(s))
         res["t"] = time.perf_counter() - t0
         print("RESULT " + json.dumps(res), flush=True)
 
@@ -3061,17 +3126,19 @@ def python_env():
     return env
 
 
-def run_batch(seeds, timeout=120.0):
+def run_batch(seeds, timeout=120.0, kinds=None):
     """Run seeds in worker subprocesses; a crash (or a hang) is reported for the seed that was
-    running and the rest go on in a fresh worker. Yields result dicts."""
+    running and the rest go on in a fresh worker. Yields result dicts. kinds: the program
+    kinds the seeds draw from (default: ACTIVE_KINDS)."""
     import selectors
     import tempfile
     seeds = list(seeds)
+    kinds = list(kinds or ACTIVE_KINDS)
     while seeds:
         done, current, hung = set(), None, False
         with tempfile.TemporaryFile(mode="w+") as errf:
             p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker",
-                                  ",".join(map(str, seeds))],
+                                  ",".join(map(str, seeds)), "--kinds", ",".join(kinds)],
                                  stdout=subprocess.PIPE, stderr=errf, text=True, env=python_env())
             try:
                 sel = selectors.DefaultSelector()
@@ -3104,7 +3171,8 @@ def run_batch(seeds, timeout=120.0):
         if current is not None:
             why = f"worker timed out after {timeout:.0f}s" if hung else f"worker died with exit code {p.returncode}"
             yield dict(seed=current, status="fail", kind="hang" if hung else "crash", op="?",
-                       msg=why + (f"; stderr: {err}" if err else ""), table=[], ops=[], t=0.0)
+                       msg=why + (f"; stderr: {err}" if err else ""), table=[], ops=[], t=0.0,
+                       program=kind_of(current, kinds))
             done.add(current)
         elif not done:
             raise RuntimeError(f"worker failed (exit {p.returncode}): {err}")
@@ -3117,26 +3185,31 @@ def report(results, t0, out=sys.stdout):
     table, ops = set(), set()
     grads = {}
     for r in results:
+        prog = r.get("program", "ops")
         table.update(r.get("table", []))
-        ops.update(r.get("ops", []))
+        if prog == "ops":
+            ops.update(r.get("ops", []))
         if r["status"] == "ok":
-            grads[r["grad"]] = grads.get(r["grad"], 0) + 1
+            g = r["grad"] if prog == "ops" else f"{prog}:{r['grad']}"
+            grads[g] = grads.get(g, 0) + 1
     dt = time.time() - t0
     n = len(results)
     print(f"programs: {n} ({len(ok)} ok, {len(fails)} failing) in {dt:.1f} s "
           f"({1000 * dt / max(n, 1):.1f} ms per program)", file=out)
     print(f"grad checks: {grads}", file=out)
-    print(f"generator ops covered: {len(ops)}/{len(OPS)}: {' '.join(sorted(ops))}", file=out)
-    all_table = set(vk._C.op_names()) if vk is not None else set()
-    print(f"vkml op-table ops covered: {len(table)}"
-          + (f"/{len(all_table)}; not covered: {' '.join(sorted(all_table - table))}" if all_table else ""),
-          file=out)
+    if any(r.get("program", "ops") == "ops" for r in results):
+        print(f"generator ops covered: {len(ops)}/{len(OPS)}: {' '.join(sorted(ops))}", file=out)
+        all_table = set(vk._C.op_names()) if vk is not None else set()
+        print(f"vkml op-table ops covered: {len(table)}"
+              + (f"/{len(all_table)}; not covered: {' '.join(sorted(all_table - table))}" if all_table else ""),
+              file=out)
     sigs = {}
     for r in fails:
-        sigs.setdefault((r.get("kind"), r.get("op")), []).append(r)
-    for (kind, o), rs in sorted(sigs.items(), key=lambda kv: -len(kv[1])):
-        print(f"FAIL {kind} at {o}: {len(rs)} seeds, e.g. seed {rs[0]['seed']}: {rs[0].get('msg', '')[:400]}",
-              file=out)
+        sigs.setdefault((r.get("program", "ops"), r.get("kind"), r.get("op")), []).append(r)
+    for (prog, kind, o), rs in sorted(sigs.items(), key=lambda kv: -len(kv[1])):
+        where = "" if prog == "ops" else f" ({prog} program, --kinds {prog})"
+        print(f"FAIL {kind} at {o}{where}: {len(rs)} seeds, e.g. seed {rs[0]['seed']}: "
+              f"{rs[0].get('msg', '')[:400]}", file=out)
     return fails
 
 
@@ -3160,12 +3233,9 @@ def outcome(prog, in_process):
     """The failure signature of a program, None when it passes, 'invalid' when it is not a
     well-formed program any more."""
     try:
-        if in_process:
+        if prog.get("program", "ops") in ("ops", "hooks", "second"):
             instantiate(prog)  # Invalid when the shrink broke the program
-            r = run_program(prog)
-        else:
-            instantiate(prog)
-            r = run_spec_subprocess(prog)
+        r = run_program(prog) if in_process else run_spec_subprocess(prog)
     except Invalid:
         return "invalid", None
     except Exception:  # noqa: BLE001
@@ -3223,6 +3293,8 @@ def minimize(prog, log=print):
         s, _ = outcome(p, in_process)
         return s == sig0
 
+    if prog.get("program", "ops") in ("inplace", "sizes"):
+        return ext().minimize_list(prog, still, log), sig0
     cur = _drop_unused_leaves(prog) if still(_drop_unused_leaves(prog)) else prog
     changed = True
     while changed:
@@ -3277,6 +3349,8 @@ def minimize(prog, log=print):
             if still(cand):
                 cur = cand
                 break
+    if prog.get("hooks"):
+        cur = ext().drop_hooks(cur, still)
     log(f"minimised in {tries} tries: {len(prog['ops'])} -> {len(cur['ops'])} ops, "
         f"{len(prog['leaves'])} -> {len(cur['leaves'])} leaves")
     return cur, sig0
@@ -3311,6 +3385,8 @@ def program_lines(c):
 
 def regression_test(prog, sig, name=None):
     """Python source of a standalone pytest function reproducing the failure of prog."""
+    if prog.get("program", "ops") != "ops":
+        return ext().regression_test(prog, sig, name)
     c = instantiate(prog)
     res = run_program(prog) if sig[0] not in ("crash", "hang") else None
     seed = prog.get("seed", "x")
@@ -3392,9 +3468,10 @@ def _wrap(text, width):
 
 
 def show(prog, out=sys.stdout):
-    c = instantiate(prog)
-    print(f"# seed {prog.get('seed')} mode {prog['mode']}", file=out)
-    for line in program_lines(c):
+    kind = prog.get("program", "ops")
+    print(f"# seed {prog.get('seed')} mode {prog['mode']}" + ("" if kind == "ops" else f" ({kind} program)"),
+          file=out)
+    for line in (program_lines(instantiate(prog)) if kind == "ops" else ext().program_lines(prog)):
         print(line, file=out)
 
 
@@ -3409,6 +3486,9 @@ def main(argv=None):
     ap.add_argument("--minimize", type=int, metavar="SEED", help="shrink a failing seed")
     ap.add_argument("--show", type=int, metavar="SEED", help="print the program of a seed")
     ap.add_argument("--batch", type=int, default=200, help="seeds per worker batch (--seconds)")
+    ap.add_argument("--kinds", default="ops",
+                    help="program kinds to draw from, comma-separated: ops (default), inplace, hooks, "
+                         "second, sizes, or all (a seed's program depends on this list)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--run-spec", help=argparse.SUPPRESS)
     ap.add_argument("--break", dest="break_", metavar="ref:OP|grad:FN",
@@ -3416,6 +3496,7 @@ def main(argv=None):
                          "that the fuzzer reports it")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
+    ACTIVE_KINDS[:] = parse_kinds(args.kinds)
     if args.break_:
         os.environ["DIFF_FUZZ_BREAK"] = args.break_
         apply_break(args.break_)
@@ -3438,7 +3519,9 @@ def main(argv=None):
         small, sig = minimize(prog)
         print("\n# minimised program")
         show(small)
-        print("\n# regression test (needs: import subprocess, sys; import numpy as np; import pytest; import vkml as vk)\n")
+        extra = "" if small.get("program", "ops") == "ops" else "; import json, diff_fuzz"
+        print(f"\n# regression test (needs: import subprocess, sys; import numpy as np; import pytest; import vkml as vk"
+              f"{extra})\n")
         print(regression_test(small, sig))
         print("# spec: " + json.dumps(small))
         return 0

@@ -231,6 +231,21 @@ TEST(Autograd, InPlaceOnSavedTensorRaisesNamingOp) {
   VK_EXPECT_ERROR(backward(sum(y)), RuntimeError, "mul", "modified by an in-place");
 }
 
+TEST(Autograd, InPlaceOnRecordedOutputRaisesNamingOp) {
+  // exp's rule is g * out: a write into its output after recording (under no_grad, or through
+  // a detached alias) would change the gradient, so backward refuses.
+  Tensor a = values({0.5, 1.0}, {2});
+  Tensor y = exp(a);
+  {
+    NoGradGuard ng;
+    mul_(y, 2.0);
+  }
+  VK_EXPECT_ERROR(backward(sum(y)), RuntimeError, "output", "of exp", "modified by an in-place");
+  Tensor z = exp(a);
+  backward(sum(z));  // nothing written: the gradient is exp(a)
+  expect_values(a.grad(), {std::exp(0.5), std::exp(1.0)});
+}
+
 TEST(Autograd, InPlaceOnTensorRequiringGradRaisesUnderGradMode) {
   Tensor a = values({1, 2}, {2});
   VK_EXPECT_ERROR(add_(a, 1.0), RuntimeError, "add_", "requires grad");

@@ -123,6 +123,24 @@ TEST(InPlace, ShapeAndDTypeErrors) {
   VK_EXPECT_ERROR(mul_(i, 0.5), DTypeError, "mul_", "float32", "int64");
 }
 
+TEST(InPlace, ElementwiseWriteIntoExpandedViewRaises) {
+  // Elements of an expanded view share memory: as torch, element-wise writes into it raise and
+  // change nothing; one value (fill_, zero_) and a region without shared elements are fine.
+  Tensor base = values({1, 2, 3}, {1, 3}, false);
+  Tensor e = expand(base, {2, 3});
+  VK_EXPECT_ERROR(add_(e, 1.0), RuntimeError, "add_", "single memory location");
+  VK_EXPECT_ERROR(copy_(e, zeros({2, 3}, DType::Float64)), RuntimeError, "copy_");
+  VK_EXPECT_ERROR(clamp_(e, 0.0, 1.0), RuntimeError, "clamp_");
+  VK_EXPECT_ERROR(index_put_(e, {I::slice(std::nullopt, std::nullopt, std::nullopt), I::integer(0)},
+                             full({}, 5.0, DType::Float64)),
+                  RuntimeError, "index_put_", "single memory location");
+  expect_values(base, {1, 2, 3});
+  fill_(e, 4);
+  expect_values(base, {4, 4, 4});
+  index_put_(e, {I::integer(1)}, values({7, 8, 9}, {3}, false));
+  expect_values(base, {7, 8, 9});
+}
+
 TEST(InPlace, CopyFromOverlappingView) {
   Tensor x = values({1, 2, 3}, {3}, false);
   copy_(x, flip(x, {0}));

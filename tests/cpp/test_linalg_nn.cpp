@@ -356,6 +356,21 @@ TEST(AvgPool2d, ValuesByHandCountIncludePad) {
   expect_values(xg.grad(), {0.25, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.25});
 }
 
+TEST(Pooling, KernelFarLargerThanThePlaneReturns) {
+  // Only the kernel taps that reach the input are walked: a kernel of 2**32 positions (padding
+  // 2**31 - 1) pools the whole 4x4 plane in each of its 2x2 windows, at once.
+  Tensor x = values({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, {1, 1, 4, 4}, false);
+  const int64_t k = int64_t{1} << 32;
+  expect_values(max_pool2d(x, win(k, 2, k / 2 - 1)).values, {16, 16, 16, 16});
+  const double avg = 136.0 / 18446744073709551616.0;  // the divisor is all k * k positions
+  expect_values(avg_pool2d(x, win(k, 2, k / 2 - 1)), {avg, avg, avg, avg}, 1e-30);
+  // backward (col2im over an expanded view of all taps) too: every input is in the 4 windows
+  Tensor xg = values({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, {1, 1, 4, 4});
+  const int64_t k16 = int64_t{1} << 16;
+  autograd::backward(sum(avg_pool2d(xg, win(k16, 2, k16 / 2 - 1))));
+  expect_values(xg.grad(), std::vector<double>(16, 4.0 / (double(k16) * double(k16))), 1e-24);
+}
+
 TEST(Pooling, BitwiseIdenticalAcrossThreadCounts) {
   ThreadsGuard guard;
   manual_seed(41);

@@ -632,3 +632,54 @@ def test_naninf_under_anomaly_mode_raises_typed(dtype):
         y = x.exp().sum()
         with pytest.raises(RuntimeError, match="exp"):
             y.backward()
+
+
+# ------------------------------------------------------------------------------------------
+# Issue 12, the differential fuzzer's new kinds (fix-fuzz): defects it found in in-place writes
+# (expanded views, the version counter of a node's output) and in pooling windows far larger
+# than the plane. The focused tests are at the end of test_diff_fuzz.py.
+# ------------------------------------------------------------------------------------------
+
+
+def test_fuzz_add_into_expanded_view_raises():
+    e = vk.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="add_.*single memory location"):
+        e.add_(vk.tensor([[1.0], [2.0]]))
+
+
+def test_fuzz_copy_into_expanded_view_raises():
+    e = vk.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="copy_.*single memory location"):
+        e.copy_(vk.ones(2, 3))
+
+
+def test_fuzz_setitem_into_expanded_column_raises():
+    e = vk.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="index_put_.*single memory location"):
+        e[:, 0] = 5.0
+
+
+def test_fuzz_backward_after_exp_output_modified_in_place_raises():
+    x = vk.tensor([0.5, 1.0], requires_grad=True)
+    y = x.exp()
+    with vk.no_grad():
+        y.mul_(2)
+    with pytest.raises(RuntimeError, match="of exp is at version"):
+        y.sum().backward()
+
+
+def test_fuzz_max_pool2d_kernel_of_2_32_returns():
+    x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4)
+    assert vk.nn.functional.max_pool2d(x, 2**32, stride=2, padding=2**31 - 1).tolist() == [[[[15.0] * 2] * 2]]
+
+
+def test_fuzz_avg_pool2d_backward_kernel_of_2_16_returns():
+    x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4).requires_grad_()
+    vk.nn.functional.avg_pool2d(x, 2**16, stride=2, padding=2**15 - 1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((1, 1, 4, 4), 4 / 2**32), rtol=1e-6)
+
+
+def test_fuzz_avg_pool2d_kernel_of_2_32_returns():
+    x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4)
+    y = vk.nn.functional.avg_pool2d(x, 2**32, stride=2, padding=2**31 - 1)
+    np.testing.assert_allclose(y.numpy(), np.full((1, 1, 2, 2), 120 / 2**64), rtol=1e-6)

@@ -7,13 +7,20 @@ tests check that the fuzzer itself can fail: a deliberately wrong numpy referenc
 deliberately wrong vkml gradient, are both reported, and a failing program is minimised into a
 regression test.
 
+The program kinds of fuzz/diff_fuzz_ext.py (in-place writes and views, hooks, second order,
+huge sizes) have fixed seeds of their own (test_fixed_seeds_<kind>) and a self-check each: a
+broken in-place reference, a wrong hook scale, a wrong second-derivative reference and a vkml
+size check that does not raise must all be reported.
+
 Regression tests for bugs the fuzzer found go at the end, one named test each, made with
 `python fuzz/diff_fuzz.py --minimize SEED` (xfail(strict=True) until the bug is fixed).
 """
 
+import json
 import os
 import subprocess  # noqa: F401  (used by crash reproducers the minimiser prints)
 import sys
+import time
 
 import numpy as np  # noqa: F401
 import pytest
@@ -102,6 +109,98 @@ def test_minimizer_shrinks_and_prints_a_test(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------
+# the program kinds of diff_fuzz_ext: inplace, hooks, second, sizes
+
+
+def _run_kind(kind, seeds):
+    results = list(diff_fuzz.run_batch(seeds, kinds=[kind]))
+    assert len(results) == len(seeds), "the worker lost programs"
+    return results
+
+
+def _describe_kind(kind, fails):
+    return "\n".join(
+        f"seed {r['seed']}: {r.get('kind')} at {r.get('op')}: {r.get('msg', '')[:500]}\n"
+        f"  reproduce: python fuzz/diff_fuzz.py --kinds {kind} --minimize {r['seed']}"
+        for r in fails)
+
+
+def _fixed(kind, seeds):
+    results = _run_kind(kind, seeds)
+    fails = [r for r in results if r["status"] != "ok"]
+    assert not fails, f"{len(fails)} of {len(results)} {kind} programs failed:\n" + _describe_kind(kind, fails)
+    verdicts = {}
+    for r in results:
+        verdicts[r["grad"]] = verdicts.get(r["grad"], 0) + 1
+    return results, verdicts
+
+
+def test_fixed_seeds_inplace():
+    results, verdicts = _fixed("inplace", range(0, 300))
+    # values checked after every step; version programs: the finite-difference gradient, or the
+    # version counter's error
+    assert verdicts.get("values", 0) >= 150 and verdicts.get("ok", 0) >= 40, verdicts
+    assert verdicts.get("raised", 0) >= 10, verdicts
+    ops = set().union(*(r["ops"] for r in results))
+    wanted = {"add_", "sub_", "mul_", "div_", "clamp_", "fill_", "zero_", "copy_", "setitem", "setitem+=",
+              "+=", "-=", "*=", "/=", "index", "narrow", "select", "split", "unbind", "transpose", "permute",
+              "t", "mT", "unsqueeze", "expand", "detach", "view", "clone", "exp", "sin"}
+    assert wanted <= ops, sorted(wanted - ops)
+
+
+def test_fixed_seeds_hooks():
+    seeds = range(0, 70)
+    results, verdicts = _fixed("hooks", seeds)
+    assert verdicts.get("ok", 0) >= 40 and verdicts.get("raised", 0) >= 2, verdicts
+    kinds = {h["kind"] for s in seeds for h in diff_fuzz.generate(s, kinds=["hooks"])["hooks"]}
+    assert kinds == {"observe", "scale", "removed", "nested", "bad-shape"}, kinds
+
+
+def test_fixed_seeds_second():
+    results, verdicts = _fixed("second", range(0, 70))
+    assert verdicts.get("ok", 0) >= 50, verdicts
+
+
+def test_fixed_seeds_sizes():
+    results, verdicts = _fixed("sizes", range(0, 300))
+    ops = set().union(*(r["ops"] for r in results))
+    assert ops == {"creation", "arange", "linspace_eye", "reshape", "expand", "repeat", "pad", "narrow",
+                   "split", "window", "slice", "index", "dim"}, ops
+
+
+def _broken(monkeypatch, spec, kind, seeds):
+    monkeypatch.setenv("DIFF_FUZZ_BREAK", spec)
+    fails = [r for r in _run_kind(kind, seeds) if r["status"] != "ok"]
+    assert fails, f"{spec} went unnoticed"
+    return fails
+
+
+def test_detects_a_wrong_inplace_reference(monkeypatch):
+    """The numpy side of add_/sub_/mul_/div_/x += y writing one more is a value mismatch."""
+    fails = _broken(monkeypatch, "ref:inplace", "inplace", range(0, 40))
+    assert all(r["kind"] == "value" for r in fails), _describe_kind("inplace", fails)
+
+
+def test_detects_a_wrong_hook_scale(monkeypatch):
+    """Expecting a scale hook to scale by 1.25 c instead of c is a gradient mismatch."""
+    fails = _broken(monkeypatch, "scale:hooks", "hooks", range(0, 30))
+    assert all(r["kind"] == "grad" for r in fails), _describe_kind("hooks", fails)
+
+
+def test_detects_a_wrong_second_derivative(monkeypatch):
+    """Second differences 1% too big are a mismatch of the Hessian-vector product."""
+    fails = _broken(monkeypatch, "ref:second", "second", range(0, 25))
+    assert all(r["kind"] == "grad2" for r in fails), _describe_kind("second", fails)
+
+
+def test_detects_a_size_check_that_does_not_raise(monkeypatch):
+    """Tensor.expand returning an empty tensor instead of raising is reported at expand."""
+    fails = _broken(monkeypatch, "noraise:expand", "sizes", range(0, 40))
+    assert all(r["kind"] in ("no-exception", "shape", "value") and r["op"] == "expand" for r in fails), \
+        _describe_kind("sizes", fails)
+
+
+# ---------------------------------------------------------------------------------------------
 # regression tests for bugs the fuzzer found (minimised reproducers)
 
 
@@ -144,3 +243,84 @@ def test_fuzz_seed3032312_add_alpha_changes_dtype():
     assert tuple(v0.shape) == (1,)
     assert v0.dtype == vk.float64
     np.testing.assert_allclose(v0.detach().numpy(), np.array([-1.7]), rtol=1e-12, atol=1e-12)
+
+
+# Fixed: a rule that reads its node's own output (exp: g * out; vkml's div, tanh, sigmoid ...)
+# used whatever an in-place write under no_grad() (or through a detached alias) had put there.
+# Found by the inplace programs (version counter).
+def test_backward_after_output_written_in_place_raises():
+    x = vk.tensor([0.5, 1.0], dtype=vk.float64, requires_grad=True)
+    y = x.exp()
+    with vk.no_grad():
+        y.mul_(2)  # gave x.grad = 2 * exp(x) silently
+    with pytest.raises(RuntimeError, match="output .* of exp is at version 1; expected version 0"):
+        y.sum().backward()
+    y = x.tanh()
+    y.detach().zero_()  # the same memory, through an alias that does not require grad
+    with pytest.raises(RuntimeError, match="tanh"):
+        vk.autograd.grad(y.sum(), x)
+    y = x / vk.tensor([2.0, 4.0], dtype=vk.float64)
+    with vk.no_grad():
+        y[0] = 7.0
+    with pytest.raises(RuntimeError, match="div"):
+        y.sum().backward()
+    # untouched outputs are differentiated as before
+    x.grad = None
+    x.sigmoid().sum().backward()
+    s = 1 / (1 + np.exp(-np.array([0.5, 1.0])))
+    np.testing.assert_allclose(x.grad.numpy(), s * (1 - s), rtol=1e-12)
+
+
+# Fixed: element-wise in-place writes into an expanded view (elements sharing memory) wrote
+# whichever result came last; as torch they raise, while one value (fill_, zero_) and regions
+# without shared elements are still written. Found by the inplace programs.
+def test_inplace_write_into_expanded_view_raises():
+    base = vk.zeros(1, 3)
+    e = base.expand(2, 3)
+    writes = [lambda: e.add_(vk.tensor([[1.0], [2.0]])), lambda: e.mul_(2.0), lambda: e.copy_(vk.ones(2, 3)),
+              lambda: e.clamp_(0.0, 1.0), lambda: e.__setitem__((slice(None), 0), 5.0)]
+    for write in writes:
+        with pytest.raises(RuntimeError, match="single memory location"):
+            write()
+        assert base.tolist() == [[0.0, 0.0, 0.0]]
+    e.fill_(2.0)
+    assert base.tolist() == [[2.0, 2.0, 2.0]]
+    e[1] = vk.tensor([1.0, 2.0, 3.0])  # one row: no element of it shares memory
+    assert e.tolist() == [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+    e.zero_()
+    assert base.tolist() == [[0.0, 0.0, 0.0]]
+
+
+# Fixed: max_pool2d / avg_pool2d (and col2im, in avg_pool2d's backward) walked every kernel
+# tap, also the billions in the padding: a kernel of 2**32 (padding 2**31 - 1 to match) never
+# returned, nor the backward of 2**16. Found by the sizes programs.
+def test_pooling_kernel_of_2_32_returns():
+    code = ("import json, vkml as vk\n"
+            "x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4).requires_grad_()\n"
+            "a = vk.nn.functional.avg_pool2d(x, 2**32, stride=2, padding=2**31 - 1)\n"
+            "m = vk.nn.functional.max_pool2d(x, 2**32, stride=2, padding=2**31 - 1)\n"
+            "vk.nn.functional.avg_pool2d(x, 2**16, stride=2, padding=2**15 - 1).sum().backward()\n"
+            "print(json.dumps([a.tolist(), m.tolist(), x.grad.tolist()]))\n")
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=diff_fuzz.python_env())
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert time.perf_counter() - t0 < 120
+    # every window covers the whole plane (sum 120), the divisor is the kernel's 2**64 positions
+    a, m, g = json.loads(p.stdout)
+    # each input lies in all four windows of 2**32 positions
+    np.testing.assert_allclose(np.array(g), np.full((1, 1, 4, 4), 4 / 2 ** 32), rtol=1e-6)
+    np.testing.assert_allclose(np.array(a), np.full((1, 1, 2, 2), 120 / 2 ** 64), rtol=1e-6)
+    assert np.array(m).tolist() == np.full((1, 1, 2, 2), 15.0).tolist()
+
+
+def test_pooling_kernel_larger_than_plane_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((2, 3, 5, 4)).astype(np.float32)
+    for k, s, p, d in [(7, 1, 3, 1), (5, 2, 2, 1), (3, 3, 1, 2), (9, 1, 4, 1)]:
+        got = vk.nn.functional.avg_pool2d(vk.tensor(x), k, stride=s, padding=p)
+        want = torch.nn.functional.avg_pool2d(torch.tensor(x), k, stride=s, padding=p)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+        got = vk.nn.functional.max_pool2d(vk.tensor(x), k, stride=s, padding=p, dilation=d)
+        want = torch.nn.functional.max_pool2d(torch.tensor(x), k, stride=s, padding=p, dilation=d)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

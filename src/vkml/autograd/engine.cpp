@@ -130,6 +130,13 @@ void check_versions(const Tensor& t) {
              "operation: input ",
              i, " (", parents[i].describe(), ") of ", op_label(t), " is at version ",
              parents[i].version(), "; expected version ", saved[i]);
+  // The rule may also read the node's own output (exp's is g * out), which a write under
+  // no_grad() (or through a detached alias) changes behind its back.
+  VK_CHECK(t.version() == t.impl()->own_version, RuntimeError,
+           "one of the tensors needed for gradient computation has been modified by an in-place "
+           "operation: the output (",
+           t.describe(), ") of ", op_label(t), " is at version ", t.version(),
+           "; expected version ", t.impl()->own_version);
 }
 
 void check_finite(const Tensor& g, const Tensor& t, size_t input) {

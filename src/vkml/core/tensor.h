@@ -71,6 +71,7 @@ struct TensorImpl {
   std::vector<Tensor> parents;
   std::shared_ptr<const Attrs> attrs;
   std::vector<uint32_t> saved_versions;  // parents' storage versions when recorded
+  uint32_t own_version = 0;   // this tensor's storage version when recorded (a rule may read it)
   std::vector<Tensor> saved;  // extra results a kernel keeps for the rule (max_pool2d's argmax)
   std::shared_ptr<TensorImpl> grad;              // under grad_mutex(): see Tensor::grad()
   std::vector<std::pair<uint64_t, Hook>> hooks;  // under grad_mutex(), with their ids

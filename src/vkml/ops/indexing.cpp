@@ -243,6 +243,7 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
   Tensor v = value.dtype() == x.dtype() ? value : cast(value, x.dtype());
   if (v.storage() == x.storage()) v = clone(v);  // x[1:] = x[:-1]: read everything first
   if (adv.empty()) {
+    check_no_internal_overlap(r, "index_put_");
     cpu::copy_into(r, fit_value(v, r.shape()));
     x.bump_version();
     return;
@@ -256,6 +257,15 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
     for (int64_t i = 0; i < where_to.numel(); ++i) base[pos[i]] = src[i];  // repeats: last wins
   });
   x.bump_version();
+}
+
+void check_no_internal_overlap(const Tensor& x, const char* op) {
+  if (x.numel() <= 1) return;
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    VK_CHECK(x.shape()[d] <= 1 || x.strides()[d] != 0, RuntimeError, op,
+             ": unsupported operation: more than one element of the written-to tensor (",
+             x.describe(), ", dim ", d,
+             " of stride 0) refers to a single memory location; clone() it first");
 }
 
 Tensor nonzero(const Tensor& mask) {

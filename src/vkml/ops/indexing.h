@@ -55,7 +55,12 @@ struct IndexItem {
 Tensor index(const Tensor& x, const std::vector<IndexItem>& items);
 
 // x[items] = value, in place (bumps x's version counter); value broadcasts to the indexed shape.
+// A region of basic items in which elements share memory raises, as torch.
 void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value);
+
+// RuntimeError naming `op` when two elements of x are one memory location (a dim of size > 1
+// and stride 0, as expand() makes): an element-wise write into x would have no defined result.
+void check_no_internal_overlap(const Tensor& x, const char* op);
 
 // The positions (int64, shape (n, ndim)) where a bool tensor is true, in row-major order.
 Tensor nonzero(const Tensor& mask);

@@ -5,6 +5,7 @@
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/indexing.h"
 #include "vkml/ops/shape_ops.h"
 
 namespace vk {
@@ -32,6 +33,9 @@ void write_back(const Tensor& x, const Tensor& result, const char* op) {
              shape_str(r.shape()), " in place into shape ", shape_str(x.shape()));
     r = expand(r, x.shape());
   }
+  // As torch: element-wise results cannot go into memory that several elements share; one value
+  // (fill_, zero_, a 0-d source) can.
+  if (result.ndim() > 0) check_no_internal_overlap(x, op);
   if (r.storage() == x.storage()) r = clone(r);  // e.g. x.copy_(flip(x)): read before writing
   cpu::copy_into(x, r);
   x.bump_version();

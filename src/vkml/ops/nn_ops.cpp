@@ -221,7 +221,8 @@ Tensor gather_at(const Tensor& gg, const Tensor& indices) {
 Grads avg_pool2d_grad(const GradCtx& c) {
   const Tensor& x = c.in[0];
   const Window2d& w = c.attrs.win;
-  const int64_t N = x.shape()[0], C = x.shape()[1], kk = w.kh * w.kw;
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  const int64_t kk = checked_mul(w.kh, w.kw, "avg_pool2d");  // a kernel of 2**32: SizeError
   const int64_t L = c.grad.shape()[2] * c.grad.shape()[3];
   // Each window's gradient, spread evenly over its kh*kw positions, summed back per plane.
   Tensor spread =

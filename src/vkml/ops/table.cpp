@@ -113,6 +113,7 @@ void record(Tensor& out, const OpDef& def, std::vector<Tensor>& in, const Attrs&
   if (&attrs != &no_attrs()) impl->attrs = std::make_shared<const Attrs>(attrs);
   impl->saved_versions.reserve(in.size());
   for (const auto& t : in) impl->saved_versions.push_back(t.version());
+  impl->own_version = out.version();
   if (owned)
     impl->parents = std::move(in);
   else

@@ -34,6 +34,16 @@ void valid_range(int64_t lo0, int64_t hi0, int64_t n_in, int64_t s, int64_t p, i
   hi = std::clamp(hi, lo, hi0);
 }
 
+// [lo, hi): the kernel taps t in [0, k) that some output o in [0, n_out) puts on the input:
+// o * s - p + t * d in [0, n_in). A pooling kernel is a parameter, not memory, so it may be far
+// larger than the plane (k = 2**32 with padding to match): the loops walk only these taps, in
+// the same order as before, instead of skipping over billions of others.
+void window_taps(int64_t n_out, int64_t n_in, int64_t k, int64_t s, int64_t p, int64_t d,
+                 int64_t& lo, int64_t& hi) {
+  const int64_t reach = (n_out - 1) * s;  // the last output's start, relative to the first's
+  valid_range(0, k, n_in + reach, d, p - reach, 0, lo, hi);
+}
+
 struct Plane {  // one (H, W) input plane: element (h, w) at base[h * sh + w * sw]
   int64_t H, W, sh, sw;
 };
@@ -246,7 +256,13 @@ VK_KERNEL(col2im) {
     const T* pc = cols.data<T>();
     T* po = out.data<T>();
     const bool padded = s2 == 1 && use_padded<T>(Plane{H, W, W, 1}, w);
-    parallel_for(N * C, grain_for(kk * OH * OW + H * W), [&](int64_t b, int64_t e) {
+    // avg_pool2d's gradient gives col2im an expanded view of all kh*kw taps, however large
+    // the kernel: only the taps that reach the plane are walked.
+    int64_t ilo, ihi, jlo, jhi;
+    window_taps(OH, H, w.kh, w.sh, w.ph, w.dh, ilo, ihi);
+    window_taps(OW, W, w.kw, w.sw, w.pw, w.dw, jlo, jhi);
+    const int64_t grain = grain_for((ihi - ilo) * (jhi - jlo) * OH * OW + H * W);
+    parallel_for(N * C, grain, [&](int64_t b, int64_t e) {
       for (int64_t q = b; q < e; ++q) {
         const int64_t n = q / C, c = q % C;
         T* o = po + q * H * W;
@@ -270,8 +286,8 @@ VK_KERNEL(col2im) {
           continue;
         }
         std::fill(o, o + H * W, T(0));
-        for (int64_t i = 0; i < w.kh; ++i)
-          for (int64_t j = 0; j < w.kw; ++j) {
+        for (int64_t i = ilo; i < ihi; ++i)
+          for (int64_t j = jlo; j < jhi; ++j) {
             const T* src = pc + n * s0 + (c * kk + i * w.kw + j) * s1;
             int64_t lo, hi;
             valid_range(0, OW, W, w.sw, w.pw, j * w.dw, lo, hi);
@@ -376,7 +392,10 @@ VK_KERNEL(max_pool2d) {
     T* po = out.data<T>();
     int64_t* pi = idx.data<int64_t>();
     const int64_t rows_per_block = std::max<int64_t>(1, 1024 / std::max<int64_t>(OW, 1));
-    parallel_for(N * C, grain_for(OH * OW * w.kh * w.kw), [&, w](int64_t b, int64_t e) {
+    int64_t jlo, jhi;
+    window_taps(OW, W, w.kw, w.sw, w.pw, w.dw, jlo, jhi);
+    const int64_t grain = grain_for(OH * OW * std::min(w.kh, H) * (jhi - jlo));
+    parallel_for(N * C, grain, [&, w](int64_t b, int64_t e) {
       const int64_t h = H, wd = W, sh = sH, sw = sW, ow_n = OW;
       std::vector<T> cand;
       std::vector<int64_t> first_flat;
@@ -430,11 +449,12 @@ VK_KERNEL(max_pool2d) {
           int64_t* __restrict at = pi + (q * OH + oh) * ow_n;
           std::fill(best, best + ow_n, -std::numeric_limits<T>::infinity());
           std::fill(at, at + ow_n, int64_t{-1});
-          for (int64_t i = 0; i < w.kh; ++i) {
+          int64_t ilo, ihi;
+          valid_range(0, w.kh, h, w.dh, w.ph - oh * w.sh, 0, ilo, ihi);
+          for (int64_t i = ilo; i < ihi; ++i) {
             const int64_t ih = oh * w.sh - w.ph + i * w.dh;
-            if (ih < 0 || ih >= h) continue;
             const T* xr = xp + ih * sh;
-            for (int64_t j = 0; j < w.kw; ++j) {
+            for (int64_t j = jlo; j < jhi; ++j) {
               int64_t lo, hi;
               valid_range(0, ow_n, wd, w.sw, w.pw, j * w.dw, lo, hi);
               const int64_t off = j * w.dw - w.pw;  // input column of output ow: ow * sw + off
@@ -506,19 +526,23 @@ VK_KERNEL(avg_pool2d) {
   VK_DISPATCH_FLOAT(x.dtype(), "avg_pool2d", {
     const T* px = x.data<T>();
     T* po = out.data<T>();
-    const T inv = T(1) / static_cast<T>(w.kh * w.kw);
-    parallel_for(N * C, grain_for(OH * OW * w.kh * w.kw), [&](int64_t b, int64_t e) {
+    const T inv = T(1) / (static_cast<T>(w.kh) * static_cast<T>(w.kw));
+    int64_t jlo, jhi;
+    window_taps(OW, W, w.kw, w.sw, w.pw, w.dw, jlo, jhi);
+    const int64_t grain = grain_for(OH * OW * std::min(w.kh, H) * (jhi - jlo));
+    parallel_for(N * C, grain, [&](int64_t b, int64_t e) {
       for (int64_t q = b; q < e; ++q) {
         const T* xp = px + (q / C) * sN + (q % C) * sC;
         for (int64_t oh = 0; oh < OH; ++oh) {
           // Window positions summed in (i, j) order for every output of the row.
           T* __restrict acc = po + (q * OH + oh) * OW;
           std::fill(acc, acc + OW, T(0));
-          for (int64_t i = 0; i < w.kh; ++i) {
+          int64_t ilo, ihi;
+          valid_range(0, w.kh, H, w.dh, w.ph - oh * w.sh, 0, ilo, ihi);
+          for (int64_t i = ilo; i < ihi; ++i) {
             const int64_t ih = oh * w.sh - w.ph + i * w.dh;
-            if (ih < 0 || ih >= H) continue;
             const T* xr = xp + ih * sH;
-            for (int64_t j = 0; j < w.kw; ++j) {
+            for (int64_t j = jlo; j < jhi; ++j) {
               int64_t lo, hi;
               valid_range(0, OW, W, w.sw, w.pw, j * w.dw, lo, hi);
               if (lo >= hi) continue;
