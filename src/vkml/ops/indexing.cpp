@@ -128,8 +128,8 @@ Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape
     Tensor out_of_range = sum(cast(logical_or_oob(idx, n), DType::Int64));
     VK_CHECK(out_of_range.item() == 0, IndexError, "index: an index is out of bounds for dim ",
              adv[k].dim, " with size ", n);
-    idx = where(lt(idx, scalar_like(0, idx)), idx + static_cast<double>(n), idx);
-    lin = lin + idx * static_cast<double>(stride);
+    idx = where(lt(idx, scalar_like(0, idx)), idx + n, idx);
+    lin = lin + idx * stride;
     stride *= n;
   }
   return lin;
@@ -172,8 +172,8 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
 }
 
 Tensor logical_or_oob(const Tensor& idx, int64_t n) {
-  Tensor lo = lt(idx, scalar_like(static_cast<double>(-n), idx));
-  Tensor hi = ge(idx, scalar_like(static_cast<double>(n), idx));
+  Tensor lo = lt(idx, scalar_like(-n, idx));
+  Tensor hi = ge(idx, scalar_like(n, idx));
   return add(cast(lo, DType::Int64), cast(hi, DType::Int64));
 }
 
@@ -183,13 +183,11 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
            "requires grad) while grad mode is on; build the result out of place, or use no_grad()");
   NoGradGuard no_grad;
   // Element offsets of every position of x, indexed like x: the selected ones say where to write.
-  Tensor offsets = full({}, static_cast<double>(x.offset()), DType::Int64);
+  Tensor offsets = full({}, x.offset(), DType::Int64);
   for (int64_t d = 0; d < x.ndim(); ++d) {
     Shape s(x.ndim(), 1);
     s[d] = x.shape()[d];
-    offsets = offsets + reshape(arange(0, static_cast<double>(x.shape()[d]), 1, DType::Int64) *
-                                    static_cast<double>(x.strides()[d]),
-                                s);
+    offsets = offsets + reshape(arange(0, x.shape()[d], 1, DType::Int64) * x.strides()[d], s);
   }
   offsets = contiguous(expand(offsets, x.shape()));
   Tensor where_to = contiguous(index(offsets, items));

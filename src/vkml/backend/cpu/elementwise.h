@@ -34,7 +34,7 @@ VK_KERNEL(pow);
 VK_KERNEL(maximum);
 VK_KERNEL(minimum);
 VK_KERNEL(where);  // in: cond(bool), a, b
-VK_KERNEL(clamp);  // a.scalar = min, a.scalar2 = max
+VK_KERNEL(clamp);  // a.lo = min, a.hi = max (nullopt: that side open)
 // comparisons -> bool
 VK_KERNEL(eq);
 VK_KERNEL(ne);
