@@ -266,6 +266,9 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_BINARY("bmm", vk::matmul(x, y));
   VKPY_BINARY("mv", vk::matmul(x, y));
   VKPY_BINARY("dot", vk::matmul(x, y));
+  VKPY_BINARY("bitwise_and", vk::bitwise_and(x, y));
+  VKPY_BINARY("bitwise_or", vk::bitwise_or(x, y));
+  VKPY_BINARY("bitwise_xor", vk::bitwise_xor(x, y));
 #undef VKPY_BINARY
   // Comparisons: exact for any int operand (compare_operands).
 #define VKPY_COMPARE(NAME, FN)                                                             \

@@ -125,23 +125,9 @@ Tensor f_le(const Tensor& a, const Tensor& b) { return vk::le(a, b); }
 Tensor f_gt(const Tensor& a, const Tensor& b) { return vk::gt(a, b); }
 Tensor f_ge(const Tensor& a, const Tensor& b) { return vk::ge(a, b); }
 
-Tensor as_bool(const Tensor& t, const char* op) {
-  VK_CHECK(t.dtype() == DType::Bool || vk::is_integral(t.dtype()), DTypeError, op,
-           ": expected bool or integer tensors, got ", vk::dtype_name(t.dtype()));
-  return vk::ne(vk::cast(t, DType::Int64), vk::zeros({}, DType::Int64));
-}
-Tensor f_and(const Tensor& a, const Tensor& b) {
-  return vk::ne(
-      vk::cast(as_bool(a, "and"), DType::Int64) * vk::cast(as_bool(b, "and"), DType::Int64),
-      vk::zeros({}, DType::Int64));
-}
-Tensor f_or(const Tensor& a, const Tensor& b) {
-  return vk::ne(vk::cast(as_bool(a, "or"), DType::Int64) + vk::cast(as_bool(b, "or"), DType::Int64),
-                vk::zeros({}, DType::Int64));
-}
-Tensor f_xor(const Tensor& a, const Tensor& b) {
-  return vk::ne(as_bool(a, "xor"), as_bool(b, "xor"));
-}
+Tensor f_and(const Tensor& a, const Tensor& b) { return vk::bitwise_and(a, b); }
+Tensor f_or(const Tensor& a, const Tensor& b) { return vk::bitwise_or(a, b); }
+Tensor f_xor(const Tensor& a, const Tensor& b) { return vk::bitwise_xor(a, b); }
 
 // a <op> b and b <op> a (reflected), with b a Tensor, a Python/numpy scalar, or array data. A
 // number promotes by its kind, never its value (vk::scalar_like); `op` names the op in errors.
@@ -596,9 +582,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   def_binary<f_le, Binary::Compare>(c, "__le__", nullptr, "le");
   def_binary<f_gt, Binary::Compare>(c, "__gt__", nullptr, "gt");
   def_binary<f_ge, Binary::Compare>(c, "__ge__", nullptr, "ge");
-  def_binary<f_and>(c, "__and__", "__rand__", "and");
-  def_binary<f_or>(c, "__or__", "__ror__", "or");
-  def_binary<f_xor>(c, "__xor__", "__rxor__", "xor");
+  def_binary<f_and>(c, "__and__", "__rand__", "bitwise_and");
+  def_binary<f_or>(c, "__or__", "__ror__", "bitwise_or");
+  def_binary<f_xor>(c, "__xor__", "__rxor__", "bitwise_xor");
   def_binary<f_floordiv>(c, "__floordiv__", "__rfloordiv__", "floor_divide");
   def_binary<f_mod>(c, "__mod__", "__rmod__", "remainder");
   c.def("__neg__", [](const Tensor& a) { return vk::neg(a); });

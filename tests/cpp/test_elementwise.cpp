@@ -496,6 +496,26 @@ TEST(ElementwiseErrors, BoolArithmeticIsDTypeError) {
   expect_close(lt(b, from_vector({1, 1}, {2}, DType::Bool)), {0, 1}, 0);
 }
 
+TEST(Elementwise, BitwiseOpsPromoteAsPyTorch) {
+  Tensor i = from_vector({12, -3, 5}, {3}, DType::Int64);
+  Tensor j = from_vector({10, 7, 0}, {3}, DType::Int64);
+  expect_close(bitwise_and(i, j), {8, 5, 0}, 0);
+  expect_close(bitwise_or(i, j), {14, -1, 5}, 0);
+  expect_close(bitwise_xor(i, j), {6, -6, 5}, 0);
+  Tensor b = from_vector({1, 0, 1}, {3}, DType::Bool);
+  Tensor r = bitwise_and(b, from_vector({1, 1, 0}, {3}, DType::Bool));
+  EXPECT_EQ(r.dtype(), DType::Bool);
+  expect_close(r, {1, 0, 0}, 0);
+  // bool with int promotes to the int (bitwise, not logical: 12 & True is 0)
+  Tensor bi = bitwise_and(i, b);
+  EXPECT_EQ(bi.dtype(), DType::Int64);
+  expect_close(bi, {0, 0, 1}, 0);
+  EXPECT_EQ(bitwise_or(from_vector({1}, {1}, DType::Int32), full({}, 2, DType::Int64)).dtype(),
+            DType::Int32);
+  VK_EXPECT_ERROR(bitwise_and(i, full({}, 1.5, DType::Float32)), NotImplementedError, "bitwise_and",
+                  "float32");
+}
+
 TEST(ElementwiseErrors, NoSilentZeroForComparisons) {
   // A bool result has no graph: backward from it is a DTypeError, never a silent zero gradient.
   Tensor x = values({1.0, 2.0}, {2});

@@ -359,6 +359,10 @@ DTYPE_ROWS = [
         "bool"),
     row("bool-mod-bool", lambda: vk.tensor([True]) % vk.tensor([True]), NotImplementedError, "remainder", "bool"),
     row("bool-pow-bool", lambda: vk.tensor([True]) ** vk.tensor([True]), NotImplementedError, "pow", "bool"),
+    row("float-and-int", lambda: vk.ones(2) & 1, NotImplementedError, "bitwise_and", "float32"),
+    row("int-or-python-float", lambda: vk.tensor([1, 2]) | 1.5, NotImplementedError, "bitwise_or", "float32"),
+    row("float-xor-float", lambda: vk.bitwise_xor(vk.ones(2), vk.ones(2)), NotImplementedError, "bitwise_xor",
+        "float32"),
 ]
 
 
@@ -406,6 +410,8 @@ NANINF = {
        for b in ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt",
                  "le", "gt", "ge")},
     "where": lambda: vk.where(_f(3, 4, grad=False) > 0, _f(3, 4), vk.flip(_f(3, 4), [0])),
+    **{b: (lambda b=b: getattr(vk, b)(_f(3, 4, grad=False) > 0, vk.isnan(_f(4, grad=False))))
+       for b in ("bitwise_and", "bitwise_or", "bitwise_xor")},
     "clamp": lambda: _f(3, 4).clamp(-1.0, 1.0),
     "cast": lambda: (_f(3, 4).to(vk.float64), _f(3, 4).to(vk.int64), _f(3, 4).to(vk.bool)),
     **{r: (lambda r=r: (getattr(vk, r)(_f(3, 4)), getattr(vk, r)(_f(3, 4), 1)))

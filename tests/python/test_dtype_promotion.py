@@ -4,8 +4,8 @@ Promotion is PyTorch's, exactly (DESIGN.md "Type promotion"): categories bool < 
 floating; dimensioned tensors > 0-d tensors > Python/numpy numbers, a lower level deciding only
 when its category is higher; a number gives its category's default dtype (bool, int64,
 float32) and its kind, never its value, counts. The table tests below run every pair of operands
-through every binary operator in both orders and compare the result dtype, the values and the
-exceptions with torch 2.13 (the oracle).
+through every binary operator (+ - * / // % ** & | ^ and comparisons) in both orders and compare
+the result dtype, the values and the exceptions with torch 2.13 (the oracle).
 
 Ints are exact: a Python int reaches an integer kernel as int64, never through a double, and a
 value that does not fit the dtype it must become raises (as torch) instead of wrapping.
@@ -31,7 +31,7 @@ OPS = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-    ">=": operator.ge,
+    ">=": operator.ge, "&": operator.and_, "|": operator.or_, "^": operator.xor,
 }
 FAMILIES = (RuntimeError, TypeError, ValueError, ArithmeticError)  # NotImplementedError is a RuntimeError
 
@@ -126,7 +126,7 @@ def test_tensor_number_promotion_matches_torch(op):
 
 
 FUNCTIONS = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "pow", "maximum",
-             "minimum", "eq", "ne", "lt", "le", "gt", "ge"]
+             "minimum", "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor"]
 
 
 @pytest.mark.parametrize("fn", FUNCTIONS)

@@ -91,6 +91,26 @@ std::optional<double> constant_scalar(const Tensor& t) {
   return t.alias({}, {}, t.offset()).item();
 }
 
+// Bitwise ops take bool and integer tensors, after promotion; floats have no kernel, as PyTorch.
+Meta infer_bitwise(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  VK_CHECK(!is_floating(in[0].dtype()), NotImplementedError, op, ": not implemented for ",
+           dtype_name(in[0].dtype()), " tensors (as in PyTorch); it takes bool or integer tensors");
+  return {in[0].shape(), in[0].dtype()};
+}
+
+OpDef bitwise_op(OpKind kind, std::string_view name, std::string_view summary,
+                 VK_KERNEL((*kernel))) {
+  return {.kind = kind,
+          .name = name,
+          .arity = 2,
+          .signature = "(a, b)",
+          .summary = summary,
+          .prepare = prepare_binary,
+          .infer = infer_bitwise,
+          .cpu = kernel,
+          .grad_doc = "bool or integer result: not differentiable"};
+}
+
 OpDef compare_op(OpKind kind, std::string_view name, std::string_view summary,
                  VK_KERNEL((*kernel))) {
   return {.kind = kind,
@@ -451,6 +471,13 @@ void add_elementwise_ops(OpList& ops) {
   ops.push_back(compare_op(OpKind::Gt, "gt", "a > b", cpu::gt));
   ops.push_back(compare_op(OpKind::Ge, "ge", "a >= b", cpu::ge));
 
+  ops.push_back(bitwise_op(OpKind::BitwiseAnd, "bitwise_and",
+                           "a & b, bit by bit (bool: logical and)", cpu::bitwise_and));
+  ops.push_back(bitwise_op(OpKind::BitwiseOr, "bitwise_or", "a | b, bit by bit (bool: logical or)",
+                           cpu::bitwise_or));
+  ops.push_back(bitwise_op(OpKind::BitwiseXor, "bitwise_xor",
+                           "a ^ b, bit by bit (bool: logical xor)", cpu::bitwise_xor));
+
   ops.push_back({.kind = OpKind::Cast,
                  .name = "cast",
                  .arity = 1,
@@ -522,6 +549,13 @@ Tensor floor_divide(const Tensor& a, const Tensor& b) {
   return dispatch(OpKind::FloorDivide, {a, b});
 }
 Tensor remainder(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Remainder, {a, b}); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::BitwiseAnd, {a, b});
+}
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return dispatch(OpKind::BitwiseOr, {a, b}); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::BitwiseXor, {a, b});
+}
 Tensor eq(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Eq, {a, b}); }
 Tensor ne(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Ne, {a, b}); }
 

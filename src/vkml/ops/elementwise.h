@@ -53,6 +53,12 @@ Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
 
+// Bit by bit on bool and integer tensors (bool: logical), after promotion; floats raise
+// NotImplementedError, as PyTorch.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+
 Tensor cast(const Tensor& x, DType dtype);  // no copy (same tensor) when the dtype already matches
 
 // Operators. A number operand (Scalar: a bool, an int or a float) promotes by its kind, never its

@@ -129,6 +129,27 @@ Tensor binary_all(const std::vector<Tensor>& in, const Meta& m, const char* name
   return out;
 }
 
+// Bool and integer dtypes only (bitwise ops; the op's infer refuses floats).
+template <class F>
+Tensor binary_integral(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  switch (in[0].dtype()) {
+    VK_DTYPE_CASE(Bool, bool, map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
+                    return static_cast<T>(f(x, y));
+                  }))
+    VK_DTYPE_CASE(Int32, int32_t,
+                  map<T, T, T>(out, {&in[0], &in[1]},
+                               [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); }))
+    VK_DTYPE_CASE(Int64, int64_t,
+                  map<T, T, T>(out, {&in[0], &in[1]},
+                               [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); }))
+    default:
+      throw DTypeError(
+          detail::cat(name, ": expected bool or integer tensors, got ", dtype_name(in[0].dtype())));
+  }
+  return out;
+}
+
 template <class F>
 Tensor compare(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, DType::Bool);
@@ -486,6 +507,21 @@ VK_KERNEL(gt) {
 VK_KERNEL(ge) {
   (void)a;
   return compare(in, m, "ge", [](auto x, auto y) { return x >= y; });
+}
+
+// ---- bitwise ----
+
+VK_KERNEL(bitwise_and) {
+  (void)a;
+  return binary_integral(in, m, "bitwise_and", [](auto x, auto y) { return x & y; });
+}
+VK_KERNEL(bitwise_or) {
+  (void)a;
+  return binary_integral(in, m, "bitwise_or", [](auto x, auto y) { return x | y; });
+}
+VK_KERNEL(bitwise_xor) {
+  (void)a;
+  return binary_integral(in, m, "bitwise_xor", [](auto x, auto y) { return x ^ y; });
 }
 
 // ---- conversion ----

@@ -42,6 +42,10 @@ VK_KERNEL(lt);
 VK_KERNEL(le);
 VK_KERNEL(gt);
 VK_KERNEL(ge);
+// bitwise, on bool and integer dtypes (bool: logical)
+VK_KERNEL(bitwise_and);
+VK_KERNEL(bitwise_or);
+VK_KERNEL(bitwise_xor);
 // dtype conversion; also the strided copy used by contiguous()
 VK_KERNEL(cast);
 void copy_into(const Tensor& dst, const Tensor& src);  // same shape; converts dtype
