@@ -151,6 +151,18 @@ TEST(Scalar, IntegerArithmeticWrapsWithoutUndefinedBehaviour) {
   EXPECT_EQ((i32 * i32).item(), 1);
 }
 
+TEST(Scalar, FloatToIntCastIsDefinedOutOfRange) {
+  // NaN, +-inf and values beyond the integer type: its lowest value (PyTorch on x86), not UB
+  Tensor f = from_vector({kNaN, kInf, -kInf, 1e20, -1e20, 3.7, -3.7, 0x1p31}, {8}, DType::Float64);
+  EXPECT_EQ(i64(cast(f, DType::Int64)),
+            (std::vector<int64_t>{kMin, kMin, kMin, kMin, kMin, 3, -3, int64_t{1} << 31}));
+  Tensor i32 = cast(cast(f, DType::Float32), DType::Int32);
+  const int32_t* p = i32.data<int32_t>();
+  const int32_t lo = std::numeric_limits<int32_t>::min();
+  EXPECT_EQ(std::vector<int32_t>(p, p + 8), (std::vector<int32_t>{lo, lo, lo, lo, lo, 3, -3, lo}));
+  EXPECT_EQ(cast(full({}, kNaN, DType::Float32), DType::Bool).item(), 1);
+}
+
 TEST(Scalar, InPlaceNeverWritesIntoALowerCategory) {
   Tensor i = full({2}, 1, DType::Int64);
   VK_EXPECT_ERROR(add_(i, 1.5), RuntimeError, "add_", "float32", "can't be cast", "int64");

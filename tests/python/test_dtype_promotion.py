@@ -403,3 +403,14 @@ def test_item_and_tolist_are_exact():
     assert vk.tensor([[I64_MIN]]).tolist() == [[I64_MIN]]
     assert isinstance(vk.tensor(3).item(), int) and isinstance(vk.tensor(True).item(), bool)
     assert math.isnan(vk.tensor(float("nan")).item())
+
+
+@pytest.mark.parametrize("src", ["float32", "float64"])
+@pytest.mark.parametrize("dst", ["int32", "int64", "bool"])
+def test_float_to_int_cast_out_of_range_matches_torch(src, dst):
+    """NaN, +-inf and out-of-range floats cast to an integer dtype give torch's (x86) values,
+    with no undefined behaviour in C++ (the ASan+UBSan job runs this)."""
+    vals = [float("nan"), float("inf"), -float("inf"), 1e20, -1e20, 3.7, -3.7, 2.0**31, -(2.0**31) - 1, 0.0]
+    v = vk.tensor(vals, dtype=getattr(vk, src)).to(getattr(vk, dst))
+    t = torch.tensor(vals, dtype=getattr(torch, src)).to(getattr(torch, dst))
+    assert v.tolist() == t.tolist()

@@ -526,11 +526,30 @@ VK_KERNEL(bitwise_xor) {
 
 // ---- conversion ----
 
+namespace {
+
+// One element converted to Out. A float that an integer type cannot hold (NaN, +-inf, 1e20) is
+// undefined behaviour in C++; it becomes the type's lowest value, which is what PyTorch gives on
+// x86 (the "integer indefinite" of cvttss2si).
+template <class Out, class In>
+Out convert_element(In v) {
+  if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out> &&
+                !std::is_same_v<Out, bool>) {
+    constexpr In lo = static_cast<In>(std::numeric_limits<Out>::min());  // -2^(n-1), exact
+    constexpr In hi = -lo;
+    return v >= lo && v < hi ? static_cast<Out>(v) : std::numeric_limits<Out>::min();
+  } else {
+    return static_cast<Out>(v);
+  }
+}
+
+}  // namespace
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   VK_DISPATCH_ALL(dst.dtype(), "copy", {
     using Out = T;
     VK_DISPATCH_ALL(src.dtype(), "copy",
-                    { map<Out, T>(dst, {&src}, [](T v) { return static_cast<Out>(v); }); });
+                    { map<Out, T>(dst, {&src}, [](T v) { return convert_element<Out>(v); }); });
   });
 }
 
