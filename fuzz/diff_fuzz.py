@@ -21,14 +21,14 @@ op that must raise its typed error), "nan" (NaN/inf inputs; NaN-ness compared) a
   dtype     the expected dtype follows vkml's documented rules (DESIGN.md "A tensor keeps its
             dtype", python/README.md, src/vkml/ops/table.cpp result_type): tensor-tensor
             promotion is PyTorch's (bool < int < float; a 0-d tensor only decides when its
-            category is higher). Python/numpy scalars follow vkml's rule, which differs from
-            numpy and torch: a scalar takes the tensor's dtype, except a non-integral (or
-            non-finite) scalar with an integer tensor gives float32 and an integral scalar
-            other than 0/1 with a bool tensor gives int64 (creation.cpp scalar_like). So
-            `int64_tensor * 2.0` is int64 in vkml (float32 in torch), and bool arithmetic
-            (`bool + bool`, `bool + 1`) is a DTypeError in vkml (logical/int in torch). A numpy
-            array operand takes a floating tensor's dtype (float32_tensor * float64_array is
-            float32). Integer division gives float32; unary math on ints gives float32.
+            category is higher). Python/numpy scalars follow PyTorch's rule too: the scalar's
+            kind (int or float, never its value) decides, and only when its category is above
+            the tensor's, giving that category's default dtype (core/scalar.h result_type). So
+            `int64_tensor * 2.0` is float32, `int32_tensor * 3` stays int32, `bool + 1` is
+            int64; bool + bool is `or` and bool * bool `and`, a - b with a bool operand a
+            RuntimeError and bool //, %, ** a NotImplementedError, as in torch. A numpy array operand takes a
+            floating tensor's dtype (float32_tensor * float64_array is float32). Integer
+            division gives float32; unary math on ints gives float32.
   gradient  float64 programs: backward from every differentiable intermediate with random
             weights (vk.autograd.backward(roots, weights)) and every leaf's .grad is compared to
             central differences of the numpy reference (never vkml's autograd). Inputs are kept
@@ -144,16 +144,11 @@ def result_type(*operands):
     return r
 
 
-def scalar_dtype(value, like):
-    """The dtype of a Python/numpy scalar operand next to a tensor of dtype `like` (vkml)."""
-    if like in FLOATS:
-        return like
-    fractional = (not math.isfinite(value)) or value != math.floor(value)
-    if fractional:
-        return "float32"
-    if like == "bool" and value not in (0.0, 1.0):
-        return "int64"
-    return like
+def scalar_dtype(kind, like):
+    """The dtype a Python/numpy scalar operand of `kind` ("int" or "float") takes next to a
+    tensor of dtype `like`: PyTorch's rule, by kind and never by value."""
+    wrapped = "float32" if kind == "float" else "int64"
+    return wrapped if category(wrapped) > category(like) else like
 
 
 def float_of(d):
@@ -638,7 +633,7 @@ CMP = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
 def _scalar(rng, x, name):
-    """A Python or numpy scalar operand for op `name` next to tensor x."""
+    """A Python or numpy scalar operand for op `name` next to tensor x: (value, source, kind)."""
     r = rng.random()
     if name == "pow":
         v = float(rng.choice([2.0, 3.0, 0.5, -1.0, 1.5, -0.5, 0.0, 1.0, 2]))
@@ -658,7 +653,7 @@ def _scalar(rng, x, name):
     else:
         src = f"np.int32({int(v)})" if as_int else f"np.float32({v!r})"
         v = float(np.float32(v))
-    return v, src
+    return v, src, "int" if as_int else "float"
 
 
 def _binary(name):
@@ -671,8 +666,8 @@ def _binary(name):
             scalar_side = "right" if (rng.random() < 0.75 or name in ("maximum", "minimum")) else "left"
         # operands: (dtype, ndim, np value, source)
         if scalar_side:
-            v, ssrc = _scalar(rng, a, name)
-            sdt = scalar_dtype(v, a.dtype)
+            v, ssrc, skind = _scalar(rng, a, name)
+            sdt = scalar_dtype(skind, a.dtype)
             out = result_type((a.dtype, a.ndim), (sdt, 0))
             bval = np.asarray(v, dtype=np.float64 if sdt in FLOATS else np.int64 if sdt in INTS else np.bool_)
             if sdt == "float32":
@@ -727,9 +722,12 @@ def _binary(name):
             if grad_in:
                 margin = amin_abs(af - bf)
         else:
-            if out == "bool" and name != "div":
+            if name == "sub" and "bool" in (a.dtype, b.dtype if b is not None else None):
+                need(mode == "mixed" and rng.random() < 0.3)  # any bool operand, as torch
+                return Emit(src, None, None, err="RuntimeError")
+            if out == "bool" and name not in ("div", "add", "mul"):  # bool + and * are or/and
                 need(mode == "mixed" and rng.random() < 0.3)
-                return Emit(src, None, None, err="DTypeError")
+                return Emit(src, None, None, err="NotImplementedError")
             if name in ("floor_divide", "remainder"):
                 dt = out
                 np_src = f"{_NP[name]}({lnp}, {rnp})"
@@ -798,7 +796,7 @@ def b_where(rng, ins, mode):
     need(int(np.prod(shape)) <= lim(mode, 4096))
     if form < 0.2:  # a scalar other
         v = float(np.round(rng.uniform(-2, 2), 2))
-        sdt = scalar_dtype(v, a.dtype)
+        sdt = scalar_dtype("float", a.dtype)
         out = result_type((a.dtype, a.ndim), (sdt, 0))
         src = f"{{1}}.where({{0}}, {v!r})" if rng.random() < 0.5 else f"vk.where({{0}}, {{1}}, {v!r})"
         vv = float(np.float32(v)) if sdt == "float32" else v
@@ -831,19 +829,20 @@ def b_clamp(rng, ins, mode):
         lo = -1.0
     if lo is not None and hi is not None and lo > hi:
         lo, hi = hi, lo
-    if x.dtype in INTS and rng.random() < 0.5:
-        lo = None if lo is None else float(math.floor(lo))
-        hi = None if hi is None else float(math.ceil(hi))
+    kind = "float"
+    if x.dtype in INTS and rng.random() < 0.5:  # int bounds: an int tensor stays int
+        lo = None if lo is None else int(math.floor(lo))
+        hi = None if hi is None else int(math.ceil(hi))
+        kind = "int"
     name = rng.choice(["clamp", "clip"])
     args = ", ".join(([f"min={lo!r}"] if lo is not None else []) + ([f"max={hi!r}"] if hi is not None else []))
     src = f"vk.{name}({{0}}, {args})" if rng.random() < 0.5 else f"{{0}}.{name}({args})"
     if x.dtype == "bool":
-        need(mode == "mixed" and rng.random() < 0.3)
-        return Emit(src, None, None, err="DTypeError")
+        need(False)  # (float bounds make a bool x float32; the reference clamps numbers)
     out = x.dtype
     for v in (lo, hi):
         if v is not None:
-            out = result_type((out, 1), (scalar_dtype(v, x.dtype), 0))
+            out = result_type((out, 1), (scalar_dtype(kind, x.dtype), 0))
     margin = math.inf
     if x.isfloat and x.grad:
         margin = min(amin_abs(x.ref - lo) if lo is not None else math.inf,

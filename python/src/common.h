@@ -42,13 +42,29 @@ nb::object numpy_dtype(DType t);                  // numpy.dtype for a vk dtype
 Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype);
 // `h` itself when it is a Tensor, else tensor_from_py(h, dtype).
 Tensor as_tensor(nb::handle h, std::optional<DType> dtype = std::nullopt);
-// The other operand of a binary op with tensor `like`: a Tensor as is; a Python or numpy scalar
-// as a 0-d tensor of like's dtype; an array or sequence as a constant tensor (of like's dtype
-// when like is floating). nullopt when `h` is nothing of the sort (the operator then returns
-// NotImplemented).
-std::optional<Tensor> operand(nb::handle h, const Tensor& like);
+// A Python or numpy number as a vk::Scalar of its kind, as PyTorch reads it: bool -> bool; int
+// -> int, exactly (one in [2^63, 2^64) as a big int, which only floating dtypes can hold; beyond
+// that OverflowError naming `op`); float -> float; numpy integers -> int, numpy floats -> float,
+// and numpy bool -> float (torch 2.13 reads np.bool_ as a float). nullopt for anything else.
+std::optional<vk::Scalar> to_scalar_opt(nb::handle h, const char* op);
+vk::Scalar to_scalar(nb::handle h, const char* op);  // TypeError naming `op` when not a number
+std::optional<vk::Scalar> opt_scalar(nb::handle h, const char* op);  // None -> nullopt
+// The other operand of a binary op with tensor `like`: a Tensor as is; a Python or numpy number
+// as a 0-d tensor of the op's result dtype (vk::scalar_like: promotion by the number's kind, an
+// int exact); an array or sequence as a constant tensor (of like's dtype when like is floating).
+// nullopt when `h` is nothing of the sort (the operator then returns NotImplemented).
+std::optional<Tensor> operand(nb::handle h, const Tensor& like, const char* op);
+// The operands of a comparison `a <op> b`, as operand(); comparisons are exact: an int32 tensor
+// against an int that int32 cannot hold compares in int64 (PyTorch wraps the int into int32).
+std::optional<std::pair<Tensor, Tensor>> compare_operands(const Tensor& a, nb::handle b,
+                                                          const char* op);
 bool is_py_scalar(nb::handle h);  // Python or numpy bool/int/float (not an array)
 double scalar_value(nb::handle h);
+// other * alpha for add/sub(other, alpha=...), in the dtype that x + other has, with PyTorch's
+// checks: a float alpha needs a floating result, a bool alpha a bool result. `other` itself when
+// alpha is 1.
+Tensor scaled_by_alpha(const Tensor& x, const Tensor& other, const vk::Scalar& alpha,
+                       const char* op);
 
 // ---- shapes and dims ----
 Shape to_shape(nb::handle h);                 // int or sequence of ints

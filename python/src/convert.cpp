@@ -1,4 +1,5 @@
 // Conversions between Python objects and vk tensors, dtypes and shapes.
+#include <cstdint>
 #include <cstring>
 
 #include "common.h"
@@ -101,6 +102,86 @@ nb::object numpy_dtype(DType t) {
 
 // ---------------------------------------------------------------- tensors from data
 
+namespace {
+
+[[noreturn]] void raise(PyObject* type, const std::string& msg) {
+  PyErr_SetString(type, msg.c_str());
+  throw nb::python_error();
+}
+
+// What the leaves of nested lists/tuples are: all Python ints (or bools), which torch reads as
+// int64; Python numbers with a float among them; or something else. Walks with an explicit stack
+// (data may nest deeply).
+enum class Leaves { Ints, Numbers, Other };
+Leaves classify_leaves(nb::handle data) {
+  Leaves r = Leaves::Ints;
+  std::vector<PyObject*> stack{data.ptr()};
+  while (!stack.empty()) {
+    PyObject* o = stack.back();
+    stack.pop_back();
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+      PyObject* seq = PySequence_Fast(o, "");
+      if (!seq) throw nb::python_error();
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+      for (Py_ssize_t i = 0; i < n; ++i) stack.push_back(PySequence_Fast_GET_ITEM(seq, i));
+      Py_DECREF(seq);  // the items stay alive: `data` holds them
+    } else if (PyFloat_Check(o)) {
+      r = Leaves::Numbers;
+    } else if (!PyLong_Check(o)) {
+      return Leaves::Other;
+    }
+  }
+  return r;
+}
+
+// As torch.tensor: a Python int outside int64 in data of ints is a ValueError.
+[[noreturn]] void raise_int_overflow() {
+  raise(PyExc_ValueError,
+        "tensor: a Python int in the data is out of int64's range (Overflow when unpacking long "
+        "long); vkml's integers are int64");
+}
+
+// The dtype numpy's array of the data has, as a vk dtype (without narrowing: float16 -> float32,
+// small integers -> int64), after checking that no value is lost on the way. Python ints beyond
+// int64 are a ValueError, as in torch.tensor, unless the data also holds floats or the requested
+// dtype is floating: then `arr` is re-read as float64 (torch converts them to float).
+DType source_dtype(nb::object& arr, nb::handle data, bool python_data, std::optional<DType> dtype) {
+  nb::object dt = arr.attr("dtype");
+  std::string kind = nb::cast<std::string>(dt.attr("kind"));
+  int64_t itemsize = nb::cast<int64_t>(dt.attr("itemsize"));
+  int64_t size = nb::cast<int64_t>(arr.attr("size"));
+  // numpy reads [2**63] as uint64, [2**64] as objects and [2**63, -1] as float64
+  bool big_ints = false;
+  if (python_data && size > 0) {
+    if (kind == "u" && itemsize == 8)
+      big_ints = nb::cast<uint64_t>(arr.attr("max")()) > static_cast<uint64_t>(INT64_MAX);
+    else if (kind == "f")
+      big_ints = nb::cast<double>(np().module.attr("abs")(arr).attr("max")()) >= 0x1p63;
+  }
+  Leaves leaves = big_ints || (kind == "O" && python_data) ? classify_leaves(data) : Leaves::Other;
+  if (big_ints || leaves != Leaves::Other) {
+    if (!(dtype && vk::is_floating(*dtype)) && leaves == Leaves::Ints) raise_int_overflow();
+    if (kind != "f") {
+      arr = np().asarray(data, "dtype"_a = "float64");  // OverflowError beyond float64, as torch
+      return DType::Float64;
+    }
+  }
+  if (kind == "f") return itemsize <= 4 ? DType::Float32 : DType::Float64;
+  if (kind == "i") return itemsize == 4 ? DType::Int32 : DType::Int64;
+  if (kind == "u") {
+    if (itemsize == 8 && size > 0 &&
+        nb::cast<uint64_t>(arr.attr("max")()) > static_cast<uint64_t>(INT64_MAX))
+      raise(PyExc_RuntimeError,
+            "tensor: a uint64 value does not fit int64 (vkml's integers are int64)");
+    return DType::Int64;
+  }
+  if (kind == "b") return DType::Bool;
+  throw vk::DTypeError("tensor: cannot make a tensor from " + py_repr(dt) +
+                       " data; vkml has float32, float64, int32, int64 and bool");
+}
+
+}  // namespace
+
 Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype) {
   if (nb::isinstance<Tensor>(data)) {
     const Tensor& t = nb::cast<const Tensor&>(data);
@@ -115,27 +196,18 @@ Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype) {
   bool python_data = PyFloat_CheckExact(p) || PyLong_CheckExact(p) || PyBool_Check(p) ||
                      PyList_Check(p) || PyTuple_Check(p);
   nb::object arr = np().asarray(data);
-  DType target;
-  if (dtype) {
-    target = *dtype;
-  } else {
-    nb::object dt = arr.attr("dtype");
-    std::string kind = nb::cast<std::string>(dt.attr("kind"));
-    int64_t itemsize = nb::cast<int64_t>(dt.attr("itemsize"));
-    if (kind == "f")
-      target = (python_data || itemsize <= 4) ? DType::Float32 : DType::Float64;
-    else if (kind == "i" || kind == "u")
-      target = (kind == "i" && itemsize == 4) ? DType::Int32 : DType::Int64;
-    else if (kind == "b")
-      target = DType::Bool;
-    else
-      throw vk::DTypeError("tensor: cannot make a tensor from " + py_repr(dt) +
-                           " data; vkml has float32, float64, int32, int64 and bool");
-  }
-  nb::object c = np().asarray(arr, "dtype"_a = numpy_dtype(target), "order"_a = "C");
+  const DType source = source_dtype(arr, data, python_data, dtype);
+  const DType target =
+      dtype ? *dtype : (python_data && source == DType::Float64 ? DType::Float32 : source);
+  // Into an integer dtype, values are checked (vk.tensor([2**40], dtype=vk.int32) and NaN into
+  // int64 raise, as in torch); otherwise numpy converts directly.
+  const bool checked = vk::is_integral(target) && target != source;
+  const DType read = checked ? source : target;
+  nb::object c = np().asarray(arr, "dtype"_a = numpy_dtype(read), "order"_a = "C");
   auto view = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(c);
   Shape shape = to_shape(c.attr("shape"));
-  return vk::from_data(view.data(), shape, target);
+  Tensor t = vk::from_data(view.data(), shape, read);
+  return checked ? vk::cast_checked(t, target, "tensor") : t;
 }
 
 Tensor as_tensor(nb::handle h, std::optional<DType> dtype) {
@@ -162,9 +234,66 @@ double scalar_value(nb::handle h) {
   return v;
 }
 
-std::optional<Tensor> operand(nb::handle h, const Tensor& like) {
+namespace {
+
+// A Python int (or an object with __index__) read as PyTorch does: int64 when it fits, a big int
+// in [2^63, 2^64) (torch's uint64), else OverflowError.
+vk::Scalar int_scalar(PyObject* p, const char* op) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow == 0) return vk::Scalar(static_cast<int64_t>(v));
+  if (overflow > 0) {
+    unsigned long long u = PyLong_AsUnsignedLongLong(p);
+    if (!(u == static_cast<unsigned long long>(-1) && PyErr_Occurred()))
+      return vk::Scalar::big_int(static_cast<double>(u));
+    PyErr_Clear();
+  }
+  raise(PyExc_OverflowError, std::string(op) + ": the Python int " + py_repr(p) +
+                                 " is too big to convert (out of the int64 and uint64 ranges)");
+}
+
+}  // namespace
+
+std::optional<vk::Scalar> to_scalar_opt(nb::handle h, const char* op) {
+  PyObject* p = h.ptr();
+  if (PyBool_Check(p)) return vk::Scalar(p == Py_True);
+  if (PyLong_Check(p)) return int_scalar(p, op);
+  if (PyFloat_Check(p)) return vk::Scalar(PyFloat_AS_DOUBLE(p));
+  if (nb::isinstance<Tensor>(h) || !nb::isinstance(h, np().generic)) return std::nullopt;
+  std::string kind = nb::cast<std::string>(h.attr("dtype").attr("kind"));
+  if (kind == "i" || kind == "u") {
+    nb::object i = nb::steal(PyNumber_Index(p));
+    if (!i.is_valid()) throw nb::python_error();
+    return int_scalar(i.ptr(), op);
+  }
+  if (kind == "f" || kind == "b") return vk::Scalar(scalar_value(h));  // np.bool_: as torch
+  return std::nullopt;
+}
+
+vk::Scalar to_scalar(nb::handle h, const char* op) {
+  if (std::optional<vk::Scalar> s = to_scalar_opt(h, op)) return *s;
+  throw nb::type_error((std::string(op) + ": expected a number (bool, int or float), got " +
+                        py_repr(nb::handle(h.type())))
+                           .c_str());
+}
+
+std::optional<vk::Scalar> opt_scalar(nb::handle h, const char* op) {
+  if (h.is_none()) return std::nullopt;
+  return to_scalar(h, op);
+}
+
+std::optional<Tensor> operand(nb::handle h, const Tensor& like, const char* op) {
   if (nb::isinstance<Tensor>(h)) return nb::cast<Tensor>(h);
-  if (is_py_scalar(h)) return vk::scalar_like(scalar_value(h), like);
+  if (std::optional<vk::Scalar> s = to_scalar_opt(h, op)) {
+    // As torch, x - True raises like x - bool_tensor (the op sees the number as x's dtype).
+    if (s->is_bool() && std::string_view(op).starts_with("sub"))
+      throw vk::RuntimeError(std::string(op) +
+                             ": subtraction with a bool operand is not supported (as in "
+                             "PyTorch); to invert a mask use ~, for the difference of two masks "
+                             "use ^");
+    return vk::scalar_like(*s, like, op);
+  }
   PyObject* p = h.ptr();
   if (nb::isinstance(h, np().ndarray) || PyList_Check(p) || PyTuple_Check(p) ||
       nb::hasattr(h, "__array__") || nb::hasattr(h, "__dlpack__")) {
@@ -173,6 +302,19 @@ std::optional<Tensor> operand(nb::handle h, const Tensor& like) {
     return tensor_from_py(h, dt);
   }
   return std::nullopt;
+}
+
+std::optional<std::pair<Tensor, Tensor>> compare_operands(const Tensor& a, nb::handle b,
+                                                          const char* op) {
+  std::optional<vk::Scalar> s;
+  if (!nb::isinstance<Tensor>(b)) s = to_scalar_opt(b, op);
+  if (s && a.dtype() == DType::Int32 && s->is_integral() && !s->fits<int32_t>()) {
+    Tensor wide = vk::cast(a, DType::Int64);
+    return std::pair{wide, vk::scalar_like(*s, wide, op)};
+  }
+  std::optional<Tensor> o = s ? vk::scalar_like(*s, a, op) : operand(b, a, op);
+  if (!o) return std::nullopt;
+  return std::pair{a, *o};
 }
 
 // ---------------------------------------------------------------- shapes and dims

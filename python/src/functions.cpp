@@ -64,16 +64,21 @@ nb::tuple to_tuple(const std::vector<Tensor>& ts) {
   return nb::tuple(l);
 }
 
+Tensor operand_or_raise(nb::handle h, const Tensor& like, const char* op) {
+  std::optional<Tensor> t = operand(h, like, op);
+  if (!t)
+    throw nb::type_error((std::string(op) + ": expected a tensor, a number or array data").c_str());
+  return *t;
+}
+
 Tensor clamp_any(const Tensor& x, nb::handle min, nb::handle max) {
   VK_CHECK(!min.is_none() || !max.is_none(), RuntimeError,
            "clamp(): at least one of min and max must be given");
   bool tensor_bounds = nb::isinstance<Tensor>(min) || nb::isinstance<Tensor>(max);
-  if (!tensor_bounds)
-    return vk::clamp(x, min.is_none() ? -kInf : scalar_value(min),
-                     max.is_none() ? kInf : scalar_value(max));
+  if (!tensor_bounds) return vk::clamp(x, opt_scalar(min, "clamp"), opt_scalar(max, "clamp"));
   Tensor r = x;
-  if (!min.is_none()) r = vk::maximum(r, *operand(min, x));
-  if (!max.is_none()) r = vk::minimum(r, *operand(max, x));
+  if (!min.is_none()) r = vk::maximum(r, operand_or_raise(min, x, "clamp"));
+  if (!max.is_none()) r = vk::minimum(r, operand_or_raise(max, r, "clamp"));
   return r;
 }
 
@@ -146,23 +151,34 @@ Tensor with_grad(Tensor t, bool requires_grad) {
   return t;
 }
 
-DType dtype_of_value(nb::handle v) {
-  if (PyBool_Check(v.ptr())) return DType::Bool;
-  if (PyLong_Check(v.ptr())) return DType::Int64;
-  if (nb::isinstance<Tensor>(v)) return nb::cast<const Tensor&>(v).dtype();
-  return DType::Float32;
+// randint's low/high, read as torch does: an int (an int that int64 cannot hold is a
+// ValueError, a float a TypeError), never a silent conversion.
+int64_t randint_bound(nb::handle h, const char* what) {
+  PyObject* p = h.ptr();
+  if (PyFloat_Check(p) || nb::isinstance<Tensor>(h) || !PyIndex_Check(p))
+    throw nb::type_error((std::string("randint(): ") + what + " must be an int, got " +
+                          nb::cast<std::string>(nb::str(nb::handle(h.type()).attr("__name__"))))
+                             .c_str());
+  nb::object i = nb::steal(PyNumber_Index(p));
+  if (!i.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow != 0)
+    throw nb::value_error((std::string("randint(): ") + what + " = " +
+                           nb::cast<std::string>(nb::str(i)) +
+                           " is out of int64's range (Overflow when unpacking long long)")
+                              .c_str());
+  return v;
+}
+
+// A creation function's number argument: a Python or numpy number, or a one-element tensor.
+vk::Scalar number_arg(nb::handle v, const char* op) {
+  if (nb::isinstance<Tensor>(v)) return vk::item_scalar(nb::cast<const Tensor&>(v));
+  return to_scalar(v, op);
 }
 
 // var/std: torch's (dim, unbiased, keepdim, *, correction); a bool first argument is `unbiased`.
-// other * alpha for add/sub: computed in the dtype x + other has (alpha must not promote it), and
-// a fractional alpha for integer inputs is an error, as in PyTorch.
-Tensor scaled_by_alpha(const Tensor& x, const Tensor& other, double alpha, const char* op) {
-  const DType common = vk::result_type(x, other);
-  VK_CHECK(is_floating(common) || alpha == std::trunc(alpha), RuntimeError, op,
-           ": for integer inputs alpha must be an integer, got ", alpha);
-  return vk::mul(vk::cast(other, common), vk::full({}, alpha, common));
-}
-
 double correction_of(nb::handle& dim, nb::handle unbiased, nb::handle correction) {
   if (PyBool_Check(dim.ptr())) {
     unbiased = dim;
@@ -194,6 +210,19 @@ Tensor divide_rounded(const Tensor& x, const Tensor& y, const std::optional<std:
 }
 
 }  // namespace
+
+Tensor scaled_by_alpha(const Tensor& x, const Tensor& other, const vk::Scalar& alpha,
+                       const char* op) {
+  const DType common = vk::result_type(x, other);
+  VK_CHECK(is_floating(common) || !alpha.is_floating(), RuntimeError, op,
+           ": for integral input tensors, argument alpha must not be a floating point number, got ",
+           alpha);
+  VK_CHECK(common == DType::Bool || !alpha.is_bool(), RuntimeError, op,
+           ": boolean alpha is only supported for boolean results, got a ", vk::dtype_name(common),
+           " result");
+  if (!alpha.is_big() && alpha.to_double() == 1.0) return other;
+  return vk::mul(vk::cast(other, common), vk::scalar_tensor(alpha, common, op));
+}
 
 void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
@@ -240,16 +269,14 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "approximate"_a = "none");
 
   // ---- binary ----
-  auto other_of = [](const Tensor& x, nb::handle o) {
-    std::optional<Tensor> t = operand(o, x);
-    if (!t) throw nb::type_error("expected a tensor, a number or array data");
-    return *t;
+  auto other_of = [](const Tensor& x, nb::handle o, const char* op) {
+    return operand_or_raise(o, x, op);
   };
 #define VKPY_BINARY(NAME, EXPR)                                \
   both(                                                        \
       m, c, NAME,                                              \
-      [other_of](const Tensor& x, nb::handle other) {          \
-        Tensor y = other_of(x, other);                         \
+      [](const Tensor& x, nb::handle other) {                  \
+        Tensor y = operand_or_raise(other, x, NAME);           \
         return without_gil(heavy(x, y), [&] { return EXPR; }); \
       },                                                       \
       "other"_a)
@@ -257,20 +284,35 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_BINARY("multiply", vk::mul(x, y));
   VKPY_BINARY("maximum", vk::maximum(x, y));
   VKPY_BINARY("minimum", vk::minimum(x, y));
-  VKPY_BINARY("eq", vk::eq(x, y));
-  VKPY_BINARY("ne", vk::ne(x, y));
-  VKPY_BINARY("lt", vk::lt(x, y));
-  VKPY_BINARY("le", vk::le(x, y));
-  VKPY_BINARY("gt", vk::gt(x, y));
-  VKPY_BINARY("ge", vk::ge(x, y));
-  VKPY_BINARY("greater", vk::gt(x, y));
-  VKPY_BINARY("less", vk::lt(x, y));
   VKPY_BINARY("matmul", vk::matmul(x, y));
   VKPY_BINARY("mm", vk::matmul(x, y));
   VKPY_BINARY("bmm", vk::matmul(x, y));
   VKPY_BINARY("mv", vk::matmul(x, y));
   VKPY_BINARY("dot", vk::matmul(x, y));
+  VKPY_BINARY("bitwise_and", vk::bitwise_and(x, y));
+  VKPY_BINARY("bitwise_or", vk::bitwise_or(x, y));
+  VKPY_BINARY("bitwise_xor", vk::bitwise_xor(x, y));
 #undef VKPY_BINARY
+  // Comparisons: exact for any int operand (compare_operands).
+#define VKPY_COMPARE(NAME, FN)                                                             \
+  both(                                                                                    \
+      m, c, NAME,                                                                          \
+      [](const Tensor& x, nb::handle other) {                                              \
+        auto xy = compare_operands(x, other, NAME);                                        \
+        if (!xy) throw nb::type_error(NAME ": expected a tensor, a number or array data"); \
+        const auto& [a, b] = *xy;                                                          \
+        return without_gil(heavy(a, b), [&] { return FN(a, b); });                         \
+      },                                                                                   \
+      "other"_a)
+  VKPY_COMPARE("eq", vk::eq);
+  VKPY_COMPARE("ne", vk::ne);
+  VKPY_COMPARE("lt", vk::lt);
+  VKPY_COMPARE("le", vk::le);
+  VKPY_COMPARE("gt", vk::gt);
+  VKPY_COMPARE("ge", vk::ge);
+  VKPY_COMPARE("greater", vk::gt);
+  VKPY_COMPARE("less", vk::lt);
+#undef VKPY_COMPARE
   // torch.addmm: beta * input + alpha * (mat1 @ mat2); a 1-D input (a bias) with beta = alpha = 1
   // is the fused addmm op, anything else the composed ops.
   m.def(
@@ -288,52 +330,53 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "input"_a, "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = 1.0, "alpha"_a = 1.0);
   both(
       m, c, "add",
-      [other_of](const Tensor& x, nb::handle other, double alpha) {
-        Tensor y = other_of(x, other);
-        return without_gil(heavy(x, y), [&] {
-          return alpha == 1.0 ? vk::add(x, y) : vk::add(x, scaled_by_alpha(x, y, alpha, "add"));
-        });
+      [other_of](const Tensor& x, nb::handle other, nb::handle alpha) {
+        Tensor y = scaled_by_alpha(x, other_of(x, other, "add"), to_scalar(alpha, "add"), "add");
+        return without_gil(heavy(x, y), [&] { return vk::add(x, y); });
       },
-      "other"_a, nb::kw_only(), "alpha"_a = 1.0);
+      "other"_a, nb::kw_only(), "alpha"_a = 1);
   both(
       m, c, "sub",
-      [other_of](const Tensor& x, nb::handle other, double alpha) {
-        Tensor y = other_of(x, other);
-        return without_gil(heavy(x, y), [&] {
-          return alpha == 1.0 ? vk::sub(x, y) : vk::sub(x, scaled_by_alpha(x, y, alpha, "sub"));
-        });
+      [other_of](const Tensor& x, nb::handle other, nb::handle alpha) {
+        Tensor y = scaled_by_alpha(x, other_of(x, other, "sub"), to_scalar(alpha, "sub"), "sub");
+        return without_gil(heavy(x, y), [&] { return vk::sub(x, y); });
       },
-      "other"_a, nb::kw_only(), "alpha"_a = 1.0);
+      "other"_a, nb::kw_only(), "alpha"_a = 1);
   both(
       m, c, "subtract",
-      [other_of](const Tensor& x, nb::handle other) { return vk::sub(x, other_of(x, other)); },
+      [other_of](const Tensor& x, nb::handle other) {
+        return vk::sub(x, other_of(x, other, "subtract"));
+      },
       "other"_a);
   auto divide = [other_of](const Tensor& x, nb::handle other, std::optional<std::string> mode) {
-    Tensor y = other_of(x, other);
+    Tensor y = other_of(x, other, "div");
     return without_gil(heavy(x, y), [&] { return divide_rounded(x, y, mode); });
   };
   both(
       m, c, "floor_divide",
       [other_of](const Tensor& x, nb::handle other) {
-        return vk::floor_divide(x, other_of(x, other));
+        return vk::floor_divide(x, other_of(x, other, "floor_divide"));
       },
       "other"_a);
   both(
       m, c, "remainder",
       [other_of](const Tensor& x, nb::handle other) {
-        return vk::remainder(x, other_of(x, other));
+        return vk::remainder(x, other_of(x, other, "remainder"));
       },
       "other"_a);
   both(m, c, "div", divide, "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none());
   both(m, c, "divide", divide, "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none());
   both(
       m, c, "true_divide",
-      [other_of](const Tensor& x, nb::handle other) { return vk::div(x, other_of(x, other)); },
+      [other_of](const Tensor& x, nb::handle other) {
+        return vk::div(x, other_of(x, other, "true_divide"));
+      },
       "other"_a);
   c.def(
       "pow",
       [other_of](const Tensor& x, nb::handle exponent) {
-        Tensor y = other_of(x, exponent);
+        if (PyBool_Check(exponent.ptr())) return vk::pow(x, vk::Scalar(exponent.ptr() == Py_True));
+        Tensor y = other_of(x, exponent, "pow");
         return without_gil(heavy(x, y), [&] { return vk::pow(x, y); });
       },
       "exponent"_a);
@@ -342,10 +385,14 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       [other_of](nb::handle base, nb::handle exponent) {
         if (nb::isinstance<Tensor>(base)) {
           const Tensor& x = nb::cast<const Tensor&>(base);
-          return vk::pow(x, other_of(x, exponent));
+          if (PyBool_Check(exponent.ptr()))
+            return vk::pow(x, vk::Scalar(exponent.ptr() == Py_True));
+          return vk::pow(x, other_of(x, exponent, "pow"));
         }
+        if (!nb::isinstance<Tensor>(exponent))
+          throw nb::type_error("pow: expected a tensor as input or exponent");
         const Tensor& e = nb::cast<const Tensor&>(exponent);
-        return vk::pow(other_of(e, base), e);
+        return vk::pow(other_of(e, base, "pow"), e);
       },
       "input"_a, "exponent"_a);
   m.def(
@@ -363,12 +410,18 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "where",
       [](const Tensor& cond, nb::handle x, nb::handle y) {
         Tensor a, b;
+        std::optional<vk::Scalar> sx, sy;
         if (nb::isinstance<Tensor>(x)) {
           a = nb::cast<Tensor>(x);
-          b = *operand(y, a);
+          b = operand_or_raise(y, a, "where");
         } else if (nb::isinstance<Tensor>(y)) {
           b = nb::cast<Tensor>(y);
-          a = *operand(x, b);
+          a = operand_or_raise(x, b, "where");
+        } else if ((sx = to_scalar_opt(x, "where")) && (sy = to_scalar_opt(y, "where"))) {
+          // two numbers: the higher kind's default dtype (where(c, 1, 2.5) is float32)
+          DType dt = vk::result_type(*sx, *sy);
+          a = vk::scalar_tensor(*sx, dt, "where");
+          b = vk::scalar_tensor(*sy, dt, "where");
         } else {
           a = as_tensor(x, DType::Float32);
           b = as_tensor(y, DType::Float32);
@@ -379,14 +432,18 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   c.def(
       "where",
       [](const Tensor& x, const Tensor& cond, nb::handle y) {
-        return vk::where(cond, x, *operand(y, x));
+        return vk::where(cond, x, operand_or_raise(y, x, "where"));
       },
       "condition"_a, "other"_a);
   both(
       m, c, "masked_fill",
       [](const Tensor& x, const Tensor& mask, nb::handle value) {
-        Tensor v = nb::isinstance<Tensor>(value) ? nb::cast<Tensor>(value) : *operand(value, x);
-        return without_gil(heavy(x), [&] { return vk::where(mask, vk::cast(v, x.dtype()), x); });
+        // The result keeps x's dtype; a number converts as fill_ does (2**40 into int32 raises).
+        Tensor v =
+            nb::isinstance<Tensor>(value)
+                ? vk::cast(nb::cast<const Tensor&>(value), x.dtype())
+                : vk::scalar_tensor(to_scalar(value, "masked_fill"), x.dtype(), "masked_fill");
+        return without_gil(heavy(x), [&] { return vk::where(mask, v, x); });
       },
       "mask"_a, "value"_a);
   both(m, c, "clamp", clamp_any, "min"_a = nb::none(), "max"_a = nb::none());
@@ -761,10 +818,10 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
     return vk::eq(vk::sub(x, x), vk::zeros({}, x.dtype()));  // x - x is NaN for inf and NaN
   });
   c.def("__contains__", [](const Tensor& x, nb::handle element) {
-    std::optional<Tensor> e = operand(element, x);
-    if (!e) throw nb::type_error("'in' expects a tensor or a number");
+    auto xe = compare_operands(x, element, "in");
+    if (!xe) throw nb::type_error("'in' expects a tensor or a number");
     vk::NoGradGuard ng;
-    return vk::sum(vk::cast(vk::eq(x, *e), DType::Int64)).item() > 0;
+    return vk::sum(vk::cast(vk::eq(xe->first, xe->second), DType::Int64)).item() > 0;
   });
 
   // ---- convolution and pooling (torch.nn.functional's signatures) ----
@@ -858,9 +915,8 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   m.def(
       "full",
       [](nb::handle size, nb::handle value, nb::handle dtype, bool requires_grad) {
-        DType dt = creation_dtype(dtype, dtype_of_value(value));
-        double v = nb::isinstance<Tensor>(value) ? nb::cast<const Tensor&>(value).item()
-                                                 : scalar_value(value);
+        vk::Scalar v = number_arg(value, "full");
+        DType dt = creation_dtype(dtype, v.promotion_dtype());  // bool, int64 or float32
         return with_grad(vk::full(to_shape(size), v, dt), requires_grad);
       },
       "size"_a, "fill_value"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
@@ -871,11 +927,11 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
           end = start;
           start = nb::int_(0);
         }
-        bool ints =
-            PyLong_Check(start.ptr()) && PyLong_Check(end.ptr()) && PyLong_Check(step.ptr());
+        vk::Scalar a = number_arg(start, "arange"), b = number_arg(end, "arange"),
+                   s = number_arg(step, "arange");
+        bool ints = !a.is_floating() && !b.is_floating() && !s.is_floating();
         DType dt = creation_dtype(dtype, ints ? DType::Int64 : DType::Float32);
-        return with_grad(vk::arange(scalar_value(start), scalar_value(end), scalar_value(step), dt),
-                         requires_grad);
+        return with_grad(vk::arange(a, b, s, dt), requires_grad);
       },
       "start"_a, "end"_a = nb::none(), "step"_a = 1, "dtype"_a = nb::none(),
       "requires_grad"_a = false);
@@ -920,8 +976,8 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
           n -= 1;
         }
         VK_CHECK(n == 1 || n == 2, RuntimeError, "randint(low=0, high, size): bad arguments");
-        if (n == 2) low = as_i64(args[0]);
-        high = as_i64(args[n - 1]);
+        if (n == 2) low = randint_bound(args[0], "low");
+        high = randint_bound(args[n - 1], "high");
         return vk::randint(low, high, to_shape(sz), creation_dtype(dtype, DType::Int64));
       },
       "args"_a, "size"_a = nb::none(), "dtype"_a = nb::none());
@@ -943,8 +999,9 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
       "input"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
   m.def(
       "full_like",
-      [like_dtype](const Tensor& t, double value, nb::handle dtype, bool requires_grad) {
-        return with_grad(vk::full(t.shape(), value, like_dtype(t, dtype)), requires_grad);
+      [like_dtype](const Tensor& t, nb::handle value, nb::handle dtype, bool requires_grad) {
+        return with_grad(vk::full(t.shape(), number_arg(value, "full_like"), like_dtype(t, dtype)),
+                         requires_grad);
       },
       "input"_a, "fill_value"_a, "dtype"_a = nb::none(), "requires_grad"_a = false);
   m.def(

@@ -125,27 +125,17 @@ Tensor f_le(const Tensor& a, const Tensor& b) { return vk::le(a, b); }
 Tensor f_gt(const Tensor& a, const Tensor& b) { return vk::gt(a, b); }
 Tensor f_ge(const Tensor& a, const Tensor& b) { return vk::ge(a, b); }
 
-Tensor as_bool(const Tensor& t, const char* op) {
-  VK_CHECK(t.dtype() == DType::Bool || vk::is_integral(t.dtype()), DTypeError, op,
-           ": expected bool or integer tensors, got ", vk::dtype_name(t.dtype()));
-  return vk::ne(vk::cast(t, DType::Int64), vk::zeros({}, DType::Int64));
-}
-Tensor f_and(const Tensor& a, const Tensor& b) {
-  return vk::ne(
-      vk::cast(as_bool(a, "and"), DType::Int64) * vk::cast(as_bool(b, "and"), DType::Int64),
-      vk::zeros({}, DType::Int64));
-}
-Tensor f_or(const Tensor& a, const Tensor& b) {
-  return vk::ne(vk::cast(as_bool(a, "or"), DType::Int64) + vk::cast(as_bool(b, "or"), DType::Int64),
-                vk::zeros({}, DType::Int64));
-}
-Tensor f_xor(const Tensor& a, const Tensor& b) {
-  return vk::ne(as_bool(a, "xor"), as_bool(b, "xor"));
-}
+Tensor f_and(const Tensor& a, const Tensor& b) { return vk::bitwise_and(a, b); }
+Tensor f_or(const Tensor& a, const Tensor& b) { return vk::bitwise_or(a, b); }
+Tensor f_xor(const Tensor& a, const Tensor& b) { return vk::bitwise_xor(a, b); }
 
-// a <op> b and b <op> a (reflected), with b a Tensor, a Python/numpy scalar, or array data.
-template <BinFn F>
-void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname) {
+// a <op> b and b <op> a (reflected), with b a Tensor, a Python/numpy scalar, or array data. A
+// number promotes by its kind, never its value (vk::scalar_like); `op` names the op in errors.
+// Compare: comparisons, whose number operand may widen an int32 tensor (compare_operands).
+// Pow: a Python bool exponent goes to vk::pow(Tensor, Scalar) (torch's bool ** True).
+enum class Binary { Plain, Compare, Pow };
+template <BinFn F, Binary Kind = Binary::Plain>
+void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname, const char* op) {
   c.def(
       name,
       [](const Tensor& a, const Tensor& b) {
@@ -153,24 +143,32 @@ void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname) {
       },
       nb::is_operator());
   c.def(
-      name, [](const Tensor& a, double b) { return F(a, vk::scalar_like(b, a)); },
+      name, [op](const Tensor& a, double b) { return F(a, vk::scalar_like(b, a, op)); },
       nb::is_operator());
   c.def(
       name,
-      [](const Tensor& a, nb::handle b) -> nb::object {
-        std::optional<Tensor> t = operand(b, a);
-        if (!t) return not_implemented();
-        return nb::cast(F(a, *t));
+      [op](const Tensor& a, nb::handle b) -> nb::object {
+        if constexpr (Kind == Binary::Compare) {
+          auto ab = compare_operands(a, b, op);
+          if (!ab) return not_implemented();
+          return nb::cast(F(ab->first, ab->second));
+        } else {
+          if (Kind == Binary::Pow && PyBool_Check(b.ptr()))
+            return nb::cast(vk::pow(a, vk::Scalar(b.ptr() == Py_True)));
+          std::optional<Tensor> t = operand(b, a, op);
+          if (!t) return not_implemented();
+          return nb::cast(F(a, *t));
+        }
       },
       nb::is_operator());
   if (!rname) return;
   c.def(
-      rname, [](const Tensor& a, double b) { return F(vk::scalar_like(b, a), a); },
+      rname, [op](const Tensor& a, double b) { return F(vk::scalar_like(b, a, op), a); },
       nb::is_operator());
   c.def(
       rname,
-      [](const Tensor& a, nb::handle b) -> nb::object {
-        std::optional<Tensor> t = operand(b, a);
+      [op](const Tensor& a, nb::handle b) -> nb::object {
+        std::optional<Tensor> t = operand(b, a, op);
         if (!t) return not_implemented();
         return nb::cast(F(*t, a));
       },
@@ -182,12 +180,12 @@ void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname) {
 // PyTorch), and an intermediate result (or a value that requires grad) is computed out of place
 // and rebound (x = x + y), which gives the same values and gradients.
 template <BinFn F, void (*Inplace)(const Tensor&, const Tensor&)>
-void def_inplace_operator(nb::class_<Tensor>& c, const char* name) {
+void def_inplace_operator(nb::class_<Tensor>& c, const char* name, const char* op) {
   c.def(
       name,
-      [](nb::handle self, nb::handle other) -> nb::object {
+      [op](nb::handle self, nb::handle other) -> nb::object {
         const Tensor& x = nb::cast<const Tensor&>(self);
-        std::optional<Tensor> o = operand(other, x);
+        std::optional<Tensor> o = operand(other, x, op);
         if (!o) return not_implemented();
         bool recording = vk::GradMode::is_enabled();
         if (recording && ((x.requires_grad() && !x.is_leaf()) || o->requires_grad()))
@@ -208,17 +206,15 @@ template <void (*Inplace)(const Tensor&, const Tensor&)>
 void def_inplace_method(nb::class_<Tensor>& c, const char* name) {
   c.def(
       name,
-      [](nb::handle self, nb::handle other) -> nb::object {
+      [name](nb::handle self, nb::handle other) -> nb::object {
         const Tensor& x = nb::cast<const Tensor&>(self);
-        std::optional<Tensor> o = operand(other, x);
+        std::optional<Tensor> o = operand(other, x, name);
         if (!o) throw nb::type_error("expected a tensor, a number or array data");
         without_gil(heavy(x, *o), [&] { Inplace(x, *o); });
         return nb::borrow(self);
       },
       "other"_a);
 }
-
-double opt_or(const std::optional<double>& v, double dflt) { return v ? *v : dflt; }
 
 // torch.utils.hooks.RemovableHandle: remove() takes the hook off its tensor (and is a no-op
 // once the tensor is gone or the hook removed).
@@ -503,7 +499,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
          nb::handle inputs) {
         Tensor g;
         if (!gradient.is_none()) {
-          std::optional<Tensor> o = operand(gradient, t);
+          std::optional<Tensor> o = operand(gradient, t, "backward");
           if (!o)
             throw nb::type_error("backward(): gradient must be a tensor, a number or array data");
           g = *o;
@@ -563,23 +559,23 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "replacement gradient. Returns a handle whose remove() disables the hook.");
 
   // ---- arithmetic operators ----
-  def_binary<f_add>(c, "__add__", "__radd__");
-  def_binary<f_sub>(c, "__sub__", "__rsub__");
-  def_binary<f_mul>(c, "__mul__", "__rmul__");
-  def_binary<f_div>(c, "__truediv__", "__rtruediv__");
-  def_binary<f_pow>(c, "__pow__", "__rpow__");
-  def_binary<f_matmul>(c, "__matmul__", "__rmatmul__");
-  def_binary<f_eq>(c, "__eq__", nullptr);
-  def_binary<f_ne>(c, "__ne__", nullptr);
-  def_binary<f_lt>(c, "__lt__", nullptr);
-  def_binary<f_le>(c, "__le__", nullptr);
-  def_binary<f_gt>(c, "__gt__", nullptr);
-  def_binary<f_ge>(c, "__ge__", nullptr);
-  def_binary<f_and>(c, "__and__", "__rand__");
-  def_binary<f_or>(c, "__or__", "__ror__");
-  def_binary<f_xor>(c, "__xor__", "__rxor__");
-  def_binary<f_floordiv>(c, "__floordiv__", "__rfloordiv__");
-  def_binary<f_mod>(c, "__mod__", "__rmod__");
+  def_binary<f_add>(c, "__add__", "__radd__", "add");
+  def_binary<f_sub>(c, "__sub__", "__rsub__", "sub");
+  def_binary<f_mul>(c, "__mul__", "__rmul__", "mul");
+  def_binary<f_div>(c, "__truediv__", "__rtruediv__", "div");
+  def_binary<f_pow, Binary::Pow>(c, "__pow__", "__rpow__", "pow");
+  def_binary<f_matmul>(c, "__matmul__", "__rmatmul__", "matmul");
+  def_binary<f_eq, Binary::Compare>(c, "__eq__", nullptr, "eq");
+  def_binary<f_ne, Binary::Compare>(c, "__ne__", nullptr, "ne");
+  def_binary<f_lt, Binary::Compare>(c, "__lt__", nullptr, "lt");
+  def_binary<f_le, Binary::Compare>(c, "__le__", nullptr, "le");
+  def_binary<f_gt, Binary::Compare>(c, "__gt__", nullptr, "gt");
+  def_binary<f_ge, Binary::Compare>(c, "__ge__", nullptr, "ge");
+  def_binary<f_and>(c, "__and__", "__rand__", "bitwise_and");
+  def_binary<f_or>(c, "__or__", "__ror__", "bitwise_or");
+  def_binary<f_xor>(c, "__xor__", "__rxor__", "bitwise_xor");
+  def_binary<f_floordiv>(c, "__floordiv__", "__rfloordiv__", "floor_divide");
+  def_binary<f_mod>(c, "__mod__", "__rmod__", "remainder");
   c.def("__neg__", [](const Tensor& a) { return vk::neg(a); });
   c.def("__pos__", [](nb::handle self) { return nb::borrow(self); });
   c.def("__abs__", [](const Tensor& a) { return vk::abs(a); });
@@ -588,22 +584,23 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
              vk::dtype_name(a.dtype()));
     return vk::eq(a, vk::zeros({}, DType::Bool));
   });
-  def_inplace_operator<f_add, add_1>(c, "__iadd__");
-  def_inplace_operator<f_sub, sub_1>(c, "__isub__");
-  def_inplace_operator<f_mul, mul_1>(c, "__imul__");
-  def_inplace_operator<f_div, div_1>(c, "__itruediv__");
+  def_inplace_operator<f_add, add_1>(c, "__iadd__", "add_");
+  def_inplace_operator<f_sub, sub_1>(c, "__isub__", "sub_");
+  def_inplace_operator<f_mul, mul_1>(c, "__imul__", "mul_");
+  def_inplace_operator<f_div, div_1>(c, "__itruediv__", "div_");
 
   // ---- in-place methods ----
   c.def(
       "add_",
-      [](nb::handle self, nb::handle other, double alpha) {
+      [](nb::handle self, nb::handle other, nb::handle alpha) {
         const Tensor& x = nb::cast<const Tensor&>(self);
-        std::optional<Tensor> o = operand(other, x);
+        std::optional<Tensor> o = operand(other, x, "add_");
         if (!o) throw nb::type_error("add_(): expected a tensor, a number or array data");
-        without_gil(heavy(x, *o), [&] { vk::add_(x, *o, alpha); });
+        Tensor y = scaled_by_alpha(x, *o, to_scalar(alpha, "add_"), "add_");
+        without_gil(heavy(x, y), [&] { vk::add_(x, y); });
         return nb::borrow(self);
       },
-      "other"_a, "alpha"_a = 1.0);
+      "other"_a, "alpha"_a = 1);
   def_inplace_method<sub_1>(c, "sub_");
   def_inplace_method<mul_1>(c, "mul_");
   def_inplace_method<div_1>(c, "div_");
@@ -618,7 +615,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         if (nb::isinstance<Tensor>(value))
           vk::copy_(x, nb::cast<const Tensor&>(value));
         else
-          vk::fill_(x, scalar_value(value));
+          vk::fill_(x, to_scalar(value, "fill_"));
         return nb::borrow(self);
       },
       "value"_a);
@@ -633,10 +630,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "src"_a);
   c.def(
       "clamp_",
-      [](nb::handle self, std::optional<double> min, std::optional<double> max) {
-        VK_CHECK(min || max, RuntimeError, "clamp_(): at least one of min and max must be given");
-        const double inf = std::numeric_limits<double>::infinity();
-        vk::clamp_(nb::cast<const Tensor&>(self), opt_or(min, -inf), opt_or(max, inf));
+      [](nb::handle self, nb::handle min, nb::handle max) {
+        VK_CHECK(!min.is_none() || !max.is_none(), RuntimeError,
+                 "clamp_(): at least one of min and max must be given");
+        vk::clamp_(nb::cast<const Tensor&>(self), opt_scalar(min, "clamp_"),
+                   opt_scalar(max, "clamp_"));
         return nb::borrow(self);
       },
       "min"_a = nb::none(), "max"_a = nb::none());
@@ -686,7 +684,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "__setitem__",
       [](const Tensor& t, nb::handle idx, nb::handle value) {
         std::vector<vk::IndexItem> items = parse_index(idx);
-        std::optional<Tensor> v = operand(value, t);
+        // A number converts to t's dtype as fill_ does (2**40 into int32 raises, as in torch).
+        std::optional<vk::Scalar> s = to_scalar_opt(value, "index assignment");
+        std::optional<Tensor> v =
+            s ? vk::scalar_tensor(*s, t.dtype(), "index assignment") : operand(value, t, "index");
         if (!v) throw nb::type_error("index assignment: expected a tensor, a number or array data");
         without_gil(heavy(t), [&] { vk::index_put_(t, items, *v); });
       },

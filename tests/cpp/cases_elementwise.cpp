@@ -279,6 +279,24 @@ RegisterOpCases elementwise_cases({
      },
      [](const V& x) { return gt(x[0], x[1]); }},
     {OpKind::Ge, "ge", [] { return V{leaf({3})}; }, [](const V& x) { return ge(x[0], x[0]); }},
+
+    // ---- bitwise (bool and integer results: no rule) ----
+    {OpKind::BitwiseAnd, "bitwise_and",
+     [] {
+       return V{from_vector({12, -3, 5}, {3}, DType::Int64),
+                from_vector({10, 7, 0}, {3}, DType::Int64)};
+     },
+     [](const V& x) { return bitwise_and(x[0], x[1]); }},
+    {OpKind::BitwiseOr, "bitwise_or",
+     [] {
+       return V{from_vector({12, -3}, {2, 1}, DType::Int32), from_vector({1, 0}, {2}, DType::Bool)};
+     },
+     [](const V& x) { return bitwise_or(x[0], x[1]); }},
+    {OpKind::BitwiseXor, "bitwise_xor",
+     [] {
+       return V{mask({1, 0, 1}, {3}), mask({1, 1, 0}, {3})};
+     },
+     [](const V& x) { return bitwise_xor(x[0], x[1]); }},
 });
 
 }  // namespace

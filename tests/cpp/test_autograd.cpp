@@ -177,7 +177,9 @@ TEST(Autograd, Float32StaysFloat32WithScalars) {
   EXPECT_EQ((a * 0.5).dtype(), DType::Float32);
   EXPECT_EQ((0.5 + a).dtype(), DType::Float32);
   Tensor i = from_vector({1, 2}, {2}, DType::Int64);
-  EXPECT_EQ((i * 2.0).dtype(), DType::Int64);
+  // the kind of the number decides, never its value (PyTorch's promotion)
+  EXPECT_EQ((i * 2).dtype(), DType::Int64);
+  EXPECT_EQ((i * 2.0).dtype(), DType::Float32);
   EXPECT_EQ((i * 2.5).dtype(), DType::Float32);
 }
 

@@ -211,10 +211,23 @@ TEST(Elementwise, Clamp) {
   Tensor ci = clamp(i, 0, 4);
   EXPECT_EQ(ci.dtype(), DType::Int64);
   expect_close(ci, {0, 2, 4}, 0);
-  expect_close(clamp(i, -kInf, 4), {-5, 2, 4}, 0);
+  Tensor open_low = clamp(i, std::nullopt, 4);
+  EXPECT_EQ(open_low.dtype(), DType::Int64);
+  expect_close(open_low, {-5, 2, 4}, 0);
   Tensor cf = clamp(i, 0.5, 3.5);
   EXPECT_EQ(cf.dtype(), DType::Float32);
   expect_close(cf, {0.5, 2.0, 3.5}, 0);
+  // by kind, not value: a float bound gives float32 even when it is whole, or infinite
+  EXPECT_EQ(clamp(i, 0.0, 4.0).dtype(), DType::Float32);
+  EXPECT_EQ(clamp(i, -kInf, 4).dtype(), DType::Float32);
+  // int64 bounds stay exact; a bound that int32 cannot hold is an error, as PyTorch
+  const int64_t big = (int64_t{1} << 53) + 1;
+  Tensor cb = clamp(full({1}, 0, DType::Int64), big, std::nullopt);
+  EXPECT_EQ(*cb.data<int64_t>(), big);
+  VK_EXPECT_ERROR(clamp(full({1}, 0, DType::Int32), int64_t{1} << 40, std::nullopt), RuntimeError,
+                  "clamp", "1099511627776", "int32");
+  // a NaN bound gives NaN, as torch.clamp
+  expect_close(clamp(f64({1.0}), std::nullopt, kNaN), {kNaN}, 0);
 }
 
 TEST(Elementwise, Comparisons) {
@@ -409,7 +422,11 @@ TEST(ElementwiseDType, ScalarsKeepOrPromote) {
   EXPECT_EQ((f32({1.0}) * 0.5).dtype(), DType::Float32);
   EXPECT_EQ((f32({1.0}) * from_vector({0.5}, {}, DType::Float64)).dtype(), DType::Float32);
   EXPECT_EQ((f32({1.0}) * f64({0.5})).dtype(), DType::Float64);
-  EXPECT_EQ((i * 2.0).dtype(), DType::Int64);
+  EXPECT_EQ((i * 2.0).dtype(), DType::Float32);  // by kind, not value: 2.0 is a float
+  EXPECT_EQ((i * 2).dtype(), DType::Int64);
+  EXPECT_EQ((from_vector({1}, {1}, DType::Int32) * int64_t{3}).dtype(), DType::Int32);
+  EXPECT_EQ((from_vector({1}, {1}, DType::Bool) + 1).dtype(), DType::Int64);
+  EXPECT_EQ((from_vector({1}, {1}, DType::Bool) + true).dtype(), DType::Bool);
 }
 
 TEST(ElementwiseDType, FloatMathOnIntegersGivesFloat32) {
@@ -457,11 +474,46 @@ TEST(ElementwiseErrors, BoolArithmeticIsDTypeError) {
   VK_EXPECT_ERROR(neg(b), DTypeError, "neg", "bool");
   VK_EXPECT_ERROR(abs(b), DTypeError, "abs", "bool");
   VK_EXPECT_ERROR(relu(b), DTypeError, "relu", "bool");
-  VK_EXPECT_ERROR(pow(b, b), DTypeError, "pow", "bool");
-  VK_EXPECT_ERROR(clamp(b, 0, 1), DTypeError, "clamp", "bool");
+  // as PyTorch: no bool kernel for ** // % (NotImplementedError), bool - bool is a RuntimeError
+  VK_EXPECT_ERROR(pow(b, b), NotImplementedError, "pow", "bool");
+  VK_EXPECT_ERROR(floor_divide(b, b), NotImplementedError, "floor_divide", "bool");
+  VK_EXPECT_ERROR(remainder(b, b), NotImplementedError, "remainder", "bool");
+  VK_EXPECT_ERROR(sub(b, b), RuntimeError, "sub", "bool");
+  VK_EXPECT_ERROR(clamp(b, false, true), NotImplementedError, "clamp", "bool");
+  expect_close(pow(b, true), {1, 0}, 0);  // PyTorch's special cases of a bool scalar exponent
+  expect_close(pow(b, false), {1, 1}, 0);
+  EXPECT_EQ(pow(b, false).dtype(), DType::Bool);
+  VK_EXPECT_ERROR(sub(b, full({2}, 1, DType::Int64)), RuntimeError, "sub", "bool");  // any bool
+  VK_EXPECT_ERROR(ints({1}, {1}) - true, RuntimeError, "sub", "bool");
+  // bool + bool is `or`, bool * bool is `and` (bool results); an int bound promotes to int64
+  Tensor c = from_vector({1, 1}, {2}, DType::Bool);
+  EXPECT_EQ(add(b, c).dtype(), DType::Bool);
+  expect_close(add(b, c), {1, 1}, 0);
+  expect_close(mul(b, c), {1, 0}, 0);
+  EXPECT_EQ(clamp(b, 0, 1).dtype(), DType::Int64);
   // comparisons, where and maximum accept bool, as PyTorch
   expect_close(maximum(b, from_vector({0, 0}, {2}, DType::Bool)), {1, 0}, 0);
   expect_close(lt(b, from_vector({1, 1}, {2}, DType::Bool)), {0, 1}, 0);
+}
+
+TEST(Elementwise, BitwiseOpsPromoteAsPyTorch) {
+  Tensor i = from_vector({12, -3, 5}, {3}, DType::Int64);
+  Tensor j = from_vector({10, 7, 0}, {3}, DType::Int64);
+  expect_close(bitwise_and(i, j), {8, 5, 0}, 0);
+  expect_close(bitwise_or(i, j), {14, -1, 5}, 0);
+  expect_close(bitwise_xor(i, j), {6, -6, 5}, 0);
+  Tensor b = from_vector({1, 0, 1}, {3}, DType::Bool);
+  Tensor r = bitwise_and(b, from_vector({1, 1, 0}, {3}, DType::Bool));
+  EXPECT_EQ(r.dtype(), DType::Bool);
+  expect_close(r, {1, 0, 0}, 0);
+  // bool with int promotes to the int (bitwise, not logical: 12 & True is 0)
+  Tensor bi = bitwise_and(i, b);
+  EXPECT_EQ(bi.dtype(), DType::Int64);
+  expect_close(bi, {0, 0, 1}, 0);
+  EXPECT_EQ(bitwise_or(from_vector({1}, {1}, DType::Int32), full({}, 2, DType::Int64)).dtype(),
+            DType::Int32);
+  VK_EXPECT_ERROR(bitwise_and(i, full({}, 1.5, DType::Float32)), NotImplementedError, "bitwise_and",
+                  "float32");
 }
 
 TEST(ElementwiseErrors, NoSilentZeroForComparisons) {

@@ -120,7 +120,11 @@ TEST(InPlace, ShapeAndDTypeErrors) {
   VK_EXPECT_ERROR(add_(x, values({1, 2, 3, 4, 5, 6}, {2, 3}, false)), ShapeError, "add_", "[2, 3]",
                   "[3]");
   Tensor i = from_vector({1, 2}, {2}, DType::Int64);
-  VK_EXPECT_ERROR(mul_(i, 0.5), DTypeError, "mul_", "float32", "int64");
+  // as PyTorch: a float result cannot be written into an int tensor (RuntimeError)
+  VK_EXPECT_ERROR(mul_(i, 0.5), RuntimeError, "mul_", "float32", "int64");
+  VK_EXPECT_ERROR(add_(i, 2.0), RuntimeError, "add_", "float32", "int64");
+  add_(i, 2);
+  expect_values(i, {3, 4});
 }
 
 TEST(InPlace, ElementwiseWriteIntoExpandedViewRaises) {

@@ -263,6 +263,118 @@ def test_bad_input(fn, exc, parts):
         assert p in msg, f"{p!r} not in the message: {msg!r}"
 
 
+# ------------------------------------------------------------------------------------------
+# dtype promotion and integer exactness (issue #12, items 12, 13 and randint of 17): a number
+# that does not fit the dtype it must become raises as torch does, never wraps; a float result
+# cannot be written into an int tensor in place; bool arithmetic raises where torch does.
+# ------------------------------------------------------------------------------------------
+
+def _setitem(t, i, v):
+    t[i] = v
+
+
+def _iadd(t, v):
+    t += v
+
+
+_I32 = vk.int32
+DTYPE_ROWS = [
+    row("int32-add-int-beyond-int32", lambda: vk.tensor([1], dtype=_I32) + 2**40, RuntimeError, "add",
+        "1099511627776", "int32"),
+    row("int32-radd-int-beyond-int32", lambda: 2**31 + vk.tensor([1], dtype=_I32), RuntimeError, "add",
+        "2147483648", "int32"),
+    row("int64-add-2**63", lambda: vk.tensor([1]) + 2**63, RuntimeError, "add", "9223372036854775808", "int64"),
+    row("add-int-beyond-uint64", lambda: vk.tensor([1.0]) + 2**64, OverflowError, "add", "18446744073709551616"),
+    row("add-int-below-int64", lambda: vk.tensor([1]) + (-2**63 - 1), OverflowError, "add",
+        "-9223372036854775809"),
+    row("lt-int64-2**63", lambda: vk.tensor([1]) < 2**63, RuntimeError, "lt", "int64"),
+    row("tensor-int-2**63", lambda: vk.tensor([2**63]), ValueError, "tensor", "Overflow"),
+    row("tensor-int-below-int64", lambda: vk.tensor([-2**63 - 1]), ValueError, "tensor", "Overflow"),
+    row("tensor-ints-2**63-and-negative", lambda: vk.tensor([2**63, -1]), ValueError, "tensor", "Overflow"),
+    row("tensor-int-2**64-nested", lambda: vk.tensor([[1], [2**64]]), ValueError, "tensor", "Overflow"),
+    row("tensor-int32-dtype-overflow", lambda: vk.tensor([2**40], dtype=_I32), RuntimeError, "tensor",
+        "1099511627776", "int32"),
+    row("tensor-numpy-int64-into-int32-overflow", lambda: vk.tensor(np.array([2**40]), dtype=_I32), RuntimeError,
+        "tensor", "int32"),
+    row("tensor-nan-into-int64", lambda: vk.tensor([NAN], dtype=vk.int64), RuntimeError, "tensor", "nan", "int64"),
+    row("tensor-inf-into-int32", lambda: vk.tensor(np.array([INF]), dtype=_I32), RuntimeError, "tensor", "inf"),
+    row("tensor-uint64-array-beyond-int64", lambda: vk.tensor(np.array([2**63], dtype=np.uint64)), RuntimeError,
+        "tensor", "uint64", "int64"),
+    row("full-1e300-int64", lambda: vk.full((1,), 1e300, dtype=vk.int64), RuntimeError, "full", "int64"),
+    row("full-nan-int64", lambda: vk.full((1,), NAN, dtype=vk.int64), RuntimeError, "full", "nan", "int64"),
+    row("full-inf-int32", lambda: vk.full((1,), INF, dtype=_I32), RuntimeError, "full", "inf", "int32"),
+    row("full-2**63", lambda: vk.full((1,), 2**63), RuntimeError, "full", "9223372036854775808", "int64"),
+    row("full-2**40-int32", lambda: vk.full((1,), 2**40, dtype=_I32), RuntimeError, "full", "int32"),
+    row("full-1e300-float32", lambda: vk.full((1,), 1e300), RuntimeError, "full", "float32"),
+    row("full-not-a-number", lambda: vk.full((1,), "x"), TypeError, "full"),
+    row("full_like-2**40-int32", lambda: vk.full_like(vk.tensor([1], dtype=_I32), 2**40), RuntimeError,
+        "full", "int32"),
+    row("masked_fill-int32-2**40", lambda: vk.tensor([1, 2], dtype=_I32).masked_fill(vk.tensor([True, False]), 2**40),
+        RuntimeError, "masked_fill", "1099511627776", "int32"),
+    row("masked_fill-float32-1e300", lambda: vk.ones(2).masked_fill(vk.tensor([True, False]), 1e300), RuntimeError,
+        "masked_fill", "float32"),
+    row("masked_fill-nan-int64", lambda: vk.tensor([1, 2]).masked_fill(vk.tensor([True, False]), NAN), RuntimeError,
+        "masked_fill", "nan"),
+    row("masked_fill-not-a-number", lambda: vk.ones(2).masked_fill(vk.tensor([True, False]), "x"), TypeError,
+        "masked_fill"),
+    row("fill_-int32-2**40", lambda: vk.zeros(2, dtype=_I32).fill_(2**40), RuntimeError, "fill_", "int32"),
+    row("fill_-nan-int64", lambda: vk.zeros(2, dtype=vk.int64).fill_(NAN), RuntimeError, "fill_", "nan", "int64"),
+    row("fill_-1e300-float32", lambda: vk.zeros(2).fill_(1e300), RuntimeError, "fill_", "float32"),
+    row("setitem-int32-2**40", lambda: _setitem(vk.zeros(2, dtype=_I32), 0, 2**40), RuntimeError,
+        "index assignment", "int32"),
+    row("clamp-int32-bound-2**40", lambda: vk.clamp(vk.tensor([1], dtype=_I32), min=2**40), RuntimeError, "clamp",
+        "int32"),
+    row("clamp-float32-bound-1e300", lambda: vk.clamp(vk.ones(2), max=1e300), RuntimeError, "clamp", "float32"),
+    row("clamp-bool", lambda: vk.clamp(vk.tensor([True]), min=False), NotImplementedError, "clamp", "bool"),
+    row("clamp_-float-bound-into-int", lambda: vk.tensor([1, 2]).clamp_(min=1.5), RuntimeError, "clamp_",
+        "float32", "int64"),
+    row("where-int32-2**40", lambda: vk.where(vk.tensor([True]), vk.tensor([1], dtype=_I32), 2**40), RuntimeError,
+        "where", "int32"),
+    row("where-not-a-number", lambda: vk.where(vk.tensor([True]), vk.ones(1), "x"), TypeError, "where"),
+    row("Tensor.where-not-a-number", lambda: vk.ones(2).where(vk.tensor([True, False]), "x"), TypeError, "where"),
+    row("arange-int32-overflow", lambda: vk.arange(0, 2**40, 2**39, dtype=_I32), RuntimeError, "arange", "int32"),
+    row("arange-2**63", lambda: vk.arange(2**63), RuntimeError, "arange", "int64"),
+    row("randint-high-2**64", lambda: vk.randint(0, 2**64, (2,)), ValueError, "randint", "high",
+        "18446744073709551616"),
+    row("randint-high-2**63", lambda: vk.randint(2**63, (2,)), ValueError, "randint", "high"),
+    row("randint-float-bounds", lambda: vk.randint(0.5, 3.7, (2,)), TypeError, "randint", "low", "float"),
+    row("randint-float-high", lambda: vk.randint(3.7, (2,)), TypeError, "randint", "high", "float"),
+    row("randint-int32-out-of-range", lambda: vk.randint(0, 2**40, (2,), dtype=_I32), RuntimeError, "randint",
+        "int32"),
+    row("iadd-float-into-int64", lambda: _iadd(vk.tensor([1, 2]), 1.5), RuntimeError, "add_", "float32", "int64"),
+    row("add_-int-into-bool", lambda: vk.tensor([True]).add_(1), RuntimeError, "add_", "int64", "bool"),
+    row("mul_-float-into-int64", lambda: vk.tensor([1, 2]).mul_(1.5), RuntimeError, "mul_", "float32", "int64"),
+    row("div_-true-division-into-int64", lambda: vk.tensor([1, 2]).div_(2), RuntimeError, "div_", "float32",
+        "int64"),
+    row("add-float-alpha-int-inputs", lambda: vk.add(vk.tensor([1]), vk.tensor([2]), alpha=1.0), RuntimeError,
+        "add", "alpha"),
+    row("add-bool-alpha-int-result", lambda: vk.add(vk.tensor([1]), vk.tensor([True]), alpha=True), RuntimeError,
+        "add", "alpha", "int64"),
+    row("add-alpha-2**40-int32", lambda: vk.add(vk.tensor([1], dtype=_I32), 1, alpha=2**40), RuntimeError, "add",
+        "int32"),
+    row("bool-sub-bool", lambda: vk.tensor([True]) - vk.tensor([False]), RuntimeError, "sub", "bool"),
+    row("int-sub-bool", lambda: vk.tensor([1]) - vk.tensor([True]), RuntimeError, "sub", "bool"),
+    row("float-sub-python-bool", lambda: vk.ones(2) - True, RuntimeError, "sub", "bool"),
+    row("bool-floordiv-bool", lambda: vk.tensor([True]) // vk.tensor([True]), NotImplementedError, "floor_divide",
+        "bool"),
+    row("bool-mod-bool", lambda: vk.tensor([True]) % vk.tensor([True]), NotImplementedError, "remainder", "bool"),
+    row("bool-pow-bool", lambda: vk.tensor([True]) ** vk.tensor([True]), NotImplementedError, "pow", "bool"),
+    row("float-and-int", lambda: vk.ones(2) & 1, NotImplementedError, "bitwise_and", "float32"),
+    row("int-or-python-float", lambda: vk.tensor([1, 2]) | 1.5, NotImplementedError, "bitwise_or", "float32"),
+    row("float-xor-float", lambda: vk.bitwise_xor(vk.ones(2), vk.ones(2)), NotImplementedError, "bitwise_xor",
+        "float32"),
+]
+
+
+@pytest.mark.parametrize("fn, exc, parts", DTYPE_ROWS)
+def test_bad_input_dtype(fn, exc, parts):
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for p in parts:
+        assert p in msg, f"{p!r} not in the message: {msg!r}"
+
+
 def test_process_alive_after_bad_input():
     """Runs after the rows (file order): the interpreter and the library still work."""
     x = vk.arange(6.0, requires_grad=True)
@@ -557,6 +669,8 @@ NANINF = {
        for b in ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt",
                  "le", "gt", "ge")},
     "where": lambda: vk.where(_f(3, 4, grad=False) > 0, _f(3, 4), vk.flip(_f(3, 4), [0])),
+    **{b: (lambda b=b: getattr(vk, b)(_f(3, 4, grad=False) > 0, vk.isnan(_f(4, grad=False))))
+       for b in ("bitwise_and", "bitwise_or", "bitwise_xor")},
     "clamp": lambda: _f(3, 4).clamp(-1.0, 1.0),
     "cast": lambda: (_f(3, 4).to(vk.float64), _f(3, 4).to(vk.int64), _f(3, 4).to(vk.bool)),
     **{r: (lambda r=r: (getattr(vk, r)(_f(3, 4)), getattr(vk, r)(_f(3, 4), 1)))

@@ -252,7 +252,7 @@ def test_exceptions_map_to_python_types():
     with pytest.raises(ValueError):
         vk.ones(2, 3) @ vk.ones(2, 3)
     with pytest.raises(vk.DTypeError):
-        vk.tensor([True]) * vk.tensor([False])
+        -vk.tensor([True])  # (bool * bool is `and`, as in torch)
     with pytest.raises(IndexError):
         vk.ones(3)[5]
     with pytest.raises(IndexError):

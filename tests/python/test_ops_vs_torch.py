@@ -367,6 +367,11 @@ SPECS = {
     "gt": compare(lambda m, a, b: a > b),
     "ge": compare(lambda m, a, b: a >= b),
 
+    # ---- bitwise (bool and integers) ----
+    "bitwise_and": int_forward(lambda m, a, b: a & b) + int_forward(lambda m, a, b: m.bitwise_and(a, b)),
+    "bitwise_or": int_forward(lambda m, a, b: a | b) + int_forward(lambda m, a, b: m.bitwise_or(a, b)),
+    "bitwise_xor": int_forward(lambda m, a, b: a ^ b) + int_forward(lambda m, a, b: m.bitwise_xor(a, b)),
+
     # ---- cast ----
     "cast": [Case(_cast("float64"), [F(2, 3)], dtypes=("float32",), label="to-float64"),
              # (no finite differences: the output has float32 resolution)

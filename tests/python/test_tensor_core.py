@@ -270,7 +270,7 @@ def test_float32_stays_float32():
     x = vk.tensor([1.0, 2.0], requires_grad=True)
     assert x.dtype == vk.float32
     for y in (x * 0.5, 0.5 * x, x + np.float64(2.0), x * np.array([1.0, 2.0]), x / 3, x ** 2.0,
-              np.array([1.0, 2.0]) - x, x * 1, x - True):
+              np.array([1.0, 2.0]) - x, x * 1, x + True):  # (x - True raises, as in torch)
         assert y.dtype == vk.float32, y
     (x * 0.1).sum().backward()
     assert x.grad.dtype == vk.float32

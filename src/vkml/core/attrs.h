@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "vkml/core/dtype.h"
+#include "vkml/core/scalar.h"
 #include "vkml/core/shape.h"
 
 namespace vk {
@@ -37,8 +39,10 @@ struct Attrs {
   int64_t dim = 0;            // the one dim of cat/stack/slice/gather/index_select/argmax/...
   bool keepdim = false;
   bool flag = false;                      // op-specific switch (gelu: tanh approximation; ...)
-  double scalar = 0.0;                    // full value, clamp min, var correction, pad value, ...
-  double scalar2 = 0.0;                   // clamp max, ...
+  double scalar = 0.0;                    // arange start, var correction, pad value, ...
+  double scalar2 = 0.0;                   // arange step (floating), ...
+  Scalar value;                           // full's fill value (an int stays exact)
+  std::optional<Scalar> lo, hi;           // clamp's bounds; nullopt leaves that side open
   int64_t start = 0, stop = 0, step = 1;  // slice, arange
   std::vector<int64_t> ints;              // pad widths, ...
   Window2d win;                           // conv/pool geometry

@@ -50,6 +50,13 @@ inline constexpr bool is_integral(DType t) { return t == DType::Int32 || t == DT
 
 inline constexpr DType promote(DType a, DType b) { return a > b ? a : b; }
 
+// The category of a dtype in PyTorch's promotion rules: bool < integer < floating.
+inline constexpr int category(DType t) { return t == DType::Bool ? 0 : is_integral(t) ? 1 : 2; }
+
+// Whether an op's result of dtype `from` may be written into a tensor of dtype `to` (in-place
+// ops, out=): never into a lower category (float into int, int into bool), as PyTorch's canCast.
+inline constexpr bool can_cast(DType from, DType to) { return category(from) <= category(to); }
+
 template <class T>
 struct dtype_of;
 template <>

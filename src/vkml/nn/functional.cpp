@@ -183,8 +183,7 @@ ClassTargets prepare_class_targets(const Tensor& target, int64_t classes, int64_
              classes, " classes (ignore_index is ", ignore_index, ")");
   }
   Tensor safe = from_data(values.data(), target.shape(), DType::Int64);
-  Tensor valid =
-      ne(cast(target, DType::Int64), full({}, static_cast<double>(ignore_index), DType::Int64));
+  Tensor valid = ne(cast(target, DType::Int64), full({}, ignore_index, DType::Int64));
   return {safe, valid};
 }
 
@@ -531,7 +530,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
     VK_CHECK(pad_row >= 0 && pad_row < rows, IndexError, fn, ": padding_idx ", *padding_idx,
              " is out of range for ", rows, " embeddings");
     // The padding row's value is returned, but the gradient never reaches it (torch).
-    Tensor is_pad = unsqueeze(eq(flat, full({}, static_cast<double>(pad_row), flat.dtype())), 1);
+    Tensor is_pad = unsqueeze(eq(flat, full({}, pad_row, flat.dtype())), 1);
     picked = where(is_pad, picked.detach(), picked);
   }
   Shape out = indices.shape();
@@ -553,7 +552,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   for (int64_t v : values)
     VK_CHECK(v >= 0 && v < num_classes, IndexError, fn, ": class ", v,
              " is out of range for num_classes ", num_classes);
-  Tensor classes = arange(0.0, static_cast<double>(num_classes), 1.0, DType::Int64);
+  Tensor classes = arange(0, num_classes, 1, DType::Int64);
   Tensor column = unsqueeze(cast(indices, DType::Int64), indices.ndim());
   return cast(eq(column, classes), DType::Int64);
 }

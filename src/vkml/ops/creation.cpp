@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "vkml/backend/cpu/creation.h"
@@ -100,48 +101,151 @@ void add_creation_ops(OpList& ops) {
                  .grad_doc = kCreation});
 }
 
-Tensor full(const Shape& shape, double value, DType dtype) {
+Tensor full(const Shape& shape, Scalar value, DType dtype) {
+  VK_DISPATCH_ALL(dtype, "full", (void)value.to<T>("full"));  // raises when it does not fit
   Attrs a;
   a.shape = shape;
-  a.scalar = value;
+  a.value = value;
   a.dtype = dtype;
   return dispatch(OpKind::Full, {}, a);
 }
-Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
-Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, t.dtype()); }
-Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0.0, t.dtype()); }
-Tensor ones_like(const Tensor& t) { return full(t.shape(), 1.0, t.dtype()); }
+Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
+Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, t.dtype()); }
+Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0, t.dtype()); }
+Tensor ones_like(const Tensor& t) { return full(t.shape(), 1, t.dtype()); }
 
-Tensor scalar_like(double value, const Tensor& like) {
-  DType dt = like.dtype();
-  if (!is_floating(dt) && (value != std::floor(value) || !std::isfinite(value)))
-    dt = DType::Float32;
-  else if (dt == DType::Bool && value != 0.0 && value != 1.0)
-    dt = DType::Int64;
-  return full({}, value, dt);
+// Made directly rather than through the op table: x * 2.0 makes one on every call.
+Tensor scalar_tensor(Scalar value, DType dtype, std::string_view op) {
+  Tensor t = Tensor::empty({}, dtype);
+  VK_DISPATCH_ALL(dtype, op, *t.data<T>() = value.to<T>(op));
+  return t;
 }
 
-Tensor arange(double start, double stop, double step, DType dtype) {
+Tensor scalar_like(Scalar value, const Tensor& like, std::string_view op) {
+  const DType dtype = result_type(like.dtype(), value);
+  Tensor t = Tensor::empty({}, dtype);
+  // Arithmetic rounds a float into float32 (1e300 -> inf), as PyTorch; an int must fit.
+  VK_DISPATCH_ALL(dtype, op, *t.data<T>() = value.to<T>(op, /*check_float_range=*/false));
+  return t;
+}
+
+Scalar item_scalar(const Tensor& t) {
+  VK_CHECK(t.numel() == 1, RuntimeError, "a Tensor with ", t.numel(),
+           " elements cannot be converted to a scalar (it needs exactly one element)");
+  switch (t.dtype()) {
+    case DType::Bool:
+      return *t.data<bool>();
+    case DType::Int32:
+      return *t.data<int32_t>();
+    case DType::Int64:
+      return *t.data<int64_t>();
+    case DType::Float32:
+      return *t.data<float>();
+    case DType::Float64:
+      return *t.data<double>();
+  }
+  return {};
+}
+
+Tensor cast_checked(const Tensor& x, DType dtype, std::string_view op) {
+  if (x.dtype() == dtype) return x;
+  if (is_integral(dtype)) {  // into a float: rounds (1e300 -> inf); into bool: never fails
+    NoGradGuard no_grad;
+    Tensor c = contiguous(x.detach());
+    VK_DISPATCH_ALL(c.dtype(), op, {
+      using From = T;
+      const From* p = c.data<From>();
+      VK_DISPATCH_ALL(dtype, op, {
+        for (int64_t i = 0; i < c.numel(); ++i) (void)Scalar(p[i]).to<T>(op, false);
+      });
+    });
+  }
+  return cast(x, dtype);
+}
+
+namespace {
+
+// The length of an exact integer range: ceil((stop - start) / step), 0 when empty, computed in
+// uint64 so that no step between int64 bounds can overflow.
+uint64_t int_range_length(int64_t start, int64_t stop, int64_t step) {
+  if (step > 0 && stop > start)
+    return (static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) - 1) /
+               static_cast<uint64_t>(step) +
+           1;
+  if (step < 0 && stop < start)
+    return (static_cast<uint64_t>(start) - static_cast<uint64_t>(stop) - 1) /
+               (uint64_t{0} - static_cast<uint64_t>(step)) +
+           1;
+  return 0;
+}
+
+// Integer bounds and step into an integer dtype: the length and every value in integers.
+Tensor arange_integers(int64_t start, int64_t stop, int64_t step, DType dtype) {
   VK_CHECK(step != 0, ShapeError, "arange: step must be nonzero");
-  VK_CHECK(std::isfinite(start) && std::isfinite(stop) && std::isfinite(step), ShapeError,
+  const uint64_t n = int_range_length(start, stop, step);
+  VK_CHECK(n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), ShapeError,
+           "arange: the range ", start, " -> ", stop, " with step ", step,
+           " has too many elements");
+  if (n > 0) {  // the first and last values bound the rest
+    const int64_t last =
+        static_cast<int64_t>(static_cast<uint64_t>(start) + (n - 1) * static_cast<uint64_t>(step));
+    VK_DISPATCH_ALL(dtype, "arange", {
+      (void)Scalar(start).to<T>("arange");
+      (void)Scalar(last).to<T>("arange");
+    });
+  }
+  Attrs a;
+  a.dtype = dtype;
+  a.flag = true;
+  a.shape = {static_cast<int64_t>(n)};
+  a.start = start;
+  a.step = step;
+  return dispatch(OpKind::Arange, {}, a);
+}
+
+// Anything else: in double, as PyTorch (the length is ceil((stop - start) / step)).
+Tensor arange_doubles(Scalar start, Scalar stop, Scalar step, DType dtype) {
+  // An integer dtype must hold both bounds (a big int such as 2^63 does not), as PyTorch.
+  if (is_integral(dtype))
+    VK_DISPATCH_NUMERIC(dtype, "arange", {
+      (void)start.to<T>("arange");
+      (void)stop.to<T>("arange");
+    });
+  const double first = start.to_double(), end = stop.to_double(), by = step.to_double();
+  VK_CHECK(by != 0, ShapeError, "arange: step must be nonzero");
+  VK_CHECK(std::isfinite(first) && std::isfinite(end) && std::isfinite(by), ShapeError,
            "arange: unsupported range ", start, " -> ", stop, " with step ", step,
            " (bounds and step must be finite)");
-  double count = std::ceil((stop - start) / step);
+  const double count = std::ceil((end - first) / by);
   VK_CHECK(count < 9.0e18, ShapeError, "arange: the range ", start, " -> ", stop, " with step ",
            step, " has too many elements");
+  if (count > 0)
+    VK_DISPATCH_ALL(dtype, "arange", {
+      (void)Scalar(first).to<T>("arange", false);
+      (void)Scalar(first + (count - 1) * by).to<T>("arange", false);
+    });
   Attrs a;
-  a.shape = {count > 0 ? static_cast<int64_t>(count) : 0};
-  a.scalar = start;
-  a.scalar2 = step;
   a.dtype = dtype;
+  a.shape = {count > 0 ? static_cast<int64_t>(count) : 0};
+  a.scalar = first;
+  a.scalar2 = by;
   return dispatch(OpKind::Arange, {}, a);
+}
+
+}  // namespace
+
+Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype) {
+  auto exact = [](const Scalar& s) { return !s.is_floating() && !s.is_big(); };
+  if (!is_floating(dtype) && exact(start) && exact(stop) && exact(step))
+    return arange_integers(start.to_int64(), stop.to_int64(), step.to_int64(), dtype);
+  return arange_doubles(start, stop, step, dtype);
 }
 
 Tensor linspace(double start, double stop, int64_t steps, DType dtype) {
   VK_CHECK(steps >= 0, SizeError, "linspace: number of steps must be non-negative, got ", steps);
   if (steps <= 1) return full({steps}, start, dtype);
-  Tensor i = arange(0, static_cast<double>(steps), 1, DType::Float64);
+  Tensor i = arange(0, steps, 1, DType::Float64);
   return cast(i * ((stop - start) / static_cast<double>(steps - 1)) + start, dtype);
 }
 
@@ -152,8 +256,8 @@ Tensor eye(int64_t n, int64_t m, DType dtype) {
   VK_CHECK(n >= 0, SizeError, "eye: n must be greater or equal to 0, got ", n);
   VK_CHECK(m >= 0, SizeError, "eye: m must be greater or equal to 0, got ", m);
   numel_of({n, m}, "eye");
-  Tensor rows = reshape(arange(0, static_cast<double>(n), 1, DType::Int64), {n, 1});
-  Tensor cols = reshape(arange(0, static_cast<double>(m), 1, DType::Int64), {1, m});
+  Tensor rows = reshape(arange(0, n, 1, DType::Int64), {n, 1});
+  Tensor cols = reshape(arange(0, m, 1, DType::Int64), {1, m});
   return cast(eq(rows, cols), dtype);
 }
 
@@ -164,6 +268,12 @@ Tensor randn(const Shape& shape, DType dtype) {
   return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype, "randn"));
 }
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
+  // As PyTorch: both ends of [low, high - 1] must fit the dtype (int32: 2^40 does not).
+  if (high > low)
+    VK_DISPATCH_ALL(dtype, "randint", {
+      (void)Scalar(low).to<T>("randint");
+      (void)Scalar(high - 1).to<T>("randint");
+    });
   Attrs a = random_attrs(shape, dtype, "randint");
   a.start = low;
   a.stop = high;

@@ -1,18 +1,37 @@
 // Creation ops and the random-number state.
 #pragma once
+#include <string_view>
+
+#include "vkml/core/scalar.h"
 #include "vkml/core/tensor.h"
 
 namespace vk {
 
-Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
+// Creation ops convert `value` to `dtype` as PyTorch does: floats truncate toward zero into
+// integer dtypes, and a value that does not fit (2^40 into int32, NaN or 1e300 into int64, 1e300
+// into float32) is a RuntimeError naming the op. Ints stay exact (no round trip through double).
+Tensor full(const Shape& shape, Scalar value, DType dtype = DType::Float32);
 Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
 Tensor ones(const Shape& shape, DType dtype = DType::Float32);
-Tensor full_like(const Tensor& t, double value);
+Tensor full_like(const Tensor& t, Scalar value);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
-// A 0-d tensor holding `value` in `like`'s dtype (a float into an integer tensor's op: float32).
-Tensor scalar_like(double value, const Tensor& like);
-Tensor arange(double start, double stop, double step = 1.0, DType dtype = DType::Int64);
+// The other operand of a binary op with `like` when it is a number: a 0-d tensor already of the
+// op's result dtype, result_type(like.dtype(), value) (float32 * 2.0 -> float32, int64 * 2.0 ->
+// float32, int32 * 3 -> int32: the kind of the number decides, never its value). An int that the
+// integer result dtype cannot hold is a RuntimeError naming `op`; a float rounds (1e300 -> inf
+// in float32, as PyTorch's arithmetic).
+Tensor scalar_like(Scalar value, const Tensor& like, std::string_view op = "scalar");
+// A 0-d tensor of `dtype` holding `value`, converted as full() does.
+Tensor scalar_tensor(Scalar value, DType dtype, std::string_view op = "scalar_tensor");
+// The one element of t as a Scalar of t's kind (an int64 stays exact).
+Scalar item_scalar(const Tensor& t);
+// x converted to `dtype`, raising as full() does for an element that does not fit (creation from
+// data: vk.tensor([2**40], dtype=vk.int32) is an error, never a silent wrap).
+Tensor cast_checked(const Tensor& x, DType dtype, std::string_view op);
+// start, start + step, ... up to but excluding stop. Integer bounds and step with an integer
+// dtype compute exactly in int64 (the length too); anything else in double, as PyTorch.
+Tensor arange(Scalar start, Scalar stop, Scalar step = 1, DType dtype = DType::Int64);
 Tensor linspace(double start, double stop, int64_t steps, DType dtype = DType::Float32);
 Tensor eye(int64_t n, DType dtype = DType::Float32);
 Tensor eye(int64_t n, int64_t m, DType dtype = DType::Float32);  // n x m, ones on the diagonal

@@ -12,6 +12,7 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/op.h"
+#include "vkml/ops/shape_ops.h"
 
 namespace vk {
 namespace {
@@ -39,12 +40,40 @@ void prepare_where(std::vector<Tensor>& in, const Attrs& a, std::string_view op)
   prepare_broadcast(in, a, op);
 }
 
-// clamp keeps integer dtypes unless a bound has a fraction (then float32, as torch promotes).
+// clamp computes in the result type of x and its bounds, as torch.clamp: an int64 x with an int
+// bound stays int64, with a float bound (2.0 as much as 2.5) it is float32; a bool x with an int
+// bound is int64. Each bound must then fit that dtype.
 void prepare_clamp(std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
-  VK_CHECK(in[0].dtype() != DType::Bool, DTypeError, op, ": not defined for bool tensors");
-  auto fractional = [](double v) { return !std::isinf(v) && v != std::floor(v); };  // NaN too
-  if (is_integral(in[0].dtype()) && (fractional(a.scalar) || fractional(a.scalar2)))
-    in[0] = cast(in[0], DType::Float32);
+  DType dt = in[0].dtype();
+  if (a.lo) dt = result_type(dt, *a.lo);
+  if (a.hi) dt = result_type(dt, *a.hi);
+  VK_CHECK(dt != DType::Bool, NotImplementedError, op,
+           ": not implemented for bool tensors (as in PyTorch)");
+  VK_DISPATCH_NUMERIC(dt, op, {
+    if (a.lo) (void)a.lo->to<T>(op);
+    if (a.hi) (void)a.hi->to<T>(op);
+  });
+  if (dt != in[0].dtype()) in[0] = cast(in[0], dt);
+}
+
+// Arithmetic on bool: + is `or` and * is `and` (bool stays bool), - with any bool operand is an
+// error (RuntimeError, as PyTorch), and //, % and ** have no bool kernel (NotImplementedError,
+// as PyTorch).
+Meta infer_add_mul(const std::vector<Tensor>& in, const Attrs&, std::string_view) {
+  return {in[0].shape(), in[0].dtype()};
+}
+constexpr std::string_view kBoolSub =
+    ": subtraction with a bool operand is not supported (as in PyTorch); to invert a mask use ~, "
+    "for the difference of two masks use ^";
+void prepare_sub(std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  VK_CHECK(in[0].dtype() != DType::Bool && in[1].dtype() != DType::Bool, RuntimeError, op, kBoolSub,
+           " (got ", in[0].describe(), " - ", in[1].describe(), ")");
+  prepare_binary(in, a, op);
+}
+Meta infer_no_bool(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  VK_CHECK(in[0].dtype() != DType::Bool, NotImplementedError, op,
+           ": not implemented for bool tensors (as in PyTorch)");
+  return {in[0].shape(), in[0].dtype()};
 }
 
 constexpr std::string_view kBoolResult = "boolean result: not differentiable";
@@ -52,7 +81,7 @@ constexpr std::string_view kStep = "dx = 0: zero almost everywhere (step functio
 constexpr double kTwoOverSqrtPi = std::numbers::inv_sqrtpi * 2;                 // erf'(0)
 constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  // phi(0)
 
-Tensor scalar(double v, const Tensor& like) { return scalar_like(v, like); }
+Tensor scalar(Scalar v, const Tensor& like) { return scalar_like(v, like); }
 
 // The value of a constant that is one scalar broadcast by prepare (all strides 0), if t is one.
 std::optional<double> constant_scalar(const Tensor& t) {
@@ -60,6 +89,26 @@ std::optional<double> constant_scalar(const Tensor& t) {
   for (size_t d = 0; d < t.shape().size(); ++d)
     if (t.strides()[d] != 0 && t.shape()[d] != 1) return std::nullopt;
   return t.alias({}, {}, t.offset()).item();
+}
+
+// Bitwise ops take bool and integer tensors, after promotion; floats have no kernel, as PyTorch.
+Meta infer_bitwise(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  VK_CHECK(!is_floating(in[0].dtype()), NotImplementedError, op, ": not implemented for ",
+           dtype_name(in[0].dtype()), " tensors (as in PyTorch); it takes bool or integer tensors");
+  return {in[0].shape(), in[0].dtype()};
+}
+
+OpDef bitwise_op(OpKind kind, std::string_view name, std::string_view summary,
+                 VK_KERNEL((*kernel))) {
+  return {.kind = kind,
+          .name = name,
+          .arity = 2,
+          .signature = "(a, b)",
+          .summary = summary,
+          .prepare = prepare_binary,
+          .infer = infer_bitwise,
+          .cpu = kernel,
+          .grad_doc = "bool or integer result: not differentiable"};
 }
 
 OpDef compare_op(OpKind kind, std::string_view name, std::string_view summary,
@@ -244,9 +293,9 @@ void add_elementwise_ops(OpList& ops) {
                  .name = "add",
                  .arity = 2,
                  .signature = "add(a, b)",
-                 .summary = "a + b",
+                 .summary = "a + b (bool + bool: or)",
                  .prepare = prepare_binary,
-                 .infer = infer_numeric,
+                 .infer = infer_add_mul,
                  .cpu = cpu::add,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.grad, c.grad};
@@ -256,9 +305,9 @@ void add_elementwise_ops(OpList& ops) {
                  .name = "sub",
                  .arity = 2,
                  .signature = "sub(a, b)",
-                 .summary = "a - b",
-                 .prepare = prepare_binary,
-                 .infer = infer_numeric,
+                 .summary = "a - b (a bool operand is a RuntimeError, as PyTorch)",
+                 .prepare = prepare_sub,
+                 .infer = infer_add_mul,
                  .cpu = cpu::sub,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.grad, neg(c.grad)};
@@ -268,9 +317,9 @@ void add_elementwise_ops(OpList& ops) {
                  .name = "mul",
                  .arity = 2,
                  .signature = "mul(a, b)",
-                 .summary = "a * b",
+                 .summary = "a * b (bool * bool: and)",
                  .prepare = prepare_binary,
-                 .infer = infer_numeric,
+                 .infer = infer_add_mul,
                  .cpu = cpu::mul,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? c.grad * c.in[1] : Tensor(),
@@ -297,7 +346,7 @@ void add_elementwise_ops(OpList& ops) {
                  .summary = "a // b rounded toward -inf, as Python; integers stay integer (an "
                             "integer division by zero raises)",
                  .prepare = prepare_binary,
-                 .infer = infer_numeric,
+                 .infer = infer_no_bool,
                  .cpu = cpu::floor_divide,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? zeros_like(c.in[0]) : Tensor(),
@@ -310,7 +359,7 @@ void add_elementwise_ops(OpList& ops) {
                  .signature = "remainder(a, b)",
                  .summary = "a - b * floor_divide(a, b): Python's %, with the sign of b",
                  .prepare = prepare_binary,
-                 .infer = infer_numeric,
+                 .infer = infer_no_bool,
                  .cpu = cpu::remainder,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? c.grad : Tensor(),
@@ -324,7 +373,7 @@ void add_elementwise_ops(OpList& ops) {
        .signature = "pow(a, b)",
        .summary = "a^b; integer tensors stay integer (exact, by squaring), as PyTorch",
        .prepare = prepare_binary,
-       .infer = infer_numeric,
+       .infer = infer_no_bool,
        .cpu = cpu::pow,
        .grad = [](const GradCtx& c) -> Grads {
          const Tensor &a = c.in[0], &b = c.in[1], &g = c.grad;
@@ -400,18 +449,17 @@ void add_elementwise_ops(OpList& ops) {
                  .name = "clamp",
                  .arity = 1,
                  .signature = "clamp(x, min, max)",
-                 .summary =
-                     "min(max(x, attrs.scalar), attrs.scalar2); +-inf leaves a side open; integers "
-                     "stay integers unless a bound has a fraction",
+                 .summary = "min(max(x, attrs.lo), attrs.hi); a missing bound leaves that side "
+                            "open; computes in the result type of x and the bounds (an int x "
+                            "with a float bound is float32), as torch.clamp",
                  .prepare = prepare_clamp,
                  .infer = infer_same_as_first,
                  .cpu = cpu::clamp,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor& x = c.in[0];
                    Tensor g = c.grad, zero = scalar(0.0, c.grad);
-                   constexpr double inf = std::numeric_limits<double>::infinity();
-                   if (c.attrs.scalar > -inf) g = where(ge(x, scalar(c.attrs.scalar, x)), g, zero);
-                   if (c.attrs.scalar2 < inf) g = where(le(x, scalar(c.attrs.scalar2, x)), g, zero);
+                   if (c.attrs.lo) g = where(ge(x, scalar(*c.attrs.lo, x)), g, zero);
+                   if (c.attrs.hi) g = where(le(x, scalar(*c.attrs.hi, x)), g, zero);
                    return {g};
                  },
                  .grad_doc = "dx = g where min <= x <= max, else 0 (as PyTorch)"});
@@ -422,6 +470,13 @@ void add_elementwise_ops(OpList& ops) {
   ops.push_back(compare_op(OpKind::Le, "le", "a <= b", cpu::le));
   ops.push_back(compare_op(OpKind::Gt, "gt", "a > b", cpu::gt));
   ops.push_back(compare_op(OpKind::Ge, "ge", "a >= b", cpu::ge));
+
+  ops.push_back(bitwise_op(OpKind::BitwiseAnd, "bitwise_and",
+                           "a & b, bit by bit (bool: logical and)", cpu::bitwise_and));
+  ops.push_back(bitwise_op(OpKind::BitwiseOr, "bitwise_or", "a | b, bit by bit (bool: logical or)",
+                           cpu::bitwise_or));
+  ops.push_back(bitwise_op(OpKind::BitwiseXor, "bitwise_xor",
+                           "a ^ b, bit by bit (bool: logical xor)", cpu::bitwise_xor));
 
   ops.push_back({.kind = OpKind::Cast,
                  .name = "cast",
@@ -463,18 +518,25 @@ Tensor floor(const Tensor& x) { return dispatch(OpKind::Floor, {x}); }
 Tensor ceil(const Tensor& x) { return dispatch(OpKind::Ceil, {x}); }
 Tensor round(const Tensor& x) { return dispatch(OpKind::Round, {x}); }
 Tensor pow(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Pow, {a, b}); }
-Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(exponent, a)); }
+Tensor pow(const Tensor& a, Scalar exponent) {
+  // bool ** True is a copy, bool ** False all true: PyTorch's special cases of a scalar exponent
+  // (there is no bool pow kernel, and bool ** bool tensor raises).
+  if (a.dtype() == DType::Bool && exponent.is_bool())
+    return exponent.to_bool() ? clone(a) : ones_like(a);
+  return pow(a, scalar_like(exponent, a, "pow"));
+}
 Tensor maximum(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Maximum, {a, b}); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Minimum, {a, b}); }
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return dispatch(OpKind::Where, {cond, a, b});
 }
-Tensor clamp(const Tensor& x, double min, double max) {
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   Attrs a;
-  a.scalar = min;
-  a.scalar2 = max;
+  a.lo = min;
+  a.hi = max;
   return dispatch(OpKind::Clamp, {x}, a);
 }
+
 Tensor lt(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Lt, {a, b}); }
 Tensor le(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Le, {a, b}); }
 Tensor gt(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Gt, {a, b}); }
@@ -487,6 +549,13 @@ Tensor floor_divide(const Tensor& a, const Tensor& b) {
   return dispatch(OpKind::FloorDivide, {a, b});
 }
 Tensor remainder(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Remainder, {a, b}); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::BitwiseAnd, {a, b});
+}
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return dispatch(OpKind::BitwiseOr, {a, b}); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::BitwiseXor, {a, b});
+}
 Tensor eq(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Eq, {a, b}); }
 Tensor ne(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Ne, {a, b}); }
 
@@ -502,13 +571,19 @@ Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(b, a)); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_like(b, a)); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_like(b, a)); }
-Tensor operator/(const Tensor& a, double b) { return div(a, scalar_like(b, a)); }
-Tensor operator+(double a, const Tensor& b) { return add(scalar_like(a, b), b); }
-Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(a, b), b); }
-Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(a, b), b); }
-Tensor operator/(double a, const Tensor& b) { return div(scalar_like(a, b), b); }
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, scalar_like(b, a, "add")); }
+Tensor operator-(const Tensor& a, Scalar b) {
+  VK_CHECK(!b.is_bool(), RuntimeError, "sub", kBoolSub);
+  return sub(a, scalar_like(b, a, "sub"));
+}
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, scalar_like(b, a, "mul")); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, scalar_like(b, a, "div")); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(scalar_like(a, b, "add"), b); }
+Tensor operator-(Scalar a, const Tensor& b) {
+  VK_CHECK(!a.is_bool(), RuntimeError, "sub", kBoolSub);
+  return sub(scalar_like(a, b, "sub"), b);
+}
+Tensor operator*(Scalar a, const Tensor& b) { return mul(scalar_like(a, b, "mul"), b); }
+Tensor operator/(Scalar a, const Tensor& b) { return div(scalar_like(a, b, "div"), b); }
 
 }  // namespace vk

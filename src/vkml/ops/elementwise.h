@@ -1,5 +1,8 @@
 // Element-wise ops: unary math, binary arithmetic with broadcasting, comparisons, casts.
 #pragma once
+#include <optional>
+
+#include "vkml/core/scalar.h"
 #include "vkml/core/tensor.h"
 
 namespace vk {
@@ -35,11 +38,13 @@ Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give f
 Tensor floor_divide(const Tensor& a, const Tensor& b);
 Tensor remainder(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, double exponent);
+Tensor pow(const Tensor& a, Scalar exponent);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-Tensor clamp(const Tensor& x, double min, double max);  // use +-inf for an open side
+// std::nullopt leaves that side open. The result type is that of x and the bounds (an int64 x
+// with a float bound: float32), and a bound that does not fit it is a RuntimeError, as PyTorch.
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);
@@ -48,21 +53,28 @@ Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
 
+// Bit by bit on bool and integer tensors (bool: logical), after promotion; floats raise
+// NotImplementedError, as PyTorch.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+
 Tensor cast(const Tensor& x, DType dtype);  // no copy (same tensor) when the dtype already matches
 
-// Operators; a double operand becomes a 0-d tensor of the other operand's dtype.
+// Operators. A number operand (Scalar: a bool, an int or a float) promotes by its kind, never its
+// value, as PyTorch: float32 * 2.0 is float32, int64 * 2.0 is float32, int32 * 3 is int32.
 Tensor operator-(const Tensor& x);
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, double b);
-Tensor operator-(const Tensor& a, double b);
-Tensor operator*(const Tensor& a, double b);
-Tensor operator/(const Tensor& a, double b);
-Tensor operator+(double a, const Tensor& b);
-Tensor operator-(double a, const Tensor& b);
-Tensor operator*(double a, const Tensor& b);
-Tensor operator/(double a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(Scalar a, const Tensor& b);
 
 }  // namespace vk

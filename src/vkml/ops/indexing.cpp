@@ -136,9 +136,9 @@ Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape
     Tensor out_of_range = sum(cast(logical_or_oob(idx, n), DType::Int64));
     VK_CHECK(out_of_range.item() == 0, IndexError, "index: an index is out of bounds for dim ",
              adv[k].dim, " with size ", n);
-    idx = where(lt(idx, scalar_like(0, idx)), idx + static_cast<double>(n), idx);
+    idx = where(lt(idx, scalar_like(0, idx)), idx + n, idx);
     const int64_t mult = in_storage ? r.strides()[adv[k].dim] : stride;
-    lin = lin + idx * static_cast<double>(mult);
+    lin = lin + idx * mult;
     stride *= n;
   }
   return lin;
@@ -163,7 +163,7 @@ Tensor place_index_dims(const Tensor& out, const std::vector<Advanced>& adv, int
 Tensor storage_positions(const Tensor& r, const std::vector<Advanced>& adv) {
   NoGradGuard no_grad;
   Shape index_shape;
-  Tensor pos = linear_positions(r, adv, index_shape, true) + static_cast<double>(r.offset());
+  Tensor pos = linear_positions(r, adv, index_shape, true) + r.offset();
   const int64_t ni = static_cast<int64_t>(index_shape.size());
   std::vector<int64_t> rest;  // r's dims that no advanced index takes, in order
   for (int64_t d = 0; d < r.ndim(); ++d)
@@ -176,8 +176,8 @@ Tensor storage_positions(const Tensor& r, const std::vector<Advanced>& adv) {
   for (int64_t j = 0; j < nr; ++j) {  // each rest dim adds its coordinate times its stride
     Shape along(static_cast<size_t>(ni + nr), 1);
     along[ni + j] = r.shape()[rest[j]];
-    Tensor coord = arange(0, static_cast<double>(r.shape()[rest[j]]), 1, DType::Int64);
-    pos = pos + reshape(coord * static_cast<double>(r.strides()[rest[j]]), along);
+    Tensor coord = arange(0, r.shape()[rest[j]], 1, DType::Int64);
+    pos = pos + reshape(coord * r.strides()[rest[j]], along);
   }
   return place_index_dims(pos, adv, ni);
 }
@@ -226,8 +226,8 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
 }
 
 Tensor logical_or_oob(const Tensor& idx, int64_t n) {
-  Tensor lo = lt(idx, scalar_like(static_cast<double>(-n), idx));
-  Tensor hi = ge(idx, scalar_like(static_cast<double>(n), idx));
+  Tensor lo = lt(idx, scalar_like(-n, idx));
+  Tensor hi = ge(idx, scalar_like(n, idx));
   return add(cast(lo, DType::Int64), cast(hi, DType::Int64));
 }
 

@@ -23,9 +23,10 @@ void check_target(const Tensor& x, const Tensor* value, const char* op) {
 
 // Writes `result` (same shape as x after broadcasting) into x and records the write.
 void write_back(const Tensor& x, const Tensor& result, const char* op) {
-  VK_CHECK(is_floating(x.dtype()) || !is_floating(result.dtype()), DTypeError, op, ": result type ",
-           dtype_name(result.dtype()), " cannot be written in place into a ", dtype_name(x.dtype()),
-           " tensor");
+  // As PyTorch: never into a lower category (int += 1.5 is float32, which an int64 x cannot hold).
+  VK_CHECK(can_cast(result.dtype(), x.dtype()), RuntimeError, op, ": result type ",
+           dtype_name(result.dtype()), " can't be cast to the desired output type ",
+           dtype_name(x.dtype()), " (the dtype of the tensor written in place)");
   Tensor r = result;
   if (r.shape() != x.shape()) {
     Shape b = broadcast_shapes(x.shape(), r.shape(), op);
@@ -63,14 +64,14 @@ void mul_(const Tensor& x, const Tensor& other) {
 void div_(const Tensor& x, const Tensor& other) {
   apply(x, other, "div_", [](auto& a, auto& b) { return a / b; });
 }
-void add_(const Tensor& x, double other) { add_(x, scalar_like(other, x)); }
-void mul_(const Tensor& x, double other) { mul_(x, scalar_like(other, x)); }
-void zero_(const Tensor& x) { fill_(x, 0.0); }
+void add_(const Tensor& x, Scalar other) { add_(x, scalar_like(other, x, "add_")); }
+void mul_(const Tensor& x, Scalar other) { mul_(x, scalar_like(other, x, "mul_")); }
+void zero_(const Tensor& x) { fill_(x, 0); }
 
-void fill_(const Tensor& x, double value) {
+void fill_(const Tensor& x, Scalar value) {
   check_target(x, nullptr, "fill_");
   NoGradGuard no_grad;
-  write_back(x, full({}, value, x.dtype()), "fill_");
+  write_back(x, scalar_tensor(value, x.dtype(), "fill_"), "fill_");
 }
 
 void copy_(const Tensor& x, const Tensor& src) {
@@ -80,7 +81,7 @@ void copy_(const Tensor& x, const Tensor& src) {
   write_back(x, s, "copy_");
 }
 
-void clamp_(const Tensor& x, double min, double max) {
+void clamp_(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   check_target(x, nullptr, "clamp_");
   NoGradGuard no_grad;
   write_back(x, clamp(x, min, max), "clamp_");

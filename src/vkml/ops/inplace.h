@@ -4,6 +4,9 @@
 // value that requires grad) raises RuntimeError: use the out-of-place op, or no_grad() for
 // updates such as optimizer steps.
 #pragma once
+#include <optional>
+
+#include "vkml/core/scalar.h"
 #include "vkml/core/tensor.h"
 
 namespace vk {
@@ -12,11 +15,11 @@ void add_(const Tensor& x, const Tensor& other, double alpha = 1.0);  // x += al
 void sub_(const Tensor& x, const Tensor& other);
 void mul_(const Tensor& x, const Tensor& other);
 void div_(const Tensor& x, const Tensor& other);
-void add_(const Tensor& x, double other);
-void mul_(const Tensor& x, double other);
+void add_(const Tensor& x, Scalar other);
+void mul_(const Tensor& x, Scalar other);
 void zero_(const Tensor& x);
-void fill_(const Tensor& x, double value);
+void fill_(const Tensor& x, Scalar value);  // converts as full() does: a value must fit x's dtype
 void copy_(const Tensor& x, const Tensor& src);  // src broadcasts to x's shape; dtype converts
-void clamp_(const Tensor& x, double min, double max);
+void clamp_(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 
 }  // namespace vk

@@ -29,6 +29,8 @@ enum class OpKind : uint16_t {
   Add, Sub, Mul, Div, FloorDivide, Remainder, Pow, Maximum, Minimum, Where, Clamp,
   // comparison
   Eq, Ne, Lt, Le, Gt, Ge,
+  // bitwise (bool and integers)
+  BitwiseAnd, BitwiseOr, BitwiseXor,
   Cast,
   // reductions
   Sum, Mean, Amax, Amin, MaxDim, MinDim, Prod, ArgMax, ArgMin, LogSumExp, Var,

@@ -203,10 +203,6 @@ Tensor dispatch(OpKind kind, std::initializer_list<TensorRef> in, const Attrs& a
 
 // ---- shared prepare/infer rules ----
 
-namespace {
-int category(DType t) { return t == DType::Bool ? 0 : is_integral(t) ? 1 : 2; }
-}  // namespace
-
 // PyTorch's rule: a 0-d operand only decides the result when its category (bool < int < float)
 // is above the dimensioned operands'.
 DType result_type(const Tensor& a, const Tensor& b) {

@@ -51,7 +51,7 @@ VK_KERNEL(full) {
   (void)in;
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_ALL(m.dtype, "full", {
-    T v = static_cast<T>(a.scalar);
+    const T v = a.value.convert<T>();  // full() checked that it fits
     T* p = out.data<T>();
     parallel_for(out.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) p[i] = v;
@@ -65,7 +65,14 @@ VK_KERNEL(arange) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(m.dtype, "arange", {
     T* p = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<T>(a.scalar + i * a.scalar2);
+    if (a.flag) {  // exact integers: start + i * step in uint64 (no signed overflow on the way),
+      // every value in the range arange() checked
+      const uint64_t start = static_cast<uint64_t>(a.start), step = static_cast<uint64_t>(a.step);
+      for (int64_t i = 0; i < out.numel(); ++i)
+        p[i] = static_cast<T>(static_cast<int64_t>(start + static_cast<uint64_t>(i) * step));
+    } else {
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<T>(a.scalar + i * a.scalar2);
+    }
   });
   return out;
 }
@@ -94,11 +101,12 @@ VK_KERNEL(randn) {
 VK_KERNEL(randint) {
   (void)in;
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  int64_t low = a.start;
-  uint64_t span = static_cast<uint64_t>(a.stop - a.start);
+  // In uint64: high - low may exceed int64 (randint(-2^63, 2^63 - 1)).
+  const uint64_t low = static_cast<uint64_t>(a.start);
+  const uint64_t span = static_cast<uint64_t>(a.stop) - low;
   fill_random(out, a, [low, span](const uint32_t* w) {
     uint64_t r = (uint64_t{w[0]} << 32) | w[1];
-    return low + static_cast<int64_t>(r % span);
+    return static_cast<int64_t>(low + r % span);
   });
   return out;
 }

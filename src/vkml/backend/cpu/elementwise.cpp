@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "vkml/backend/cpu/loops.h"
@@ -128,6 +129,27 @@ Tensor binary_all(const std::vector<Tensor>& in, const Meta& m, const char* name
   return out;
 }
 
+// Bool and integer dtypes only (bitwise ops; the op's infer refuses floats).
+template <class F>
+Tensor binary_integral(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  switch (in[0].dtype()) {
+    VK_DTYPE_CASE(Bool, bool, map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
+                    return static_cast<T>(f(x, y));
+                  }))
+    VK_DTYPE_CASE(Int32, int32_t,
+                  map<T, T, T>(out, {&in[0], &in[1]},
+                               [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); }))
+    VK_DTYPE_CASE(Int64, int64_t,
+                  map<T, T, T>(out, {&in[0], &in[1]},
+                               [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); }))
+    default:
+      throw DTypeError(
+          detail::cat(name, ": expected bool or integer tensors, got ", dtype_name(in[0].dtype())));
+  }
+  return out;
+}
+
 template <class F>
 Tensor compare(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, DType::Bool);
@@ -155,6 +177,18 @@ T select_bits(bool c, T x, T y) {
   }
 }
 
+// Integer + - * and negation wrap on overflow, as PyTorch (two's complement): computed in the
+// unsigned type, since signed overflow is undefined in C++. Floats compute as they are.
+template <class T, class F>
+T wrapping(T x, T y, F f) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(f(static_cast<U>(x), static_cast<U>(y)));
+  } else {
+    return f(x, y);
+  }
+}
+
 // Integer power by squaring, wrapping on overflow like C++ unsigned arithmetic (and PyTorch).
 // A negative exponent is an error, raised by the kernel after the loop.
 template <class T>
@@ -169,18 +203,15 @@ T int_pow(T base, T e) {
   return static_cast<T>(r);
 }
 
-// A clamp bound in the element type: floats keep it as is (+-inf means open); integers saturate.
+// A clamp bound in the element type (clamp() checked that it fits); an open side is the type's
+// extreme (-inf/inf for floats), which clamps nothing.
 template <class T>
-T bound(double v) {
-  if constexpr (is_float_v<T>) {
-    return static_cast<T>(v);
-  } else {
-    if (!(v > static_cast<double>(std::numeric_limits<T>::lowest())))
-      return std::numeric_limits<T>::lowest();
-    if (!(v < static_cast<double>(std::numeric_limits<T>::max())))
-      return std::numeric_limits<T>::max();
-    return static_cast<T>(v);
-  }
+T bound(const std::optional<Scalar>& v, bool low) {
+  if (v) return v->convert<T>();
+  if constexpr (is_float_v<T>)
+    return low ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else
+    return low ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
 }
 
 }  // namespace
@@ -189,7 +220,13 @@ T bound(double v) {
 
 VK_KERNEL(neg) {
   (void)a;
-  return unary_numeric(in[0], m, "neg", [](auto v) { return -v; });
+  return unary_numeric(in[0], m, "neg", [](auto v) {
+    using T = decltype(v);
+    if constexpr (is_float_v<T>)
+      return -v;  // (not 0 - v: -0.0 stays -0.0's negation)
+    else
+      return wrapping(T(0), v, [](auto x, auto y) { return x - y; });  // -INT_MIN wraps
+  });
 }
 VK_KERNEL(exp) {
   (void)a;
@@ -279,7 +316,7 @@ VK_KERNEL(abs) {
     if constexpr (is_float_v<T>)
       return std::fabs(v);
     else
-      return v < 0 ? T(-v) : v;
+      return v < 0 ? wrapping(T(0), v, [](auto x, auto y) { return x - y; }) : v;
   });
 }
 VK_KERNEL(sign) {  // NaN gives 0, as PyTorch
@@ -323,17 +360,30 @@ VK_KERNEL(round) {  // nearbyint in the default rounding mode: halves go to the 
 
 // ---- binary ----
 
+// bool + bool is `or` and bool * bool is `and`, as PyTorch.
 VK_KERNEL(add) {
   (void)a;
-  return binary_numeric(in, m, "add", [](auto x, auto y) { return x + y; });
+  return binary_all(in, m, "add", [](auto x, auto y) {
+    if constexpr (std::is_same_v<decltype(x), bool>)
+      return x || y;
+    else
+      return wrapping(x, y, [](auto p, auto q) { return p + q; });
+  });
 }
 VK_KERNEL(sub) {
   (void)a;
-  return binary_numeric(in, m, "sub", [](auto x, auto y) { return x - y; });
+  return binary_numeric(in, m, "sub", [](auto x, auto y) {
+    return wrapping(x, y, [](auto p, auto q) { return p - q; });
+  });
 }
 VK_KERNEL(mul) {
   (void)a;
-  return binary_numeric(in, m, "mul", [](auto x, auto y) { return x * y; });
+  return binary_all(in, m, "mul", [](auto x, auto y) {
+    if constexpr (std::is_same_v<decltype(x), bool>)
+      return x && y;
+    else
+      return wrapping(x, y, [](auto p, auto q) { return p * q; });
+  });
 }
 VK_KERNEL(div) {
   (void)a;
@@ -412,11 +462,18 @@ VK_KERNEL(where) {
   return out;
 }
 
-// min(max(x, lo), hi) as torch.clamp: with lo > hi every element becomes hi; NaN stays NaN.
+// min(max(x, lo), hi) as torch.clamp: with lo > hi every element becomes hi; NaN stays NaN, and
+// a NaN bound makes every element NaN.
 VK_KERNEL(clamp) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(m.dtype, "clamp", {
-    const T lo = bound<T>(a.scalar), hi = bound<T>(a.scalar2);
+    const T lo = bound<T>(a.lo, true), hi = bound<T>(a.hi, false);
+    if constexpr (is_float_v<T>) {
+      if (std::isnan(lo) || std::isnan(hi)) {
+        map<T, T>(out, {&in[0]}, [](T) { return std::numeric_limits<T>::quiet_NaN(); });
+        return out;
+      }
+    }
     map<T, T>(out, {&in[0]}, [lo, hi](T v) -> T {
       T r = v < lo ? lo : v;
       return r > hi ? hi : r;
@@ -452,13 +509,47 @@ VK_KERNEL(ge) {
   return compare(in, m, "ge", [](auto x, auto y) { return x >= y; });
 }
 
+// ---- bitwise ----
+
+VK_KERNEL(bitwise_and) {
+  (void)a;
+  return binary_integral(in, m, "bitwise_and", [](auto x, auto y) { return x & y; });
+}
+VK_KERNEL(bitwise_or) {
+  (void)a;
+  return binary_integral(in, m, "bitwise_or", [](auto x, auto y) { return x | y; });
+}
+VK_KERNEL(bitwise_xor) {
+  (void)a;
+  return binary_integral(in, m, "bitwise_xor", [](auto x, auto y) { return x ^ y; });
+}
+
 // ---- conversion ----
+
+namespace {
+
+// One element converted to Out. A float that an integer type cannot hold (NaN, +-inf, 1e20) is
+// undefined behaviour in C++; it becomes the type's lowest value, which is what PyTorch gives on
+// x86 (the "integer indefinite" of cvttss2si).
+template <class Out, class In>
+Out convert_element(In v) {
+  if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out> &&
+                !std::is_same_v<Out, bool>) {
+    constexpr In lo = static_cast<In>(std::numeric_limits<Out>::min());  // -2^(n-1), exact
+    constexpr In hi = -lo;
+    return v >= lo && v < hi ? static_cast<Out>(v) : std::numeric_limits<Out>::min();
+  } else {
+    return static_cast<Out>(v);
+  }
+}
+
+}  // namespace
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   VK_DISPATCH_ALL(dst.dtype(), "copy", {
     using Out = T;
     VK_DISPATCH_ALL(src.dtype(), "copy",
-                    { map<Out, T>(dst, {&src}, [](T v) { return static_cast<Out>(v); }); });
+                    { map<Out, T>(dst, {&src}, [](T v) { return convert_element<Out>(v); }); });
   });
 }
 

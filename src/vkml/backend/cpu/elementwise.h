@@ -34,7 +34,7 @@ VK_KERNEL(pow);
 VK_KERNEL(maximum);
 VK_KERNEL(minimum);
 VK_KERNEL(where);  // in: cond(bool), a, b
-VK_KERNEL(clamp);  // a.scalar = min, a.scalar2 = max
+VK_KERNEL(clamp);  // a.lo = min, a.hi = max (nullopt: that side open)
 // comparisons -> bool
 VK_KERNEL(eq);
 VK_KERNEL(ne);
@@ -42,6 +42,10 @@ VK_KERNEL(lt);
 VK_KERNEL(le);
 VK_KERNEL(gt);
 VK_KERNEL(ge);
+// bitwise, on bool and integer dtypes (bool: logical)
+VK_KERNEL(bitwise_and);
+VK_KERNEL(bitwise_or);
+VK_KERNEL(bitwise_xor);
 // dtype conversion; also the strided copy used by contiguous()
 VK_KERNEL(cast);
 void copy_into(const Tensor& dst, const Tensor& src);  // same shape; converts dtype
