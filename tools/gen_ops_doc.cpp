@@ -1,6 +1,7 @@
 // Writes docs/ops.md from the op table (the only source of truth about ops).
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "vkml/vkml.h"
 
@@ -18,6 +19,21 @@ int main(int argc, char** argv) {
        << "Generated from the op table (`src/vkml/ops/*.cpp`) by `tools/gen_ops_doc.cpp`; do not "
           "edit by hand (`make docs` rewrites it, and a test fails when it is stale).\n\n"
        << all_ops().size() << " ops, " << with_rule << " with gradient rules.\n\n";
+  // Which devices run each op: a kernel registered by that device's backend (core/kernel.h), or
+  // one that runs on every device (`all`: the op's work is other ops or a memory copy).
+  const DeviceType devices[] = {DeviceType::CPU, DeviceType::Vulkan};
+  *out << "## Kernels per device\n\n| op |";
+  for (DeviceType d : devices) *out << " " << device_type_name(d) << " |";
+  *out << "\n|---|";
+  for (size_t i = 0; i < std::size(devices); ++i) *out << "---|";
+  *out << "\n";
+  for (const OpDef& def : all_ops()) {
+    *out << "| " << def.name << " |";
+    for (DeviceType d : devices)
+      *out << (def.any_device ? " all |" : find_kernel(d, def.kind) ? " yes |" : " — |");
+    *out << "\n";
+  }
+  *out << "\n";
   for (const OpDef& def : all_ops()) {
     *out << "## " << def.name << "\n\n"
          << "- signature: `" << def.signature << "`\n"

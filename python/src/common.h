@@ -134,6 +134,15 @@ auto without_gil(bool release, Fn&& fn) -> decltype(fn()) {
 // Runs `write` (holding the GIL) once no other thread is inside a section without the GIL.
 void exclusive(const std::function<void()>& write);
 
+// ---- devices ----
+// A vk::Device from a vkml.device or a string ("cpu", "vulkan:0"); None -> if_none. Anything
+// else, or an unknown name: DeviceError.
+vk::Device to_device_arg(nb::handle h, vk::Device if_none);
+std::optional<vk::Device> to_device_opt(nb::handle h);  // None -> nullopt
+bool is_device_like(nb::handle h);  // a vkml.device or a string that names a device
+// t moved to `device` (t itself when it is there already, or when device is nullopt).
+Tensor on_device(Tensor t, std::optional<vk::Device> device);
+
 // ---- op naming ----
 std::string op_label(const Tensor& t);       // "mul", or a custom op's own name
 std::string backward_name(const Tensor& t);  // "MulBackward"
@@ -144,6 +153,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_functions(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m);
 void bind_nn(nb::module_& m);  // _nn, _optim, _io submodules
+void bind_devices(nb::module_& m);
 
 extern nb::handle g_dtype_error;  // vkml.DTypeError
 extern nb::handle g_shape_error;  // vkml.ShapeError

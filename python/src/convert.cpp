@@ -395,6 +395,8 @@ int64_t numpy_max_dims() {
 }  // namespace
 
 nb::object to_numpy(const Tensor& t, bool force) {
+  VK_CHECK(t.device().is_cpu(), DeviceError, "numpy(): the tensor is on ",
+           vk::device_name(t.device()), " and numpy arrays live in host memory; call .cpu() first");
   VK_CHECK(force || !t.requires_grad(), RuntimeError,
            "Can't call numpy() on a tensor that requires grad. Use tensor.detach().numpy() "
            "instead.");
@@ -405,7 +407,11 @@ nb::object to_numpy(const Tensor& t, bool force) {
   return export_array<nb::numpy>(t);
 }
 
-nb::object dlpack_ndarray(const Tensor& t) { return export_array<nb::array_api>(t); }
+nb::object dlpack_ndarray(const Tensor& t) {
+  VK_CHECK(t.device().is_cpu(), DeviceError, "__dlpack__: the tensor is on ",
+           vk::device_name(t.device()), "; vkml exports host memory only: call .cpu() first");
+  return export_array<nb::array_api>(t);
+}
 
 Tensor from_dlpack(nb::handle obj) {
   if (nb::isinstance<Tensor>(obj)) return nb::cast<Tensor>(obj).detach();
@@ -500,7 +506,7 @@ nb::object nested(const T* data, const Shape& shape) {
 }  // namespace
 
 nb::object tolist(const Tensor& t) {
-  Tensor c = vk::contiguous(t.detach());
+  Tensor c = vk::to_cpu(vk::contiguous(t.detach()));  // a host read: the one copy back
   nb::object r;
   VK_DISPATCH_ALL(c.dtype(), "tolist", r = nested<T>(c.data<T>(), c.shape()));
   return r;
@@ -509,8 +515,9 @@ nb::object tolist(const Tensor& t) {
 nb::object item(const Tensor& t) {
   VK_CHECK(t.numel() == 1, RuntimeError, "a Tensor with ", t.numel(),
            " elements cannot be converted to a Python scalar (item() needs exactly one element)");
+  const Tensor c = vk::to_cpu(t.detach());  // a host read: the one copy back
   nb::object r;
-  VK_DISPATCH_ALL(t.dtype(), "item", r = py_value<T>(*t.data<T>()));
+  VK_DISPATCH_ALL(c.dtype(), "item", r = py_value<T>(*c.data<T>()));
   return r;
 }
 

@@ -10,6 +10,7 @@ namespace vkpy {
 nb::handle g_dtype_error;
 nb::handle g_shape_error;
 nb::handle g_size_error;
+nb::handle g_device_error;
 
 void bind_dtypes_and_errors(nb::module_& m) {
   nb::enum_<DType>(m, "dtype", "The element type of a tensor.")
@@ -37,6 +38,13 @@ void bind_dtypes_and_errors(nb::module_& m) {
       "A size that cannot exist: a negative extent, or a count or stride past int64 "
       "(a vkml.ShapeError and a RuntimeError).",
       size_bases.ptr(), nullptr);
+  // vk::DeviceError -> vkml.DeviceError, a RuntimeError (what torch raises for mixed devices).
+  g_device_error = PyErr_NewExceptionWithDoc(
+      "vkml.DeviceError",
+      "Tensors on different devices in one op, an unknown device, or a device this build or "
+      "machine does not have (a RuntimeError).",
+      PyExc_RuntimeError, nullptr);
+  m.attr("DeviceError") = g_device_error;
   m.attr("DTypeError") = g_dtype_error;
   m.attr("ShapeError") = g_shape_error;
   m.attr("SizeError") = g_size_error;
@@ -49,6 +57,8 @@ void bind_dtypes_and_errors(nb::module_& m) {
       PyErr_SetString(g_size_error.ptr(), e.what());
     } catch (const vk::ShapeError& e) {
       PyErr_SetString(g_shape_error.ptr(), e.what());
+    } catch (const vk::DeviceError& e) {
+      PyErr_SetString(g_device_error.ptr(), e.what());
     } catch (const vk::IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const vk::NotImplementedError& e) {
@@ -71,6 +81,7 @@ void bind_dtypes_and_errors(nb::module_& m) {
         if (kind == "NotImplementedError") throw vk::NotImplementedError(msg);
         if (kind == "MemoryError") throw vk::MemoryError(msg);
         if (kind == "RuntimeError") throw vk::RuntimeError(msg);
+        if (kind == "DeviceError") throw vk::DeviceError(msg);
         if (kind == "Error") throw vk::Error(msg);
         if (kind == "bad_alloc") throw std::bad_alloc();
         throw std::runtime_error(msg);
@@ -87,6 +98,7 @@ NB_MODULE(_C, m) {
   const char* warn = std::getenv("VKML_LEAK_WARNINGS");
   nb::set_leak_warnings(warn != nullptr && warn[0] == '1');
   vkpy::bind_dtypes_and_errors(m);
+  vkpy::bind_devices(m);
   nb::class_<vkpy::Tensor> cls(m, "Tensor", nb::is_weak_referenceable());
   vkpy::bind_tensor(m, cls);
   vkpy::bind_functions(m, cls);

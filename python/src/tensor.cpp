@@ -313,7 +313,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def_prop_ro("shape", [](const Tensor& t) { return shape_tuple(t.shape()); });
   c.def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); });
   c.def_prop_ro("ndim", [](const Tensor& t) { return t.ndim(); });
-  c.def_prop_ro("device", [](const Tensor&) { return "cpu"; });
+  c.def_prop_ro("device", [](const Tensor& t) { return t.device(); });
+  c.def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); });
   c.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
   c.def_prop_ro("itemsize", [](const Tensor& t) { return vk::dtype_size(t.dtype()); });
   c.def_prop_ro("nbytes", [](const Tensor& t) {
@@ -411,7 +412,13 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
              "Can't export tensors that require gradient, use tensor.detach()");
     return dlpack_ndarray(t).attr("__dlpack__")(**kwargs);
   });
-  c.def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(1, 0); });
+  c.def("__dlpack_device__", [](const Tensor& t) {
+    const vk::Device d = t.device();
+    if (d.is_cpu()) return nb::make_tuple(1, 0);                              // kDLCPU
+    if (d.type == vk::DeviceType::Vulkan) return nb::make_tuple(7, d.index);  // kDLVulkan
+    throw vk::DeviceError("__dlpack_device__: the " + vk::device_name(d) +
+                          " device has no DLPack device type");
+  });
   c.def("__bool__", [](const Tensor& t) {
     VK_CHECK(t.numel() == 1, RuntimeError, "Boolean value of Tensor with ", t.numel(),
              " values is ambiguous");
@@ -432,40 +439,53 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
     return nb::iter(out);
   });
 
-  // ---- dtype conversion ----
+  // ---- dtype and device conversion ----
+  // to(dtype), to(device), to(device, dtype), to(tensor) (its dtype and device), with keywords as
+  // torch's; self when nothing changes and copy is false.
   c.def("to", [](nb::handle self, nb::args args, nb::kwargs kwargs) -> nb::object {
     const Tensor& t = nb::cast<const Tensor&>(self);
     std::optional<DType> dt;
+    std::optional<vk::Device> device;
     bool copy = false;
-    auto take = [&](nb::handle a) {
+    auto take = [&](nb::handle a, bool is_device) {
       if (a.is_none()) return;
       if (nb::isinstance<Tensor>(a)) {
         dt = nb::cast<const Tensor&>(a).dtype();
-        return;
+        device = nb::cast<const Tensor&>(a).device();
+      } else if (is_device || is_device_like(a)) {
+        device = to_device_arg(a, vk::kCPU);
+      } else if (nb::isinstance<nb::str>(a) &&
+                 nb::cast<std::string>(a).find(':') != std::string::npos) {
+        device = to_device_arg(a, vk::kCPU);  // "cuda:0": DeviceError naming it
+      } else if (nb::isinstance<nb::str>(a)) {
+        const std::string s = nb::cast<std::string>(a);
+        if (s == "cuda" || s == "mps" || s == "xpu" || s == "meta")
+          device = to_device_arg(a, vk::kCPU);  // DeviceError: vkml has no such device
+        else
+          dt = to_dtype(a);
+      } else {
+        dt = to_dtype(a);
       }
-      if (nb::isinstance<nb::str>(a)) {
-        std::string s = nb::cast<std::string>(a);
-        if (s == "cpu" || s.rfind("cpu:", 0) == 0) return;
-        if (s != "float32" && s != "float64" && s != "int32" && s != "int64" && s != "bool")
-          throw vk::RuntimeError("to(): vkml has only the 'cpu' device, got '" + s + "'");
-      }
-      if (nb::hasattr(a, "type") && nb::hasattr(a, "index") && !nb::isinstance<DType>(a))
-        return;  // device-like
-      dt = to_dtype(a);
     };
-    for (nb::handle a : args) take(a);
+    for (nb::handle a : args) take(a, false);
     for (auto [k, v] : kwargs) {
       std::string key = nb::cast<std::string>(k);
       if (key == "dtype" || key == "device")
-        take(v);
+        take(v, key == "device");
       else if (key == "copy")
         copy = nb::cast<bool>(v);
       else if (key != "non_blocking" && key != "memory_format")
         throw nb::type_error(("to(): unexpected keyword argument '" + key + "'").c_str());
     }
-    if ((!dt || *dt == t.dtype()) && !copy) return nb::borrow(self);
-    if (!dt || *dt == t.dtype()) return nb::cast(vk::clone(t));
-    return nb::cast(vk::cast(t, *dt));
+    const bool new_dtype = dt && *dt != t.dtype();
+    const bool new_device = device && *device != t.device();
+    if (!new_dtype && !new_device && !copy) return nb::borrow(self);
+    Tensor r = without_gil(heavy(t), [&] {
+      Tensor moved = new_device ? vk::to_device(t, *device) : t;
+      if (new_dtype) return vk::cast(moved, *dt);
+      return new_device ? moved : vk::clone(moved);
+    });
+    return nb::cast(r);
   });
   auto def_cast = [&](const char* name, DType dt) {
     c.def(name, [dt](nb::handle self) -> nb::object {
@@ -487,7 +507,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         return nb::cast(vk::cast(t, other.dtype()));
       },
       "other"_a);
-  c.def("cpu", [](nb::handle self) { return nb::borrow(self); });
+  c.def("cpu", [](nb::handle self) -> nb::object {
+    const Tensor& t = nb::cast<const Tensor&>(self);
+    if (t.device().is_cpu()) return nb::borrow(self);
+    return nb::cast(on_device(t, vk::kCPU));
+  });
   c.def("cuda", [](const Tensor&, nb::args, nb::kwargs) {
     throw vk::RuntimeError("vkml has no CUDA backend; tensors live on the CPU");
   });

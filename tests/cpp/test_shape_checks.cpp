@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "test_util.h"
-#include "vkml/backend/cpu/conv.h"
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/core/geometry.h"
 
 namespace vk::test {
 namespace {
@@ -75,11 +75,11 @@ TEST(SizeChecks, BroadcastShapesRejectsUncountableResult) {
 }
 
 TEST(SizeChecks, WindowOutChecksPaddingAndDilation) {
-  EXPECT_EQ(cpu::window_out(5, 3, 1, 1, 1), 5);
-  EXPECT_EQ(cpu::window_out(5, 3, 2, 0, 2), 1);
-  EXPECT_EQ(cpu::window_out(2, 3, 1, 0, 1), 0);  // kernel larger than the input
-  EXPECT_THROW(cpu::window_out(5, 3, 1, kMax / 2 + 1, 1, "conv2d"), SizeError);
-  EXPECT_THROW(cpu::window_out(5, kMax, 1, 0, 2, "conv2d"), SizeError);
+  EXPECT_EQ(window_out(5, 3, 1, 1, 1), 5);
+  EXPECT_EQ(window_out(5, 3, 2, 0, 2), 1);
+  EXPECT_EQ(window_out(2, 3, 1, 0, 1), 0);  // kernel larger than the input
+  EXPECT_THROW(window_out(5, 3, 1, kMax / 2 + 1, 1, "conv2d"), SizeError);
+  EXPECT_THROW(window_out(5, kMax, 1, 0, 2, "conv2d"), SizeError);
 }
 
 // ---- ops ----

@@ -63,7 +63,7 @@ def arg_lists(t):
         (0.0, 1.0, ROWS * COLS), (x, y, 1), (x, y, (COLS,)), (img, img),
         (x, (ROWS, 2 * COLS), 1, 0, 2 * COLS, 2), (t["pooled"], t["argmax"], tuple(img.shape)),
         (x, {}), (x, "shape"),
-        ("add",), (t["one"],), (),
+        ("add",), (t["one"],), ("cpu",), (),
     ]
 
 

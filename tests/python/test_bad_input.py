@@ -655,6 +655,7 @@ def _f(*shape, grad=True, dtype=vk.float32):
 
 
 NANINF = {
+    "to_device": lambda: _f(3, 4).to(vk._C._host_test_device()).exp().to("cpu"),
     "full": lambda: vk.full((2, 3), NAN) + vk.full((2, 3), INF),
     "arange": lambda: vk.arange(0.0, 3.0) * _f(3),
     "rand": lambda: vk.rand(2, 3) * _f(2, 3),

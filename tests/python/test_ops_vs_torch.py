@@ -71,6 +71,14 @@ class Case:
         self.check, self.forward_only = check, forward_only
 
 
+def _round_trip(m, x, op):
+    """vkml: x to a second device (host_test: host memory, the CPU's kernels), op there, and back;
+    torch (CPU only here): op on the CPU. Gradients come back through to_device's rule."""
+    if m is vk:
+        return op(x.to(vk._C._host_test_device())).to("cpu")
+    return op(x)
+
+
 # ---------------------------------------------------------------------------------------------
 # the spec table: op name -> cases
 
@@ -596,6 +604,9 @@ SPECS = {
                         [F(2, 1, 5, 4)], label="overlap-pad")],
 
     # ---- user-defined ----
+    "to_device": [Case(lambda m, x: _round_trip(m, x, lambda y: y.transpose(0, 1) * 2), [F(3, 4)]),
+                  Case(lambda m, x: _round_trip(m, x.transpose(0, 1), lambda y: y.exp()), [F(3, 4)],
+                       label="strided-source")],
     "custom": [Case(_custom_square, [F(3, 2)], label="from_op"),
                Case(_custom_two_parents, [F(2, 3), F(2, 3, grad=False)], label="constant-parent")],
 }

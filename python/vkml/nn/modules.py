@@ -334,24 +334,46 @@ class Module:
 
     def _apply_tensors(self, fn):
         for m in self.modules():
-            for name, p in m._parameters.items():
+            for p in m._parameters.values():
                 if p is not None:
                     with no_grad():
-                        new = Parameter(fn(p), p.requires_grad)
-                    m._parameters[name] = new
+                        p.data = fn(p.detach())
+                        if p.grad is not None:
+                            p.grad = fn(p.grad)
             for name, b in m._buffers.items():
                 if b is not None:
                     m._buffers[name] = fn(b)
         return self
 
     def to(self, *args, **kwargs):
-        dtype = kwargs.get("dtype")
+        """Moves and/or casts every parameter and buffer in place, as torch's Module.to: the
+        Parameter objects stay the same (an optimizer built before keeps working), their data and
+        their .grad change. Casts apply to floating-point tensors only."""
+        dtype, device = kwargs.get("dtype"), kwargs.get("device")
         for a in args:
             if isinstance(a, _C.dtype):
                 dtype = a
-        if dtype is None:
-            return self  # device moves are no-ops (CPU only)
-        return self._apply_tensors(lambda t: t.detach().to(dtype) if t.is_floating_point() else t)
+            elif isinstance(a, _C.Tensor):
+                dtype, device = a.dtype, a.device
+            elif a is not None:
+                device = a
+        if device is not None:
+            device = _C.device(device)
+
+        def convert(t):
+            if device is not None:
+                t = t.to(device)
+            if dtype is not None and t.is_floating_point():
+                t = t.to(dtype)
+            return t
+        if dtype is None and device is None:
+            return self
+        return self._apply_tensors(convert)
+
+    def _place_on(self, device):
+        """The layers' device= argument: parameters are made on the CPU, then moved."""
+        if device is not None:
+            self.to(device)
 
     def float(self):
         return self.to(_C.dtype.float32)
@@ -360,7 +382,7 @@ class Module:
         return self.to(_C.dtype.float64)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     def apply(self, fn):
         # children before their parent, as torch's recursive apply
@@ -418,6 +440,7 @@ class Linear(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        self._place_on(device)
 
     def reset_parameters(self):
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -456,6 +479,7 @@ class Conv2d(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        self._place_on(device)
 
     def reset_parameters(self):
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -542,6 +566,7 @@ class _BatchNorm(Module):
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
+        self._place_on(device)
 
     def reset_running_stats(self):
         if self.track_running_stats:
@@ -603,6 +628,7 @@ class LayerNorm(Module):
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
+        self._place_on(device)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -627,6 +653,7 @@ class Embedding(Module):
             self.reset_parameters()
         else:
             self.weight = Parameter(_weight, not _freeze)
+        self._place_on(device)
 
     def reset_parameters(self):
         init.normal_(self.weight)

@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "vkml/backend/cpu/elementwise.h"
-#include "vkml/backend/cpu/shape.h"
+#include "vkml/core/geometry.h"
 #include "vkml/core/grad_mode.h"
+#include "vkml/core/kernel.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
@@ -162,7 +162,7 @@ bool sole_owner(const Tensor& t, long refs) {
 // intermediate sum only this walk holds); otherwise a new tensor.
 void sum_into(Tensor& acc, const Tensor& g, bool create_graph) {
   if (!create_graph && sole_owner(acc, 1) && acc.dtype() == g.dtype())
-    cpu::add_into(acc, acc, g);
+    in_place::add(acc, acc, g);
   else
     acc = acc + g;
 }
@@ -176,13 +176,13 @@ bool add_slice_in_place(const Tensor& t, const Tensor& g, Tensor& acc) {
       acc.dtype() != g.dtype())
     return false;
   const Attrs& a = t.attrs();
-  const cpu::SliceRange r = cpu::slice_range(acc.shape()[a.dim], a.start, a.stop, a.step);
+  const SliceRange r = slice_range(acc.shape()[a.dim], a.start, a.stop, a.step);
   Strides st = acc.strides();
   const int64_t offset = acc.offset() + r.start * st[a.dim];
   // A dim of one element never uses its stride: x[::2**62] must not overflow it.
   if (r.len > 1) st[a.dim] *= r.step;
   const Tensor region = acc.alias(g.shape(), st, offset);
-  cpu::add_into(region, region, g);
+  in_place::add(region, region, g);
   return true;
 }
 
@@ -208,7 +208,7 @@ void accumulate_into(const Tensor& t, Tensor g, bool create_graph) {
   }
   Tensor old(slot);  // a second reference to .grad: sole_owner expects two
   if (sole_owner(old, 2) && old.dtype() == g.dtype()) {
-    cpu::add_into(old, old, g);
+    in_place::add(old, old, g);
     old.bump_version();
   } else {
     replaced = std::exchange(slot, (old.detach() + g.detach()).impl_ptr());

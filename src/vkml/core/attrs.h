@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "vkml/core/device.h"
 #include "vkml/core/dtype.h"
 #include "vkml/core/scalar.h"
 #include "vkml/core/shape.h"
@@ -47,6 +48,7 @@ struct Attrs {
   std::vector<int64_t> ints;              // pad widths, ...
   Window2d win;                           // conv/pool geometry
   DType dtype = DType::Float32;           // cast target, creation dtype
+  Device device;                          // creation ops and to_device: where the result lives
   uint64_t seed = 0, offset = 0;          // counter-based RNG position
   std::shared_ptr<const CustomOp> custom;
 };

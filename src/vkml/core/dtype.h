@@ -11,8 +11,6 @@ namespace vk {
 enum class DType : uint8_t { Bool, Int32, Int64, Float32, Float64 };
 inline constexpr int kNumDTypes = 5;
 
-enum class Device : uint8_t { CPU };
-
 inline constexpr std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::Bool:

@@ -31,6 +31,11 @@ struct NotImplementedError : Error {  // Python: NotImplementedError
 struct RuntimeError : Error {  // Python: RuntimeError
   using Error::Error;
 };
+// Tensors on different devices in one op, an unknown device name, host memory read on a GPU
+// tensor, a device whose backend is missing. Python: vk.DeviceError, a RuntimeError (as torch's).
+struct DeviceError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
 struct MemoryError : Error {  // Python: MemoryError
   using Error::Error;
 };

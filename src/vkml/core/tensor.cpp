@@ -172,6 +172,12 @@ bool AnomalyMode::is_enabled() { return g_anomaly_enabled; }
 void AnomalyMode::set_enabled(bool enabled) { g_anomaly_enabled = enabled; }
 
 Storage::Storage(size_t nbytes_, Device device_) : nbytes(nbytes_), device(device_) {
+  if (!device.is_cpu()) {
+    memory_ = &require_device(device);
+    host_addressable = memory_->host_addressable();
+    data = memory_->allocate(nbytes, device.index);
+    return;
+  }
   if (nbytes <= kInlineBytes) {
     data = inline_;
     return;
@@ -187,6 +193,8 @@ Storage::Storage(void* data_, size_t nbytes_, Deleter deleter)
 Storage::~Storage() {
   if (deleter_)
     deleter_(data);
+  else if (memory_)
+    memory_->release(data, nbytes, device.index);
   else if (data != inline_)
     cpu_release({data, capacity_});
 }
@@ -219,15 +227,15 @@ TensorImpl::~TensorImpl() {
   g_teardown = nullptr;
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   int64_t n = numel_of(shape);
   constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max() / 2;
   VK_CHECK(n <= kMaxBytes / static_cast<int64_t>(dtype_size(dtype)), MemoryError,
            "cannot allocate a tensor of shape ", shape_str(shape), " and dtype ",
            dtype_name(dtype));
   auto impl = std::allocate_shared<TensorImpl>(CachedAllocator<TensorImpl>());
-  impl->storage = std::allocate_shared<Storage>(
-      CachedAllocator<Storage>(), static_cast<size_t>(n) * dtype_size(dtype), Device::CPU);
+  impl->storage = std::allocate_shared<Storage>(CachedAllocator<Storage>(),
+                                                static_cast<size_t>(n) * dtype_size(dtype), device);
   impl->shape = DimsCache::take();
   impl->shape.assign(shape.begin(), shape.end());
   impl->strides = DimsCache::take();
@@ -253,12 +261,25 @@ Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, Shape shape, Strid
   return Tensor(std::move(impl));
 }
 
+void Tensor::throw_not_on_host(const char* what) const {
+  throw DeviceError(detail::cat(what, ": this tensor is on ", device_name(device()),
+                                ", whose memory the host cannot read; call .cpu() first"));
+}
+
 int64_t Tensor::size(int64_t dim) const { return impl_->shape[wrap_dim(dim, ndim(), "size")]; }
 
 double Tensor::item() const {
   VK_CHECK(numel() == 1, ShapeError, "item(): expected a tensor with one element, got shape ",
            shape_str(shape()));
   double v = 0;
+  if (!impl_->storage->host_addressable) {  // a host read: copy the one element back
+    alignas(8) unsigned char bytes[8];
+    const size_t size = dtype_size(dtype());
+    copy_bytes(kCPU, bytes, 0, device(), impl_->storage->data, static_cast<size_t>(offset()) * size,
+               size);
+    VK_DISPATCH_ALL(dtype(), "item", v = static_cast<double>(*reinterpret_cast<T*>(bytes)));
+    return v;
+  }
   VK_DISPATCH_ALL(dtype(), "item", v = static_cast<double>(*data<T>()));
   return v;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "vkml/core/attrs.h"
+#include "vkml/core/device.h"
 #include "vkml/core/dtype.h"
 #include "vkml/core/error.h"
 #include "vkml/core/shape.h"
@@ -29,7 +30,8 @@ struct Storage {
   using Deleter = std::function<void(void*)>;
   // Owned and uninitialised: from the caching allocator, 64-byte aligned; up to kInlineBytes
   // (scalars, small vectors) inside the Storage object itself, 16-byte aligned, which spares a
-  // tiny tensor the allocator's lock on creation and on release.
+  // tiny tensor the allocator's lock on creation and on release. On another device: from that
+  // device's DeviceMemory.
   Storage(size_t nbytes, Device device);
   Storage(void* data, size_t nbytes, Deleter deleter);  // borrowed (numpy, DLPack)
   ~Storage();
@@ -40,12 +42,14 @@ struct Storage {
 
   void* data = nullptr;
   size_t nbytes = 0;
-  Device device = Device::CPU;
+  Device device;
+  bool host_addressable = true;  // data<T>() may read it (see DeviceMemory::host_addressable)
   std::atomic<uint32_t> version{0};
 
  private:
-  Deleter deleter_;      // borrowed memory: how to give it back
-  size_t capacity_ = 0;  // owned memory: the allocator's size class (0: inline)
+  Deleter deleter_;                 // borrowed memory: how to give it back
+  DeviceMemory* memory_ = nullptr;  // owned memory on a device other than the CPU
+  size_t capacity_ = 0;             // owned memory: the allocator's size class (0: inline)
   alignas(16) unsigned char inline_[kInlineBytes];
 };
 
@@ -93,7 +97,7 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // A fresh contiguous tensor; contents are uninitialised.
-  static Tensor empty(const Shape& shape, DType dtype);
+  static Tensor empty(const Shape& shape, DType dtype, Device device = kCPU);
   // A tensor over existing storage (no copy).
   static Tensor from_storage(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
                              int64_t offset, DType dtype);
@@ -129,16 +133,24 @@ class Tensor {
   }
   const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
 
-  // Pointer to the first element. T must match dtype().
+  // Pointer to the first element, for code that runs on the host (CPU kernels, conversions).
+  // T must match dtype(); DeviceError when the memory is on a device the host cannot read.
   template <class T>
   T* data() const {
     VK_CHECK(dtype_of<T>::value == dtype(), DTypeError, "data<", dtype_name(dtype_of<T>::value),
              ">() on a tensor of dtype ", dtype_name(dtype()));
+    if (!impl_->storage->host_addressable) [[unlikely]]
+      throw_not_on_host("data()");
     return static_cast<T*>(impl_->storage->data) + impl_->offset;
   }
   void* raw_data() const {
+    if (!impl_->storage->host_addressable) [[unlikely]]
+      throw_not_on_host("raw_data()");
     return static_cast<char*>(impl_->storage->data) + impl_->offset * dtype_size(dtype());
   }
+  // The device address of the first element's memory block and the offset into it, for a
+  // backend's kernels (any device).
+  void* storage_data() const { return impl_->storage->data; }
   double item() const;  // the one element, converted to double
 
   // A view of the same storage with other geometry; no autograd history.
@@ -175,6 +187,7 @@ class Tensor {
   std::string describe() const;  // "float32[2, 3]"
 
  private:
+  [[noreturn]] void throw_not_on_host(const char* what) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

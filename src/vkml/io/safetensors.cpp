@@ -723,8 +723,8 @@ PendingSave::PendingSave(const std::string& path, const NamedTensors& tensors,
     check_text(name, detail::cat("tensor name ", quoted(name)));
     VK_CHECK(names.insert(name).second, RuntimeError, "save_safetensors(", quoted(path),
              "): duplicate tensor name ", quoted(name));
-    VK_CHECK(t.device() == Device::CPU, RuntimeError, "save_safetensors(", quoted(path),
-             "): tensor ", quoted(name), " is not on the CPU");
+    VK_CHECK(t.device().is_cpu(), RuntimeError, "save_safetensors(", quoted(path), "): tensor ",
+             quoted(name), " is not on the CPU");
     Tensor c = contiguous(t.detach());
     uint64_t nbytes = static_cast<uint64_t>(c.numel()) * dtype_size(c.dtype());
     if (header.size() > 1) header += ',';

@@ -13,6 +13,7 @@
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
+#include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/index_ops.h"
 #include "vkml/ops/inplace.h"
@@ -101,9 +102,9 @@ Tensor reduce(const Tensor& loss, Reduction reduction) {
   return loss;
 }
 
-// The integer values of an index tensor, read on the host (for range checks).
+// The integer values of an index tensor, read on the host (for range checks): a host read.
 std::vector<int64_t> read_indices(const Tensor& indices) {
-  Tensor dense = contiguous(cast(indices, DType::Int64));
+  Tensor dense = to_cpu(contiguous(cast(indices, DType::Int64)));
   const int64_t* p = dense.data<int64_t>();
   return std::vector<int64_t>(p, p + dense.numel());
 }
@@ -182,7 +183,7 @@ ClassTargets prepare_class_targets(const Tensor& target, int64_t classes, int64_
     VK_CHECK(v >= 0 && v < classes, IndexError, fn, ": target class ", v, " is out of bounds for ",
              classes, " classes (ignore_index is ", ignore_index, ")");
   }
-  Tensor safe = from_data(values.data(), target.shape(), DType::Int64);
+  Tensor safe = to_device(from_data(values.data(), target.shape(), DType::Int64), target.device());
   Tensor valid = ne(cast(target, DType::Int64), full({}, ignore_index, DType::Int64));
   return {safe, valid};
 }

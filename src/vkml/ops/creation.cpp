@@ -6,7 +6,6 @@
 #include <limits>
 #include <mutex>
 
-#include "vkml/backend/cpu/creation.h"
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
@@ -45,10 +44,11 @@ Rng& rng() {
 }
 
 // Reserves `n` counters of the global stream; each element of a draw uses its own counter.
-Attrs random_attrs(const Shape& shape, DType dtype, std::string_view op) {
+Attrs random_attrs(const Shape& shape, DType dtype, Device device, std::string_view op) {
   Attrs a;
   a.shape = shape;
   a.dtype = dtype;
+  a.device = device;
   std::lock_guard<std::mutex> lock(rng().mutex);
   a.seed = rng().state.seed;
   a.offset = rng().state.offset;
@@ -65,7 +65,6 @@ void add_creation_ops(OpList& ops) {
                  .signature = "full(shape, value, dtype)",
                  .summary = "a tensor of `shape` filled with `value`",
                  .infer = infer_creation,
-                 .cpu = cpu::full,
                  .grad_doc = kCreation});
   ops.push_back({.kind = OpKind::Arange,
                  .name = "arange",
@@ -73,7 +72,6 @@ void add_creation_ops(OpList& ops) {
                  .signature = "arange(start, stop, step, dtype)",
                  .summary = "start, start + step, ... up to but excluding stop",
                  .infer = infer_creation,
-                 .cpu = cpu::arange,
                  .grad_doc = kCreation});
   ops.push_back({.kind = OpKind::Rand,
                  .name = "rand",
@@ -81,7 +79,6 @@ void add_creation_ops(OpList& ops) {
                  .signature = "rand(shape, dtype)",
                  .summary = "uniform samples in [0, 1) from the counter-based generator",
                  .infer = infer_random_float,
-                 .cpu = cpu::rand,
                  .grad_doc = kCreation});
   ops.push_back({.kind = OpKind::Randn,
                  .name = "randn",
@@ -89,7 +86,6 @@ void add_creation_ops(OpList& ops) {
                  .signature = "randn(shape, dtype)",
                  .summary = "standard normal samples (Box-Muller over Philox)",
                  .infer = infer_random_float,
-                 .cpu = cpu::randn,
                  .grad_doc = kCreation});
   ops.push_back({.kind = OpKind::Randint,
                  .name = "randint",
@@ -97,23 +93,29 @@ void add_creation_ops(OpList& ops) {
                  .signature = "randint(low, high, shape, dtype)",
                  .summary = "uniform integers in [low, high)",
                  .infer = infer_randint,
-                 .cpu = cpu::randint,
                  .grad_doc = kCreation});
 }
 
-Tensor full(const Shape& shape, Scalar value, DType dtype) {
+Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
   VK_DISPATCH_ALL(dtype, "full", (void)value.to<T>("full"));  // raises when it does not fit
   Attrs a;
   a.shape = shape;
   a.value = value;
   a.dtype = dtype;
+  a.device = device;
   return dispatch(OpKind::Full, {}, a);
 }
-Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0, dtype); }
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
-Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, t.dtype()); }
-Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0, t.dtype()); }
-Tensor ones_like(const Tensor& t) { return full(t.shape(), 1, t.dtype()); }
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 0, dtype, device);
+}
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1, dtype, device);
+}
+Tensor full_like(const Tensor& t, Scalar value) {
+  return full(t.shape(), value, t.dtype(), t.device());
+}
+Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0, t.dtype(), t.device()); }
+Tensor ones_like(const Tensor& t) { return full(t.shape(), 1, t.dtype(), t.device()); }
 
 // Made directly rather than through the op table: x * 2.0 makes one on every call.
 Tensor scalar_tensor(Scalar value, DType dtype, std::string_view op) {
@@ -181,7 +183,7 @@ uint64_t int_range_length(int64_t start, int64_t stop, int64_t step) {
 }
 
 // Integer bounds and step into an integer dtype: the length and every value in integers.
-Tensor arange_integers(int64_t start, int64_t stop, int64_t step, DType dtype) {
+Tensor arange_integers(int64_t start, int64_t stop, int64_t step, DType dtype, Device device) {
   VK_CHECK(step != 0, ShapeError, "arange: step must be nonzero");
   const uint64_t n = int_range_length(start, stop, step);
   VK_CHECK(n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), ShapeError,
@@ -197,6 +199,7 @@ Tensor arange_integers(int64_t start, int64_t stop, int64_t step, DType dtype) {
   }
   Attrs a;
   a.dtype = dtype;
+  a.device = device;
   a.flag = true;
   a.shape = {static_cast<int64_t>(n)};
   a.start = start;
@@ -205,7 +208,7 @@ Tensor arange_integers(int64_t start, int64_t stop, int64_t step, DType dtype) {
 }
 
 // Anything else: in double, as PyTorch (the length is ceil((stop - start) / step)).
-Tensor arange_doubles(Scalar start, Scalar stop, Scalar step, DType dtype) {
+Tensor arange_doubles(Scalar start, Scalar stop, Scalar step, DType dtype, Device device) {
   // An integer dtype must hold both bounds (a big int such as 2^63 does not), as PyTorch.
   if (is_integral(dtype))
     VK_DISPATCH_NUMERIC(dtype, "arange", {
@@ -227,6 +230,7 @@ Tensor arange_doubles(Scalar start, Scalar stop, Scalar step, DType dtype) {
     });
   Attrs a;
   a.dtype = dtype;
+  a.device = device;
   a.shape = {count > 0 ? static_cast<int64_t>(count) : 0};
   a.scalar = first;
   a.scalar2 = by;
@@ -235,11 +239,11 @@ Tensor arange_doubles(Scalar start, Scalar stop, Scalar step, DType dtype) {
 
 }  // namespace
 
-Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype) {
+Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype, Device device) {
   auto exact = [](const Scalar& s) { return !s.is_floating() && !s.is_big(); };
   if (!is_floating(dtype) && exact(start) && exact(stop) && exact(step))
-    return arange_integers(start.to_int64(), stop.to_int64(), step.to_int64(), dtype);
-  return arange_doubles(start, stop, step, dtype);
+    return arange_integers(start.to_int64(), stop.to_int64(), step.to_int64(), dtype, device);
+  return arange_doubles(start, stop, step, dtype, device);
 }
 
 Tensor linspace(double start, double stop, int64_t steps, DType dtype) {
@@ -261,20 +265,20 @@ Tensor eye(int64_t n, int64_t m, DType dtype) {
   return cast(eq(rows, cols), dtype);
 }
 
-Tensor rand(const Shape& shape, DType dtype) {
-  return dispatch(OpKind::Rand, {}, random_attrs(shape, dtype, "rand"));
+Tensor rand(const Shape& shape, DType dtype, Device device) {
+  return dispatch(OpKind::Rand, {}, random_attrs(shape, dtype, device, "rand"));
 }
-Tensor randn(const Shape& shape, DType dtype) {
-  return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype, "randn"));
+Tensor randn(const Shape& shape, DType dtype, Device device) {
+  return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype, device, "randn"));
 }
-Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device) {
   // As PyTorch: both ends of [low, high - 1] must fit the dtype (int32: 2^40 does not).
   if (high > low)
     VK_DISPATCH_ALL(dtype, "randint", {
       (void)Scalar(low).to<T>("randint");
       (void)Scalar(high - 1).to<T>("randint");
     });
-  Attrs a = random_attrs(shape, dtype, "randint");
+  Attrs a = random_attrs(shape, dtype, device, "randint");
   a.start = low;
   a.stop = high;
   return dispatch(OpKind::Randint, {}, a);

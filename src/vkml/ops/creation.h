@@ -10,9 +10,10 @@ namespace vk {
 // Creation ops convert `value` to `dtype` as PyTorch does: floats truncate toward zero into
 // integer dtypes, and a value that does not fit (2^40 into int32, NaN or 1e300 into int64, 1e300
 // into float32) is a RuntimeError naming the op. Ints stay exact (no round trip through double).
-Tensor full(const Shape& shape, Scalar value, DType dtype = DType::Float32);
-Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
-Tensor ones(const Shape& shape, DType dtype = DType::Float32);
+// Every creation op makes its result on `device` (the *_like ones on t's).
+Tensor full(const Shape& shape, Scalar value, DType dtype = DType::Float32, Device device = kCPU);
+Tensor zeros(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
+Tensor ones(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
 Tensor full_like(const Tensor& t, Scalar value);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
@@ -31,13 +32,17 @@ Scalar item_scalar(const Tensor& t);
 Tensor cast_checked(const Tensor& x, DType dtype, std::string_view op);
 // start, start + step, ... up to but excluding stop. Integer bounds and step with an integer
 // dtype compute exactly in int64 (the length too); anything else in double, as PyTorch.
-Tensor arange(Scalar start, Scalar stop, Scalar step = 1, DType dtype = DType::Int64);
+Tensor arange(Scalar start, Scalar stop, Scalar step = 1, DType dtype = DType::Int64,
+              Device device = kCPU);
 Tensor linspace(double start, double stop, int64_t steps, DType dtype = DType::Float32);
 Tensor eye(int64_t n, DType dtype = DType::Float32);
 Tensor eye(int64_t n, int64_t m, DType dtype = DType::Float32);  // n x m, ones on the diagonal
-Tensor rand(const Shape& shape, DType dtype = DType::Float32);   // U[0, 1)
-Tensor randn(const Shape& shape, DType dtype = DType::Float32);  // N(0, 1)
-Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64);
+// U[0, 1)
+Tensor rand(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
+// N(0, 1)
+Tensor randn(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64,
+               Device device = kCPU);
 // Copies host data of the given dtype into a new tensor.
 Tensor from_data(const void* data, const Shape& shape, DType dtype);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape,

@@ -1,7 +1,6 @@
 // The user-defined op: its forward result and its gradient are closures carried in attrs.custom
 // (autograd::from_op, autograd::Function, checkpoint). The rule must return one gradient per
 // input; the engine checks count and shapes and names the op.
-#include "vkml/backend/cpu/kernel.h"
 #include "vkml/ops/op.h"
 
 namespace vk {
@@ -27,7 +26,7 @@ void add_custom_ops(OpList& ops) {
                  .signature = "from_op(result, parents, vjp, name)",
                  .summary = "a user-defined op: a result computed by user code and its vjp",
                  .infer = infer_custom,
-                 .cpu = custom_forward,
+                 .any_device = custom_forward,
                  .grad = [](const GradCtx& c) -> Grads { return c.attrs.custom->grad(c); },
                  .grad_doc = "the user's vjp (checked for count and shapes)",
                  .determinism = Determinism::NotBitwise});

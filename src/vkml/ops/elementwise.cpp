@@ -8,8 +8,6 @@
 #include <numbers>
 #include <optional>
 
-#include "vkml/backend/cpu/divmod.h"
-#include "vkml/backend/cpu/elementwise.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/shape_ops.h"
@@ -98,8 +96,7 @@ Meta infer_bitwise(const std::vector<Tensor>& in, const Attrs&, std::string_view
   return {in[0].shape(), in[0].dtype()};
 }
 
-OpDef bitwise_op(OpKind kind, std::string_view name, std::string_view summary,
-                 VK_KERNEL((*kernel))) {
+OpDef bitwise_op(OpKind kind, std::string_view name, std::string_view summary) {
   return {.kind = kind,
           .name = name,
           .arity = 2,
@@ -107,12 +104,10 @@ OpDef bitwise_op(OpKind kind, std::string_view name, std::string_view summary,
           .summary = summary,
           .prepare = prepare_binary,
           .infer = infer_bitwise,
-          .cpu = kernel,
           .grad_doc = "bool or integer result: not differentiable"};
 }
 
-OpDef compare_op(OpKind kind, std::string_view name, std::string_view summary,
-                 VK_KERNEL((*kernel))) {
+OpDef compare_op(OpKind kind, std::string_view name, std::string_view summary) {
   return {.kind = kind,
           .name = name,
           .arity = 2,
@@ -120,13 +115,12 @@ OpDef compare_op(OpKind kind, std::string_view name, std::string_view summary,
           .summary = summary,
           .prepare = prepare_binary,
           .infer = infer_bool_like_first,
-          .cpu = kernel,
           .grad_doc = kBoolResult};
 }
 
 // Float-only math: integer and bool inputs compute in float32, as PyTorch.
 OpDef float_unary(OpKind kind, std::string_view name, std::string_view signature,
-                  std::string_view summary, VK_KERNEL((*kernel)), Grads (*grad)(const GradCtx&),
+                  std::string_view summary, Grads (*grad)(const GradCtx&),
                   std::string_view grad_doc) {
   return {.kind = kind,
           .name = name,
@@ -135,14 +129,13 @@ OpDef float_unary(OpKind kind, std::string_view name, std::string_view signature
           .summary = summary,
           .prepare = prepare_float_unary,
           .infer = infer_same_as_first,
-          .cpu = kernel,
           .grad = grad,
           .grad_doc = grad_doc};
 }
 
 // Keeps integer dtypes; bool is a DTypeError.
 OpDef numeric_unary(OpKind kind, std::string_view name, std::string_view signature,
-                    std::string_view summary, VK_KERNEL((*kernel)), Grads (*grad)(const GradCtx&),
+                    std::string_view summary, Grads (*grad)(const GradCtx&),
                     std::string_view grad_doc) {
   return {.kind = kind,
           .name = name,
@@ -150,7 +143,6 @@ OpDef numeric_unary(OpKind kind, std::string_view name, std::string_view signatu
           .signature = signature,
           .summary = summary,
           .infer = infer_numeric,
-          .cpu = kernel,
           .grad = grad,
           .grad_doc = grad_doc};
 }
@@ -187,54 +179,52 @@ void add_elementwise_ops(OpList& ops) {
                  .signature = "neg(x)",
                  .summary = "-x",
                  .infer = infer_numeric,
-                 .cpu = cpu::neg,
                  .grad = [](const GradCtx& c) -> Grads { return {neg(c.grad)}; },
                  .grad_doc = "dx = -g"});
   ops.push_back(float_unary(
-      OpKind::Exp, "exp", "exp(x)", "e^x", cpu::exp,
+      OpKind::Exp, "exp", "exp(x)", "e^x",
       [](const GradCtx& c) -> Grads { return {c.grad * c.out}; }, "dx = g * out"));
   ops.push_back(float_unary(
-      OpKind::Log, "log", "log(x)", "natural logarithm", cpu::log,
+      OpKind::Log, "log", "log(x)", "natural logarithm",
       [](const GradCtx& c) -> Grads { return {c.grad / c.in[0]}; }, "dx = g / x"));
   ops.push_back(float_unary(
-      OpKind::Log1p, "log1p", "log1p(x)", "log(1 + x), accurate for small x", cpu::log1p,
+      OpKind::Log1p, "log1p", "log1p(x)", "log(1 + x), accurate for small x",
       [](const GradCtx& c) -> Grads { return {c.grad / (c.in[0] + 1.0)}; }, "dx = g / (1 + x)"));
   ops.push_back(float_unary(
-      OpKind::Expm1, "expm1", "expm1(x)", "e^x - 1, accurate for small x", cpu::expm1,
+      OpKind::Expm1, "expm1", "expm1(x)", "e^x - 1, accurate for small x",
       [](const GradCtx& c) -> Grads { return {c.grad * (c.out + 1.0)}; }, "dx = g * (out + 1)"));
   ops.push_back(float_unary(
-      OpKind::Sqrt, "sqrt", "sqrt(x)", "square root", cpu::sqrt,
+      OpKind::Sqrt, "sqrt", "sqrt(x)", "square root",
       [](const GradCtx& c) -> Grads { return {c.grad / (2.0 * c.out)}; }, "dx = g / (2 * out)"));
   ops.push_back(float_unary(
-      OpKind::Rsqrt, "rsqrt", "rsqrt(x)", "1 / sqrt(x)", cpu::rsqrt,
+      OpKind::Rsqrt, "rsqrt", "rsqrt(x)", "1 / sqrt(x)",
       [](const GradCtx& c) -> Grads { return {c.grad * (c.out * c.out * c.out) * -0.5}; },
       "dx = -g * out^3 / 2"));
   ops.push_back(float_unary(
       OpKind::Reciprocal, "reciprocal", "reciprocal(x)", "1 / x (integers give float32)",
-      cpu::reciprocal, [](const GradCtx& c) -> Grads { return {neg(c.grad * c.out * c.out)}; },
-      "dx = -g * out^2"));
+      [](const GradCtx& c) -> Grads { return {neg(c.grad * c.out * c.out)}; }, "dx = -g * out^2"));
   ops.push_back(numeric_unary(
-      OpKind::Abs, "abs", "abs(x)", "|x|", cpu::abs,
+      OpKind::Abs, "abs", "abs(x)", "|x|",
       [](const GradCtx& c) -> Grads { return {c.grad * sign(c.in[0])}; },
       "dx = g * sign(x) (0 at x = 0, as PyTorch)"));
-  ops.push_back(numeric_unary(OpKind::Sign, "sign", "sign(x)", "-1, 0 or 1 (NaN gives 0)",
-                              cpu::sign, step_grad, kStep));
+  ops.push_back(
+      numeric_unary(OpKind::Sign, "sign", "sign(x)", "-1, 0 or 1 (NaN gives 0)", step_grad, kStep));
   ops.push_back(float_unary(
-      OpKind::Sin, "sin", "sin(x)", "sine", cpu::sin,
+      OpKind::Sin, "sin", "sin(x)", "sine",
       [](const GradCtx& c) -> Grads { return {c.grad * cos(c.in[0])}; }, "dx = g * cos(x)"));
   ops.push_back(float_unary(
-      OpKind::Cos, "cos", "cos(x)", "cosine", cpu::cos,
+      OpKind::Cos, "cos", "cos(x)", "cosine",
       [](const GradCtx& c) -> Grads { return {neg(c.grad * sin(c.in[0]))}; }, "dx = -g * sin(x)"));
   ops.push_back(float_unary(
-      OpKind::Tanh, "tanh", "tanh(x)", "hyperbolic tangent", cpu::tanh,
+      OpKind::Tanh, "tanh", "tanh(x)", "hyperbolic tangent",
       [](const GradCtx& c) -> Grads { return {c.grad * (1.0 - c.out * c.out)}; },
       "dx = g * (1 - out^2)"));
   ops.push_back(float_unary(
-      OpKind::Sigmoid, "sigmoid", "sigmoid(x)", "1 / (1 + e^-x)", cpu::sigmoid,
+      OpKind::Sigmoid, "sigmoid", "sigmoid(x)", "1 / (1 + e^-x)",
       [](const GradCtx& c) -> Grads { return {c.grad * c.out * (1.0 - c.out)}; },
       "dx = g * out * (1 - out)"));
   ops.push_back(numeric_unary(
-      OpKind::Relu, "relu", "relu(x)", "max(x, 0); integers stay integers", cpu::relu,
+      OpKind::Relu, "relu", "relu(x)", "max(x, 0); integers stay integers",
       [](const GradCtx& c) -> Grads {
         return {where(gt(c.in[0], scalar(0.0, c.in[0])), c.grad, scalar(0.0, c.grad))};
       },
@@ -243,7 +233,6 @@ void add_elementwise_ops(OpList& ops) {
       OpKind::Gelu, "gelu", "gelu(x, tanh_approximation = false)",
       "x * Phi(x) with Phi the standard normal CDF; with attrs.flag the tanh approximation "
       "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
-      cpu::gelu,
       [](const GradCtx& c) -> Grads {
         const Tensor& x = c.in[0];
         return {c.attrs.flag ? c.grad * gelu_tanh_derivative(x) : gelu_backward(c.grad, x)};
@@ -258,7 +247,6 @@ void add_elementwise_ops(OpList& ops) {
                  .summary = "g * (Phi(x) + x * phi(x)): the gradient of gelu's erf form, fused",
                  .prepare = prepare_binary,
                  .infer = infer_float_binary,
-                 .cpu = cpu::gelu_backward,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor &g = c.in[0], &x = c.in[1];
                    Grads out(2);
@@ -268,26 +256,26 @@ void add_elementwise_ops(OpList& ops) {
                  },
                  .grad_doc = "dg = gelu_backward(gg, x); dx = gg * g * phi(x) * (2 - x^2)"});
   ops.push_back(float_unary(
-      OpKind::Erf, "erf", "erf(x)", "error function", cpu::erf,
+      OpKind::Erf, "erf", "erf(x)", "error function",
       [](const GradCtx& c) -> Grads {
         return {c.grad * exp(neg(c.in[0] * c.in[0])) * kTwoOverSqrtPi};
       },
       "dx = g * 2 / sqrt(pi) * exp(-x^2)"));
   ops.push_back(float_unary(
-      OpKind::Erfc, "erfc", "erfc(x)", "complementary error function 1 - erf(x)", cpu::erfc,
+      OpKind::Erfc, "erfc", "erfc(x)", "complementary error function 1 - erf(x)",
       [](const GradCtx& c) -> Grads {
         return {c.grad * exp(neg(c.in[0] * c.in[0])) * -kTwoOverSqrtPi};
       },
       "dx = -g * 2 / sqrt(pi) * exp(-x^2)"));
   ops.push_back(numeric_unary(OpKind::Floor, "floor", "floor(x)",
-                              "largest integer <= x (identity on integer dtypes)", cpu::floor,
-                              step_grad, kStep));
+                              "largest integer <= x (identity on integer dtypes)", step_grad,
+                              kStep));
   ops.push_back(numeric_unary(OpKind::Ceil, "ceil", "ceil(x)",
-                              "smallest integer >= x (identity on integer dtypes)", cpu::ceil,
-                              step_grad, kStep));
+                              "smallest integer >= x (identity on integer dtypes)", step_grad,
+                              kStep));
   ops.push_back(numeric_unary(OpKind::Round, "round", "round(x)",
                               "nearest integer, halves to even as PyTorch (identity on integers)",
-                              cpu::round, step_grad, kStep));
+                              step_grad, kStep));
 
   ops.push_back({.kind = OpKind::Add,
                  .name = "add",
@@ -296,7 +284,6 @@ void add_elementwise_ops(OpList& ops) {
                  .summary = "a + b (bool + bool: or)",
                  .prepare = prepare_binary,
                  .infer = infer_add_mul,
-                 .cpu = cpu::add,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.grad, c.grad};
                  },
@@ -308,7 +295,6 @@ void add_elementwise_ops(OpList& ops) {
                  .summary = "a - b (a bool operand is a RuntimeError, as PyTorch)",
                  .prepare = prepare_sub,
                  .infer = infer_add_mul,
-                 .cpu = cpu::sub,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.grad, neg(c.grad)};
                  },
@@ -320,7 +306,6 @@ void add_elementwise_ops(OpList& ops) {
                  .summary = "a * b (bool * bool: and)",
                  .prepare = prepare_binary,
                  .infer = infer_add_mul,
-                 .cpu = cpu::mul,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? c.grad * c.in[1] : Tensor(),
                            c.needs[1] ? c.grad * c.in[0] : Tensor()};
@@ -333,7 +318,6 @@ void add_elementwise_ops(OpList& ops) {
                  .summary = "a / b (true division; integers give float32)",
                  .prepare = prepare_float_binary,
                  .infer = infer_same_as_first,
-                 .cpu = cpu::div,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? c.grad / c.in[1] : Tensor(),
                            c.needs[1] ? neg(c.grad * c.out / c.in[1]) : Tensor()};
@@ -347,7 +331,6 @@ void add_elementwise_ops(OpList& ops) {
                             "integer division by zero raises)",
                  .prepare = prepare_binary,
                  .infer = infer_no_bool,
-                 .cpu = cpu::floor_divide,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? zeros_like(c.in[0]) : Tensor(),
                            c.needs[1] ? zeros_like(c.in[1]) : Tensor()};
@@ -360,7 +343,6 @@ void add_elementwise_ops(OpList& ops) {
                  .summary = "a - b * floor_divide(a, b): Python's %, with the sign of b",
                  .prepare = prepare_binary,
                  .infer = infer_no_bool,
-                 .cpu = cpu::remainder,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {c.needs[0] ? c.grad : Tensor(),
                            c.needs[1] ? neg(c.grad * floor_divide(c.in[0], c.in[1])) : Tensor()};
@@ -374,7 +356,6 @@ void add_elementwise_ops(OpList& ops) {
        .summary = "a^b; integer tensors stay integer (exact, by squaring), as PyTorch",
        .prepare = prepare_binary,
        .infer = infer_no_bool,
-       .cpu = cpu::pow,
        .grad = [](const GradCtx& c) -> Grads {
          const Tensor &a = c.in[0], &b = c.in[1], &g = c.grad;
          Tensor zero = scalar(0.0, g), da, db;
@@ -401,7 +382,6 @@ void add_elementwise_ops(OpList& ops) {
        .summary = "element-wise larger of a and b; NaN propagates",
        .prepare = prepare_binary,
        .infer = infer_same_as_first,
-       .cpu = cpu::maximum,
        .grad = [](const GradCtx& c) -> Grads {
          const Tensor &a = c.in[0], &b = c.in[1];
          Tensor zero = scalar(0.0, c.grad);
@@ -418,7 +398,6 @@ void add_elementwise_ops(OpList& ops) {
        .summary = "element-wise smaller of a and b; NaN propagates",
        .prepare = prepare_binary,
        .infer = infer_same_as_first,
-       .cpu = cpu::minimum,
        .grad = [](const GradCtx& c) -> Grads {
          const Tensor &a = c.in[0], &b = c.in[1];
          Tensor zero = scalar(0.0, c.grad);
@@ -436,7 +415,6 @@ void add_elementwise_ops(OpList& ops) {
                   "three broadcast together",
        .prepare = prepare_where,
        .infer = infer_where,
-       .cpu = cpu::where,
        .grad = [](const GradCtx& c) -> Grads {
          Tensor zero = scalar(0.0, c.grad);
          return {Tensor(), c.needs[1] ? where(c.in[0], c.grad, zero) : Tensor(),
@@ -454,7 +432,6 @@ void add_elementwise_ops(OpList& ops) {
                             "with a float bound is float32), as torch.clamp",
                  .prepare = prepare_clamp,
                  .infer = infer_same_as_first,
-                 .cpu = cpu::clamp,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor& x = c.in[0];
                    Tensor g = c.grad, zero = scalar(0.0, c.grad);
@@ -464,19 +441,19 @@ void add_elementwise_ops(OpList& ops) {
                  },
                  .grad_doc = "dx = g where min <= x <= max, else 0 (as PyTorch)"});
 
-  ops.push_back(compare_op(OpKind::Eq, "eq", "a == b", cpu::eq));
-  ops.push_back(compare_op(OpKind::Ne, "ne", "a != b", cpu::ne));
-  ops.push_back(compare_op(OpKind::Lt, "lt", "a < b", cpu::lt));
-  ops.push_back(compare_op(OpKind::Le, "le", "a <= b", cpu::le));
-  ops.push_back(compare_op(OpKind::Gt, "gt", "a > b", cpu::gt));
-  ops.push_back(compare_op(OpKind::Ge, "ge", "a >= b", cpu::ge));
+  ops.push_back(compare_op(OpKind::Eq, "eq", "a == b"));
+  ops.push_back(compare_op(OpKind::Ne, "ne", "a != b"));
+  ops.push_back(compare_op(OpKind::Lt, "lt", "a < b"));
+  ops.push_back(compare_op(OpKind::Le, "le", "a <= b"));
+  ops.push_back(compare_op(OpKind::Gt, "gt", "a > b"));
+  ops.push_back(compare_op(OpKind::Ge, "ge", "a >= b"));
 
-  ops.push_back(bitwise_op(OpKind::BitwiseAnd, "bitwise_and",
-                           "a & b, bit by bit (bool: logical and)", cpu::bitwise_and));
-  ops.push_back(bitwise_op(OpKind::BitwiseOr, "bitwise_or", "a | b, bit by bit (bool: logical or)",
-                           cpu::bitwise_or));
-  ops.push_back(bitwise_op(OpKind::BitwiseXor, "bitwise_xor",
-                           "a ^ b, bit by bit (bool: logical xor)", cpu::bitwise_xor));
+  ops.push_back(
+      bitwise_op(OpKind::BitwiseAnd, "bitwise_and", "a & b, bit by bit (bool: logical and)"));
+  ops.push_back(
+      bitwise_op(OpKind::BitwiseOr, "bitwise_or", "a | b, bit by bit (bool: logical or)"));
+  ops.push_back(
+      bitwise_op(OpKind::BitwiseXor, "bitwise_xor", "a ^ b, bit by bit (bool: logical xor)"));
 
   ops.push_back({.kind = OpKind::Cast,
                  .name = "cast",
@@ -484,7 +461,6 @@ void add_elementwise_ops(OpList& ops) {
                  .signature = "cast(x, dtype)",
                  .summary = "x converted to another dtype",
                  .infer = infer_cast,
-                 .cpu = cpu::cast,
                  .grad = [](const GradCtx& c) -> Grads { return {cast(c.grad, c.in[0].dtype())}; },
                  .grad_doc = "dx = g cast back to x's dtype"});
 }

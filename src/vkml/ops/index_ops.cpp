@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <string>
 
-#include "vkml/backend/cpu/index.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
@@ -88,7 +87,7 @@ Tensor index_along(const Tensor& index, int64_t dim, int64_t ndim, const Shape& 
 
 // The zeros a gradient is scattered into: one zero broadcast to x's shape (a stride-0 view), so
 // scatter_add's copy of its base reads one element instead of a freshly zeroed buffer.
-Tensor zero_base(const Tensor& x) { return expand(zeros({}, x.dtype()), x.shape()); }
+Tensor zero_base(const Tensor& x) { return expand(zeros({}, x.dtype(), x.device()), x.shape()); }
 
 }  // namespace
 
@@ -100,7 +99,6 @@ void add_index_ops(OpList& ops) {
                  .summary = "the slices of x at the positions index (1-D, int64/int32, each in "
                             "[0, size)) along dim, in index order; repeats allowed",
                  .infer = infer_index_select,
-                 .cpu = cpu::index_select,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor& x = c.in[0];
                    const int64_t dim = x.ndim() == 0 ? 0 : c.attrs.dim;
@@ -116,7 +114,6 @@ void add_index_ops(OpList& ops) {
                  .summary = "out[p] = x[p with p[dim] = index[p]] (torch.gather); out has "
                             "index's shape",
                  .infer = infer_gather,
-                 .cpu = cpu::gather,
                  .grad = [](const GradCtx& c) -> Grads {
                    const int64_t dim = c.in[0].ndim() == 0 ? 0 : c.attrs.dim;
                    return {scatter_add(zero_base(c.in[0]), dim, c.in[1], c.grad), Tensor()};
@@ -130,7 +127,6 @@ void add_index_ops(OpList& ops) {
                             "(torch.Tensor.scatter_add); repeated indices add up",
                  .prepare = prepare_scatter,
                  .infer = infer_scatter_add,
-                 .cpu = cpu::scatter_add,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor &index = c.in[1], &src = c.in[2];
                    const int64_t dim = c.in[0].ndim() == 0 ? 0 : c.attrs.dim;

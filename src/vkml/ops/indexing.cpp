@@ -5,9 +5,10 @@
 
 #include <algorithm>
 
-#include "vkml/backend/cpu/elementwise.h"
 #include "vkml/core/grad_mode.h"
+#include "vkml/core/kernel.h"
 #include "vkml/ops/creation.h"
+#include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/index_ops.h"
 #include "vkml/ops/reduction.h"
@@ -94,7 +95,7 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items,
           // As torch (and numpy): a new dim of size 1, indexed by [0] when true and by nothing
           // when false, so x[True] has shape [1, ...] and x[False] shape [0, ...].
           r = unsqueeze(r, d);
-          adv.push_back({d, zeros({t.item() != 0 ? 1 : 0}, DType::Int64)});
+          adv.push_back({d, zeros({t.item() != 0 ? 1 : 0}, DType::Int64, r.device())});
           ++d;
         } else if (t.dtype() == DType::Bool) {
           int64_t nd = t.ndim();
@@ -128,11 +129,11 @@ Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape
   NoGradGuard no_grad;
   index_shape = adv[0].indices.shape();
   for (const auto& a : adv) index_shape = broadcast_shapes(index_shape, a.indices.shape(), "index");
-  Tensor lin = zeros(index_shape, DType::Int64);
+  Tensor lin = zeros(index_shape, DType::Int64, r.device());
   int64_t stride = 1;
   for (size_t k = adv.size(); k-- > 0;) {
     int64_t n = r.shape()[adv[k].dim];
-    Tensor idx = adv[k].indices;
+    Tensor idx = to_device(adv[k].indices, r.device());  // CPU indices may index any device
     Tensor out_of_range = sum(cast(logical_or_oob(idx, n), DType::Int64));
     VK_CHECK(out_of_range.item() == 0, IndexError, "index: an index is out of bounds for dim ",
              adv[k].dim, " with size ", n);
@@ -244,7 +245,7 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
   if (v.storage() == x.storage()) v = clone(v);  // x[1:] = x[:-1]: read everything first
   if (adv.empty()) {
     check_no_internal_overlap(r, "index_put_");
-    cpu::copy_into(r, fit_value(v, r.shape()));
+    in_place::copy(r, fit_value(v, r.shape()));
     x.bump_version();
     return;
   }
@@ -271,7 +272,7 @@ void check_no_internal_overlap(const Tensor& x, const char* op) {
 Tensor nonzero(const Tensor& mask) {
   VK_CHECK(mask.dtype() == DType::Bool, DTypeError, "nonzero: expected a bool tensor, got ",
            dtype_name(mask.dtype()));
-  Tensor m = contiguous(mask);
+  Tensor m = to_cpu(contiguous(mask));  // a host read: the output's shape depends on the values
   const bool* p = m.data<bool>();
   std::vector<double> coords;
   Strides st = contiguous_strides(m.shape());
@@ -282,7 +283,7 @@ Tensor nonzero(const Tensor& mask) {
     for (int64_t d = 0; d < m.ndim(); ++d)
       coords.push_back(static_cast<double>((i / st[d]) % m.shape()[d]));
   }
-  return from_vector(coords, {count, m.ndim()}, DType::Int64);
+  return to_device(from_vector(coords, {count, m.ndim()}, DType::Int64), mask.device());
 }
 
 }  // namespace vk

@@ -1,8 +1,8 @@
 // In-place ops: compute out of place with the table's ops, then write into x's storage.
 #include "vkml/ops/inplace.h"
 
-#include "vkml/backend/cpu/elementwise.h"
 #include "vkml/core/grad_mode.h"
+#include "vkml/core/kernel.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/indexing.h"
@@ -38,7 +38,7 @@ void write_back(const Tensor& x, const Tensor& result, const char* op) {
   // (fill_, zero_, a 0-d source) can.
   if (result.ndim() > 0) check_no_internal_overlap(x, op);
   if (r.storage() == x.storage()) r = clone(r);  // e.g. x.copy_(flip(x)): read before writing
-  cpu::copy_into(x, r);
+  in_place::copy(x, r);
   x.bump_version();
 }
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 
-#include "vkml/backend/cpu/matmul.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/reduction.h"
 #include "vkml/ops/shape_ops.h"
@@ -107,7 +106,6 @@ void add_linalg_ops(OpList& ops) {
                   "float32/float64, a loop for integers; dtypes are promoted)",
        .prepare = prepare_matmul,
        .infer = infer_matmul,
-       .cpu = cpu::matmul,
        .grad = [](const GradCtx& c) -> Grads {
          return {c.needs[0] ? matmul(c.grad, mT(c.in[1])) : Tensor(),
                  c.needs[1] ? grad_of_b(c.in[0], c.in[1], c.grad) : Tensor()};
@@ -123,7 +121,6 @@ void add_linalg_ops(OpList& ops) {
                      "(linear layers): the bias is written first and BLAS adds the product onto it",
                  .prepare = prepare_common_dtype,
                  .infer = infer_addmm,
-                 .cpu = cpu::addmm,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor &a = c.in[1], &b = c.in[2];
                    return {c.needs[0] ? sum(c.grad, {0}) : Tensor(),

@@ -5,8 +5,7 @@
 // gradient spread evenly over each window.
 #include "vkml/ops/nn_ops.h"
 
-#include "vkml/backend/cpu/conv.h"
-#include "vkml/backend/cpu/norm.h"
+#include "vkml/core/geometry.h"
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
@@ -39,8 +38,8 @@ void check_nchw(const Tensor& x, std::string_view op, std::string_view what = "i
 // (OH, OW) of the window sweep over an H x W plane; ShapeError when the kernel does not fit.
 std::pair<int64_t, int64_t> out_hw(int64_t H, int64_t W, const Window2d& w, std::string_view op,
                                    const Shape& shape) {
-  int64_t oh = cpu::window_out(H, w.kh, w.sh, w.ph, w.dh, op);
-  int64_t ow = cpu::window_out(W, w.kw, w.sw, w.pw, w.dw, op);
+  int64_t oh = window_out(H, w.kh, w.sh, w.ph, w.dh, op);
+  int64_t ow = window_out(W, w.kw, w.sw, w.pw, w.dw, op);
   VK_CHECK(oh > 0 && ow > 0, ShapeError, op, ": the ", win_str(w), " spans (",
            w.dh * (w.kh - 1) + 1, ", ", w.dw * (w.kw - 1) + 1,
            ") positions, larger than the padded input (", H + 2 * w.ph, ", ", W + 2 * w.pw,
@@ -475,7 +474,6 @@ void add_nn_ops(OpList& ops) {
                      "(N, C, H, W) -> (N, C*kh*kw, L): every kh x kw window (with stride, zero "
                      "padding and dilation) as a column (torch.nn.functional.unfold)",
                  .infer = infer_im2col,
-                 .cpu = cpu::im2col,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {col2im(c.grad, c.in[0].shape()[2], c.in[0].shape()[3], c.attrs.win)};
                  },
@@ -488,7 +486,6 @@ void add_nn_ops(OpList& ops) {
                      "(N, C*kh*kw, L) -> (N, C, H, W): columns written back to their windows, "
                      "overlaps summed (torch.nn.functional.fold); the adjoint of im2col",
                  .infer = infer_col2im,
-                 .cpu = cpu::col2im,
                  .grad = [](const GradCtx& c) -> Grads { return {im2col(c.grad, c.attrs.win)}; },
                  .grad_doc = "dcols = im2col(g, window)"});
   ops.push_back(
@@ -500,7 +497,6 @@ void add_nn_ops(OpList& ops) {
                   "plus bias (O) when given; im2col + GEMM per batch element",
        .prepare = prepare_common_dtype,
        .infer = infer_conv2d,
-       .cpu = cpu::conv2d,
        .grad = conv2d_grad,
        .grad_doc = "per group: dx = col2im(W^T @ g), dW = sum over the batch of g @ im2col(x)^T, "
                    "db = g summed over N, H, W"});
@@ -512,7 +508,6 @@ void add_nn_ops(OpList& ops) {
        .summary = "window maxima (padding acts as -inf) and their int64 flat indices within each "
                   "input plane; ties take the first",
        .infer = infer_pool,
-       .cpu = cpu::max_pool2d,
        .grad = [](const GradCtx& c) -> Grads {
          VK_CHECK(!c.out.saved().empty(), RuntimeError,
                   "max_pool2d: the argmax indices saved for backward are gone");
@@ -529,7 +524,6 @@ void add_nn_ops(OpList& ops) {
                   "windows add; index -1, a window entirely in the padding, adds nothing); the "
                   "adjoint of max_pool2d",
        .infer = infer_max_pool2d_backward,
-       .cpu = cpu::max_pool2d_backward,
        .grad = [](const GradCtx& c) -> Grads {
          return {gather_at(c.grad, c.in[1]), Tensor()};
        },
@@ -540,7 +534,6 @@ void add_nn_ops(OpList& ops) {
                  .signature = "avg_pool2d(x, window)",
                  .summary = "window means; padding counts as zeros (count_include_pad=True)",
                  .infer = infer_pool,
-                 .cpu = cpu::avg_pool2d,
                  .grad = avg_pool2d_grad,
                  .grad_doc = "dx = col2im of g / (kh*kw) repeated over each window, per plane"});
   ops.push_back(
@@ -551,7 +544,6 @@ void add_nn_ops(OpList& ops) {
        .summary = "(x - mean) / sqrt(biased var + eps) over the trailing normalized_shape, times "
                   "weight plus bias when given; fused, one row per work item",
        .infer = infer_layer_norm,
-       .cpu = cpu::layer_norm,
        .grad = layer_norm_grad,
        .grad_doc = "dx = layer_norm_backward(g, x, weight); (dweight, dbias) = the two rows of "
                    "layer_norm_param_grad(g, x) (without create_graph both come from one pass of "
@@ -565,7 +557,6 @@ void add_nn_ops(OpList& ops) {
                   "rstd, rstd * (u - mean(u) - xhat * mean(u * xhat)) per row; fused (mean and "
                   "rstd recomputed from x)",
        .infer = infer_layer_norm_backward,
-       .cpu = cpu::layer_norm_backward,
        .grad = layer_norm_backward_grad,
        .grad_doc =
            "dg = layer_norm_backward(gg, x) * weight; dweight = sum over the leading dims "
@@ -580,7 +571,6 @@ void add_nn_ops(OpList& ops) {
        .summary = "the weight and bias gradients of layer_norm, stacked: [sum of g * xhat, sum of "
                   "g] over the leading dims, xhat = (x - mean) * rstd; fused",
        .infer = infer_layer_norm_param_grad,
-       .cpu = cpu::layer_norm_param_grad,
        .grad = [](const GradCtx& c) -> Grads {
          const Tensor &g = c.in[0], &x = c.in[1];
          const Shape& ns = c.attrs.shape;
@@ -603,7 +593,6 @@ void add_nn_ops(OpList& ops) {
                   "(N, C, *), with the batch's statistics; fused, one channel per work item; "
                   "leaves the (2, C) [mean, biased var] in saved()[0]",
        .infer = infer_batch_norm,
-       .cpu = cpu::batch_norm,
        .grad = batch_norm_grad,
        .grad_doc = "dx = batch_norm_backward(g, x, weight); (dweight, dbias) = the two rows of "
                    "batch_norm_param_grad(g, x) (without create_graph both come from the sums of "
@@ -616,7 +605,6 @@ void add_nn_ops(OpList& ops) {
        .summary = "the gradient of batch_norm w.r.t. x: weight * rstd * (g - mean(g) - xhat * "
                   "mean(g * xhat)) per channel; fused (statistics recomputed from x)",
        .infer = infer_batch_norm_backward,
-       .cpu = cpu::batch_norm_backward,
        .grad = batch_norm_backward_grad,
        .grad_doc = "layer_norm_backward's rule with a row being a channel: dg = "
                    "batch_norm_backward(gg, x) * weight; dweight = sum over (N, *) of g * "
@@ -630,7 +618,6 @@ void add_nn_ops(OpList& ops) {
        .summary = "the weight and bias gradients of batch_norm, stacked: [sum of g * xhat, sum "
                   "of g] over every dim but the channel; fused",
        .infer = infer_batch_norm_param_grad,
-       .cpu = cpu::batch_norm_param_grad,
        .grad = [](const GradCtx& c) -> Grads {
          const Tensor &g = c.in[0], &x = c.in[1];
          Tensor qw = select(c.grad, 0, 0), qb = select(c.grad, 0, 1);

@@ -1,9 +1,10 @@
 // The op table: the single place where an op is defined.
 //
 // One OpDef per OpKind holds the op's name and documentation, how its inputs are prepared (dtype
-// promotion, broadcasting), its shape/dtype rule, its CPU kernel, and its gradient rule written
-// with public tensor ops (or the reason it has none). docs/ops.md, the gradcheck sweep and the
-// Python binding list are all derived from this table.
+// promotion, broadcasting), its shape/dtype rule, and its gradient rule written with public tensor
+// ops (or the reason it has none). Its kernels are not here: each backend registers them per
+// device from its own folder (core/kernel.h). docs/ops.md, the gradcheck sweep and the Python
+// binding list are all derived from this table.
 #pragma once
 #include <concepts>
 #include <initializer_list>
@@ -13,47 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "vkml/core/kernel.h"
 #include "vkml/core/tensor.h"
 
 namespace vk {
-
-// The kinds are grouped by family, several to a line.
-// clang-format off
-enum class OpKind : uint16_t {
-  // creation
-  Full, Arange, Rand, Randn, Randint,
-  // unary
-  Neg, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu,
-  Gelu, GeluBackward, Erf, Erfc, Floor, Ceil, Round,
-  // binary and friends
-  Add, Sub, Mul, Div, FloorDivide, Remainder, Pow, Maximum, Minimum, Where, Clamp,
-  // comparison
-  Eq, Ne, Lt, Le, Gt, Ge,
-  // bitwise (bool and integers)
-  BitwiseAnd, BitwiseOr, BitwiseXor,
-  Cast,
-  // reductions
-  Sum, Mean, Amax, Amin, MaxDim, MinDim, Prod, ArgMax, ArgMin, LogSumExp, Var,
-  // fused
-  Softmax, LogSoftmax, SoftmaxBackward, LogSoftmaxBackward, LayerNorm, LayerNormBackward,
-  LayerNormParamGrad, BatchNorm, BatchNormBackward, BatchNormParamGrad,
-  // shape
-  Reshape, Permute, Expand, Contiguous, Slice, SliceBackward, Cat, Stack, Pad, Flip,
-  // index
-  IndexSelect, Gather, ScatterAdd,
-  // linear algebra, convolution, pooling
-  Matmul, Addmm, Im2Col, Col2Im, Conv2d, MaxPool2d, MaxPool2dBackward, AvgPool2d,
-  // user-defined (custom functions, checkpoint)
-  Custom,
-  kCount
-};
-// clang-format on
-inline constexpr size_t kNumOps = static_cast<size_t>(OpKind::kCount);
-
-struct Meta {
-  Shape shape;
-  DType dtype;
-};
 
 using Grads = std::vector<Tensor>;  // one per input; an undefined Tensor means "no gradient"
 
@@ -77,7 +41,12 @@ struct OpDef {
   // Casts and broadcasts the inputs in place (records cast/expand nodes); null = leave as given.
   void (*prepare)(std::vector<Tensor>& in, const Attrs& a, std::string_view op) = nullptr;
   Meta (*infer)(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) = nullptr;
-  Tensor (*cpu)(const std::vector<Tensor>& in, const Attrs& a, const Meta& out) = nullptr;
+  // A kernel for every device at once, for ops whose work is other ops (a custom function's
+  // forward ran already); null for the rest, whose kernels the backends register.
+  Kernel any_device = nullptr;
+  // The op runs where attrs.device says (to_device) rather than where its inputs are. Creation
+  // ops, which have no inputs, always do.
+  bool device_from_attrs = false;
   Grads (*grad)(const GradCtx& c) = nullptr;  // null: no rule
   std::string_view grad_doc;                  // the rule in words, or why there is none
   Determinism determinism = Determinism::Bitwise;
@@ -155,6 +124,7 @@ void add_shape_ops(OpList& ops);
 void add_index_ops(OpList& ops);
 void add_linalg_ops(OpList& ops);
 void add_nn_ops(OpList& ops);
+void add_device_ops(OpList& ops);
 void add_custom_ops(OpList& ops);
 
 // Shared building blocks for entries.

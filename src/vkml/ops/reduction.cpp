@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "vkml/backend/cpu/reduce.h"
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
@@ -163,7 +162,6 @@ void add_reduction_ops(OpList& ops) {
        .signature = "sum(x, dims, keepdim)",
        .summary = "sum over dims",
        .infer = infer_reduce_numeric,
-       .cpu = cpu::sum,
        .grad = [](const GradCtx& c) -> Grads { return {unreduce(c.grad, c.in[0], c.attrs)}; },
        .grad_doc = "dx = g expanded back over the reduced dims"});
   ops.push_back({.kind = OpKind::Mean,
@@ -172,7 +170,6 @@ void add_reduction_ops(OpList& ops) {
                  .signature = "mean(x, dims, keepdim)",
                  .summary = "mean over dims (floating dtypes only, as in PyTorch)",
                  .infer = infer_reduce_float,
-                 .cpu = cpu::mean,
                  .grad = [](const GradCtx& c) -> Grads {
                    double n = static_cast<double>(reduced_count(c.in[0], c.attrs.dims));
                    return {unreduce(c.grad, c.in[0], c.attrs) / n};
@@ -184,7 +181,6 @@ void add_reduction_ops(OpList& ops) {
                  .signature = "amax(x, dims, keepdim)",
                  .summary = "maximum over dims (NaN propagates)",
                  .infer = infer_reduce_nonempty,
-                 .cpu = cpu::amax,
                  .grad = extreme_grad,
                  .grad_doc = "dx = g split evenly among the elements equal to the maximum: "
                              "g * (x == out) / count(x == out)"});
@@ -194,7 +190,6 @@ void add_reduction_ops(OpList& ops) {
                  .signature = "amin(x, dims, keepdim)",
                  .summary = "minimum over dims (NaN propagates)",
                  .infer = infer_reduce_nonempty,
-                 .cpu = cpu::amin,
                  .grad = extreme_grad,
                  .grad_doc = "dx = g split evenly among the elements equal to the minimum: "
                              "g * (x == out) / count(x == out)"});
@@ -205,7 +200,6 @@ void add_reduction_ops(OpList& ops) {
                  .summary = "maximum along one dim and the int64 index of its first occurrence "
                             "(saved with the values)",
                  .infer = infer_dim,
-                 .cpu = cpu::max_dim,
                  .grad = extreme_dim_grad,
                  .grad_doc = "dx = scatter_add(zeros_like(x), dim, indices, g): all to the index"});
   ops.push_back({.kind = OpKind::MinDim,
@@ -215,7 +209,6 @@ void add_reduction_ops(OpList& ops) {
                  .summary = "minimum along one dim and the int64 index of its first occurrence "
                             "(saved with the values)",
                  .infer = infer_dim,
-                 .cpu = cpu::min_dim,
                  .grad = extreme_dim_grad,
                  .grad_doc = "dx = scatter_add(zeros_like(x), dim, indices, g): all to the index"});
   ops.push_back({.kind = OpKind::Prod,
@@ -224,7 +217,6 @@ void add_reduction_ops(OpList& ops) {
                  .signature = "prod(x, dims, keepdim)",
                  .summary = "product over dims (bool and int32 give int64)",
                  .infer = infer_reduce_numeric,
-                 .cpu = cpu::prod,
                  .grad = prod_grad,
                  .grad_doc = "dx_i = g * product of the other elements: g * out / x without zeros; "
                              "with zeros, built from prods of the nonzero and zero parts so that "
@@ -235,7 +227,6 @@ void add_reduction_ops(OpList& ops) {
                  .signature = "argmax(x, dim, keepdim)",
                  .summary = "int64 index of the first maximum along dim (the first NaN if any)",
                  .infer = infer_arg,
-                 .cpu = cpu::argmax,
                  .grad_doc = kIntegerResult});
   ops.push_back({.kind = OpKind::ArgMin,
                  .name = "argmin",
@@ -243,7 +234,6 @@ void add_reduction_ops(OpList& ops) {
                  .signature = "argmin(x, dim, keepdim)",
                  .summary = "int64 index of the first minimum along dim (the first NaN if any)",
                  .infer = infer_arg,
-                 .cpu = cpu::argmin,
                  .grad_doc = kIntegerResult});
   ops.push_back({.kind = OpKind::LogSumExp,
                  .name = "logsumexp",
@@ -253,7 +243,6 @@ void add_reduction_ops(OpList& ops) {
                             "integers give float32",
                  .prepare = prepare_float_unary,
                  .infer = infer_reduce,
-                 .cpu = cpu::logsumexp,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor& x = c.in[0];
                    return {unreduce(c.grad, x, c.attrs) * exp(x - unreduce(c.out, x, c.attrs))};
@@ -266,7 +255,6 @@ void add_reduction_ops(OpList& ops) {
                  .summary = "variance over dims: sum((x - mean)^2) / max(0, N - correction) "
                             "(floating dtypes only)",
                  .infer = infer_reduce_float,
-                 .cpu = cpu::var,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor& x = c.in[0];
                    double n = static_cast<double>(reduced_count(x, c.attrs.dims));
@@ -284,7 +272,6 @@ void add_reduction_ops(OpList& ops) {
                   "subtracted); causal: along the last dim of (..., queries, keys), query i "
                   "sees keys 0..i only (the others as -inf: 0 out), as attention's is_causal",
        .infer = infer_scaled_softmax,
-       .cpu = cpu::softmax,
        .grad = [](const GradCtx& c) -> Grads {
          Tensor d = softmax_backward(c.grad, c.out, c.attrs.dim);
          return {c.attrs.scalar == 1.0 ? d : d * c.attrs.scalar};
@@ -297,7 +284,6 @@ void add_reduction_ops(OpList& ops) {
                  .signature = "log_softmax(x, dim)",
                  .summary = "x - logsumexp(x) along dim, fused and stable",
                  .infer = infer_softmax,
-                 .cpu = cpu::log_softmax,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {log_softmax_backward(c.grad, c.out, c.attrs.dim)};
                  },
@@ -311,7 +297,6 @@ void add_reduction_ops(OpList& ops) {
            "the gradient of softmax from its output: out * (g - sum(g * out, dim, keepdim)), "
            "fused (torch._softmax_backward_data)",
        .infer = infer_softmax_backward,
-       .cpu = cpu::softmax_backward,
        .grad = [](const GradCtx& c) -> Grads {
          const Tensor &g = c.in[0], &y = c.in[1], &q = c.grad;
          const Dims dims = dim_list(y, c.attrs.dim);
@@ -335,7 +320,6 @@ void add_reduction_ops(OpList& ops) {
        .summary = "the gradient of log_softmax from its output: g - exp(out) * sum(g, dim, "
                   "keepdim), fused (torch._log_softmax_backward_data)",
        .infer = infer_softmax_backward,
-       .cpu = cpu::log_softmax_backward,
        .grad = [](const GradCtx& c) -> Grads {
          const Tensor &g = c.in[0], &y = c.in[1], &q = c.grad;
          const Dims dims = dim_list(y, c.attrs.dim);

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "vkml/backend/cpu/shape.h"
+#include "vkml/core/geometry.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
@@ -58,7 +58,7 @@ Meta infer_slice(const std::vector<Tensor>& in, const Attrs& a, std::string_view
            " is out of range for a tensor of shape ", shape_str(x.shape()));
   VK_CHECK(a.step >= 1, ShapeError, op, ": step must be positive, got ", a.step);
   Shape s = x.shape();
-  s[a.dim] = cpu::slice_range(s[a.dim], a.start, a.stop, a.step).len;
+  s[a.dim] = slice_range(s[a.dim], a.start, a.stop, a.step).len;
   return {s, x.dtype()};
 }
 
@@ -70,7 +70,7 @@ Meta infer_slice_backward(const std::vector<Tensor>& in, const Attrs& a, std::st
   VK_CHECK(a.step >= 1, ShapeError, op, ": step must be positive, got ", a.step);
   numel_of(a.shape, op);  // validates the extents
   Shape expected = a.shape;
-  expected[a.dim] = cpu::slice_range(a.shape[a.dim], a.start, a.stop, a.step).len;
+  expected[a.dim] = slice_range(a.shape[a.dim], a.start, a.stop, a.step).len;
   VK_CHECK(g.shape() == expected, ShapeError, op, ": gradient of shape ", shape_str(g.shape()),
            " does not match the slice [", a.start, ":", a.stop, ":", a.step, "] of dim ", a.dim,
            " of shape ", shape_str(a.shape), ", which has shape ", shape_str(expected));
@@ -85,7 +85,7 @@ void prepare_promote_all(std::vector<Tensor>& in, const Attrs&, std::string_view
 }
 
 Meta infer_cat(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
-  const size_t ref = cpu::cat_reference(in);
+  const size_t ref = cat_reference(in);
   const Shape& rs = in[ref].shape();
   const int64_t nd = static_cast<int64_t>(rs.size());
   VK_CHECK(nd > 0, ShapeError, op, ": zero-dimensional tensor (input ", ref,
@@ -96,7 +96,7 @@ Meta infer_cat(const std::vector<Tensor>& in, const Attrs& a, std::string_view o
   out[a.dim] = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     const Tensor& t = in[i];
-    if (cpu::cat_skips(t, nd)) continue;
+    if (cat_skips(t, nd)) continue;
     VK_CHECK(t.dtype() == in[ref].dtype(), DTypeError, op, ": input ", i, " has dtype ",
              dtype_name(t.dtype()), ", input ", ref, " has ", dtype_name(in[ref].dtype()));
     bool match = t.ndim() == nd;
@@ -172,7 +172,6 @@ void add_shape_ops(OpList& ops) {
        .summary = "the same elements in row-major order with another shape (a view when "
                   "the strides allow)",
        .infer = infer_reshape,
-       .cpu = cpu::reshape,
        .grad = [](const GradCtx& c) -> Grads { return {reshape(c.grad, c.in[0].shape())}; },
        .grad_doc = "dx = reshape(g, x.shape)"});
   ops.push_back({.kind = OpKind::Permute,
@@ -181,7 +180,6 @@ void add_shape_ops(OpList& ops) {
                  .signature = "permute(x, dims)",
                  .summary = "a view with the dims reordered",
                  .infer = infer_permute,
-                 .cpu = cpu::permute,
                  .grad = [](const GradCtx& c) -> Grads {
                    return {permute(c.grad, inverse_permutation(c.attrs.dims))};
                  },
@@ -193,7 +191,6 @@ void add_shape_ops(OpList& ops) {
        .signature = "expand(x, shape)",
        .summary = "a view repeating size-1 dims (stride 0) and adding leading dims",
        .infer = infer_expand,
-       .cpu = cpu::expand,
        .grad = [](const GradCtx& c) -> Grads { return {sum_to(c.grad, c.in[0].shape())}; },
        .grad_doc = "dx = g summed over the stretched and added dims (sum_to)"});
   ops.push_back({.kind = OpKind::Contiguous,
@@ -202,7 +199,6 @@ void add_shape_ops(OpList& ops) {
                  .signature = "contiguous(x)",
                  .summary = "a row-major copy of x",
                  .infer = infer_same_as_first,
-                 .cpu = cpu::contiguous,
                  .grad = [](const GradCtx& c) -> Grads { return {c.grad}; },
                  .grad_doc = "dx = g"});
   ops.push_back({.kind = OpKind::Slice,
@@ -212,10 +208,9 @@ void add_shape_ops(OpList& ops) {
                  .summary = "a view of x[start:stop:step] along dim (Python slice semantics: "
                             "negative bounds count from the end, bounds are clamped, step >= 1)",
                  .infer = infer_slice,
-                 .cpu = cpu::slice,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Attrs& a = c.attrs;
-                   auto r = cpu::slice_range(c.in[0].shape()[a.dim], a.start, a.stop, a.step);
+                   auto r = slice_range(c.in[0].shape()[a.dim], a.start, a.stop, a.step);
                    return {slice_backward(c.grad, c.in[0].shape(), a.dim, r.start, r.stop, r.step)};
                  },
                  .grad_doc = "dx = slice_backward(g, x.shape, dim, start, stop, step)"});
@@ -226,7 +221,6 @@ void add_shape_ops(OpList& ops) {
                  .summary = "zeros of input_shape with g written at the positions "
                             "slice(dim, start, stop, step) selects (the adjoint of slice)",
                  .infer = infer_slice_backward,
-                 .cpu = cpu::slice_backward,
                  .grad = [](const GradCtx& c) -> Grads {
                    const Attrs& a = c.attrs;
                    return {slice(c.grad, a.dim, a.start, a.stop, a.step)};
@@ -240,14 +234,13 @@ void add_shape_ops(OpList& ops) {
                             "1-D empty tensors are skipped, as torch)",
                  .prepare = prepare_promote_all,
                  .infer = infer_cat,
-                 .cpu = cpu::cat,
                  .grad = [](const GradCtx& c) -> Grads {
                    const int64_t dim = c.attrs.dim;
-                   const int64_t nd = c.in[cpu::cat_reference(c.in)].ndim();
+                   const int64_t nd = c.in[cat_reference(c.in)].ndim();
                    Grads gs(c.in.size());
                    int64_t at = 0;
                    for (size_t i = 0; i < c.in.size(); ++i) {
-                     if (cpu::cat_skips(c.in[i], nd)) continue;
+                     if (cat_skips(c.in[i], nd)) continue;
                      const int64_t size = c.in[i].shape()[dim];
                      if (c.needs[i]) gs[i] = slice(c.grad, dim, at, at + size, 1);
                      at += size;
@@ -263,7 +256,6 @@ void add_shape_ops(OpList& ops) {
        .summary = "the inputs (all of one shape) joined along a new dim (dtypes promoted)",
        .prepare = prepare_promote_all,
        .infer = infer_stack,
-       .cpu = cpu::stack,
        .grad = [](const GradCtx& c) -> Grads {
          Grads gs(c.in.size());
          for (size_t i = 0; i < c.in.size(); ++i)
@@ -278,7 +270,6 @@ void add_shape_ops(OpList& ops) {
                  .summary = "constant padding; widths are (before, after) pairs from the last dim, "
                             "as torch.nn.functional.pad; negative widths crop",
                  .infer = infer_pad,
-                 .cpu = cpu::pad,
                  .grad = [](const GradCtx& c) -> Grads {
                    std::vector<int64_t> crop(c.attrs.ints.size());
                    for (size_t i = 0; i < crop.size(); ++i) crop[i] = -c.attrs.ints[i];
@@ -292,7 +283,6 @@ void add_shape_ops(OpList& ops) {
                  .signature = "flip(x, dims)",
                  .summary = "a copy of x with the order of elements reversed along dims",
                  .infer = infer_flip,
-                 .cpu = cpu::flip,
                  .grad = [](const GradCtx& c) -> Grads { return {flip(c.grad, c.attrs.dims)}; },
                  .grad_doc = "dx = flip(g, dims)"});
 }
@@ -340,7 +330,7 @@ Tensor view(const Tensor& x, const Shape& shape) {
   if (s == x.shape()) return x;
   VK_CHECK(numel_of(s, "view") == x.numel(), ShapeError, "view: cannot view shape ",
            shape_str(x.shape()), " (", x.numel(), " elements) as ", shape_str(shape));
-  VK_CHECK(cpu::view_strides(x, s).has_value(), RuntimeError,
+  VK_CHECK(view_strides(x, s).has_value(), RuntimeError,
            "view: view size is not compatible with input tensor's size and stride (at least one "
            "dimension spans across two contiguous subspaces): cannot view ",
            shape_str(x.shape()), " with strides ", shape_str(x.strides()), " as ", shape_str(s),
@@ -474,7 +464,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   VK_CHECK(!xs.empty(), ShapeError, "cat: expected a non-empty list of tensors");
   Attrs a;
-  a.dim = wrap_dim(dim, xs[cpu::cat_reference(xs)].ndim(), "cat");
+  a.dim = wrap_dim(dim, xs[cat_reference(xs)].ndim(), "cat");
   return dispatch(OpKind::Cat, xs, a);
 }
 

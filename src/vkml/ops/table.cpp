@@ -4,6 +4,7 @@
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
+#include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/shape_ops.h"
@@ -23,6 +24,7 @@ std::vector<OpDef> build_table() {
   add_index_ops(ops);
   add_linalg_ops(ops);
   add_nn_ops(ops);
+  add_device_ops(ops);
   add_custom_ops(ops);
   std::vector<OpDef> table(kNumOps);
   std::vector<bool> seen(kNumOps, false);
@@ -35,6 +37,7 @@ std::vector<OpDef> build_table() {
   }
   for (size_t k = 0; k < kNumOps; ++k)
     if (!seen[k]) throw RuntimeError(detail::cat("op table: OpKind ", k, " has no entry"));
+  register_builtin_backends();  // before the first op looks up a kernel
   return table;
 }
 
@@ -121,6 +124,28 @@ void record(Tensor& out, const OpDef& def, std::vector<Tensor>& in, const Attrs&
   if (AnomalyMode::is_enabled() && g_anomaly_context) impl->anomaly_trace = g_anomaly_context();
 }
 
+// Inputs on several devices: each 0-d CPU tensor joins the others' device (a number made into a
+// tensor, as in PyTorch); any other mix is a DeviceError naming the op and the devices.
+Device joined_device(const std::vector<Tensor>& in, std::string_view op) {
+  const Tensor* first = nullptr;
+  for (const auto& t : in) {
+    if (t.device().is_cpu() && t.ndim() == 0) continue;
+    if (!first) first = &t;
+    VK_CHECK(t.device() == first->device(), DeviceError, op,
+             ": expected all tensors on one device, got ", device_name(first->device()), " ",
+             first->describe(), " and ", device_name(t.device()), " ", t.describe());
+  }
+  return first ? first->device() : kCPU;
+}
+
+Device op_device(const OpDef& def, const std::vector<Tensor>& in, const Attrs& attrs) {
+  if (in.empty() || def.device_from_attrs) return attrs.device;
+  const Device d = in[0].device();
+  bool same = true;
+  for (size_t i = 1; i < in.size(); ++i) same = same && in[i].device() == d;
+  return same ? d : joined_device(in, def.name);
+}
+
 // Plain pointers: a thread_local without a constructor costs one load to test on every op.
 thread_local InputWatch* t_watch = nullptr;
 thread_local InputSubstitution* t_substitution = nullptr;
@@ -134,12 +159,23 @@ Tensor run(OpKind kind, std::vector<Tensor>& in, const Attrs& attrs, bool owned)
   if (t_watch && !GradMode::is_enabled())
     for (const auto& t : in)
       if (t.requires_grad()) t_watch->note(t);
+  const Device device = op_device(def, in, attrs);
+  if (!device.is_cpu()) {
+    require_device(device);  // DeviceError when its backend is missing, before any kernel lookup
+    if (!def.device_from_attrs)  // 0-d CPU inputs join (recorded: gradients flow back)
+      for (auto& t : in)
+        if (t.device() != device) t = to_device(t, device);
+  }
   if (def.prepare) def.prepare(in, attrs, def.name);
-  const Meta meta = def.infer(in, attrs, def.name);
+  Meta meta = def.infer(in, attrs, def.name);
+  meta.device = device;
   // Every output shape is validated here, once for all ops: a view (expand, broadcast) allocates
   // nothing, so without this an uncountable shape would live on with a wrapped-around numel.
   numel_of(meta.shape, def.name);
-  Tensor out = def.cpu(in, attrs, meta);
+  const Kernel kernel = def.any_device ? def.any_device : find_kernel(device.type, kind);
+  VK_CHECK(kernel != nullptr, NotImplementedError, def.name, ": not implemented on the ",
+           device_name(device), " device (its backend registers no kernel for it)");
+  Tensor out = kernel(in, attrs, meta);
   if (GradMode::is_enabled() && is_floating(out.dtype()) && any_requires_grad(in))
     record(out, def, in, attrs, owned);
   return out;

@@ -1,13 +1,12 @@
-// Argument checks and bookkeeping around the fused kernels of backend/cpu/optim.cpp.
+// Argument checks and bookkeeping around the fused updates each backend provides (core/kernel.h).
 #include "vkml/optim/optim.h"
 
 #include <cmath>
 #include <optional>
 #include <string>
 
-#include "vkml/backend/cpu/elementwise.h"
-#include "vkml/backend/cpu/optim.h"
 #include "vkml/core/grad_mode.h"
+#include "vkml/core/kernel.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/inplace.h"
@@ -23,9 +22,11 @@ void check_param(const Tensor& param, const char* fn) {
            param.describe());
 }
 
-// `t` (named `what`) must have the parameter's shape and dtype.
+// `t` (named `what`) must have the parameter's shape, dtype and device.
 void check_like_param(const Tensor& t, const Tensor& param, const char* fn, const char* what) {
   VK_CHECK(t.defined(), RuntimeError, fn, ": ", what, " is undefined");
+  VK_CHECK(t.device() == param.device(), DeviceError, fn, ": ", what, " is on ",
+           device_name(t.device()), " but param is on ", device_name(param.device()));
   VK_CHECK(t.shape() == param.shape(), ShapeError, fn, ": ", what, " of shape ",
            shape_str(t.shape()), " does not match param of shape ", shape_str(param.shape()));
   VK_CHECK(t.dtype() == param.dtype(), DTypeError, fn, ": ", what, " has dtype ",
@@ -40,7 +41,7 @@ class Dense {
   const Tensor& get() const { return dense_; }
   // Writes the copy back (when there is one) and records the in-place write.
   void commit() const {
-    if (!dense_.same(target_)) cpu::copy_into(target_, dense_);
+    if (!dense_.same(target_)) in_place::copy(target_, dense_);
     target_.bump_version();
   }
 
@@ -62,20 +63,20 @@ Tensor sgd_step_(const Tensor& param, const Tensor& grad, const Tensor& momentum
   NoGradGuard no_grad;
   const bool first_step = momentum != 0.0 && !momentum_buffer.defined();
   Tensor buffer = momentum_buffer;
-  if (first_step) buffer = Tensor::empty(param.shape(), param.dtype());
+  if (first_step) buffer = Tensor::empty(param.shape(), param.dtype(), param.device());
   if (momentum != 0.0) check_like_param(buffer, param, fn, "momentum_buffer");
 
   Dense p(param);
   std::optional<Dense> buf;
   if (momentum != 0.0) buf.emplace(buffer);
-  cpu::sgd_update(p.get(), contiguous(grad), buf ? buf->get() : Tensor(),
-                  {.lr = lr,
-                   .momentum = momentum,
-                   .dampening = dampening,
-                   .weight_decay = weight_decay,
-                   .nesterov = nesterov,
-                   .maximize = maximize,
-                   .first_step = first_step});
+  in_place::sgd_update(p.get(), contiguous(grad), buf ? buf->get() : Tensor(),
+                       {.lr = lr,
+                        .momentum = momentum,
+                        .dampening = dampening,
+                        .weight_decay = weight_decay,
+                        .nesterov = nesterov,
+                        .maximize = maximize,
+                        .first_step = first_step});
   p.commit();
   if (buf) buf->commit();
   return momentum != 0.0 ? buffer : momentum_buffer;
@@ -96,16 +97,16 @@ void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   Dense p(param), m(exp_avg), v(exp_avg_sq);
   std::optional<Dense> vmax;
   if (amsgrad) vmax.emplace(max_exp_avg_sq);
-  cpu::adam_update(p.get(), contiguous(grad), m.get(), v.get(), vmax ? vmax->get() : Tensor(),
-                   {.lr = lr,
-                    .beta1 = beta1,
-                    .beta2 = beta2,
-                    .eps = eps,
-                    .weight_decay = weight_decay,
-                    .step = step,
-                    .decoupled = decoupled,
-                    .amsgrad = amsgrad,
-                    .maximize = maximize});
+  in_place::adam_update(p.get(), contiguous(grad), m.get(), v.get(), vmax ? vmax->get() : Tensor(),
+                        {.lr = lr,
+                         .beta1 = beta1,
+                         .beta2 = beta2,
+                         .eps = eps,
+                         .weight_decay = weight_decay,
+                         .step = step,
+                         .decoupled = decoupled,
+                         .amsgrad = amsgrad,
+                         .maximize = maximize});
   p.commit();
   m.commit();
   v.commit();

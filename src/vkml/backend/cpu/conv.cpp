@@ -10,7 +10,6 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/matmul.h"
 #include "vkml/backend/cpu/parallel.h"
-#include "vkml/ops/op.h"
 
 namespace vk::cpu {
 namespace {

@@ -25,15 +25,4 @@ VK_KERNEL(max_pool2d_backward);
 // x (N, C, H, W) -> (N, C, OH, OW): window sums (padding counts as zeros) / (kh * kw).
 VK_KERNEL(avg_pool2d);
 
-// Output extent of a window sweep over `in` positions; <= 0 when the dilated kernel is larger
-// than the padded input. Expects a valid window (k, s, d >= 1, p >= 0); SizeError naming `op`
-// when the padded input or the dilated kernel does not fit in int64.
-inline int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
-                          std::string_view op = "window") {
-  const int64_t padded = checked_add(in, checked_mul(2, p, op), op);
-  const int64_t reach = checked_add(checked_mul(d, k - 1, op), 1, op);
-  const int64_t span = padded - reach;  // both >= 0: no overflow
-  return span < 0 ? 0 : span / s + 1;
-}
-
 }  // namespace vk::cpu

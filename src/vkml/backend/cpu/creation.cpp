@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "vkml/backend/cpu/parallel.h"
-#include "vkml/ops/op.h"
 
 namespace vk::cpu {
 

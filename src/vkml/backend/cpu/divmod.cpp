@@ -6,7 +6,6 @@
 
 #include "vkml/backend/cpu/loops.h"
 #include "vkml/core/error.h"
-#include "vkml/ops/op.h"
 
 namespace vk::cpu {
 namespace {

@@ -13,7 +13,6 @@
 
 #include "vkml/backend/cpu/loops.h"
 #include "vkml/backend/cpu/vmath.h"
-#include "vkml/ops/op.h"
 
 // An element function is always inlined into the loop that calls it: otherwise GCC may keep a
 // large one (gelu's polynomials) as a call per element, which also stops vectorisation.

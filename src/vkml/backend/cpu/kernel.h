@@ -1,13 +1,6 @@
-// The signature every CPU kernel has: the prepared inputs, the op's parameters and the output's
-// inferred shape and dtype. A kernel allocates its result (or returns a view of an input).
+// What every CPU kernel file includes: the kernel signature and registry (core/kernel.h) and the
+// shape arithmetic shared with the op table (core/geometry.h). The backend sees nothing of ops/.
 #pragma once
-#include <vector>
-
+#include "vkml/core/geometry.h"
+#include "vkml/core/kernel.h"
 #include "vkml/core/tensor.h"
-
-namespace vk {
-struct Meta;
-}
-
-#define VK_KERNEL(name) \
-  ::vk::Tensor name(const std::vector<::vk::Tensor>& in, const ::vk::Attrs& a, const ::vk::Meta& m)

@@ -5,24 +5,15 @@
 #pragma once
 #include <cstdint>
 
+#include "vkml/core/kernel.h"
 #include "vkml/core/tensor.h"
 
 namespace vk::cpu {
 
-struct SgdHyper {
-  double lr, momentum, dampening, weight_decay;
-  bool nesterov, maximize;
-  bool first_step;  // the momentum buffer is (re)initialised to the gradient, as torch
-};
 // momentum_buffer is read and written only when h.momentum != 0.
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                 const SgdHyper& h);
 
-struct AdamHyper {
-  double lr, beta1, beta2, eps, weight_decay;
-  int64_t step;  // 1-based: the step being taken
-  bool decoupled, amsgrad, maximize;
-};
 // max_exp_avg_sq is read and written only when h.amsgrad.
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);

@@ -29,7 +29,6 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/vmath.h"
-#include "vkml/ops/op.h"
 
 namespace vk::cpu {
 namespace {

@@ -1,0 +1,14 @@
+// The backends compiled into this library. A new backend adds its folder and one line here.
+#include <mutex>
+
+#include "vkml/backend/cpu/register.h"
+#include "vkml/core/kernel.h"
+
+namespace vk {
+
+void register_builtin_backends() {
+  static std::once_flag once;
+  std::call_once(once, [] { cpu::register_backend(); });
+}
+
+}  // namespace vk

@@ -1,0 +1,120 @@
+// The CPU backend's registration: every op's CPU kernel, and the services the engine and the
+// optimizers use to write into existing memory. Nothing outside this folder names a CPU kernel.
+#include "vkml/backend/cpu/register.h"
+
+#include <utility>
+
+#include "vkml/backend/cpu/conv.h"
+#include "vkml/backend/cpu/creation.h"
+#include "vkml/backend/cpu/divmod.h"
+#include "vkml/backend/cpu/elementwise.h"
+#include "vkml/backend/cpu/index.h"
+#include "vkml/backend/cpu/matmul.h"
+#include "vkml/backend/cpu/norm.h"
+#include "vkml/backend/cpu/optim.h"
+#include "vkml/backend/cpu/reduce.h"
+#include "vkml/backend/cpu/shape.h"
+
+namespace vk::cpu {
+
+void register_backend() {
+  const std::pair<OpKind, Kernel> kernels[] = {
+      {OpKind::Full, cpu::full},
+      {OpKind::Arange, cpu::arange},
+      {OpKind::Rand, cpu::rand},
+      {OpKind::Randn, cpu::randn},
+      {OpKind::Randint, cpu::randint},
+      {OpKind::Neg, cpu::neg},
+      {OpKind::Exp, cpu::exp},
+      {OpKind::Log, cpu::log},
+      {OpKind::Log1p, cpu::log1p},
+      {OpKind::Expm1, cpu::expm1},
+      {OpKind::Sqrt, cpu::sqrt},
+      {OpKind::Rsqrt, cpu::rsqrt},
+      {OpKind::Reciprocal, cpu::reciprocal},
+      {OpKind::Abs, cpu::abs},
+      {OpKind::Sign, cpu::sign},
+      {OpKind::Sin, cpu::sin},
+      {OpKind::Cos, cpu::cos},
+      {OpKind::Tanh, cpu::tanh},
+      {OpKind::Sigmoid, cpu::sigmoid},
+      {OpKind::Relu, cpu::relu},
+      {OpKind::Gelu, cpu::gelu},
+      {OpKind::GeluBackward, cpu::gelu_backward},
+      {OpKind::Erf, cpu::erf},
+      {OpKind::Erfc, cpu::erfc},
+      {OpKind::Floor, cpu::floor},
+      {OpKind::Ceil, cpu::ceil},
+      {OpKind::Round, cpu::round},
+      {OpKind::Add, cpu::add},
+      {OpKind::Sub, cpu::sub},
+      {OpKind::Mul, cpu::mul},
+      {OpKind::Div, cpu::div},
+      {OpKind::FloorDivide, cpu::floor_divide},
+      {OpKind::Remainder, cpu::remainder},
+      {OpKind::Pow, cpu::pow},
+      {OpKind::Maximum, cpu::maximum},
+      {OpKind::Minimum, cpu::minimum},
+      {OpKind::Where, cpu::where},
+      {OpKind::Clamp, cpu::clamp},
+      {OpKind::Eq, cpu::eq},
+      {OpKind::Ne, cpu::ne},
+      {OpKind::Lt, cpu::lt},
+      {OpKind::Le, cpu::le},
+      {OpKind::Gt, cpu::gt},
+      {OpKind::Ge, cpu::ge},
+      {OpKind::BitwiseAnd, cpu::bitwise_and},
+      {OpKind::BitwiseOr, cpu::bitwise_or},
+      {OpKind::BitwiseXor, cpu::bitwise_xor},
+      {OpKind::Cast, cpu::cast},
+      {OpKind::Sum, cpu::sum},
+      {OpKind::Mean, cpu::mean},
+      {OpKind::Amax, cpu::amax},
+      {OpKind::Amin, cpu::amin},
+      {OpKind::MaxDim, cpu::max_dim},
+      {OpKind::MinDim, cpu::min_dim},
+      {OpKind::Prod, cpu::prod},
+      {OpKind::ArgMax, cpu::argmax},
+      {OpKind::ArgMin, cpu::argmin},
+      {OpKind::LogSumExp, cpu::logsumexp},
+      {OpKind::Var, cpu::var},
+      {OpKind::Softmax, cpu::softmax},
+      {OpKind::LogSoftmax, cpu::log_softmax},
+      {OpKind::SoftmaxBackward, cpu::softmax_backward},
+      {OpKind::LogSoftmaxBackward, cpu::log_softmax_backward},
+      {OpKind::LayerNorm, cpu::layer_norm},
+      {OpKind::LayerNormBackward, cpu::layer_norm_backward},
+      {OpKind::LayerNormParamGrad, cpu::layer_norm_param_grad},
+      {OpKind::BatchNorm, cpu::batch_norm},
+      {OpKind::BatchNormBackward, cpu::batch_norm_backward},
+      {OpKind::BatchNormParamGrad, cpu::batch_norm_param_grad},
+      {OpKind::Reshape, cpu::reshape},
+      {OpKind::Permute, cpu::permute},
+      {OpKind::Expand, cpu::expand},
+      {OpKind::Contiguous, cpu::contiguous},
+      {OpKind::Slice, cpu::slice},
+      {OpKind::SliceBackward, cpu::slice_backward},
+      {OpKind::Cat, cpu::cat},
+      {OpKind::Stack, cpu::stack},
+      {OpKind::Pad, cpu::pad},
+      {OpKind::Flip, cpu::flip},
+      {OpKind::IndexSelect, cpu::index_select},
+      {OpKind::Gather, cpu::gather},
+      {OpKind::ScatterAdd, cpu::scatter_add},
+      {OpKind::Matmul, cpu::matmul},
+      {OpKind::Addmm, cpu::addmm},
+      {OpKind::Im2Col, cpu::im2col},
+      {OpKind::Col2Im, cpu::col2im},
+      {OpKind::Conv2d, cpu::conv2d},
+      {OpKind::MaxPool2d, cpu::max_pool2d},
+      {OpKind::MaxPool2dBackward, cpu::max_pool2d_backward},
+      {OpKind::AvgPool2d, cpu::avg_pool2d},
+  };
+  for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);
+  register_services(DeviceType::CPU, {.copy_into = copy_into,
+                                      .add_into = add_into,
+                                      .sgd_update = sgd_update,
+                                      .adam_update = adam_update});
+}
+
+}  // namespace vk::cpu

@@ -1,0 +1,116 @@
+// What a backend sees of the op table: the op kinds, the kernel signature, and the per-device
+// kernel registry that each backend fills from its own folder (backend/<device>/register.cpp).
+// The op table (ops/op.h) holds everything else about an op; ops/ never names a backend.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "vkml/core/attrs.h"
+#include "vkml/core/device.h"
+#include "vkml/core/shape.h"
+
+namespace vk {
+
+class Tensor;
+
+// The kinds are grouped by family, several to a line.
+// clang-format off
+enum class OpKind : uint16_t {
+  // creation
+  Full, Arange, Rand, Randn, Randint,
+  // unary
+  Neg, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu,
+  Gelu, GeluBackward, Erf, Erfc, Floor, Ceil, Round,
+  // binary and friends
+  Add, Sub, Mul, Div, FloorDivide, Remainder, Pow, Maximum, Minimum, Where, Clamp,
+  // comparison
+  Eq, Ne, Lt, Le, Gt, Ge,
+  // bitwise (bool and integers)
+  BitwiseAnd, BitwiseOr, BitwiseXor,
+  Cast,
+  // reductions
+  Sum, Mean, Amax, Amin, MaxDim, MinDim, Prod, ArgMax, ArgMin, LogSumExp, Var,
+  // fused
+  Softmax, LogSoftmax, SoftmaxBackward, LogSoftmaxBackward, LayerNorm, LayerNormBackward,
+  LayerNormParamGrad, BatchNorm, BatchNormBackward, BatchNormParamGrad,
+  // shape
+  Reshape, Permute, Expand, Contiguous, Slice, SliceBackward, Cat, Stack, Pad, Flip,
+  // index
+  IndexSelect, Gather, ScatterAdd,
+  // linear algebra, convolution, pooling
+  Matmul, Addmm, Im2Col, Col2Im, Conv2d, MaxPool2d, MaxPool2dBackward, AvgPool2d,
+  // moving data between devices
+  ToDevice,
+  // user-defined (custom functions, checkpoint)
+  Custom,
+  kCount
+};
+// clang-format on
+inline constexpr size_t kNumOps = static_cast<size_t>(OpKind::kCount);
+
+// The output an op's shape/dtype rule inferred, and the device the kernel runs on.
+struct Meta {
+  Shape shape;
+  DType dtype;
+  Device device = kCPU;  // set by dispatch: shape rules leave it out
+};
+
+// Every kernel has this signature: the prepared inputs (all on the kernel's device), the op's
+// parameters and the output's inferred shape, dtype and device. A kernel allocates its result on
+// that device (or returns a view of an input).
+using Kernel = Tensor (*)(const std::vector<Tensor>& in, const Attrs& a, const Meta& out);
+#define VK_KERNEL(name) \
+  ::vk::Tensor name(const std::vector<::vk::Tensor>& in, const ::vk::Attrs& a, const ::vk::Meta& m)
+
+// Registers `kernel` as `kind`'s kernel on devices of `type` (replacing any before it). Backends
+// register from a static initialiser or from register_builtin_backends, before their first op.
+void register_kernel(DeviceType type, OpKind kind, Kernel kernel);
+// The kernel of `kind` on `type`; null when that device has none.
+Kernel find_kernel(DeviceType type, OpKind kind);
+
+// Registers the backends compiled into the library (backend/builtin.cpp). Idempotent; the op
+// table calls it before its first op.
+void register_builtin_backends();
+
+// What the engine, the optimizers and in-place ops ask of a device beyond the op table: writes
+// into memory that already exists (a gradient accumulated in place, a parameter updated in
+// place). A backend registers one per device type; a null entry means "not on this device".
+struct SgdHyper {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, maximize;
+  bool first_step;  // the momentum buffer is (re)initialised to the gradient, as torch
+};
+struct AdamHyper {
+  double lr, beta1, beta2, eps, weight_decay;
+  int64_t step;  // 1-based: the step being taken
+  bool decoupled, amsgrad, maximize;
+};
+struct DeviceServices {
+  void (*copy_into)(const Tensor& dst, const Tensor& src) = nullptr;
+  void (*add_into)(const Tensor& dst, const Tensor& a, const Tensor& b) = nullptr;
+  void (*sgd_update)(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                     const SgdHyper& h) = nullptr;
+  void (*adam_update)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                      const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq,
+                      const AdamHyper& h) = nullptr;
+};
+void register_services(DeviceType type, const DeviceServices& services);
+
+// The services, called on the device of their first tensor (NotImplementedError naming the
+// service and the device when that device has none). The caller checks shapes and dtypes.
+namespace in_place {
+// dst = src elementwise, converting the dtype; same shape, dst of any strides.
+void copy(const Tensor& dst, const Tensor& src);
+// dst = a + b elementwise, one shape and dtype; dst may be a itself (gradient accumulation).
+void add(const Tensor& dst, const Tensor& a, const Tensor& b);
+// Fused optimizer steps over contiguous tensors of one floating dtype and element count;
+// momentum_buffer is read and written only when h.momentum != 0, max_exp_avg_sq only when
+// h.amsgrad.
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                const SgdHyper& h);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);
+}  // namespace in_place
+
+}  // namespace vk

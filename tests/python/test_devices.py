@@ -1,0 +1,248 @@
+"""The device API (issue #13, item 7): vkml.device, Tensor.device / .to(device) / .cpu(),
+device= on creation functions and layers, Module.to(device).
+
+Only the CPU exists in this build; a device registered from C++ (tests/cpp/test_device_seam.cpp)
+covers ops, backward and transfers on a second device. Here: the Python surface, checked against
+torch where torch has the same behaviour.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import vkml as vk
+
+HAS_VULKAN = vk.is_device_available("vulkan")
+
+
+def test_device_objects_behave_as_torch_devices():
+    d = vk.device("cpu")
+    t = torch.device("cpu")
+    assert str(d) == str(t) == "cpu"
+    assert repr(d) == repr(t) == "device(type='cpu')"
+    assert d.type == t.type == "cpu" and d.index is None and t.index is None
+    assert d == vk.device("cpu") and d == vk.device(d) and hash(d) == hash(vk.device("cpu"))
+    assert (d == "cpu") == (t == "cpu") == False  # noqa: E712  (as torch: a str is not a device)
+    v = vk.device("vulkan", 1)
+    assert str(v) == "vulkan:1" and repr(v) == "device(type='vulkan', index=1)"
+    assert v.type == "vulkan" and v.index == 1 and v == vk.device("vulkan:1") and v != d
+    assert {d: 1, vk.device("cpu"): 2} == {d: 2}
+
+
+@pytest.mark.parametrize("spec", ["cuda", "foo", "vulkan:x", "vulkan:-1", "cpu:1", ""])
+def test_unknown_or_malformed_devices_are_device_errors(spec):
+    with pytest.raises(vk.DeviceError):
+        vk.device(spec)
+    with pytest.raises(RuntimeError):  # what torch raises for a bad device string
+        vk.device(spec)
+
+
+def test_device_index_given_twice_is_an_error():
+    with pytest.raises(vk.DeviceError, match="twice"):
+        vk.device("vulkan:0", 1)
+
+
+def test_tensor_device_and_cpu():
+    x = vk.tensor([1.0, 2.0])
+    assert x.device == vk.device("cpu") and x.device.type == "cpu" and x.is_cpu
+    assert x.cpu() is x
+    assert x.to("cpu") is x and x.to(vk.device("cpu")) is x and x.to(device="cpu") is x
+    assert x.to(torch.device("cpu")) is x  # a torch.device in ported code
+    y = x.to("cpu", vk.float64)
+    assert y.dtype == vk.float64 and y.device == x.device
+    z = x.to(device="cpu", copy=True)
+    assert z is not x and z.tolist() == x.tolist()
+    w = x.to(vk.tensor([1], dtype=vk.int32))
+    assert w.dtype == vk.int32
+
+
+@pytest.mark.skipif(HAS_VULKAN, reason="this build runs on a Vulkan device")
+@pytest.mark.parametrize("spec", ["vulkan", "vulkan:0"])
+def test_vulkan_without_its_backend_says_so(spec):
+    x = vk.ones(3)
+    with pytest.raises(vk.DeviceError, match="vulkan.*not available"):
+        x.to(spec)
+    with pytest.raises(vk.DeviceError, match="not available"):
+        vk.zeros(2, device=spec)
+    with pytest.raises(vk.DeviceError, match="not available"):
+        vk.nn.Linear(2, 3, device=spec)
+
+
+def test_to_a_device_vkml_does_not_have():
+    x = vk.ones(3)
+    for spec in ["cuda", "cuda:0", "mps"]:
+        with pytest.raises(RuntimeError, match="unknown device"):
+            x.to(spec)
+
+
+CREATION = [
+    lambda d: vk.zeros(2, 3, device=d),
+    lambda d: vk.empty(2, device=d),
+    lambda d: vk.ones((2,), device=d),
+    lambda d: vk.full((2,), 7.0, device=d),
+    lambda d: vk.arange(5, device=d),
+    lambda d: vk.linspace(0, 1, 4, device=d),
+    lambda d: vk.eye(3, device=d),
+    lambda d: vk.rand(2, device=d),
+    lambda d: vk.randn(2, device=d),
+    lambda d: vk.randint(0, 5, (3,), device=d),
+    lambda d: vk.tensor([1.0, 2.0], device=d),
+    lambda d: vk.as_tensor([1.0, 2.0], device=d),
+    lambda d: vk.zeros_like(vk.ones(2), device=d),
+    lambda d: vk.ones_like(vk.ones(2), device=d),
+    lambda d: vk.full_like(vk.ones(2), 3, device=d),
+    lambda d: vk.rand_like(vk.ones(2), device=d),
+    lambda d: vk.randn_like(vk.ones(2), device=d),
+]
+
+
+@pytest.mark.parametrize("make", CREATION)
+@pytest.mark.parametrize("device", [None, "cpu", vk.device("cpu"), torch.device("cpu")])
+def test_creation_functions_take_device(make, device):
+    assert make(device).device == vk.device("cpu")
+
+
+@pytest.mark.parametrize("make", CREATION)
+def test_creation_functions_reject_unknown_devices(make):
+    with pytest.raises(vk.DeviceError):
+        make("cuda")
+    with pytest.raises(vk.DeviceError):
+        make(3)  # an int is torch's CUDA ordinal: vkml has no such device
+
+
+def test_module_to_moves_in_place_and_keeps_optimizer_references():
+    vk.manual_seed(0)
+    model = vk.nn.Sequential(vk.nn.Linear(3, 4, device="cpu"), vk.nn.ReLU(), vk.nn.Linear(4, 1))
+    params = list(model.parameters())
+    opt = vk.optim.SGD(model.parameters(), lr=0.1)
+    assert model.to("cpu") is model and model.cpu() is model
+    model.to(vk.float64)
+    assert [id(p) for p in model.parameters()] == [id(p) for p in params]
+    assert all(p.dtype == vk.float64 and p.requires_grad for p in params)
+    x = vk.randn(5, 3, dtype=vk.float64)
+    before = [p.detach().clone() for p in params]
+    model(x).sum().backward()
+    opt.step()  # the optimizer built before the cast still updates the model's parameters
+    assert all(not np.array_equal(b.numpy(), p.detach().numpy()) for b, p in zip(before, params))
+
+
+def test_module_to_casts_gradients_and_buffers():
+    bn = vk.nn.BatchNorm1d(3)
+    bn(vk.randn(4, 3)).sum().backward()
+    bn.to(device=vk.device("cpu"), dtype=vk.float64)
+    assert bn.weight.grad.dtype == vk.float64 and bn.running_mean.dtype == vk.float64
+    assert bn.num_batches_tracked.dtype == vk.int64  # integers are not cast
+
+
+def test_numpy_and_dlpack_stay_cpu():
+    x = vk.arange(3)
+    assert x.__dlpack_device__() == (1, 0)
+    assert x.numpy().tolist() == [0, 1, 2]
+
+
+# ---- across two devices: host_test (host memory, the CPU's kernels) stands in for a GPU ----
+
+HT = vk._C._host_test_device()
+
+
+def test_host_test_device_is_a_device():
+    assert str(HT) == "host_test:0" and HT.type == "host_test" and HT.index == 0
+    assert vk.device("host_test") == HT and vk.is_device_available(HT)
+    assert not vk.is_device_available("host_test:1")
+    with pytest.raises(vk.DeviceError, match="does not exist"):
+        vk.zeros(2, device="host_test:1")
+
+
+def test_moves_keep_values_and_return_self_when_nothing_changes():
+    x = vk.randn(3, 4)
+    y = x.to(HT)
+    assert y.device == HT and not y.is_cpu and y.to(HT) is y and y.to("host_test:0") is y
+    back = y.cpu()
+    assert back.device == vk.device("cpu") and np.array_equal(back.numpy(), x.numpy())
+    assert y.tolist() == x.tolist() and y[0, 0].item() == x[0, 0].item()
+    assert "tensor(" in repr(y)
+    z = x.t().to(HT, vk.float64)  # non-contiguous source, and a dtype change
+    assert z.dtype == vk.float64 and np.array_equal(z.cpu().numpy(), x.t().numpy().astype(np.float64))
+
+
+def test_numpy_and_dlpack_of_a_device_tensor_say_to_call_cpu():
+    y = vk.ones(2).to(HT)
+    with pytest.raises(vk.DeviceError, match=r"\.cpu\(\)"):
+        y.numpy()
+    with pytest.raises(vk.DeviceError, match=r"\.cpu\(\)"):
+        np.asarray(y)
+    with pytest.raises(vk.DeviceError):
+        y.__dlpack__()
+
+
+def test_mixed_devices_are_a_device_error_naming_both():
+    a, b = vk.ones(2, 3).to(HT), vk.ones(2, 3)
+    for f in (lambda: a + b, lambda: b * a, lambda: vk.cat([a, b]), lambda: a @ b.t()):
+        with pytest.raises(vk.DeviceError, match="host_test:0.*cpu|cpu.*host_test:0"):
+            f()
+    with pytest.raises(RuntimeError):  # as torch's "Expected all tensors to be on the same device"
+        a - b
+
+
+def test_numbers_and_0d_cpu_tensors_join_the_device():
+    x = vk.tensor([1.0, 2.0]).to(HT)
+    assert (x * 3).device == HT and (x * 3).tolist() == [3.0, 6.0]
+    c = vk.tensor(2.0, requires_grad=True)
+    w = vk.tensor([1.0, 2.0], requires_grad=True)
+    (w.to(HT) * c).sum().backward()
+    assert c.grad.device == vk.device("cpu") and c.grad.item() == 3.0
+    assert w.grad.device == vk.device("cpu") and w.grad.tolist() == [2.0, 2.0]
+
+
+def _train(device, opt_cls, **opt_kwargs):
+    vk.manual_seed(0)
+    model = vk.nn.Sequential(vk.nn.Linear(4, 8), vk.nn.Tanh(), vk.nn.Linear(8, 3))
+    params = list(model.parameters())
+    model.to(device)
+    assert [id(p) for p in model.parameters()] == [id(p) for p in params]
+    opt = opt_cls(model.parameters(), **opt_kwargs)
+    x = vk.randn(16, 4, device=device)
+    target = vk.randint(0, 3, (16,), device=device)
+    losses = []
+    for _ in range(4):
+        opt.zero_grad()
+        loss = vk.nn.functional.cross_entropy(model(x), target)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().cpu().numpy() for p in model.parameters()], model
+
+
+@pytest.mark.parametrize("opt", [(vk.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
+                                 (vk.optim.Adam, {"lr": 0.01}),
+                                 (vk.optim.AdamW, {"lr": 0.01, "weight_decay": 0.1})])
+def test_training_on_a_second_device_matches_the_cpu_bit_for_bit(opt):
+    cls, kwargs = opt
+    cpu_losses, cpu_params, _ = _train("cpu", cls, **kwargs)
+    dev_losses, dev_params, model = _train(HT, cls, **kwargs)
+    assert all(p.device == HT and p.grad.device == HT for p in model.parameters())
+    assert dev_losses == cpu_losses
+    for a, b in zip(dev_params, cpu_params):
+        assert np.array_equal(a, b)
+
+
+def test_module_to_device_then_back_keeps_parameters_and_state():
+    lin = vk.nn.Linear(3, 2, device=HT)
+    assert lin.weight.device == HT and lin.bias.device == HT
+    bn = vk.nn.BatchNorm1d(3).to(HT)
+    assert bn.running_mean.device == HT
+    bn(vk.randn(4, 3, device=HT)).sum().backward()
+    w = bn.weight
+    bn.cpu()
+    assert bn.weight is w and w.device == vk.device("cpu") and w.grad.device == vk.device("cpu")
+    assert bn.running_mean.device == vk.device("cpu")
+
+
+def test_creation_on_a_second_device_matches_the_cpu():
+    vk.manual_seed(3)
+    a = vk.randn(5)
+    vk.manual_seed(3)
+    b = vk.randn(5, device=HT)
+    assert b.device == HT and b.tolist() == a.tolist()
+    assert vk.zeros_like(b).device == HT and vk.full_like(b, 2).device == HT
+    assert vk.arange(4, device=HT).tolist() == [0, 1, 2, 3]
