@@ -1,0 +1,194 @@
+// Bindings: Creation functions (ops/creation.cpp) with device= and dtype=, the random generator's
+// state, the thread count.
+#include "bind_ops.h"
+
+namespace vkpy {
+
+using namespace bindings;
+
+void bind_creation(nb::module_& m) {
+  // ---- creation ----
+  // device=: where the result is made (None: the CPU; the *_like functions: the input's device).
+  for (const char* name : {"zeros", "empty"})
+    m.def(
+        name,
+        [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
+          return with_grad(vk::zeros(shape_from_args(size), creation_dtype(dtype, DType::Float32),
+                                     to_device_arg(device, vk::kCPU)),
+                           requires_grad);
+        },
+        "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "ones",
+      [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
+        return with_grad(vk::ones(shape_from_args(size), creation_dtype(dtype, DType::Float32),
+                                  to_device_arg(device, vk::kCPU)),
+                         requires_grad);
+      },
+      "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "full",
+      [](nb::handle size, nb::handle value, nb::handle dtype, nb::handle device,
+         bool requires_grad) {
+        vk::Scalar v = number_arg(value, "full");
+        DType dt = creation_dtype(dtype, v.promotion_dtype());  // bool, int64 or float32
+        return with_grad(vk::full(to_shape(size), v, dt, to_device_arg(device, vk::kCPU)),
+                         requires_grad);
+      },
+      "size"_a, "fill_value"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
+  m.def(
+      "arange",
+      [](nb::handle start, nb::handle end, nb::handle step, nb::handle dtype, nb::handle device,
+         bool requires_grad) {
+        if (end.is_none()) {
+          end = start;
+          start = nb::int_(0);
+        }
+        vk::Scalar a = number_arg(start, "arange"), b = number_arg(end, "arange"),
+                   s = number_arg(step, "arange");
+        bool ints = !a.is_floating() && !b.is_floating() && !s.is_floating();
+        DType dt = creation_dtype(dtype, ints ? DType::Int64 : DType::Float32);
+        return with_grad(vk::arange(a, b, s, dt, to_device_arg(device, vk::kCPU)), requires_grad);
+      },
+      "start"_a, "end"_a = nb::none(), "step"_a = 1, "dtype"_a = nb::none(),
+      "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "linspace",
+      [](double start, double end, int64_t steps, nb::handle dtype, nb::handle device,
+         bool requires_grad) {
+        Tensor t = vk::linspace(start, end, steps, creation_dtype(dtype, DType::Float32));
+        return with_grad(on_device(t, to_device_opt(device)), requires_grad);
+      },
+      "start"_a, "end"_a, "steps"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
+  m.def(
+      "eye",
+      [](int64_t n, std::optional<int64_t> mcols, nb::handle dtype, nb::handle device,
+         bool requires_grad) {
+        DType dt = creation_dtype(dtype, DType::Float32);
+        Tensor t = vk::eye(n, mcols ? *mcols : n, dt);
+        return with_grad(on_device(t, to_device_opt(device)), requires_grad);
+      },
+      "n"_a, "m"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
+  m.def(
+      "rand",
+      [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
+        return with_grad(vk::rand(shape_from_args(size), creation_dtype(dtype, DType::Float32),
+                                  to_device_arg(device, vk::kCPU)),
+                         requires_grad);
+      },
+      "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "randn",
+      [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
+        return with_grad(vk::randn(shape_from_args(size), creation_dtype(dtype, DType::Float32),
+                                   to_device_arg(device, vk::kCPU)),
+                         requires_grad);
+      },
+      "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "randint",
+      [](nb::args args, nb::handle size, nb::handle dtype, nb::handle device) {
+        int64_t low = 0, high;
+        nb::handle sz = size;
+        size_t n = args.size();
+        if (sz.is_none()) {
+          VK_CHECK(n == 2 || n == 3, RuntimeError, "randint(low=0, high, size): got ", n,
+                   " positional arguments");
+          sz = args[n - 1];
+          n -= 1;
+        }
+        VK_CHECK(n == 1 || n == 2, RuntimeError, "randint(low=0, high, size): bad arguments");
+        if (n == 2) low = randint_bound(args[0], "low");
+        high = randint_bound(args[n - 1], "high");
+        return vk::randint(low, high, to_shape(sz), creation_dtype(dtype, DType::Int64),
+                           to_device_arg(device, vk::kCPU));
+      },
+      "args"_a, "size"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none());
+  auto like_dtype = [](const Tensor& t, nb::handle dtype) {
+    return creation_dtype(dtype, t.dtype());
+  };
+  for (const char* name : {"zeros_like", "empty_like"})
+    m.def(
+        name,
+        [like_dtype](const Tensor& t, nb::handle dtype, nb::handle device, bool requires_grad) {
+          return with_grad(
+              vk::zeros(t.shape(), like_dtype(t, dtype), to_device_arg(device, t.device())),
+              requires_grad);
+        },
+        "input"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "ones_like",
+      [like_dtype](const Tensor& t, nb::handle dtype, nb::handle device, bool requires_grad) {
+        return with_grad(
+            vk::ones(t.shape(), like_dtype(t, dtype), to_device_arg(device, t.device())),
+            requires_grad);
+      },
+      "input"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "full_like",
+      [like_dtype](const Tensor& t, nb::handle value, nb::handle dtype, nb::handle device,
+                   bool requires_grad) {
+        return with_grad(vk::full(t.shape(), number_arg(value, "full_like"), like_dtype(t, dtype),
+                                  to_device_arg(device, t.device())),
+                         requires_grad);
+      },
+      "input"_a, "fill_value"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
+  m.def(
+      "rand_like",
+      [like_dtype](const Tensor& t, nb::handle dtype, nb::handle device, bool requires_grad) {
+        return with_grad(
+            vk::rand(t.shape(), like_dtype(t, dtype), to_device_arg(device, t.device())),
+            requires_grad);
+      },
+      "input"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "randn_like",
+      [like_dtype](const Tensor& t, nb::handle dtype, nb::handle device, bool requires_grad) {
+        return with_grad(
+            vk::randn(t.shape(), like_dtype(t, dtype), to_device_arg(device, t.device())),
+            requires_grad);
+      },
+      "input"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "tensor",
+      [](nb::handle data, nb::handle dtype, nb::handle device, bool requires_grad) {
+        Tensor t = tensor_from_py(data, to_dtype_opt(dtype));
+        return with_grad(on_device(t, to_device_opt(device)), requires_grad);
+      },
+      "data"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "A new tensor holding a copy of `data`; the dtype is inferred as torch.tensor does.");
+  m.def(
+      "as_tensor",
+      [](nb::handle data, nb::handle dtype, nb::handle device) {
+        return on_device(as_tensor(data, to_dtype_opt(dtype)), to_device_opt(device));
+      },
+      "data"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "`data` itself when it is a tensor of that dtype, else a copy.");
+  m.def(
+      "from_numpy", [](nb::handle arr) { return from_dlpack(arr); }, "ndarray"_a,
+      "A tensor sharing the numpy array's memory (no copy).");
+  m.def(
+      "from_dlpack", [](nb::handle obj) { return from_dlpack(obj); }, "ext_tensor"_a,
+      "A tensor sharing the memory of any DLPack or buffer-protocol array (no copy).");
+  m.def(
+      "manual_seed", [](uint64_t seed) { vk::manual_seed(seed); }, "seed"_a);
+  m.def("get_rng_state", []() {
+    vk::RngState s = vk::get_rng_state();
+    return nb::make_tuple(s.seed, s.offset);
+  });
+  m.def(
+      "set_rng_state",
+      [](std::pair<uint64_t, uint64_t> s) {
+        vk::set_rng_state({s.first, s.second});
+      },
+      "state"_a);
+  m.def("get_num_threads", []() { return vk::cpu::num_threads(); });
+  m.def(
+      "set_num_threads", [](int64_t n) { vk::cpu::set_num_threads(n); }, "n"_a);
+}
+
+}  // namespace vkpy

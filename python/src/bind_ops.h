@@ -1,0 +1,56 @@
+// What the binding files of the op families share (python/src/bind_*.cpp, one per family of
+// ops/, and functions.cpp, which holds these helpers and calls every family's bind function).
+#pragma once
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common.h"
+
+namespace vkpy {
+namespace bindings {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The same callable as module function f(input, ...) and method input.f(...).
+template <class F, class... Extra>
+void both(nb::module_& m, nb::class_<Tensor>& c, const char* name, F f, const Extra&... extra) {
+  m.def(name, f, nb::arg("input"), extra...);
+  c.def(name, f, extra...);
+}
+
+extern nb::object g_max_type, g_min_type, g_sort_like;  // namedtuples (values, indices)
+
+// (values, indices) as torch's max/min namedtuple.
+nb::object values_indices(bool is_max, const vk::ValuesIndices& r);
+int64_t as_i64(nb::handle h);
+std::pair<int64_t, int64_t> pair_of(nb::handle h, const char* what);  // int or pair of ints
+vk::Window2d window(nb::handle kernel, nb::handle stride, nb::handle padding, nb::handle dilation);
+std::vector<Tensor> tensor_list(nb::handle seq);
+nb::tuple to_tuple(const std::vector<Tensor>& ts);
+// operand(), or a TypeError naming `op` when `h` is no tensor, number or array.
+Tensor operand_or_raise(nb::handle h, const Tensor& like, const char* op);
+Tensor clamp_any(const Tensor& x, nb::handle min, nb::handle max);
+std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);
+std::vector<Tensor> split_even(const Tensor& x, int64_t size, int64_t dim);
+Tensor squeeze_any(const Tensor& x, nb::handle dim);
+Tensor repeat(const Tensor& x, const Shape& reps);
+DType creation_dtype(nb::handle dtype, DType dflt);  // None -> dflt
+Tensor with_grad(Tensor t, bool requires_grad);
+int64_t randint_bound(nb::handle h, const char* what);
+vk::Scalar number_arg(nb::handle v, const char* op);
+double correction_of(nb::handle& dim, nb::handle unbiased, nb::handle correction);
+Tensor divide_rounded(const Tensor& x, const Tensor& y, const std::optional<std::string>& mode);
+
+}  // namespace bindings
+
+void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c);
+void bind_reduction(nb::module_& m, nb::class_<Tensor>& c);
+void bind_shape(nb::module_& m, nb::class_<Tensor>& c);
+void bind_index(nb::module_& m, nb::class_<Tensor>& c);
+void bind_conv(nb::module_& m);
+void bind_creation(nb::module_& m);
+
+}  // namespace vkpy

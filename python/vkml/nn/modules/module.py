@@ -1,0 +1,415 @@
+"""vk.nn: Parameter and Module: torch.nn.Module's bookkeeping (registration, traversal, state_dict, moves)."""
+
+from collections import OrderedDict
+
+from ... import _C, Tensor
+from ..._grad_mode import no_grad
+
+
+class Parameter(Tensor):
+    """A Tensor that a Module registers as a parameter; requires grad by default (torch.nn.Parameter)."""
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            data = _C.empty(0)
+        return Tensor._make_subclass(cls, data.detach(), requires_grad)
+
+    def __init__(self, data=None, requires_grad=True):
+        pass
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        with no_grad():
+            new = Parameter(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = new
+        return new
+
+    def __reduce_ex__(self, protocol):
+        from .. import _rebuild
+        return (_rebuild, (Parameter, self.detach().numpy().copy(), self.requires_grad, None))
+
+
+def _addindent(s, n):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+def _tree(root, prefix):
+    """(key prefix, module) for root and everything below it, parents first, in the order a
+    recursive walk would give (shared modules once per path, as torch's state_dict)."""
+    stack = [(prefix, root)]
+    while stack:
+        p, m = stack.pop()
+        yield p, m
+        stack.extend(reversed([(p + k + ".", c) for k, c in m._modules.items() if c is not None]))
+
+
+class Module:
+    """Base class of layers: registers Parameters, buffers and submodules assigned as attributes."""
+
+    training: bool
+
+    def __init__(self, *args, **kwargs):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    # ---- registration ----
+    def __setattr__(self, name, value):
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._remove_from(name)
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(vkml.nn.Parameter or None expected)")
+            params[name] = None
+            return
+        modules = self.__dict__.get("_modules")
+        if isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._remove_from(name)
+            modules[name] = value
+            return
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}'")
+            modules[name] = None
+            return
+        buffers = self.__dict__.get("_buffers")
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}'")
+            buffers[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    def _remove_from(self, name):
+        for d in (self.__dict__, self._parameters, self._buffers, self._modules):
+            if name in d:
+                del d[name]
+        self._non_persistent_buffers_set.discard(name)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    def register_parameter(self, name, param):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if not isinstance(name, str) or "." in name or name == "":
+            raise KeyError(f"parameter name must be a non-empty string without '.', got {name!r}")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(vkml.nn.Parameter or None required)")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str) or "." in name or name == "":
+            raise KeyError(f"buffer name must be a non-empty string without '.', got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(vkml.Tensor or None required)")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str) or "." in name or name == "":
+            raise KeyError(f"module name must be a non-empty string without '.', got {name!r}")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target):
+        mod = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            if item not in mod._modules:
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = mod._modules[item]
+        return mod
+
+    # ---- iteration ----
+    # The walks over the module tree (named_modules, state_dict, load_state_dict, apply) keep a
+    # stack instead of recursing: a model may nest deeper than Python's recursion limit.
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, m = stack.pop()
+            if remove_duplicate:
+                if m in memo:
+                    continue
+                memo.add(m)
+            yield name, m
+            stack.extend(reversed([(name + ("." if name else "") + k, c)
+                                   for k, c in m._modules.items() if c is not None]))
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and m not in seen:
+                seen.add(m)
+                yield name, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, get, prefix, recurse, remove_duplicate=True):
+        seen = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for mprefix, m in mods:
+            for k, v in get(m).items():
+                if v is None or (remove_duplicate and id(v) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(v))
+                yield mprefix + ("." if mprefix else "") + k, v
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._parameters, prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._buffers, prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # ---- state ----
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                with no_grad():
+                    p.grad.zero_()
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        if args:  # torch's legacy positional (destination, prefix, keep_vars)
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+        for module_prefix, m in _tree(self, prefix):
+            m._save_to_state_dict(destination, module_prefix, keep_vars)
+        return destination
+
+    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
+        local = {k: v for k, v in self._parameters.items() if v is not None}
+        local.update({k: v for k, v in self._buffers.items()
+                      if v is not None and k not in self._non_persistent_buffers_set})
+        for name, param in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing.append(key)
+                continue
+            value = state_dict[key]
+            if not isinstance(value, Tensor):
+                try:
+                    value = _C.tensor(value, dtype=param.dtype)
+                except Exception:
+                    errors.append(f'While copying the parameter named "{key}", expected a tensor, '
+                                  f"got {type(value).__name__}")
+                    continue
+            if tuple(value.shape) != tuple(param.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
+                              f"checkpoint, the shape in current model is {tuple(param.shape)}.")
+                continue
+            with no_grad():
+                param.copy_(value.to(param.dtype))
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix):
+                    rest = key[len(prefix):]
+                    head = rest.split(".", 1)[0]
+                    if head not in self._modules and head not in local:
+                        unexpected.append(key)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+
+        for prefix, module in _tree(self, ""):
+            module._load_from_state_dict(state_dict, prefix, True, missing, unexpected, errors)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        from collections import namedtuple
+        Keys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+        return Keys(missing if not strict else [], unexpected if not strict else [])
+
+    def _apply_tensors(self, fn):
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is not None:
+                    with no_grad():
+                        p.data = fn(p.detach())
+                        if p.grad is not None:
+                            p.grad = fn(p.grad)
+            for name, b in m._buffers.items():
+                if b is not None:
+                    m._buffers[name] = fn(b)
+        return self
+
+    def to(self, *args, **kwargs):
+        """Moves and/or casts every parameter and buffer in place, as torch's Module.to: the
+        Parameter objects stay the same (an optimizer built before keeps working), their data and
+        their .grad change. Casts apply to floating-point tensors only."""
+        dtype, device = kwargs.get("dtype"), kwargs.get("device")
+        for a in args:
+            if isinstance(a, _C.dtype):
+                dtype = a
+            elif isinstance(a, _C.Tensor):
+                dtype, device = a.dtype, a.device
+            elif a is not None:
+                device = a
+        if device is not None:
+            device = _C.device(device)
+
+        def convert(t):
+            if device is not None:
+                t = t.to(device)
+            if dtype is not None and t.is_floating_point():
+                t = t.to(dtype)
+            return t
+        if dtype is None and device is None:
+            return self
+        return self._apply_tensors(convert)
+
+    def _place_on(self, device):
+        """The layers' device= argument: parameters are made on the CPU, then moved."""
+        if device is not None:
+            self.to(device)
+
+    def float(self):
+        return self.to(_C.dtype.float32)
+
+    def double(self):
+        return self.to(_C.dtype.float64)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def apply(self, fn):
+        # children before their parent, as torch's recursive apply
+        order, stack = [], [self]
+        while stack:
+            m = stack.pop()
+            order.append(m)
+            stack.extend(m.children())
+        for m in reversed(order):
+            fn(m)
+        return self
+
+    # ---- calling ----
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ---- repr ----
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        for key, m in self._modules.items():
+            lines.append("(" + key + "): " + _addindent(repr(m), 2))
+        main = type(self).__name__ + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                main += lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
