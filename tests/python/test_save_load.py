@@ -473,8 +473,11 @@ def _child(tmp_path, body, n):
     script = tmp_path / "child.py"
     script.write_text(_WRITER.format(body=textwrap.dedent(body)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    # Ctrl-C must reach the child as Ctrl-C even when this run started with SIGINT ignored (a job
+    # started in the background by a non-interactive shell): Python then installs no handler.
     proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "d" / "m.st"), str(n)],
-                            stdout=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -545,7 +548,16 @@ class _FakePending:
         self.committed = True
 
 
-def test_save_sigint_during_commit_returns_normally():
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raising KeyboardInterrupt for the test, whatever the runner started with (a
+    background job of a non-interactive shell starts with SIGINT ignored)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_save_sigint_during_commit_returns_normally(ctrl_c_raises):
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
     try:
