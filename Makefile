@@ -85,6 +85,9 @@ test-python: python
 # and on in test-asan. The kill-and-resume and 10,000-step tests (subprocess trainings of minutes
 # under ASan, marked slow) run in test-python only.
 # allocator_may_return_null: a 10^15-element tensor must reach vkml's MemoryError, not ASan's abort.
+# max_allocation_size_mb: one allocation past 6 GiB fails (MemoryError), as the 6 GiB address-space
+# limit the fuzzer's workers set in the release run (ASan's shadow memory rules that limit out):
+# without it the fuzzer's huge-size programs allocate and poison tens of GiB and are OOM-killed.
 # libstdc++ is preloaded too: ASan's __cxa_throw interceptor must find the real one at startup
 # (python itself does not link libstdc++), or the first C++ exception aborts.
 ASAN_RT = $(shell $(CXX) -print-file-name=libasan.so) $(shell $(CXX) -print-file-name=libstdc++.so)
@@ -95,7 +98,7 @@ python-asan: venv
 	$(CMAKE) --build $(ASAN) -j $(JOBS) --target _C _C_package
 
 test-python-asan: python-asan
-	LD_PRELOAD="$(ASAN_RT)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+	LD_PRELOAD="$(ASAN_RT)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:max_allocation_size_mb=6144 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
 	  $(PY) -m pytest -q -p no:cacheprovider tests/python -m "not slow"
 

@@ -3088,7 +3088,8 @@ def apply_break(spec):
 
 def limit_memory(gib=6):
     """A runaway allocation in a worker raises MemoryError instead of waking the OOM killer.
-    Not under AddressSanitizer, whose shadow memory needs terabytes of address space."""
+    Not under AddressSanitizer, whose shadow memory needs terabytes of address space: there,
+    ASAN_OPTIONS=max_allocation_size_mb (make test-python-asan) caps each allocation instead."""
     if "libasan" in os.environ.get("LD_PRELOAD", ""):
         return
     try:
