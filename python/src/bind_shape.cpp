@@ -98,8 +98,15 @@ void bind_shape(nb::module_& m, nb::class_<Tensor>& c) {
       m, c, "chunk",
       [](const Tensor& x, int64_t chunks, int64_t dim) {
         VK_CHECK(chunks > 0, ShapeError, "chunk: chunks must be positive, got ", chunks);
-        int64_t n = x.shape()[vk::wrap_dim(dim, x.ndim(), "chunk")];
-        return to_tuple(split_even(x, std::max<int64_t>((n + chunks - 1) / chunks, 1), dim));
+        const int64_t d = vk::wrap_dim(dim, x.ndim(), "chunk");
+        const int64_t n = x.shape()[d];
+        if (n == 0) {  // as torch: `chunks` empty pieces
+          VK_CHECK(chunks <= (int64_t{1} << 24), SizeError, "chunk: ", chunks,
+                   " empty pieces of an empty dim are more than a tuple can hold");
+          return to_tuple(std::vector<Tensor>(static_cast<size_t>(chunks), vk::narrow(x, d, 0, 0)));
+        }
+        // ceil(n / chunks) without n + chunks - 1, which overflows for chunks near 2^63
+        return to_tuple(split_even(x, (n - 1) / chunks + 1, d));
       },
       "chunks"_a, "dim"_a = 0);
   both(

@@ -11,6 +11,7 @@ results, backward): the result may be NaN, but nothing may crash or raise an unt
 
 import numpy as np
 import pytest
+import torch
 
 import vkml as vk
 
@@ -798,3 +799,15 @@ def test_fuzz_avg_pool2d_kernel_of_2_32_returns():
     x = vk.arange(16, dtype=vk.float32).reshape(1, 1, 4, 4)
     y = vk.nn.functional.avg_pool2d(x, 2**32, stride=2, padding=2**31 - 1)
     np.testing.assert_allclose(y.numpy(), np.full((1, 1, 2, 2), 120 / 2**64), rtol=1e-6)
+
+
+def test_fuzz_seed64_chunk_with_huge_count_does_not_overflow():
+    """chunk computed ceil(n / chunks) as (n + chunks - 1) / chunks: signed overflow (UB, found by
+    the sizes fuzzer under UBSan) for chunks near 2^63. torch overflows there too and raises
+    "split_size=-1"; vkml gives the well-defined answer: one element per chunk."""
+    assert [t.shape for t in vk.ones(3).chunk(2 ** 63 - 1)] == [(1,)] * 3
+    with pytest.raises(vk.SizeError, match="chunk"):  # torch: "split_size=-1"
+        vk.ones(0).chunk(2 ** 63 - 1)
+    for n, k in [(7, 3), (6, 3), (1, 5), (0, 1), (0, 2), (0, 5)]:
+        assert ([tuple(t.shape) for t in vk.ones(n).chunk(k)]
+                == [tuple(t.shape) for t in torch.ones(n).chunk(k)]), (n, k)
