@@ -33,7 +33,7 @@ endif()
 
 if(NOT VKML_BLAS_FROM)
   # The wheel's library exports every symbol with a `scipy_` prefix (scipy_cblas_sgemm, ...);
-  # VKML_BLAS_SCIPY_PREFIX tells backend/cpu/matmul.cpp to call those names.
+  # VKML_BLAS_SCIPY_PREFIX tells backend/cpu/linalg.cpp to call those names.
   if(NOT Python_EXECUTABLE)
     find_package(Python 3.9 COMPONENTS Interpreter)
   endif()

@@ -1881,15 +1881,13 @@ def _pool_prep(gen, rng, first):
     return [_img(gen, first, 4 if gen.rng.random() < 0.85 else 3)]
 
 
-def _pool_common(rng, ins, mode, dil, fn="vk.nn.functional"):
+def _pool_common(rng, ins, mode, dil):
     p = _pool_params(rng)
     (x,) = ins
     need(x.isfloat and x.ndim in (3, 4) and x.ref.size > 0)
     # vkml refuses (typed errors; torch accepts them): ceil_mode=True, count_include_pad=False
-    # (avg_pool2d), and vk.max_pool2d/vk.avg_pool2d (not F.*) want a 4-D input
+    # (avg_pool2d). vk.max_pool2d/vk.avg_pool2d are F.*'s functions: 3-D and 4-D inputs.
     errs = []
-    if x.ndim == 3 and fn.startswith("vk.") and not fn.startswith("vk.nn"):
-        errs.append("ShapeError")
     if p["ceil"] or (not dil and not p["cip"]):
         errs.append("NotImplementedError")
     err = "|".join(errs) or None
@@ -1908,7 +1906,7 @@ def _pool_common(rng, ins, mode, dil, fn="vk.nn.functional"):
 @op("max_pool2d", prep=_pool_prep, table=("max_pool2d",))
 def b_max_pool2d(rng, ins, mode):
     fn = "vk.max_pool2d" if rng.random() < 0.5 else "vk.nn.functional.max_pool2d"
-    p, x, s, d, err = _pool_common(rng, ins, mode, True, fn)
+    p, x, s, d, err = _pool_common(rng, ins, mode, True)
     batched = x.ndim == 4
     xs = "{0}" if batched else "{0}[None]"
     which = p["which"]
@@ -1937,7 +1935,7 @@ def b_max_pool2d(rng, ins, mode):
 @op("avg_pool2d", prep=_pool_prep, table=("avg_pool2d",))
 def b_avg_pool2d(rng, ins, mode):
     fn = "vk.avg_pool2d" if rng.random() < 0.5 else "vk.nn.functional.avg_pool2d"
-    p, x, s, d, err = _pool_common(rng, ins, mode, False, fn)
+    p, x, s, d, err = _pool_common(rng, ins, mode, False)
     batched = x.ndim == 4
     xs = "{0}" if batched else "{0}[None]"
     src = (f"{fn}({{0}}, {p['k']!r}, stride={p['s']!r}, padding={p['p']!r}, ceil_mode={p['ceil']}, "

@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
          << "- gradient: " << (def.grad ? "" : "none — ") << def.grad_doc << "\n"
          << "- inputs: " << (def.arity < 0 ? std::string("any number") : std::to_string(def.arity))
          << " tensors\n"
+         << (def.outputs > 1 ? "- outputs: " + std::to_string(def.outputs) +
+                                   " (output 0 is the "
+                                   "result; the rule reads the others by position)\n"
+                             : std::string())
          << "- determinism: "
          << (def.determinism == Determinism::Bitwise ? "bitwise identical at any thread count"
                                                      : "not bitwise reproducible")

@@ -58,11 +58,6 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_BINARY("multiply", vk::mul(x, y));
   VKPY_BINARY("maximum", vk::maximum(x, y));
   VKPY_BINARY("minimum", vk::minimum(x, y));
-  VKPY_BINARY("matmul", vk::matmul(x, y));
-  VKPY_BINARY("mm", vk::matmul(x, y));
-  VKPY_BINARY("bmm", vk::matmul(x, y));
-  VKPY_BINARY("mv", vk::matmul(x, y));
-  VKPY_BINARY("dot", vk::matmul(x, y));
   VKPY_BINARY("bitwise_and", vk::bitwise_and(x, y));
   VKPY_BINARY("bitwise_or", vk::bitwise_or(x, y));
   VKPY_BINARY("bitwise_xor", vk::bitwise_xor(x, y));
@@ -87,21 +82,6 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_COMPARE("greater", vk::gt);
   VKPY_COMPARE("less", vk::lt);
 #undef VKPY_COMPARE
-  // torch.addmm: beta * input + alpha * (mat1 @ mat2); a 1-D input (a bias) with beta = alpha = 1
-  // is the fused addmm op, anything else the composed ops.
-  m.def(
-      "addmm",
-      [](const Tensor& input, const Tensor& mat1, const Tensor& mat2, double beta, double alpha) {
-        const bool fused = beta == 1.0 && alpha == 1.0 && input.ndim() == 1 && mat1.ndim() == 2 &&
-                           mat2.ndim() == 2 && is_floating(mat1.dtype());
-        return without_gil(heavy(mat1, mat2), [&] {
-          if (fused) return vk::addmm(input, mat1, mat2);
-          Tensor out = vk::matmul(mat1, mat2);
-          if (alpha != 1.0) out = out * alpha;
-          return (beta == 1.0 ? input : input * beta) + out;
-        });
-      },
-      "input"_a, "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = 1.0, "alpha"_a = 1.0);
   both(
       m, c, "add",
       [other_of](const Tensor& x, nb::handle other, nb::handle alpha) {
@@ -261,6 +241,12 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
     vk::NoGradGuard ng;
     return vk::sum(vk::cast(vk::eq(xe->first, xe->second), DType::Int64)).item() > 0;
   });
+  m.def(
+      "gelu_backward",
+      [](const Tensor& g, const Tensor& x) {
+        return without_gil(heavy(g), [&] { return vk::gelu_backward(g, x); });
+      },
+      "grad"_a, "input"_a);
 }
 
 }  // namespace vkpy

@@ -1,4 +1,4 @@
-// Bindings: Index ops (ops/index_ops.cpp): index_select, gather, scatter_add, index_add,
+// Bindings: Index ops (ops/index.cpp): index_select, gather, scatter_add, index_add,
 // take_along_dim.
 #include "bind_ops.h"
 

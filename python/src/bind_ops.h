@@ -26,8 +26,6 @@ extern nb::object g_max_type, g_min_type, g_sort_like;  // namedtuples (values, 
 // (values, indices) as torch's max/min namedtuple.
 nb::object values_indices(bool is_max, const vk::ValuesIndices& r);
 int64_t as_i64(nb::handle h);
-std::pair<int64_t, int64_t> pair_of(nb::handle h, const char* what);  // int or pair of ints
-vk::Window2d window(nb::handle kernel, nb::handle stride, nb::handle padding, nb::handle dilation);
 std::vector<Tensor> tensor_list(nb::handle seq);
 nb::tuple to_tuple(const std::vector<Tensor>& ts);
 // operand(), or a TypeError naming `op` when `h` is no tensor, number or array.
@@ -50,7 +48,10 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c);
 void bind_reduction(nb::module_& m, nb::class_<Tensor>& c);
 void bind_shape(nb::module_& m, nb::class_<Tensor>& c);
 void bind_index(nb::module_& m, nb::class_<Tensor>& c);
+void bind_softmax(nb::module_& m, nb::class_<Tensor>& c);
+void bind_linalg(nb::module_& m, nb::class_<Tensor>& c);
 void bind_conv(nb::module_& m);
+void bind_norm(nb::module_& m);
 void bind_creation(nb::module_& m);
 
 }  // namespace vkpy

@@ -1,5 +1,5 @@
 // Bindings: Reductions (ops/reduction.cpp): sum/mean/max/min/var/std/... with torch's dim and
-// keepdim arguments, argmax/argmin, softmax and friends.
+// keepdim arguments, argmax/argmin.
 #include "bind_ops.h"
 
 namespace vkpy {
@@ -96,69 +96,6 @@ void bind_reduction(nb::module_& m, nb::class_<Tensor>& c) {
       },
       "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
       "correction"_a = nb::none());
-  both(
-      m, c, "softmax",
-      [maybe_cast](const Tensor& x, int64_t dim, nb::handle dtype) {
-        Tensor in = maybe_cast(x, dtype);
-        return without_gil(heavy(x), [&] { return vk::softmax(in, dim); });
-      },
-      "dim"_a, "dtype"_a = nb::none());
-  both(
-      m, c, "log_softmax",
-      [maybe_cast](const Tensor& x, int64_t dim, nb::handle dtype) {
-        Tensor in = maybe_cast(x, dtype);
-        return without_gil(heavy(x), [&] { return vk::log_softmax(in, dim); });
-      },
-      "dim"_a, "dtype"_a = nb::none());
-  m.def(
-      "softmax_backward",
-      [](const Tensor& g, const Tensor& out, int64_t dim) {
-        return without_gil(heavy(g), [&] { return vk::softmax_backward(g, out, dim); });
-      },
-      "grad"_a, "output"_a, "dim"_a);
-  m.def(
-      "log_softmax_backward",
-      [](const Tensor& g, const Tensor& out, int64_t dim) {
-        return without_gil(heavy(g), [&] { return vk::log_softmax_backward(g, out, dim); });
-      },
-      "grad"_a, "output"_a, "dim"_a);
-  m.def(
-      "layer_norm_backward",
-      [](const Tensor& g, const Tensor& x, nb::handle normalized_shape,
-         std::optional<Tensor> weight, double eps) {
-        Shape s = to_shape(normalized_shape);
-        return without_gil(heavy(g), [&] {
-          return vk::layer_norm_backward(g, x, s, weight ? *weight : Tensor(), eps);
-        });
-      },
-      "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5);
-  m.def(
-      "layer_norm_param_grad",
-      [](const Tensor& g, const Tensor& x, nb::handle normalized_shape, double eps) {
-        Shape s = to_shape(normalized_shape);
-        return without_gil(heavy(g), [&] { return vk::layer_norm_param_grad(g, x, s, eps); });
-      },
-      "grad"_a, "input"_a, "normalized_shape"_a, "eps"_a = 1e-5);
-  m.def(
-      "batch_norm_backward",
-      [](const Tensor& g, const Tensor& x, std::optional<Tensor> weight, double eps) {
-        return without_gil(heavy(g), [&] {
-          return vk::batch_norm_backward(g, x, weight ? *weight : Tensor(), eps);
-        });
-      },
-      "grad"_a, "input"_a, "weight"_a = nb::none(), "eps"_a = 1e-5);
-  m.def(
-      "batch_norm_param_grad",
-      [](const Tensor& g, const Tensor& x, double eps) {
-        return without_gil(heavy(g), [&] { return vk::batch_norm_param_grad(g, x, eps); });
-      },
-      "grad"_a, "input"_a, "eps"_a = 1e-5);
-  m.def(
-      "gelu_backward",
-      [](const Tensor& g, const Tensor& x) {
-        return without_gil(heavy(g), [&] { return vk::gelu_backward(g, x); });
-      },
-      "grad"_a, "input"_a);
 }
 
 }  // namespace vkpy

@@ -1,4 +1,4 @@
-// Bindings: Shape ops (ops/shape_ops.cpp): views, reshapes, cat/stack/split, padding, flips,
+// Bindings: Shape ops (ops/shape.cpp): views, reshapes, cat/stack/split, padding, flips,
 // repeats.
 #include "bind_ops.h"
 

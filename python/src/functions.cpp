@@ -18,31 +18,6 @@ nb::object values_indices(bool is_max, const vk::ValuesIndices& r) {
 
 int64_t as_i64(nb::handle h) { return nb::cast<int64_t>(h); }
 
-std::pair<int64_t, int64_t> pair_of(nb::handle h, const char* what) {
-  if (PyLong_Check(h.ptr())) {
-    int64_t v = as_i64(h);
-    return {v, v};
-  }
-  std::vector<int64_t> v = to_shape(h);
-  VK_CHECK(v.size() == 2 || v.size() == 1, ShapeError, what, ": expected an int or a pair, got ",
-           v.size(), " values");
-  return v.size() == 1 ? std::pair{v[0], v[0]} : std::pair{v[0], v[1]};
-}
-
-vk::Window2d window(nb::handle kernel, nb::handle stride, nb::handle padding, nb::handle dilation) {
-  vk::Window2d w;
-  std::tie(w.kh, w.kw) = pair_of(kernel, "kernel_size");
-  if (stride.is_none() || (!PyLong_Check(stride.ptr()) && nb::len(stride) == 0)) {
-    w.sh = w.kh;
-    w.sw = w.kw;
-  } else {
-    std::tie(w.sh, w.sw) = pair_of(stride, "stride");
-  }
-  std::tie(w.ph, w.pw) = pair_of(padding, "padding");
-  std::tie(w.dh, w.dw) = pair_of(dilation, "dilation");
-  return w;
-}
-
 std::vector<Tensor> tensor_list(nb::handle seq) {
   std::vector<Tensor> out;
   for (nb::handle h : seq) out.push_back(as_tensor(h));
@@ -227,9 +202,12 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
 
   bind_elementwise(m, c);
   bind_reduction(m, c);
+  bind_softmax(m, c);
   bind_shape(m, c);
   bind_index(m, c);
+  bind_linalg(m, c);
   bind_conv(m);
+  bind_norm(m);
   bind_creation(m);
 }
 

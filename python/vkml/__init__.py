@@ -41,6 +41,10 @@ from . import return_types
 from .serialization import load, save
 from . import nn
 from . import optim
+# Convolution and pooling are bound once, as torch.nn.functional (3-D and 4-D inputs); the
+# top-level names are the same functions, as torch.conv2d and torch.max_pool2d are.
+from .nn.functional import avg_pool2d, conv2d, max_pool2d  # noqa: E402
+from .nn.functional import fold as col2im, unfold as im2col  # noqa: E402
 
 __version__ = "0.1.0"
 

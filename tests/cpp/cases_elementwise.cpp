@@ -297,6 +297,54 @@ RegisterOpCases elementwise_cases({
        return V{mask({1, 0, 1}, {3}), mask({1, 1, 0}, {3})};
      },
      [](const V& x) { return bitwise_xor(x[0], x[1]); }},
+    {OpKind::Neg, "neg",
+     [] {
+       return V{leaf({2, 3})};
+     },
+     [](const V& x) { return neg(x[0]); }},
+    {OpKind::Exp, "exp",
+     [] {
+       return V{leaf({2, 3})};
+     },
+     [](const V& x) { return exp(x[0]); }},
+    {OpKind::Add, "add/same",
+     [] {
+       return V{leaf({2, 3}), leaf({2, 3})};
+     },
+     [](const V& x) { return x[0] + x[1]; }},
+    {OpKind::Add, "add/broadcast_row",
+     [] {
+       return V{leaf({2, 3}), leaf({3})};
+     },
+     [](const V& x) { return x[0] + x[1]; }},
+    {OpKind::Add, "add/broadcast_both",
+     [] {
+       return V{leaf({2, 1}), leaf({1, 3})};
+     },
+     [](const V& x) { return x[0] + x[1]; }},
+    {OpKind::Sub, "sub/broadcast_col",
+     [] {
+       return V{leaf({2, 3}), leaf({2, 1})};
+     },
+     [](const V& x) { return x[0] - x[1]; }},
+    {OpKind::Mul, "mul/broadcast_scalar",
+     [] {
+       return V{leaf({2, 3}), leaf({})};
+     },
+     [](const V& x) { return x[0] * x[1]; }},
+    {OpKind::Mul, "mul/self", [] { return V{leaf({4})}; }, [](const V& x) { return x[0] * x[0]; }},
+    {OpKind::Div, "div/broadcast",
+     [] {
+       return V{leaf({2, 3}), leaf({1, 3}, 0.5, 2.0)};
+     },
+     [](const V& x) { return x[0] / x[1]; }},
+    {OpKind::Eq, "eq", [] { return V{leaf({3})}; }, [](const V& x) { return eq(x[0], x[0]); }},
+    {OpKind::Ne, "ne", [] { return V{leaf({3})}; },
+     [](const V& x) { return ne(x[0], x[0] * 2.0); }},
+    {OpKind::Cast, "cast/f32_roundtrip", [] { return V{leaf({3})}; },
+     // float64 -> float32 -> float64 loses precision: compare at float32's resolution
+     [](const V& x) { return cast(cast(x[0], DType::Float32), DType::Float64) * 0.0 + x[0]; }},
+
 });
 
 }  // namespace

@@ -109,6 +109,32 @@ RegisterOpCases shape_cases({
      [](const V& x) {
        return sq(flip(x[0], {1, 0}));
      }},
+    {OpKind::Reshape, "reshape",
+     [] {
+       return V{leaf({2, 3})};
+     },
+     [](const V& x) {
+       return reshape(x[0] * x[0], {3, -1});
+     }},
+    {OpKind::Permute, "permute",
+     [] {
+       return V{leaf({2, 3, 4})};
+     },
+     [](const V& x) {
+       return permute(x[0], {2, 0, 1}) * 2.0;
+     }},
+    {OpKind::Expand, "expand",
+     [] {
+       return V{leaf({3, 1})};
+     },
+     [](const V& x) {
+       return expand(x[0], {2, 3, 4}) * expand(x[0], {2, 3, 4});
+     }},
+    {OpKind::Contiguous, "contiguous",
+     [] {
+       return V{leaf({3, 2})};
+     },
+     [](const V& x) { return clone(transpose(x[0] * x[0], 0, 1)); }},
 });
 
 }  // namespace

@@ -60,12 +60,21 @@ VK_KERNEL(counted) {
   g_calls[static_cast<size_t>(K)].fetch_add(1);
   Meta on_cpu = m;
   on_cpu.device = kCPU;
-  Tensor r = find_kernel(DeviceType::CPU, K)(in, a, on_cpu);
-  if (r.device() == m.device) return r;
-  Tensor out = Tensor::empty(r.shape(), r.dtype(), m.device);
-  cpu::copy_into(out, r);
-  for (const Tensor& s : r.saved()) out.impl()->saved.push_back(to_device(s, m.device));
-  return out;
+  Outputs r = find_kernel(DeviceType::CPU, K)(in, a, on_cpu);
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (!r[i].defined() || r[i].device() == m.device) continue;  // a view of an input
+    Tensor moved = Tensor::empty(r[i].shape(), r[i].dtype(), m.device);
+    cpu::copy_into(moved, r[i]);
+    r[i] = moved;
+  }
+  return r;
+}
+
+// A broken backend: a kernel for a one-output op that returns two.
+VK_KERNEL(two_outputs) {
+  (void)a;
+  (void)m;
+  return {in[0], in[0]};
 }
 
 const DeviceType kCounting = [] {
@@ -79,6 +88,9 @@ const DeviceType kCounting = [] {
   register_kernel(type, OpKind::Expand, counted<OpKind::Expand>);
   register_kernel(type, OpKind::Reshape, counted<OpKind::Reshape>);
   register_kernel(type, OpKind::Contiguous, counted<OpKind::Contiguous>);
+  register_kernel(type, OpKind::MaxDim, counted<OpKind::MaxDim>);
+  register_kernel(type, OpKind::ScatterAdd, counted<OpKind::ScatterAdd>);
+  register_kernel(type, OpKind::Sub, two_outputs);
   register_services(type, {.copy_into = cpu::copy_into, .add_into = cpu::add_into});
   return type;
 }();
@@ -143,6 +155,28 @@ TEST(DeviceSeam, BackwardRunsOnTheDeviceAndGradientsReturnToTheirSource) {
   test::expect_values(c.grad(), {32}, 0.0);
 }
 
+// Issue #13, item 4: an op's outputs come back from its kernel, not through a side channel; the
+// rule reads them by position from the node.
+TEST(DeviceSeam, AMultiOutputOpReturnsEveryOutputOnTheDeviceAndItsRuleReadsThem) {
+  const Tensor x = values({3, 1, 2, 5, 4, 0}, {2, 3});
+  const int max_dims = calls(OpKind::MaxDim);
+  const auto [v, i] = max(to_device(x, kCountingDevice), 1);
+  EXPECT_EQ(calls(OpKind::MaxDim), max_dims + 1);  // one kernel call gives both
+  EXPECT_EQ(v.device(), kCountingDevice);
+  EXPECT_EQ(i.device(), kCountingDevice);
+  EXPECT_EQ(i.dtype(), DType::Int64);
+  test::expect_values(to_cpu(v), {3, 5}, 0.0);
+  EXPECT_EQ(to_cpu(i).data<int64_t>()[0], 0);
+  EXPECT_EQ(to_cpu(i).data<int64_t>()[1], 0);
+  autograd::backward(sum(v));  // max_dim's rule scatters into output 1's positions
+  test::expect_values(x.grad(), {1, 0, 0, 1, 0, 0}, 0.0);
+}
+
+TEST(DeviceSeam, AKernelReturningAnotherNumberOfOutputsIsARuntimeError) {
+  const Tensor x = to_device(values({1, 2}, {2}, false), kCountingDevice);
+  VK_EXPECT_ERROR(x - x, RuntimeError, "sub", "counting:0", "returned 2 outputs", "the op has 1");
+}
+
 TEST(DeviceSeam, LeavesOnTheDeviceAccumulateThereThroughItsServices) {
   Tensor w = to_device(values({1, 2}, {2}, false), kCountingDevice);
   w.set_requires_grad(true);
@@ -178,6 +212,29 @@ TEST(DeviceSeam, MemoryTheHostCannotReadRefusesDataButCopies) {
   test::expect_values(to_cpu(on), {1, 2, 3}, 0.0);
   // Between two devices the bytes go through the host.
   test::expect_values(to_cpu(to_device(on, kCountingDevice)), {1, 2, 3}, 0.0);
+}
+
+// Issue #13, item 6: ops and nn read values on the host only through host_read, a copy, never
+// through a pointer into the device's memory.
+TEST(DeviceSeam, HostReadsInOpsCopyFromMemoryTheHostCannotReach) {
+  const Tensor x = values({1, -2, 3}, {3});
+  const Tensor on = to_device(x, Device{kOpaque, 0});
+  EXPECT_EQ(to_vector(on), (std::vector<double>{1, -2, 3}));
+  const Tensor r = host_read(on);
+  EXPECT_TRUE(r.device().is_cpu());
+  EXPECT_TRUE(r.is_contiguous());
+  EXPECT_FALSE(r.requires_grad());  // a read records nothing
+  EXPECT_TRUE(r.is_leaf());
+}
+
+TEST(DeviceSeam, CopyIntoATensorFromAnotherDeviceMovesTheSourceFirst) {
+  const Tensor on = to_device(values({1, 2, 3}, {3}, false), Device{kOpaque, 0});
+  const Tensor dst = zeros({3}, DType::Float32);
+  copy_(dst, on);  // float64 on a device the host cannot read -> float32 on the CPU
+  test::expect_values(dst, {1, 2, 3}, 0.0);
+  const Tensor back = to_device(zeros({3}, DType::Float32), kCountingDevice);
+  copy_(back, dst);
+  test::expect_values(to_cpu(back), {1, 2, 3}, 0.0);
 }
 
 TEST(DeviceSeam, StorageIsReleasedToTheDevicesMemory) {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "test_util.h"
-#include "vkml/backend/cpu/matmul.h"
+#include "vkml/backend/cpu/linalg.h"
 
 namespace vk::test {
 namespace {

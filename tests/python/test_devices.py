@@ -246,3 +246,64 @@ def test_creation_on_a_second_device_matches_the_cpu():
     assert b.device == HT and b.tolist() == a.tolist()
     assert vk.zeros_like(b).device == HT and vk.full_like(b, 2).device == HT
     assert vk.arange(4, device=HT).tolist() == [0, 1, 2, 3]
+
+
+# ---- issue #13, item 6: the value-dependent shortcuts of three rules are taken only on the CPU ----
+# There they read values on the host (free); on another device the rule takes its general form,
+# which reads nothing. Both forms must give the same gradients, and torch's.
+
+def _grads_on(device, f, *xs):
+    leaves = [vk.tensor(x, dtype=vk.float64, requires_grad=True) for x in xs]
+    out = f(*[leaf.to(device) for leaf in leaves])
+    assert out.device == vk.device(device)
+    out.sum().backward()
+    return [leaf.grad.tolist() for leaf in leaves]
+
+
+def _torch_grads(f, *xs):
+    leaves = [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in xs]
+    f(*leaves).sum().backward()
+    return [leaf.grad.tolist() for leaf in leaves]
+
+
+@pytest.mark.parametrize("f,xs", [
+    (lambda x: x ** 2.0, [[1.5, -2.0, 0.0]]),
+    (lambda x: x ** 0.0, [[1.5, -2.0, 0.0]]),
+    (lambda x: x ** 0.5, [[1.5, 2.0, 4.0]]),
+    (lambda x: x.prod(), [[1.5, -2.0, 3.0]]),
+    (lambda x: x.prod(), [[1.5, 0.0, 3.0]]),
+    (lambda x: x.prod(), [[0.0, 2.0, 0.0]]),
+    (lambda x: x.prod(1), [[[1.5, 2.0], [0.0, 3.0]]]),
+], ids=["pow2", "pow0", "pow_half", "prod", "prod_one_zero", "prod_two_zeros", "prod_dim"])
+def test_value_dependent_gradient_shortcuts_agree_off_the_cpu(f, xs):
+    cpu, dev = _grads_on("cpu", f, *xs), _grads_on(HT, f, *xs)
+    np.testing.assert_allclose(dev, cpu, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(cpu, _torch_grads(f, *xs), rtol=1e-14, atol=0)
+
+
+def test_max_pool2d_backward_gradient_off_the_cpu_matches_the_cpu():
+    # max_pool2d_backward's rule gathers the incoming gradient at the argmax indices; off the CPU
+    # it does not read them to skip the mask for windows wholly in the padding.
+    vk.manual_seed(0)
+    x = vk.randn(1, 2, 5, 5, dtype=vk.float64)
+    w = vk.randn(1, 2, 5, 5, dtype=vk.float64)
+    results = []
+    for device in ("cpu", HT):
+        _, idx = vk.nn.functional.max_pool2d(x.to(device), 3, stride=2, padding=1, return_indices=True)
+        g = vk.ones(1, 2, 3, 3, dtype=vk.float64, device=device).requires_grad_()
+        dx = vk.max_pool2d_backward(g, idx, [1, 2, 5, 5])
+        (dg,) = vk.autograd.grad((dx * w.to(device)).sum(), g)
+        assert dg.device == vk.device(device)
+        results.append(dg.tolist())
+    expected = np.take_along_axis(w.numpy().reshape(1, 2, 25), idx.cpu().numpy().reshape(1, 2, 9), 2)
+    assert results[0] == results[1] == expected.reshape(1, 2, 3, 3).tolist()
+
+
+def test_copy_into_a_tensor_from_another_device():
+    # As torch: cpu_tensor.copy_(device_tensor) and back; the source moves first, then converts.
+    dst = vk.zeros(3)
+    dst.copy_(vk.tensor([1.0, 2.0, 3.0], dtype=vk.float64, device=HT))
+    assert dst.device == vk.device("cpu") and dst.dtype == vk.float32 and dst.tolist() == [1, 2, 3]
+    back = vk.zeros(3, device=HT)
+    back.copy_(dst * 2)
+    assert back.device == HT and back.tolist() == [2, 4, 6]

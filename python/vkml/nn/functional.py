@@ -138,8 +138,10 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    if isinstance(padding, str):
-        raise NotImplementedError("conv2d: string padding ('same'/'valid') is not implemented")
+    if padding == "valid":  # torch's name for no padding
+        padding = 0
+    elif isinstance(padding, str):
+        raise NotImplementedError("conv2d: padding='same' is not implemented (an int, a pair or 'valid')")
     return _nn.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 

@@ -17,7 +17,7 @@
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/reduction.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk::autograd {
 namespace {
@@ -331,7 +331,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     if (!opt.retain_graph) {
       TensorImpl* impl = t.impl();
       impl->graph_freed = true;
-      impl->saved.clear();
+      impl->other_outputs.clear();
       // parents are kept alive by graph.order until the walk ends; then they are released.
       impl->parents.clear();
       impl->saved_versions.clear();

@@ -10,7 +10,7 @@
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/reduction.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk::autograd {
 

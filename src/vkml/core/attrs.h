@@ -1,5 +1,7 @@
 // The parameters of one op call (everything that is not a tensor input). One plain struct shared
-// by all ops keeps the op table uniform; each op's entry documents which fields it reads.
+// by all ops keeps the op table uniform: a few common fields, then one small struct per op family
+// (softmax, norm, conv/pool, ...), so that no field means one thing to one op and another to the
+// next. Each op's entry documents which it reads.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -18,12 +20,54 @@ namespace vk {
 class Tensor;
 struct GradCtx;
 
-// Window geometry of im2col/col2im/conv2d/pooling (2-D; H then W).
+// Each op family's own parameters, one meaning per field; an op reads its family's struct and
+// the common fields its entry names (ops/*.cpp document which).
+
+// Convolution and pooling (im2col, col2im, conv2d, max_pool2d, avg_pool2d): the 2-D window, H
+// then W.
 struct Window2d {
   int64_t kh = 1, kw = 1;  // kernel
   int64_t sh = 1, sw = 1;  // stride
   int64_t ph = 0, pw = 0;  // zero padding
   int64_t dh = 1, dw = 1;  // dilation
+  int64_t groups = 1;      // conv2d: channel groups
+};
+
+// Normalisation (layer_norm, batch_norm and their backward and parameter-gradient ops). The
+// normalized (trailing) shape of layer_norm is Attrs::shape.
+struct NormAttrs {
+  double eps = 1e-5;
+  bool has_weight = false, has_bias = false;  // which optional inputs follow x (or g, x)
+  bool with_param_grad = false;  // *_backward: also the weight and bias gradients, output 1
+};
+
+// softmax: the row scaled before it is exponentiated, and a causal mask (row i of the last two
+// dims sees columns j <= i). log_softmax and the backward ops read none of it.
+struct SoftmaxAttrs {
+  double scale = 1.0;
+  bool causal = false;
+};
+
+// gelu and gelu_backward: the tanh approximation instead of the exact erf form.
+struct GeluAttrs {
+  bool tanh_approximation = false;
+};
+
+// var: the correction subtracted from the element count (1: Bessel's).
+struct VarAttrs {
+  double correction = 1.0;
+};
+
+// pad: (before, after) widths per dim from the last dim backwards, and the fill value.
+struct PadAttrs {
+  std::vector<int64_t> widths;
+  double value = 0.0;
+};
+
+// arange: exact integers (start + i * step computed in int64, Attrs::start and ::step) or doubles.
+struct ArangeAttrs {
+  bool integers = false;
+  double start = 0.0, step = 1.0;  // when !integers
 };
 
 // A user-defined op (custom functions, checkpoint): its gradient is a closure, not a table rule.
@@ -35,21 +79,25 @@ struct CustomOp {
 };
 
 struct Attrs {
-  std::vector<int64_t> dims;  // reduction dims (empty = all), permutation, flip dims
+  // Common fields, one meaning each.
+  std::vector<int64_t> dims;  // the dims an op acts on: reduced, permuted, flipped (empty = all)
   Shape shape;                // target shape: reshape, expand, full, sum_to, *_backward extents
   int64_t dim = 0;            // the one dim of cat/stack/slice/gather/index_select/argmax/...
   bool keepdim = false;
-  bool flag = false;                      // op-specific switch (gelu: tanh approximation; ...)
-  double scalar = 0.0;                    // arange start, var correction, pad value, ...
-  double scalar2 = 0.0;                   // arange step (floating), ...
   Scalar value;                           // full's fill value (an int stays exact)
   std::optional<Scalar> lo, hi;           // clamp's bounds; nullopt leaves that side open
-  int64_t start = 0, stop = 0, step = 1;  // slice, arange
-  std::vector<int64_t> ints;              // pad widths, ...
-  Window2d win;                           // conv/pool geometry
+  int64_t start = 0, stop = 0, step = 1;  // an integer range: slice, randint, integer arange
   DType dtype = DType::Float32;           // cast target, creation dtype
   Device device;                          // creation ops and to_device: where the result lives
   uint64_t seed = 0, offset = 0;          // counter-based RNG position
+  // Per family (above).
+  Window2d win;
+  NormAttrs norm;
+  SoftmaxAttrs softmax;
+  GeluAttrs gelu;
+  VarAttrs var;
+  PadAttrs pad;
+  ArangeAttrs arange;
   std::shared_ptr<const CustomOp> custom;
 };
 

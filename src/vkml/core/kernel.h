@@ -2,17 +2,18 @@
 // kernel registry that each backend fills from its own folder (backend/<device>/register.cpp).
 // The op table (ops/op.h) holds everything else about an op; ops/ never names a backend.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "vkml/core/attrs.h"
 #include "vkml/core/device.h"
 #include "vkml/core/shape.h"
+#include "vkml/core/tensor.h"
 
 namespace vk {
-
-class Tensor;
 
 // The kinds are grouped by family, several to a line.
 // clang-format off
@@ -56,12 +57,37 @@ struct Meta {
   Device device = kCPU;  // set by dispatch: shape rules leave it out
 };
 
+// What a kernel returns: the op's outputs by position, as many as its OpDef declares. Output 0 is
+// the op's result (the tensor that becomes the graph node, shaped as Meta says); the others are
+// what the op computes beside it in the same pass (max_dim's indices, batch_norm's statistics, a
+// fused backward's parameter gradients), which callers take from dispatch_outputs and gradient
+// rules read by position. An output an op may leave out (a statistic nobody asked for) is
+// undefined. A kernel with one output returns its Tensor (converted implicitly).
+inline constexpr size_t kMaxOutputs = 3;
+class Outputs {
+ public:
+  Outputs(Tensor t) : v_{std::move(t)}, n_(1) {}  // NOLINT: implicit, so that `return out;` works
+  Outputs(std::initializer_list<Tensor> ts) : n_(ts.size()) {
+    VK_CHECK(ts.size() >= 1 && ts.size() <= kMaxOutputs, RuntimeError, "a kernel returned ",
+             ts.size(), " outputs; an op has 1 to ", kMaxOutputs);
+    size_t i = 0;
+    for (const Tensor& t : ts) v_[i++] = t;
+  }
+  size_t size() const { return n_; }
+  Tensor& operator[](size_t i) { return v_[i]; }
+  const Tensor& operator[](size_t i) const { return v_[i]; }
+
+ private:
+  std::array<Tensor, kMaxOutputs> v_;
+  size_t n_;
+};
+
 // Every kernel has this signature: the prepared inputs (all on the kernel's device), the op's
-// parameters and the output's inferred shape, dtype and device. A kernel allocates its result on
+// parameters and output 0's inferred shape, dtype and device. A kernel allocates its outputs on
 // that device (or returns a view of an input).
-using Kernel = Tensor (*)(const std::vector<Tensor>& in, const Attrs& a, const Meta& out);
+using Kernel = Outputs (*)(const std::vector<Tensor>& in, const Attrs& a, const Meta& out);
 #define VK_KERNEL(name) \
-  ::vk::Tensor name(const std::vector<::vk::Tensor>& in, const ::vk::Attrs& a, const ::vk::Meta& m)
+  ::vk::Outputs name(const std::vector<::vk::Tensor>& in, const ::vk::Attrs& a, const ::vk::Meta& m)
 
 // Registers `kernel` as `kind`'s kernel on devices of `type` (replacing any before it). Backends
 // register from a static initialiser or from register_builtin_backends, before their first op.

@@ -210,9 +210,9 @@ TensorImpl::~TensorImpl() {
   // Everything a tensor owns that may own tensors in turn -- its graph inputs, tensors saved for
   // its rule, its .grad -- is released by one loop, so that a chain of any length through any of
   // them (a 100,000-op graph; `t.grad = previous` repeated) never nests destructors.
-  if (parents.empty() && saved.empty() && !grad) return;
+  if (parents.empty() && other_outputs.empty() && !grad) return;
   std::vector<Tensor> owned = std::move(parents);
-  for (auto& s : saved) owned.push_back(std::move(s));
+  for (auto& o : other_outputs) owned.push_back(std::move(o));
   if (grad) owned.emplace_back(std::move(grad));
   if (g_teardown) {  // an outer destructor is already draining: hand over and return
     for (auto& t : owned) g_teardown->push_back(std::move(t));

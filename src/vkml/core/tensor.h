@@ -75,8 +75,9 @@ struct TensorImpl {
   std::vector<Tensor> parents;
   std::shared_ptr<const Attrs> attrs;
   std::vector<uint32_t> saved_versions;  // parents' storage versions when recorded
-  uint32_t own_version = 0;   // this tensor's storage version when recorded (a rule may read it)
-  std::vector<Tensor> saved;  // extra results a kernel keeps for the rule (max_pool2d's argmax)
+  uint32_t own_version = 0;  // this tensor's storage version when recorded (a rule may read it)
+  // Outputs 1, 2, ... of the op that made this node (max_pool2d's argmax), kept for its rule.
+  std::vector<Tensor> other_outputs;
   std::shared_ptr<TensorImpl> grad;              // under grad_mutex(): see Tensor::grad()
   std::vector<std::pair<uint64_t, Hook>> hooks;  // under grad_mutex(), with their ids
   std::atomic<bool> has_hooks{false};            // tells without the lock
@@ -136,14 +137,14 @@ class Tensor {
   // Pointer to the first element, for code that runs on the host (CPU kernels, conversions).
   // T must match dtype(); DeviceError when the memory is on a device the host cannot read.
   template <class T>
-  T* data() const {
+  [[gnu::always_inline]] T* data() const {
     VK_CHECK(dtype_of<T>::value == dtype(), DTypeError, "data<", dtype_name(dtype_of<T>::value),
              ">() on a tensor of dtype ", dtype_name(dtype()));
     if (!impl_->storage->host_addressable) [[unlikely]]
       throw_not_on_host("data()");
     return static_cast<T*>(impl_->storage->data) + impl_->offset;
   }
-  void* raw_data() const {
+  [[gnu::always_inline]] void* raw_data() const {
     if (!impl_->storage->host_addressable) [[unlikely]]
       throw_not_on_host("raw_data()");
     return static_cast<char*>(impl_->storage->data) + impl_->offset * dtype_size(dtype());
@@ -165,7 +166,6 @@ class Tensor {
   const OpDef* op() const { return impl_->op; }
   const std::vector<Tensor>& parents() const { return impl_->parents; }
   const Attrs& attrs() const;
-  const std::vector<Tensor>& saved() const { return impl_->saved; }
   // .grad and the hooks are read and written by backward walks and by user threads at once (two
   // threads backpropagating into shared parameters, a hook registered while a walk runs): every
   // access holds grad_mutex(), one of a fixed set of locks picked by the tensor's address.
@@ -187,7 +187,7 @@ class Tensor {
   std::string describe() const;  // "float32[2, 3]"
 
  private:
-  [[noreturn]] void throw_not_on_host(const char* what) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_not_on_host(const char* what) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -21,7 +21,7 @@
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/io/atomic_file.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk::io {
 

@@ -12,15 +12,17 @@
 #include <string>
 
 #include "vkml/core/grad_mode.h"
+#include "vkml/ops/conv.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
-#include "vkml/ops/index_ops.h"
+#include "vkml/ops/index.h"
 #include "vkml/ops/inplace.h"
 #include "vkml/ops/linalg.h"
-#include "vkml/ops/nn_ops.h"
+#include "vkml/ops/norm.h"
 #include "vkml/ops/reduction.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
+#include "vkml/ops/softmax.h"
 
 namespace vk::nn::functional {
 namespace {
@@ -104,7 +106,7 @@ Tensor reduce(const Tensor& loss, Reduction reduction) {
 
 // The integer values of an index tensor, read on the host (for range checks): a host read.
 std::vector<int64_t> read_indices(const Tensor& indices) {
-  Tensor dense = to_cpu(contiguous(cast(indices, DType::Int64)));
+  Tensor dense = host_read(cast(indices, DType::Int64));
   const int64_t* p = dense.data<int64_t>();
   return std::vector<int64_t>(p, p + dense.numel());
 }
@@ -358,7 +360,8 @@ Tensor log_clamped_at_minus_100(const Tensor& t, double neutral, LogFn log_fn) {
 void check_probabilities(const Tensor& p, const char* fn) {
   if (p.numel() == 0) return;
   NoGradGuard no_grad;
-  const double lo = amin(p).item(), hi = amax(p).item();
+  const Tensor range = host_read(cast(stack({amin(p), amax(p)}), DType::Float64));
+  const double lo = range.data<double>()[0], hi = range.data<double>()[1];
   VK_CHECK(lo >= 0.0 && hi <= 1.0, RuntimeError, fn,
            ": every element of the input must be a probability in [0, 1], found values in [", lo,
            ", ", hi, "]");
@@ -491,9 +494,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   VK_CHECK(per_channel > 1, ShapeError, fn,
            ": expected more than 1 value per channel when training, got input of shape ",
            shape_str(x.shape()));
-  Tensor y = vk::batch_norm(x, weight, bias, eps);
+  auto [y, stats] = vk::batch_norm_with_stats(x, weight, bias, eps);
   if (running_mean.defined()) {
-    const Tensor& stats = y.saved().at(0);  // [mean, biased variance] of the batch, constants
+    // stats: [mean, biased variance] of the batch, constants
     const double n_values = static_cast<double>(per_channel);
     update_running(running_mean, select(stats, 0, 0), momentum);
     update_running(running_var, select(stats, 0, 1) * (n_values / (n_values - 1.0)), momentum);

@@ -6,10 +6,10 @@
 #include <limits>
 #include <mutex>
 
-#include "vkml/core/grad_mode.h"
+#include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 namespace {
@@ -153,8 +153,7 @@ Scalar item_scalar(const Tensor& t) {
 Tensor cast_checked(const Tensor& x, DType dtype, std::string_view op) {
   if (x.dtype() == dtype) return x;
   if (is_integral(dtype)) {  // into a float: rounds (1e300 -> inf); into bool: never fails
-    NoGradGuard no_grad;
-    Tensor c = contiguous(x.detach());
+    Tensor c = host_read(x);
     VK_DISPATCH_ALL(c.dtype(), op, {
       using From = T;
       const From* p = c.data<From>();
@@ -200,7 +199,7 @@ Tensor arange_integers(int64_t start, int64_t stop, int64_t step, DType dtype, D
   Attrs a;
   a.dtype = dtype;
   a.device = device;
-  a.flag = true;
+  a.arange.integers = true;
   a.shape = {static_cast<int64_t>(n)};
   a.start = start;
   a.step = step;
@@ -232,8 +231,8 @@ Tensor arange_doubles(Scalar start, Scalar stop, Scalar step, DType dtype, Devic
   a.dtype = dtype;
   a.device = device;
   a.shape = {count > 0 ? static_cast<int64_t>(count) : 0};
-  a.scalar = first;
-  a.scalar2 = by;
+  a.arange.start = first;
+  a.arange.step = by;
   return dispatch(OpKind::Arange, {}, a);
 }
 
@@ -316,8 +315,7 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType 
 }
 
 std::vector<double> to_vector(const Tensor& t) {
-  NoGradGuard no_grad;
-  Tensor c = contiguous(t);
+  Tensor c = host_read(t);
   std::vector<double> out(static_cast<size_t>(c.numel()));
   VK_DISPATCH_ALL(c.dtype(), "to_vector", {
     const T* p = c.data<T>();

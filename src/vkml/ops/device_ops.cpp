@@ -3,8 +3,9 @@
 // transfers without a kernel of its own.
 #include "vkml/ops/device_ops.h"
 
+#include "vkml/core/grad_mode.h"
 #include "vkml/ops/op.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 namespace {
@@ -37,6 +38,11 @@ void add_device_ops(OpList& ops) {
        .device_from_attrs = true,
        .grad = [](const GradCtx& c) -> Grads { return {to_device(c.grad, c.in[0].device())}; },
        .grad_doc = "dx = g moved back to x's device"});
+}
+
+Tensor host_read(const Tensor& x) {
+  NoGradGuard no_grad;
+  return contiguous(to_cpu(x));
 }
 
 Tensor to_device(const Tensor& x, Device device) {

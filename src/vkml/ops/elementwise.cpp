@@ -9,8 +9,9 @@
 #include <optional>
 
 #include "vkml/ops/creation.h"
+#include "vkml/ops/device_ops.h"
 #include "vkml/ops/op.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 namespace {
@@ -81,9 +82,10 @@ constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  
 
 Tensor scalar(Scalar v, const Tensor& like) { return scalar_like(v, like); }
 
-// The value of a constant that is one scalar broadcast by prepare (all strides 0), if t is one.
+// The value of a constant that is one scalar broadcast by prepare (all strides 0), if t is one
+// in CPU memory (x ** 2.0); elsewhere reading it would wait for the device.
 std::optional<double> constant_scalar(const Tensor& t) {
-  if (t.requires_grad() || t.numel() == 0) return std::nullopt;
+  if (t.requires_grad() || t.numel() == 0 || !values_on_host(t)) return std::nullopt;
   for (size_t d = 0; d < t.shape().size(); ++d)
     if (t.strides()[d] != 0 && t.shape()[d] != 1) return std::nullopt;
   return t.alias({}, {}, t.offset()).item();
@@ -231,11 +233,12 @@ void add_elementwise_ops(OpList& ops) {
       "dx = g where x > 0, else 0 (0 at x = 0, as PyTorch)"));
   ops.push_back(float_unary(
       OpKind::Gelu, "gelu", "gelu(x, tanh_approximation = false)",
-      "x * Phi(x) with Phi the standard normal CDF; with attrs.flag the tanh approximation "
+      "x * Phi(x) with Phi the standard normal CDF; with tanh_approximation the tanh form "
       "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
       [](const GradCtx& c) -> Grads {
         const Tensor& x = c.in[0];
-        return {c.attrs.flag ? c.grad * gelu_tanh_derivative(x) : gelu_backward(c.grad, x)};
+        return {c.attrs.gelu.tanh_approximation ? c.grad * gelu_tanh_derivative(x)
+                                                : gelu_backward(c.grad, x)};
       },
       "dx = gelu_backward(g, x) = g * (Phi(x) + x * phi(x)), phi the normal density; tanh form: "
       "dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)), "
@@ -371,9 +374,10 @@ void add_elementwise_ops(OpList& ops) {
          }
          return {da, db};
        },
-       .grad_doc = "da = g * b * a^(b-1), 0 where b == 0 (so a = 0 gives finite gradients; a "
-                   "constant scalar b is read once: g * (b * a^(b-1)) with scalar ops); "
-                   "db = g * out * log(a), 0 where a == 0 and b >= 0 (as PyTorch)"});
+       .grad_doc =
+           "da = g * b * a^(b-1), 0 where b == 0 (so a = 0 gives finite gradients; a "
+           "constant scalar b in CPU memory is read once: g * (b * a^(b-1)) with scalar ops); "
+           "db = g * out * log(a), 0 where a == 0 and b >= 0 (as PyTorch)"});
   ops.push_back(
       {.kind = OpKind::Maximum,
        .name = "maximum",
@@ -482,7 +486,7 @@ Tensor sigmoid(const Tensor& x) { return dispatch(OpKind::Sigmoid, {x}); }
 Tensor relu(const Tensor& x) { return dispatch(OpKind::Relu, {x}); }
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   Attrs a;
-  a.flag = tanh_approximation;
+  a.gelu.tanh_approximation = tanh_approximation;
   return dispatch(OpKind::Gelu, {x}, a);
 }
 Tensor gelu_backward(const Tensor& g, const Tensor& x) {

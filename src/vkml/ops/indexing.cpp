@@ -10,9 +10,9 @@
 #include "vkml/ops/creation.h"
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
-#include "vkml/ops/index_ops.h"
+#include "vkml/ops/index.h"
 #include "vkml/ops/reduction.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 
@@ -95,7 +95,7 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items,
           // As torch (and numpy): a new dim of size 1, indexed by [0] when true and by nothing
           // when false, so x[True] has shape [1, ...] and x[False] shape [0, ...].
           r = unsqueeze(r, d);
-          adv.push_back({d, zeros({t.item() != 0 ? 1 : 0}, DType::Int64, r.device())});
+          adv.push_back({d, zeros({host_read(t).item() != 0 ? 1 : 0}, DType::Int64, r.device())});
           ++d;
         } else if (t.dtype() == DType::Bool) {
           int64_t nd = t.ndim();
@@ -135,8 +135,8 @@ Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape
     int64_t n = r.shape()[adv[k].dim];
     Tensor idx = to_device(adv[k].indices, r.device());  // CPU indices may index any device
     Tensor out_of_range = sum(cast(logical_or_oob(idx, n), DType::Int64));
-    VK_CHECK(out_of_range.item() == 0, IndexError, "index: an index is out of bounds for dim ",
-             adv[k].dim, " with size ", n);
+    VK_CHECK(host_read(out_of_range).item() == 0, IndexError,
+             "index: an index is out of bounds for dim ", adv[k].dim, " with size ", n);
     idx = where(lt(idx, scalar_like(0, idx)), idx + n, idx);
     const int64_t mult = in_storage ? r.strides()[adv[k].dim] : stride;
     lin = lin + idx * mult;
@@ -249,6 +249,8 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
     x.bump_version();
     return;
   }
+  // Written through host pointers (data<T>() refuses memory the host cannot reach): a scatter
+  // kernel per device is the Vulkan backend's (issue #14).
   Tensor where_to = contiguous(storage_positions(r, adv));
   v = contiguous(fit_value(v, where_to.shape()));
   const int64_t* pos = where_to.data<int64_t>();
@@ -272,7 +274,7 @@ void check_no_internal_overlap(const Tensor& x, const char* op) {
 Tensor nonzero(const Tensor& mask) {
   VK_CHECK(mask.dtype() == DType::Bool, DTypeError, "nonzero: expected a bool tensor, got ",
            dtype_name(mask.dtype()));
-  Tensor m = to_cpu(contiguous(mask));  // a host read: the output's shape depends on the values
+  Tensor m = host_read(mask);  // the output's shape depends on the values
   const bool* p = m.data<bool>();
   std::vector<double> coords;
   Strides st = contiguous_strides(m.shape());

@@ -4,9 +4,10 @@
 #include "vkml/core/grad_mode.h"
 #include "vkml/core/kernel.h"
 #include "vkml/ops/creation.h"
+#include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/indexing.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 namespace {
@@ -77,7 +78,9 @@ void fill_(const Tensor& x, Scalar value) {
 void copy_(const Tensor& x, const Tensor& src) {
   check_target(x, &src, "copy_");
   NoGradGuard no_grad;
-  Tensor s = src.dtype() == x.dtype() ? src : cast(src, x.dtype());
+  // As torch: the source may be on another device (cpu_tensor.copy_(gpu_tensor)); it moves first.
+  Tensor s = to_device(src, x.device());
+  if (s.dtype() != x.dtype()) s = cast(s, x.dtype());
   write_back(x, s, "copy_");
 }
 

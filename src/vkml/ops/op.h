@@ -28,6 +28,8 @@ struct GradCtx {
   const std::vector<Tensor>& in;
   const Attrs& attrs;
   const std::vector<bool>& needs;  // needs[i]: input i wants a gradient
+  // The op's output i (0: out itself); RuntimeError naming the op when the graph was freed.
+  const Tensor& output(size_t i) const;
 };
 
 enum class Determinism { Bitwise, NotBitwise };
@@ -36,6 +38,7 @@ struct OpDef {
   OpKind kind;
   std::string_view name;
   int arity;                   // number of tensor inputs; -1 = any number
+  int outputs = 1;             // number of tensors its kernels return (core/kernel.h, Outputs)
   std::string_view signature;  // as the C++ API spells it
   std::string_view summary;    // what it computes
   // Casts and broadcasts the inputs in place (records cast/expand nodes); null = leave as given.
@@ -75,6 +78,10 @@ template <TensorVector V>
 Tensor dispatch(OpKind kind, V&& in, const Attrs& attrs = no_attrs()) {
   return dispatch_vector(kind, std::forward<V>(in), attrs);
 }
+// As dispatch, returning every output of the op (max_dim's values and indices); the node records
+// outputs 1.. for the gradient rule.
+Outputs dispatch_outputs(OpKind kind, std::initializer_list<TensorRef> in,
+                         const Attrs& attrs = no_attrs());
 
 // For checkpoint (autograd/function.cpp), which runs a function without recording and must still
 // give gradients to every tensor the function read, including those it closes over (a layer's
@@ -123,7 +130,9 @@ void add_reduction_ops(OpList& ops);
 void add_shape_ops(OpList& ops);
 void add_index_ops(OpList& ops);
 void add_linalg_ops(OpList& ops);
-void add_nn_ops(OpList& ops);
+void add_softmax_ops(OpList& ops);
+void add_conv_ops(OpList& ops);
+void add_norm_ops(OpList& ops);
 void add_device_ops(OpList& ops);
 void add_custom_ops(OpList& ops);
 

@@ -5,10 +5,11 @@
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
+#include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
-#include "vkml/ops/index_ops.h"
+#include "vkml/ops/index.h"
 #include "vkml/ops/op.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 namespace {
@@ -61,33 +62,6 @@ Meta infer_arg(const std::vector<Tensor>& in, const Attrs& a, std::string_view o
   return {infer_dim(in, a, op).shape, DType::Int64};
 }
 
-Meta infer_softmax(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
-  std::string name(op);
-  VK_CHECK(is_floating(in[0].dtype()), DTypeError, op, ": expected a floating dtype, got ",
-           dtype_name(in[0].dtype()), " (cast the input to float32 or float64 first)");
-  if (in[0].ndim() > 0) wrap_dim(a.dim, in[0].ndim(), name.c_str());
-  return {in[0].shape(), in[0].dtype()};
-}
-
-// softmax's own attrs: scale (attrs.scalar) and a causal mask (attrs.flag) along the last dim of
-// (..., queries, keys) scores.
-Meta infer_scaled_softmax(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
-  VK_CHECK(!a.flag || (in[0].ndim() >= 2 && a.dim == in[0].ndim() - 1), ShapeError, op,
-           ": a causal mask needs (..., queries, keys) scores and dim -1, got shape ",
-           shape_str(in[0].shape()), " and dim ", a.dim);
-  return infer_softmax(in, a, op);
-}
-
-// (g, out) of softmax/log_softmax: the same shape and floating dtype.
-Meta infer_softmax_backward(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
-  const Tensor &g = in[0], &y = in[1];
-  VK_CHECK(g.dtype() == y.dtype(), DTypeError, op, ": the gradient (", dtype_name(g.dtype()),
-           ") and the output (", dtype_name(y.dtype()), ") must have the same dtype");
-  VK_CHECK(g.shape() == y.shape(), ShapeError, op, ": the gradient of shape ", shape_str(g.shape()),
-           " does not match the output of shape ", shape_str(y.shape()));
-  return infer_softmax({y}, a, op);
-}
-
 // g (of the reduced shape) viewed with the reduced dims kept as 1, then expanded to x's shape.
 Tensor unreduce(const Tensor& g, const Tensor& x, const Attrs& a) {
   Shape kept = reduced_shape(x.shape(), a.dims, true);
@@ -120,7 +94,7 @@ Grads extreme_dim_grad(const GradCtx& c) {
   const Tensor& x = c.in[0];
   if (x.ndim() == 0) return {c.grad};
   Shape kept = reduced_shape(x.shape(), {c.attrs.dim}, true);
-  Tensor idx = reshape(c.out.saved().at(0), kept);
+  Tensor idx = reshape(c.output(1), kept);
   return {scatter_add(zeros_like(x), c.attrs.dim, idx, reshape(c.grad, kept))};
 }
 
@@ -137,7 +111,8 @@ Grads prod_grad(const GradCtx& c) {
     NoGradGuard no_grad;
     z = cast(eq(x.detach(), zeros_like(x)), x.dtype());
   }
-  if (sum(z).item() == 0) return {g * unreduce(c.out, x, c.attrs) / x};
+  // Without zeros, out / x_i; the test is a host read, taken only where it costs no wait.
+  if (values_on_host(x) && sum(z).item() == 0) return {g * unreduce(c.out, x, c.attrs) / x};
   const Dims& dims = c.attrs.dims;
   Tensor nz = 1.0 - z;
   Tensor p = expand(prod(x * nz + z, dims, true), x.shape());
@@ -196,18 +171,20 @@ void add_reduction_ops(OpList& ops) {
   ops.push_back({.kind = OpKind::MaxDim,
                  .name = "max_dim",
                  .arity = 1,
+                 .outputs = 2,
                  .signature = "max(x, dim, keepdim) -> (values, indices)",
                  .summary = "maximum along one dim and the int64 index of its first occurrence "
-                            "(saved with the values)",
+                            "(output 1)",
                  .infer = infer_dim,
                  .grad = extreme_dim_grad,
                  .grad_doc = "dx = scatter_add(zeros_like(x), dim, indices, g): all to the index"});
   ops.push_back({.kind = OpKind::MinDim,
                  .name = "min_dim",
                  .arity = 1,
+                 .outputs = 2,
                  .signature = "min(x, dim, keepdim) -> (values, indices)",
                  .summary = "minimum along one dim and the int64 index of its first occurrence "
-                            "(saved with the values)",
+                            "(output 1)",
                  .infer = infer_dim,
                  .grad = extreme_dim_grad,
                  .grad_doc = "dx = scatter_add(zeros_like(x), dim, indices, g): all to the index"});
@@ -258,79 +235,11 @@ void add_reduction_ops(OpList& ops) {
                  .grad = [](const GradCtx& c) -> Grads {
                    const Tensor& x = c.in[0];
                    double n = static_cast<double>(reduced_count(x, c.attrs.dims));
-                   double denom = std::max(0.0, n - c.attrs.scalar);
+                   double denom = std::max(0.0, n - c.attrs.var.correction);
                    Tensor centered = x - expand(mean(x, c.attrs.dims, true), x.shape());
                    return {unreduce(c.grad, x, c.attrs) * centered * (2.0 / denom)};
                  },
                  .grad_doc = "dx = g * 2 (x - mean) / (N - correction)"});
-  ops.push_back(
-      {.kind = OpKind::Softmax,
-       .name = "softmax",
-       .arity = 1,
-       .signature = "softmax(x, dim, scale = 1, causal = false)",
-       .summary = "exp(s) / sum(exp(s)) along dim for s = scale * x, fused and stable (max "
-                  "subtracted); causal: along the last dim of (..., queries, keys), query i "
-                  "sees keys 0..i only (the others as -inf: 0 out), as attention's is_causal",
-       .infer = infer_scaled_softmax,
-       .grad = [](const GradCtx& c) -> Grads {
-         Tensor d = softmax_backward(c.grad, c.out, c.attrs.dim);
-         return {c.attrs.scalar == 1.0 ? d : d * c.attrs.scalar};
-       },
-       .grad_doc = "dx = softmax_backward(g, out, dim) * scale (masked entries have out = 0, "
-                   "so they get 0)"});
-  ops.push_back({.kind = OpKind::LogSoftmax,
-                 .name = "log_softmax",
-                 .arity = 1,
-                 .signature = "log_softmax(x, dim)",
-                 .summary = "x - logsumexp(x) along dim, fused and stable",
-                 .infer = infer_softmax,
-                 .grad = [](const GradCtx& c) -> Grads {
-                   return {log_softmax_backward(c.grad, c.out, c.attrs.dim)};
-                 },
-                 .grad_doc = "dx = log_softmax_backward(g, out, dim)"});
-  ops.push_back(
-      {.kind = OpKind::SoftmaxBackward,
-       .name = "softmax_backward",
-       .arity = 2,
-       .signature = "softmax_backward(g, out, dim)",
-       .summary =
-           "the gradient of softmax from its output: out * (g - sum(g * out, dim, keepdim)), "
-           "fused (torch._softmax_backward_data)",
-       .infer = infer_softmax_backward,
-       .grad = [](const GradCtx& c) -> Grads {
-         const Tensor &g = c.in[0], &y = c.in[1], &q = c.grad;
-         const Dims dims = dim_list(y, c.attrs.dim);
-         Grads out(2);
-         // Linear and self-adjoint in g.
-         if (c.needs[0]) out[0] = softmax_backward(q, y, c.attrs.dim);
-         if (c.needs[1]) {
-           Tensor s = expand(sum(g * y, dims, true), y.shape());
-           Tensor t = expand(sum(q * y, dims, true), y.shape());
-           out[1] = q * (g - s) - g * t;
-         }
-         return out;
-       },
-       .grad_doc = "dg = softmax_backward(gg, out, dim); dout = gg * (g - sum(g * out)) - g * "
-                   "sum(gg * out) (sums along dim, kept)"});
-  ops.push_back(
-      {.kind = OpKind::LogSoftmaxBackward,
-       .name = "log_softmax_backward",
-       .arity = 2,
-       .signature = "log_softmax_backward(g, out, dim)",
-       .summary = "the gradient of log_softmax from its output: g - exp(out) * sum(g, dim, "
-                  "keepdim), fused (torch._log_softmax_backward_data)",
-       .infer = infer_softmax_backward,
-       .grad = [](const GradCtx& c) -> Grads {
-         const Tensor &g = c.in[0], &y = c.in[1], &q = c.grad;
-         const Dims dims = dim_list(y, c.attrs.dim);
-         Tensor p = exp(y);
-         Grads out(2);
-         if (c.needs[0]) out[0] = q - expand(sum(q * p, dims, true), y.shape());
-         if (c.needs[1]) out[1] = -(q * p) * expand(sum(g, dims, true), y.shape());
-         return out;
-       },
-       .grad_doc = "dg = gg - sum(gg * exp(out), dim, keepdim); dout = -gg * exp(out) * sum(g, "
-                   "dim, keepdim)"});
 }
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
@@ -355,15 +264,15 @@ ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim) {
   Attrs a;
   a.dim = wrap_dim(dim, x.ndim(), "max");
   a.keepdim = keepdim;
-  Tensor v = dispatch(OpKind::MaxDim, {x}, a);
-  return {v, v.saved().empty() ? Tensor() : v.saved()[0]};
+  const Outputs o = dispatch_outputs(OpKind::MaxDim, {x}, a);
+  return {o[0], o[1]};
 }
 ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) {
   Attrs a;
   a.dim = wrap_dim(dim, x.ndim(), "min");
   a.keepdim = keepdim;
-  Tensor v = dispatch(OpKind::MinDim, {x}, a);
-  return {v, v.saved().empty() ? Tensor() : v.saved()[0]};
+  const Outputs o = dispatch_outputs(OpKind::MinDim, {x}, a);
+  return {o[0], o[1]};
 }
 Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
   Tensor in = x.dtype() == DType::Bool || x.dtype() == DType::Int32 ? cast(x, DType::Int64) : x;
@@ -388,30 +297,7 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
 }
 Tensor var(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
   Attrs a = reduce_attrs(x, dims, keepdim, "var");
-  a.scalar = correction;
+  a.var.correction = correction;
   return dispatch(OpKind::Var, {x}, a);
 }
-Tensor softmax(const Tensor& x, int64_t dim, double scale, bool causal) {
-  Attrs a;
-  a.dim = wrap_dim(dim, x.ndim(), "softmax");
-  a.scalar = scale;
-  a.flag = causal;
-  return dispatch(OpKind::Softmax, {x}, a);
-}
-Tensor log_softmax(const Tensor& x, int64_t dim) {
-  Attrs a;
-  a.dim = wrap_dim(dim, x.ndim(), "log_softmax");
-  return dispatch(OpKind::LogSoftmax, {x}, a);
-}
-Tensor softmax_backward(const Tensor& g, const Tensor& out, int64_t dim) {
-  Attrs a;
-  a.dim = wrap_dim(dim, out.ndim(), "softmax_backward");
-  return dispatch(OpKind::SoftmaxBackward, {g, out}, a);
-}
-Tensor log_softmax_backward(const Tensor& g, const Tensor& out, int64_t dim) {
-  Attrs a;
-  a.dim = wrap_dim(dim, out.ndim(), "log_softmax_backward");
-  return dispatch(OpKind::LogSoftmaxBackward, {g, out}, a);
-}
-
 }  // namespace vk

@@ -1,4 +1,4 @@
-// Reductions over any set of dims (empty = all), and the fused softmax family.
+// Reductions over any set of dims (empty = all).
 #pragma once
 #include "vkml/core/tensor.h"
 
@@ -24,13 +24,5 @@ Tensor argmax(const Tensor& x);  // over the flattened tensor
 Tensor argmin(const Tensor& x);
 Tensor logsumexp(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1, bool keepdim = false);
-// softmax of scale * x along dim; causal: along the last dim of (..., queries, keys), query i
-// sees keys 0..i only (attention's is_causal), the others come out 0.
-Tensor softmax(const Tensor& x, int64_t dim, double scale = 1.0, bool causal = false);
-Tensor log_softmax(const Tensor& x, int64_t dim);
-// The gradients of softmax/log_softmax from their output `out` and the gradient g arriving at
-// it (torch._softmax_backward_data / _log_softmax_backward_data), each one fused op.
-Tensor softmax_backward(const Tensor& g, const Tensor& out, int64_t dim);
-Tensor log_softmax_backward(const Tensor& g, const Tensor& out, int64_t dim);
 
 }  // namespace vk

@@ -7,7 +7,7 @@
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 
@@ -23,7 +23,9 @@ std::vector<OpDef> build_table() {
   add_shape_ops(ops);
   add_index_ops(ops);
   add_linalg_ops(ops);
-  add_nn_ops(ops);
+  add_softmax_ops(ops);
+  add_conv_ops(ops);
+  add_norm_ops(ops);
   add_device_ops(ops);
   add_custom_ops(ops);
   std::vector<OpDef> table(kNumOps);
@@ -52,60 +54,69 @@ bool any_requires_grad(const std::vector<Tensor>& in) {
   return false;
 }
 
+// What dispatch reads per thread, in one thread_local: a shared library (the Python module)
+// reaches thread-local storage through a call to __tls_get_addr, so one lookup per op instead of
+// one per variable. Plain pointers and counters: a thread_local without a constructor needs no
+// guard.
+constexpr size_t kInputSlots = 16;
+struct InputStack {
+  std::vector<Tensor> slots[kInputSlots];
+};
+struct OpThreadState {
+  InputStack* stack = nullptr;  // made on the thread's first dispatch, freed when it ends
+  size_t depth = 0;             // slots in use
+  bool ended = false;           // the thread is ending: its stack is gone
+  InputWatch* watch = nullptr;
+  InputSubstitution* substitution = nullptr;
+};
+thread_local OpThreadState t_ops;
+
 // A per-thread stack of input vectors for dispatch(kind, {a, b}): each keeps its capacity from
 // call to call, so building an op's input list allocates nothing. Nested dispatches (prepare
 // casting or expanding inputs, composite kernels) take the next slot; nesting deeper than
-// kSlots, or a dispatch while the thread is ending, uses a vector of its own.
+// kInputSlots, or a dispatch while the thread is ending, uses a vector of its own.
 class InputSlot {
  public:
-  explicit InputSlot(std::initializer_list<TensorRef> in) : v_(acquire()) {
+  InputSlot(OpThreadState& ts, std::initializer_list<TensorRef> in) : ts_(ts), v_(acquire()) {
     for (const TensorRef& r : in) v_.push_back(r.tensor);
   }
   ~InputSlot() {
     v_.clear();  // drop the references now, keep the capacity
-    if (&v_ != &own_) --t_depth;
+    if (&v_ != &own_) --ts_.depth;
   }
   InputSlot(const InputSlot&) = delete;
   InputSlot& operator=(const InputSlot&) = delete;
   std::vector<Tensor>& get() { return v_; }
 
  private:
-  static constexpr size_t kSlots = 16;
-  struct Stack {
-    std::vector<Tensor> slots[kSlots];
-  };
   struct Owner {  // frees the thread's stack when the thread ends
     ~Owner() {
-      delete t_stack;
-      t_stack = nullptr;
-      t_ended = true;
+      delete t_ops.stack;
+      t_ops.stack = nullptr;
+      t_ops.ended = true;
     }
   };
 
   std::vector<Tensor>& acquire() {
-    if (t_depth >= kSlots || t_ended) return own_;
-    if (!t_stack) {
+    if (ts_.depth >= kInputSlots || ts_.ended) return own_;
+    if (!ts_.stack) {
       thread_local Owner owner;  // registered on the thread's first dispatch
       (void)owner;
-      t_stack = new Stack();
+      ts_.stack = new InputStack();
     }
-    return t_stack->slots[t_depth++];
+    return ts_.stack->slots[ts_.depth++];
   }
 
-  // Plain pointers and counters: thread_locals without constructors cost nothing to reach.
-  static thread_local Stack* t_stack;
-  static thread_local size_t t_depth;
-  static thread_local bool t_ended;
+  OpThreadState& ts_;
   std::vector<Tensor> own_;
   std::vector<Tensor>& v_;
 };
-thread_local InputSlot::Stack* InputSlot::t_stack = nullptr;
-thread_local size_t InputSlot::t_depth = 0;
-thread_local bool InputSlot::t_ended = false;
 
-// Makes `out` the graph node of `def` applied to `in`. `owned`: `in` may be moved from.
-void record(Tensor& out, const OpDef& def, std::vector<Tensor>& in, const Attrs& attrs,
+// Makes outs[0] the graph node of `def` applied to `in`, keeping the op's other outputs for its
+// rule. `owned`: `in` may be moved from.
+void record(Outputs& outs, const OpDef& def, std::vector<Tensor>& in, const Attrs& attrs,
             bool owned) {
+  Tensor& out = outs[0];
   TensorImpl* impl = out.impl();
   if (impl->op != nullptr || impl->requires_grad) {  // a kernel returned an existing tensor
     out = out.detach();
@@ -117,6 +128,7 @@ void record(Tensor& out, const OpDef& def, std::vector<Tensor>& in, const Attrs&
   impl->saved_versions.reserve(in.size());
   for (const auto& t : in) impl->saved_versions.push_back(t.version());
   impl->own_version = out.version();
+  for (size_t i = 1; i < outs.size(); ++i) impl->other_outputs.push_back(outs[i]);
   if (owned)
     impl->parents = std::move(in);
   else
@@ -141,24 +153,24 @@ Device joined_device(const std::vector<Tensor>& in, std::string_view op) {
 Device op_device(const OpDef& def, const std::vector<Tensor>& in, const Attrs& attrs) {
   if (in.empty() || def.device_from_attrs) return attrs.device;
   const Device d = in[0].device();
-  bool same = true;
-  for (size_t i = 1; i < in.size(); ++i) same = same && in[i].device() == d;
-  return same ? d : joined_device(in, def.name);
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].device() != d) return joined_device(in, def.name);
+  return d;
 }
 
-// Plain pointers: a thread_local without a constructor costs one load to test on every op.
-thread_local InputWatch* t_watch = nullptr;
-thread_local InputSubstitution* t_substitution = nullptr;
-
-Tensor run(OpKind kind, std::vector<Tensor>& in, const Attrs& attrs, bool owned) {
+Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs& attrs,
+            bool owned) {
   const OpDef& def = op_def(kind);
   VK_CHECK(def.arity < 0 || static_cast<int>(in.size()) == def.arity, RuntimeError, def.name,
            ": expected ", def.arity, " tensor inputs, got ", in.size());
   for (const auto& t : in) VK_CHECK(t.defined(), RuntimeError, def.name, ": an input is undefined");
-  if (t_substitution) t_substitution->apply(in);
-  if (t_watch && !GradMode::is_enabled())
+  // Both read before any call: one thread-local lookup, not one after each call.
+  InputSubstitution* const substitution = ts.substitution;
+  InputWatch* const watch = ts.watch;
+  if (substitution) substitution->apply(in);
+  if (watch && !GradMode::is_enabled())
     for (const auto& t : in)
-      if (t.requires_grad()) t_watch->note(t);
+      if (t.requires_grad()) watch->note(t);
   const Device device = op_device(def, in, attrs);
   if (!device.is_cpu()) {
     require_device(device);  // DeviceError when its backend is missing, before any kernel lookup
@@ -175,18 +187,21 @@ Tensor run(OpKind kind, std::vector<Tensor>& in, const Attrs& attrs, bool owned)
   const Kernel kernel = def.any_device ? def.any_device : find_kernel(device.type, kind);
   VK_CHECK(kernel != nullptr, NotImplementedError, def.name, ": not implemented on the ",
            device_name(device), " device (its backend registers no kernel for it)");
-  Tensor out = kernel(in, attrs, meta);
-  if (GradMode::is_enabled() && is_floating(out.dtype()) && any_requires_grad(in))
-    record(out, def, in, attrs, owned);
-  return out;
+  Outputs outs = kernel(in, attrs, meta);
+  VK_CHECK(outs.size() == static_cast<size_t>(def.outputs), RuntimeError, def.name, ": the ",
+           device_name(device), " kernel returned ", outs.size(), " outputs; the op has ",
+           def.outputs);
+  if (GradMode::is_enabled() && is_floating(outs[0].dtype()) && any_requires_grad(in))
+    record(outs, def, in, attrs, owned);
+  return outs;
 }
 
 }  // namespace
 
-InputWatch::InputWatch() : outer_(t_watch) { t_watch = this; }
+InputWatch::InputWatch() : outer_(t_ops.watch) { t_ops.watch = this; }
 
 InputWatch::~InputWatch() {
-  t_watch = outer_;
+  t_ops.watch = outer_;
   if (outer_)
     for (const auto& t : seen_) outer_->note(t);
 }
@@ -198,11 +213,11 @@ void InputWatch::note(const Tensor& t) {
 }
 
 InputSubstitution::InputSubstitution(std::vector<Layer> layers)
-    : layers_(std::move(layers)), outer_(t_substitution) {
-  t_substitution = this;
+    : layers_(std::move(layers)), outer_(t_ops.substitution) {
+  t_ops.substitution = this;
 }
 
-InputSubstitution::~InputSubstitution() { t_substitution = outer_; }
+InputSubstitution::~InputSubstitution() { t_ops.substitution = outer_; }
 
 void InputSubstitution::apply(std::vector<Tensor>& in) const {
   if (outer_) outer_->apply(in);
@@ -217,7 +232,7 @@ void InputSubstitution::apply(std::vector<Tensor>& in) const {
 
 std::vector<InputSubstitution::Layer> InputSubstitution::open_layers() {
   std::vector<const InputSubstitution*> chain;
-  for (const InputSubstitution* s = t_substitution; s; s = s->outer_) chain.push_back(s);
+  for (const InputSubstitution* s = t_ops.substitution; s; s = s->outer_) chain.push_back(s);
   std::vector<Layer> layers;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it)
     layers.insert(layers.end(), (*it)->layers_.begin(), (*it)->layers_.end());
@@ -229,12 +244,27 @@ std::span<const OpDef> all_ops() { return table(); }
 std::string_view op_name(const OpDef& def) { return def.name; }
 
 Tensor dispatch_vector(OpKind kind, std::vector<Tensor> in, const Attrs& attrs) {
-  return run(kind, in, attrs, true);
+  return std::move(run(t_ops, kind, in, attrs, true)[0]);
 }
 
 Tensor dispatch(OpKind kind, std::initializer_list<TensorRef> in, const Attrs& attrs) {
-  InputSlot slot(in);
-  return run(kind, slot.get(), attrs, false);
+  OpThreadState& ts = t_ops;
+  InputSlot slot(ts, in);
+  return std::move(run(ts, kind, slot.get(), attrs, false)[0]);
+}
+
+Outputs dispatch_outputs(OpKind kind, std::initializer_list<TensorRef> in, const Attrs& attrs) {
+  OpThreadState& ts = t_ops;
+  InputSlot slot(ts, in);
+  return run(ts, kind, slot.get(), attrs, false);
+}
+
+const Tensor& GradCtx::output(size_t i) const {
+  if (i == 0) return out;
+  const std::vector<Tensor>& others = out.impl()->other_outputs;
+  VK_CHECK(i <= others.size(), RuntimeError, out.op() ? out.op()->name : "op", ": output ", i,
+           " kept for backward is gone (the graph was freed by an earlier backward)");
+  return others[i - 1];
 }
 
 // ---- shared prepare/infer rules ----

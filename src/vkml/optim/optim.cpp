@@ -11,7 +11,7 @@
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/inplace.h"
 #include "vkml/ops/reduction.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk::optim {
 namespace {

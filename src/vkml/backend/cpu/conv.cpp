@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "vkml/backend/cpu/elementwise.h"
-#include "vkml/backend/cpu/matmul.h"
+#include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/parallel.h"
 
 namespace vk::cpu {
@@ -313,7 +313,7 @@ VK_KERNEL(conv2d) {
   Tensor wt = in[1];
   const bool has_bias = in.size() == 3;
   const Window2d& w = a.win;
-  const int64_t groups = a.ints.empty() ? 1 : a.ints[0];
+  const int64_t groups = a.win.groups;
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t O = wt.shape()[0], Cg = C / groups, Og = O / groups;
   const int64_t OW = m.shape[3], L = m.shape[2] * m.shape[3];
@@ -382,8 +382,7 @@ VK_KERNEL(max_pool2d) {
   const int64_t OH = m.shape[2], OW = m.shape[3];
   Tensor out = Tensor::empty(m.shape, m.dtype);
   Tensor idx = Tensor::empty(m.shape, DType::Int64);
-  out.impl()->saved = {idx};
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return {out, idx};
   const int64_t sN = x.strides()[0], sC = x.strides()[1], sH = x.strides()[2], sW = x.strides()[3];
   const Window2d w = a.win;
   VK_DISPATCH_FLOAT(x.dtype(), "max_pool2d", {
@@ -469,7 +468,7 @@ VK_KERNEL(max_pool2d) {
       }
     });
   });
-  return out;
+  return {out, idx};
 }
 
 VK_KERNEL(max_pool2d_backward) {

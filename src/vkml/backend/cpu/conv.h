@@ -14,10 +14,10 @@ VK_KERNEL(im2col);
 // cols (N, C*kh*kw, OH*OW) -> (N, C, H, W), overlaps summed; a.shape = {H, W}, a.win.
 VK_KERNEL(col2im);
 // x (N, C, H, W), weight (O, C/groups, kh, kw)[, bias (O)] -> (N, O, OH, OW);
-// a.win (kh, kw equal to the weight's), a.ints = {groups} (empty: 1).
+// a.win (kh, kw equal to the weight's; groups).
 VK_KERNEL(conv2d);
 // x (N, C, H, W) -> values (N, C, OH, OW); the int64 argmax indices (flat ih * W + iw within each
-// input plane; ties take the first) are kept in out.saved()[0]. Padding acts as -inf.
+// input plane; ties take the first) are output 1. Padding acts as -inf.
 VK_KERNEL(max_pool2d);
 // g (N, C, OH, OW), indices (same shape, int64 or int32) -> zeros of a.shape with g added at the
 // indices of each plane.

@@ -64,13 +64,15 @@ VK_KERNEL(arange) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(m.dtype, "arange", {
     T* p = out.data<T>();
-    if (a.flag) {  // exact integers: start + i * step in uint64 (no signed overflow on the way),
+    if (a.arange.integers) {  // exact integers: start + i * step in uint64 (no signed overflow on
+                              // the way),
       // every value in the range arange() checked
       const uint64_t start = static_cast<uint64_t>(a.start), step = static_cast<uint64_t>(a.step);
       for (int64_t i = 0; i < out.numel(); ++i)
         p[i] = static_cast<T>(static_cast<int64_t>(start + static_cast<uint64_t>(i) * step));
     } else {
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<T>(a.scalar + i * a.scalar2);
+      for (int64_t i = 0; i < out.numel(); ++i)
+        p[i] = static_cast<T>(a.arange.start + i * a.arange.step);
     }
   });
   return out;

@@ -278,8 +278,8 @@ VK_KERNEL(sigmoid) {
   return unary_float(
       in[0], m, "sigmoid", [](auto v) VK_ELEMENT { return vmath::sigmoid(v); }, kElementwiseGrain);
 }
-VK_KERNEL(gelu) {  // a.flag: the tanh approximation
-  if (a.flag)
+VK_KERNEL(gelu) {
+  if (a.gelu.tanh_approximation)
     return unary_float(
         in[0], m, "gelu", [](auto v) VK_ELEMENT { return vmath::gelu_tanh(v); }, kElementwiseGrain);
   return unary_float(

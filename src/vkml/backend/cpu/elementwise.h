@@ -18,7 +18,7 @@ VK_KERNEL(cos);
 VK_KERNEL(tanh);
 VK_KERNEL(sigmoid);
 VK_KERNEL(relu);
-VK_KERNEL(gelu);  // a.flag: tanh approximation
+VK_KERNEL(gelu);  // a.gelu
 VK_KERNEL(gelu_backward);
 VK_KERNEL(erf);
 VK_KERNEL(erfc);

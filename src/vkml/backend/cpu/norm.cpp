@@ -8,7 +8,7 @@
 //   weight and bias gradients: sums over rows of g * xhat and of g, in float over blocks of 32
 //   rows, added into one double partial per chunk of rows (the chunk size depends only on the
 //   shape), the partials added in chunk order. layer_norm_backward can produce them in the same
-//   pass as dx (a.flag), into out.saved()[0].
+//   pass as dx (a.norm.with_param_grad), as its output 1.
 #include "vkml/backend/cpu/norm.h"
 
 #include <algorithm>
@@ -89,22 +89,20 @@ Tensor contiguous_of(const Tensor& x) {
   return c;
 }
 
-// A normalisation kernel's operands, contiguous. Forward: x[, weight][, bias] (a.ints =
-// {has_weight, has_bias}); backward: g, x[, weight] (a.ints = {has_weight}). Absent ones are
-// undefined.
+// A normalisation kernel's operands, contiguous. Forward: x[, weight][, bias]; backward: g,
+// x[, weight] (a.norm says which are given). Absent ones are undefined.
 struct NormOperands {
   Tensor g, x, w, b;
 };
 
 NormOperands forward_operands(const std::vector<Tensor>& in, const Attrs& a) {
-  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
-  const bool has_b = a.ints.size() > 1 && a.ints[1] != 0;
+  const bool has_w = a.norm.has_weight, has_b = a.norm.has_bias;
   return {Tensor(), contiguous_of(in[0]), has_w ? contiguous_of(in[1]) : Tensor(),
           has_b ? contiguous_of(in[has_w ? 2 : 1]) : Tensor()};
 }
 
 NormOperands backward_operands(const std::vector<Tensor>& in, const Attrs& a) {
-  const bool has_w = a.ints.size() > 0 && a.ints[0] != 0;
+  const bool has_w = a.norm.has_weight;
   return {contiguous_of(in[0]), contiguous_of(in[1]), has_w ? contiguous_of(in[2]) : Tensor(),
           Tensor()};
 }
@@ -119,7 +117,7 @@ VK_KERNEL(layer_norm) {
   const int64_t n = numel_of(a.shape);
   if (x.numel() == 0 || n == 0) return out;
   const int64_t rows = x.numel() / n;
-  const double eps = a.scalar;
+  const double eps = a.norm.eps;
   VK_DISPATCH_FLOAT(x.dtype(), "layer_norm", {
     const T* xp = x.data<T>();
     const T* wp = has_w ? w.data<T>() : nullptr;
@@ -260,8 +258,8 @@ void backward_all(const T* gp, const T* xp, const T* wp, T* dp, T* pg, int64_t r
 
 }  // namespace
 
-// a.flag: also compute the weight and bias gradients (layer_norm_param_grad's values) into
-// out.saved()[0], from the same pass.
+// a.norm.with_param_grad: also compute the weight and bias gradients (layer_norm_param_grad's
+// values) from the same pass, as output 1 (undefined without it).
 VK_KERNEL(layer_norm_backward) {
   const NormOperands ops = backward_operands(in, a);
   const Tensor &g = ops.g, &x = ops.x, &w = ops.w;
@@ -269,27 +267,27 @@ VK_KERNEL(layer_norm_backward) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   const int64_t n = numel_of(a.shape);
   Tensor pg;
-  if (a.flag) {
+  if (a.norm.with_param_grad) {
     Shape ps{2};
     ps.insert(ps.end(), a.shape.begin(), a.shape.end());
     pg = Tensor::empty(ps, m.dtype);
-    out.impl()->saved = {pg};
   }
-  if (n == 0) return out;
+  if (n == 0) return {out, pg};
   const int64_t rows = x.numel() / n;
   VK_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward", {
     const T* gp = g.data<T>();
     const T* xp = x.data<T>();
     const T* wp = has_w ? w.data<T>() : nullptr;
     T* dp = out.data<T>();
-    T* pp = a.flag ? pg.data<T>() : nullptr;
-    if (has_w && a.flag) backward_all<T, true, true, true>(gp, xp, wp, dp, pp, rows, n, a.scalar);
-    if (has_w && !a.flag) backward_all<T, true, true, false>(gp, xp, wp, dp, pp, rows, n, a.scalar);
-    if (!has_w && a.flag) backward_all<T, false, true, true>(gp, xp, wp, dp, pp, rows, n, a.scalar);
-    if (!has_w && !a.flag)
-      backward_all<T, false, true, false>(gp, xp, wp, dp, pp, rows, n, a.scalar);
+    T* pp = a.norm.with_param_grad ? pg.data<T>() : nullptr;
+    const bool pgrad = a.norm.with_param_grad;
+    const double eps = a.norm.eps;
+    if (has_w && pgrad) backward_all<T, true, true, true>(gp, xp, wp, dp, pp, rows, n, eps);
+    if (has_w && !pgrad) backward_all<T, true, true, false>(gp, xp, wp, dp, pp, rows, n, eps);
+    if (!has_w && pgrad) backward_all<T, false, true, true>(gp, xp, wp, dp, pp, rows, n, eps);
+    if (!has_w && !pgrad) backward_all<T, false, true, false>(gp, xp, wp, dp, pp, rows, n, eps);
   });
-  return out;
+  return {out, pg};
 }
 
 VK_KERNEL(layer_norm_param_grad) {
@@ -301,7 +299,7 @@ VK_KERNEL(layer_norm_param_grad) {
   const int64_t rows = x.numel() / n;
   VK_DISPATCH_FLOAT(x.dtype(), "layer_norm_param_grad", {
     backward_all<T, false, false, true>(g.data<T>(), x.data<T>(), nullptr, nullptr, out.data<T>(),
-                                        rows, n, a.scalar);
+                                        rows, n, a.norm.eps);
   });
   return out;
 }
@@ -398,8 +396,7 @@ VK_KERNEL(batch_norm) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   const ChannelShape cs = channel_shape(x);
   Tensor stats = Tensor::empty({2, cs.C}, m.dtype);  // [mean, biased variance] per channel
-  out.impl()->saved = {stats};
-  const double eps = a.scalar;
+  const double eps = a.norm.eps;
   VK_DISPATCH_FLOAT(x.dtype(), "batch_norm", {
     const T* xp = x.data<T>();
     const T* wp = has_w ? w.data<T>() : nullptr;
@@ -425,7 +422,7 @@ VK_KERNEL(batch_norm) {
       }
     });
   });
-  return out;
+  return {out, stats};
 }
 
 VK_KERNEL(batch_norm_backward) {
@@ -435,19 +432,18 @@ VK_KERNEL(batch_norm_backward) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   const ChannelShape cs = channel_shape(x);
   Tensor pg;
-  if (a.flag) {
+  if (a.norm.with_param_grad) {
     pg = Tensor::empty({2, cs.C}, m.dtype);
-    out.impl()->saved = {pg};
   }
   VK_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", {
     const T* gp = g.data<T>();
     const T* xp = x.data<T>();
     const T* wp = has_w ? w.data<T>() : nullptr;
     T* dp = out.data<T>();
-    T* pp = a.flag ? pg.data<T>() : nullptr;
+    T* pp = a.norm.with_param_grad ? pg.data<T>() : nullptr;
     parallel_for(cs.C, channel_grain(cs), [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
-        const ChannelGrad p = channel_grad(gp + c * cs.S, xp + c * cs.S, cs, a.scalar);
+        const ChannelGrad p = channel_grad(gp + c * cs.S, xp + c * cs.S, cs, a.norm.eps);
         if (pp) write_param_grad(p, cs, c, pp);
         // dx = k * (g - mean(g) - (x - mean) * rstd * mean(g xhat)), k = w * rstd:
         // dx = k * g - k * rstd * mean(g xhat) * x + k * (rstd * mean(g xhat) * mean - mean(g))
@@ -464,7 +460,7 @@ VK_KERNEL(batch_norm_backward) {
       }
     });
   });
-  return out;
+  return {out, pg};
 }
 
 VK_KERNEL(batch_norm_param_grad) {
@@ -478,7 +474,7 @@ VK_KERNEL(batch_norm_param_grad) {
     T* op = out.data<T>();
     parallel_for(cs.C, channel_grain(cs), [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
-        write_param_grad(channel_grad(gp + c * cs.S, xp + c * cs.S, cs, a.scalar), cs, c, op);
+        write_param_grad(channel_grad(gp + c * cs.S, xp + c * cs.S, cs, a.norm.eps), cs, c, op);
       }
     });
   });

@@ -9,11 +9,12 @@
 #include "vkml/backend/cpu/divmod.h"
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/index.h"
-#include "vkml/backend/cpu/matmul.h"
+#include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/norm.h"
 #include "vkml/backend/cpu/optim.h"
-#include "vkml/backend/cpu/reduce.h"
+#include "vkml/backend/cpu/reduction.h"
 #include "vkml/backend/cpu/shape.h"
+#include "vkml/backend/cpu/softmax.h"
 
 namespace vk::cpu {
 

@@ -153,9 +153,9 @@ VK_KERNEL(pad) {
   Shape region = x.shape();
   int64_t x_off = x.offset(), o_off = 0;
   bool covers_all = true;
-  for (size_t k = 0; k * 2 < a.ints.size(); ++k) {
+  for (size_t k = 0; k * 2 < a.pad.widths.size(); ++k) {
     const int64_t d = nd - 1 - static_cast<int64_t>(k);
-    const int64_t before = a.ints[2 * k], after = a.ints[2 * k + 1];
+    const int64_t before = a.pad.widths[2 * k], after = a.pad.widths[2 * k + 1];
     const int64_t crop_lo = std::max<int64_t>(0, -before), crop_hi = std::max<int64_t>(0, -after);
     region[d] = std::max<int64_t>(0, x.shape()[d] - crop_lo - crop_hi);
     x_off += crop_lo * x.strides()[d];
@@ -165,7 +165,7 @@ VK_KERNEL(pad) {
   if (!covers_all) {
     VK_DISPATCH_ALL(m.dtype, "pad", {
       T* p = out.data<T>();
-      const T v = static_cast<T>(a.scalar);
+      const T v = static_cast<T>(a.pad.value);
       parallel_for(out.numel(), kElementwiseGrain,
                    [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
     });

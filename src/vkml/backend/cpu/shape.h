@@ -12,7 +12,7 @@ VK_KERNEL(slice);           // view: a.dim, a.start, a.stop, a.step
 VK_KERNEL(slice_backward);  // zeros of a.shape with in[0] written at the sliced positions
 VK_KERNEL(cat);             // a.dim; inputs skipped by cat_skips() contribute nothing
 VK_KERNEL(stack);           // a.dim is the new dim
-VK_KERNEL(pad);             // a.ints: (before, after) pairs from the last dim; a.scalar: value
+VK_KERNEL(pad);             // a.pad: (before, after) widths from the last dim, the value
 VK_KERNEL(flip);            // a.dims: wrapped dims to reverse
 
 // Sets every byte of a contiguous tensor to zero (the zero of every dtype).

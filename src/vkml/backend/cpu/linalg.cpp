@@ -1,4 +1,4 @@
-#include "vkml/backend/cpu/matmul.h"
+#include "vkml/backend/cpu/linalg.h"
 
 #include <cblas.h>
 

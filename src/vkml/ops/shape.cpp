@@ -1,5 +1,5 @@
 // Shape ops. Most return views; each rule undoes exactly what the forward did to the layout.
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -127,17 +127,18 @@ Meta infer_stack(const std::vector<Tensor>& in, const Attrs& a, std::string_view
 Meta infer_pad(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
   const Tensor& x = in[0];
   const int64_t nd = x.ndim();
-  VK_CHECK(a.ints.size() % 2 == 0, ShapeError, op, ": padding has ", a.ints.size(),
+  const std::vector<int64_t>& widths = a.pad.widths;
+  VK_CHECK(widths.size() % 2 == 0, ShapeError, op, ": padding has ", widths.size(),
            " values; it must be (before, after) pairs");
-  VK_CHECK(static_cast<int64_t>(a.ints.size()) <= 2 * nd, ShapeError, op, ": ", a.ints.size() / 2,
+  VK_CHECK(static_cast<int64_t>(widths.size()) <= 2 * nd, ShapeError, op, ": ", widths.size() / 2,
            " (before, after) pairs are too many for a tensor of shape ", shape_str(x.shape()));
-  VK_CHECK(is_floating(x.dtype()) || std::isfinite(a.scalar), DTypeError, op,
-           ": cannot pad a tensor of dtype ", dtype_name(x.dtype()), " with ", a.scalar);
+  VK_CHECK(is_floating(x.dtype()) || std::isfinite(a.pad.value), DTypeError, op,
+           ": cannot pad a tensor of dtype ", dtype_name(x.dtype()), " with ", a.pad.value);
   Shape s = x.shape();
-  for (size_t k = 0; k * 2 < a.ints.size(); ++k) {
+  for (size_t k = 0; k * 2 < widths.size(); ++k) {
     const int64_t d = nd - 1 - static_cast<int64_t>(k);
-    const int64_t n = checked_add(checked_add(s[d], a.ints[2 * k], op), a.ints[2 * k + 1], op);
-    VK_CHECK(n >= 0, ShapeError, op, ": padding (", a.ints[2 * k], ", ", a.ints[2 * k + 1],
+    const int64_t n = checked_add(checked_add(s[d], widths[2 * k], op), widths[2 * k + 1], op);
+    VK_CHECK(n >= 0, ShapeError, op, ": padding (", widths[2 * k], ", ", widths[2 * k + 1],
              ") of dim ", d, " of shape ", shape_str(x.shape()), " gives a negative size ", n);
     s[d] = n;
   }
@@ -271,8 +272,8 @@ void add_shape_ops(OpList& ops) {
                             "as torch.nn.functional.pad; negative widths crop",
                  .infer = infer_pad,
                  .grad = [](const GradCtx& c) -> Grads {
-                   std::vector<int64_t> crop(c.attrs.ints.size());
-                   for (size_t i = 0; i < crop.size(); ++i) crop[i] = -c.attrs.ints[i];
+                   std::vector<int64_t> crop(c.attrs.pad.widths.size());
+                   for (size_t i = 0; i < crop.size(); ++i) crop[i] = -c.attrs.pad.widths[i];
                    return {pad(c.grad, crop, 0.0)};
                  },
                  .grad_doc = "dx = pad(g, -widths, 0): the padded border cut off (and a cropped "
@@ -477,8 +478,7 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
 
 Tensor pad(const Tensor& x, const std::vector<int64_t>& widths, double value) {
   Attrs a;
-  a.ints = widths;
-  a.scalar = value;
+  a.pad = {.widths = widths, .value = value};
   return dispatch(OpKind::Pad, {x}, a);
 }
 

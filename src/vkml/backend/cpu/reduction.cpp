@@ -1,4 +1,4 @@
-// Reduction kernels and the fused softmax family.
+// Reduction kernels.
 //
 // Every reduction goes through run_reduce(), which views x as two index spaces: the kept dims
 // (one output element each) and the reduced dims, each coalesced where strides chain. Then one of
@@ -10,13 +10,13 @@
 //   columns: when the innermost kept dim is contiguous, whole rows of outputs are accumulated at
 //            once (a vectorisable add of a row of x into a row of accumulators).
 // Max/min, first-index searches and the double accumulators use explicit SIMD (vector
-// extensions) where the auto-vectoriser gives up. The softmax family and logsumexp are fused: one
-// pass for the max, one for the sum of exp (vmath::exp, the exp op's own, vectorised), one to
-// write.
+// extensions, simd.h) where the auto-vectoriser gives up. logsumexp is fused: one pass for the
+// max, one for the sum of exp (vmath::exp, the exp op's own, vectorised). The softmax family is in
+// softmax.cpp.
 // Determinism: the order in which elements are combined depends only on the shape and strides of
 // x, never on how parallel_for splits the work, so results are bitwise identical at any thread
 // count. Float32 accumulates in double.
-#include "vkml/backend/cpu/reduce.h"
+#include "vkml/backend/cpu/reduction.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +28,7 @@
 
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/simd.h"
 #include "vkml/backend/cpu/vmath.h"
 
 namespace vk::cpu {
@@ -38,65 +39,6 @@ constexpr int64_t kColWidth = 256;   // output columns per work item in column r
 constexpr int64_t kWork = 32768;     // about this many elements per parallel range
 constexpr int64_t kColRows = 65536;  // elements per row block of a blocked column reduction
 constexpr int64_t kThinSpan = 64;    // accumulators for column reductions of narrow rows
-
-// Explicit SIMD (GCC/Clang vector extensions) where the auto-vectoriser gives up: selects with
-// NaN handling (max/min, first index of a value). One machine vector of T.
-// The width follows the instruction set the file is compiled for, and vectors never cross a
-// function boundary by value (their ABI would depend on it). Results do not depend on the width.
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-#elif defined(__AVX__)
-constexpr int kVecBytes = 32;
-#else
-constexpr int kVecBytes = 16;
-#endif
-template <class T, int N>
-struct SimdOf {
-  typedef T type __attribute__((vector_size(N * sizeof(T))));
-};
-template <class T, int N = kVecBytes / static_cast<int>(sizeof(T))>
-using Simd = typename SimdOf<T, N>::type;
-
-template <class V, class T>
-inline void load_simd(V& v, const T* p) {
-  std::memcpy(&v, p, sizeof v);
-}
-template <class V, class T>
-inline void store_simd(T* p, const V& v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-// Accumulates f(p[k]) into 16 double lanes, lane (k mod 16) for element k, keeping the lanes in
-// registers. f transforms, in place, a vector of doubles (or one double, for the tail) into what
-// is added. The lane of every element is the same at any vector width.
-template <class T, class F>
-inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
-  constexpr int DW = kVecBytes / 8;  // doubles per vector
-  constexpr int NV = 16 / DW;
-  using D = Simd<double, DW>;
-  D acc[NV];
-  for (int v = 0; v < NV; ++v) load_simd(acc[v], lane + v * DW);
-  int64_t k = 0;
-  for (; k + 16 <= n; k += 16)
-    for (int v = 0; v < NV; ++v) {
-      D x;
-      if constexpr (std::is_same_v<T, float>) {
-        Simd<float, DW> h;
-        load_simd(h, p + k + v * DW);
-        x = __builtin_convertvector(h, D);
-      } else {
-        load_simd(x, p + k + v * DW);
-      }
-      f(x);
-      acc[v] += x;
-    }
-  for (int v = 0; v < NV; ++v) store_simd(lane + v * DW, acc[v]);
-  for (int j = 0; k < n; ++k, ++j) {
-    double x = static_cast<double>(p[k]);
-    f(x);
-    lane[j] += x;
-  }
-}
 
 // ---- layout ----
 
@@ -613,7 +555,8 @@ Tensor extreme(const std::vector<Tensor>& in, const Attrs& a, const Meta& m, con
 
 // Values, then the first index holding each value.
 template <bool Max>
-Tensor extreme_dim(const std::vector<Tensor>& in, const Attrs& a, const Meta& m, const char* name) {
+Outputs extreme_dim(const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
+                    const char* name) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   Tensor idx = Tensor::empty(m.shape, DType::Int64);
   std::vector<int64_t> dims = one_dim(in[0], a.dim);
@@ -621,8 +564,7 @@ Tensor extreme_dim(const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
     run_reduce(in[0], dims, ExtremeR<T, Max, T>{{out.data<T>()}});
     run_reduce(in[0], dims, FirstIndexR<T>{{idx.data<int64_t>(), out.data<T>()}});
   });
-  out.impl()->saved = {idx};
-  return out;
+  return {out, idx};
 }
 
 template <bool Max>
@@ -635,260 +577,6 @@ Tensor arg_extreme(const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
     run_reduce(in[0], dims, FirstIndexR<T>{{idx.data<int64_t>(), values.get()}});
   });
   return idx;
-}
-
-// ---- softmax ----
-
-// One row of length K (contiguous): max, sum of exp(x - max), then the result. A NaN is skipped
-// by the max but makes the sum NaN, so the whole row comes out NaN (as in PyTorch).
-template <class T, bool Log>
-void softmax_row(const T* x, T* y, int64_t K) {
-  constexpr int L = 16;
-  using V = Simd<T>;
-  constexpr int W = sizeof(V) / sizeof(T);
-  V vmx = V{} - std::numeric_limits<T>::infinity();
-  int64_t k = 0;
-  for (; k + W <= K; k += W) {
-    V v;
-    load_simd(v, x + k);
-    vmx = v > vmx ? v : vmx;
-  }
-  T m = -std::numeric_limits<T>::infinity();
-  for (int j = 0; j < W; ++j) m = vmx[j] > m ? vmx[j] : m;
-  for (; k < K; ++k) m = x[k] > m ? x[k] : m;
-  // exp(x - max) into y (a plain loop: vectorised), then its sum in 16 double lanes.
-  for (int64_t i = 0; i < K; ++i) y[i] = vmath::exp_nonpositive(T(x[i] - m));
-  double s[L] = {};
-  add_lanes16(s, y, K, [](auto&) {});
-  for (int w = 1; w < L; w *= 2)
-    for (int j = 0; j + w < L; j += 2 * w) s[j] += s[j + w];
-  if constexpr (Log) {
-    const T ls = static_cast<T>(std::log(s[0]));
-    for (int64_t i = 0; i < K; ++i) y[i] = (x[i] - m) - ls;
-  } else {
-    const T inv = static_cast<T>(1.0 / s[0]);  // a multiply per element, not a division
-    for (int64_t i = 0; i < K; ++i) y[i] = y[i] * inv;
-  }
-}
-
-// softmax of scale * x[k] over the first `valid` of a row's K elements; the rest come out 0, as if
-// they were -inf (a causal mask). softmax_row's steps on the scaled row; the compiler may fuse
-// x * scale - max into one rounding, so values can differ from the composed ops in the last bit.
-template <class T>
-void softmax_row_scaled(const T* x, T* y, int64_t K, T scale, int64_t valid) {
-  constexpr int L = 16;
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t k = 0; k < valid; ++k) {
-    const T v = x[k] * scale;
-    m = v > m ? v : m;
-  }
-  // (exp, not exp_nonpositive: a contracted x * scale - m can exceed 0 by half an ulp of m)
-  for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp(T(x[i] * scale - m));
-  double s[L] = {};
-  add_lanes16(s, y, valid, [](auto&) {});
-  for (int w = 1; w < L; w *= 2)
-    for (int j = 0; j + w < L; j += 2 * w) s[j] += s[j + w];
-  const T inv = static_cast<T>(1.0 / s[0]);
-  for (int64_t i = 0; i < valid; ++i) y[i] = y[i] * inv;
-  std::fill(y + valid, y + K, T(0));
-}
-
-// `w` columns at once, K rows apart by `stride` elements (softmax along a non-innermost dim).
-template <class T, bool Log>
-void softmax_cols(const T* x, T* y, int64_t K, int64_t stride, int64_t w) {
-  T mx[kColWidth];
-  double s[kColWidth];
-  for (int64_t c = 0; c < w; ++c) {
-    mx[c] = -std::numeric_limits<T>::infinity();
-    s[c] = 0.0;
-  }
-  for (int64_t k = 0; k < K; ++k) {
-    const T* row = x + k * stride;
-    for (int64_t c = 0; c < w; ++c) mx[c] = row[c] > mx[c] ? row[c] : mx[c];
-  }
-  for (int64_t k = 0; k < K; ++k) {
-    const T* row = x + k * stride;
-    T* out = y + k * stride;
-    for (int64_t c = 0; c < w; ++c) {
-      T e = vmath::exp_nonpositive(T(row[c] - mx[c]));
-      if constexpr (!Log) out[c] = e;
-      s[c] += static_cast<double>(e);
-    }
-  }
-  if constexpr (Log) {
-    T ls[kColWidth];
-    for (int64_t c = 0; c < w; ++c) ls[c] = static_cast<T>(std::log(s[c]));
-    for (int64_t k = 0; k < K; ++k) {
-      const T* row = x + k * stride;
-      T* out = y + k * stride;
-      for (int64_t c = 0; c < w; ++c) out[c] = (row[c] - mx[c]) - ls[c];
-    }
-  } else {
-    T inv[kColWidth];
-    for (int64_t c = 0; c < w; ++c) inv[c] = static_cast<T>(1.0 / s[c]);
-    for (int64_t k = 0; k < K; ++k) {
-      T* out = y + k * stride;
-      for (int64_t c = 0; c < w; ++c) out[c] = out[c] * inv[c];
-    }
-  }
-}
-
-Tensor contiguous_input(const Tensor& x) {
-  if (x.is_contiguous()) return x;
-  Tensor c = Tensor::empty(x.shape(), x.dtype());
-  copy_into(c, x);
-  return c;
-}
-
-// A shape seen as (outer, K, inner) around dim: rows of K elements along dim, inner apart.
-struct DimSplit {
-  int64_t outer = 1, K = 1, inner = 1;
-};
-DimSplit split_at(const Shape& shape, int64_t dim) {
-  DimSplit s;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
-    (d < dim ? s.outer : d == dim ? s.K : s.inner) *= shape[d];
-  return s;
-}
-
-template <bool Log>
-Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
-                      const char* name) {
-  Tensor x = contiguous_input(in[0]);
-  Tensor out = Tensor::empty(m.shape, m.dtype);
-  if (x.numel() == 0) return out;
-  const DimSplit split = split_at(x.shape(), a.dim);
-  const int64_t outer = split.outer, K = split.K, inner = split.inner;
-  VK_DISPATCH_FLOAT(x.dtype(), name, {
-    const T* xp = x.data<T>();
-    T* yp = out.data<T>();
-    // softmax only (attrs.scalar, attrs.flag): the row scaled, and under a causal mask, row i of
-    // each (queries, keys) matrix keeps its first i + 1 keys
-    const T scale = Log ? T(1) : static_cast<T>(a.scalar);
-    const bool causal = !Log && a.flag;
-    const int64_t queries = causal ? x.shape()[x.ndim() - 2] : 1;
-    if (inner == 1 && (scale != T(1) || causal)) {
-      parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) {
-          const int64_t valid = causal ? std::min(K, o % queries + 1) : K;
-          softmax_row_scaled<T>(xp + o * K, yp + o * K, K, scale, valid);
-        }
-      });
-    } else if (inner == 1) {
-      parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) softmax_row<T, Log>(xp + o * K, yp + o * K, K);
-      });
-    } else {
-      // along a middle dim (rare), a scaled x is made first
-      std::vector<T> scaled(scale != T(1) ? static_cast<size_t>(x.numel()) : 0);
-      for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = xp[i] * scale;
-      const T* xs = scaled.empty() ? xp : scaled.data();
-      const int64_t nc = (inner + kColWidth - 1) / kColWidth;
-      const int64_t per = K * std::min(inner, kColWidth);
-      parallel_for(outer * nc, std::max<int64_t>(1, kWork / per), [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t o = t / nc, c0 = (t % nc) * kColWidth;
-          const int64_t off = o * K * inner + c0;
-          softmax_cols<T, Log>(xs + off, yp + off, K, inner, std::min(kColWidth, inner - c0));
-        }
-      });
-    }
-  });
-  return out;
-}
-
-// ---- softmax backward ----
-// softmax:     dx = y * (g - sum(g * y))
-// log_softmax: dx = g - exp(y) * sum(g)
-// The row sum is taken in 16 double lanes (lane k mod 16 for element k) combined in a fixed
-// tree; the column path accumulates each column in double in row order.
-
-template <class T, bool Log>
-double row_grad_sum(const T* g, const T* y, int64_t K) {
-  double s[16] = {};
-  int64_t k = 0;
-  for (; k + 16 <= K; k += 16)
-    for (int j = 0; j < 16; ++j) {
-      const double gj = static_cast<double>(g[k + j]);
-      s[j] += Log ? gj : gj * static_cast<double>(y[k + j]);
-    }
-  for (int j = 0; k < K; ++k, ++j) {
-    const double gj = static_cast<double>(g[k]);
-    s[j] += Log ? gj : gj * static_cast<double>(y[k]);
-  }
-  for (int w = 1; w < 16; w *= 2)
-    for (int j = 0; j + w < 16; j += 2 * w) s[j] += s[j + w];
-  return s[0];
-}
-
-template <class T, bool Log>
-void softmax_backward_row(const T* g, const T* y, T* dx, int64_t K) {
-  const T s = static_cast<T>(row_grad_sum<T, Log>(g, y, K));
-  if constexpr (Log) {
-    for (int64_t i = 0; i < K; ++i) dx[i] = g[i] - vmath::exp(y[i]) * s;
-  } else {
-    for (int64_t i = 0; i < K; ++i) dx[i] = y[i] * (g[i] - s);
-  }
-}
-
-template <class T, bool Log>
-void softmax_backward_cols(const T* g, const T* y, T* dx, int64_t K, int64_t stride, int64_t w) {
-  double s[kColWidth];
-  for (int64_t c = 0; c < w; ++c) s[c] = 0.0;
-  for (int64_t k = 0; k < K; ++k) {
-    const T* gr = g + k * stride;
-    const T* yr = y + k * stride;
-    for (int64_t c = 0; c < w; ++c) {
-      const double gc = static_cast<double>(gr[c]);
-      s[c] += Log ? gc : gc * static_cast<double>(yr[c]);
-    }
-  }
-  T st[kColWidth];
-  for (int64_t c = 0; c < w; ++c) st[c] = static_cast<T>(s[c]);
-  for (int64_t k = 0; k < K; ++k) {
-    const T* gr = g + k * stride;
-    const T* yr = y + k * stride;
-    T* out = dx + k * stride;
-    if constexpr (Log) {
-      for (int64_t c = 0; c < w; ++c) out[c] = gr[c] - vmath::exp(yr[c]) * st[c];
-    } else {
-      for (int64_t c = 0; c < w; ++c) out[c] = yr[c] * (gr[c] - st[c]);
-    }
-  }
-}
-
-template <bool Log>
-Tensor softmax_backward_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
-                               const char* name) {
-  Tensor g = contiguous_input(in[0]);
-  Tensor y = contiguous_input(in[1]);
-  Tensor out = Tensor::empty(m.shape, m.dtype);
-  if (y.numel() == 0) return out;
-  const DimSplit split = split_at(y.shape(), a.dim);
-  const int64_t outer = split.outer, K = split.K, inner = split.inner;
-  VK_DISPATCH_FLOAT(y.dtype(), name, {
-    const T* gp = g.data<T>();
-    const T* yp = y.data<T>();
-    T* dp = out.data<T>();
-    if (inner == 1) {
-      parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o)
-          softmax_backward_row<T, Log>(gp + o * K, yp + o * K, dp + o * K, K);
-      });
-    } else {
-      const int64_t nc = (inner + kColWidth - 1) / kColWidth;
-      const int64_t per = K * std::min(inner, kColWidth);
-      parallel_for(outer * nc, std::max<int64_t>(1, kWork / per), [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t o = t / nc, c0 = (t % nc) * kColWidth;
-          const int64_t off = o * K * inner + c0;
-          softmax_backward_cols<T, Log>(gp + off, yp + off, dp + off, K, inner,
-                                        std::min(kColWidth, inner - c0));
-        }
-      });
-    }
-  });
-  return out;
 }
 
 }  // namespace
@@ -946,17 +634,11 @@ VK_KERNEL(var) {
       std::fill_n(out.data<T>(), out.numel(), std::numeric_limits<T>::quiet_NaN());
     } else {
       run_reduce(in[0], a.dims, SumR<T, double>{{mu.data(), n}});
-      run_reduce(in[0], a.dims, SqDevR<T>{out.data<T>(), mu.data(), std::max(0.0, n - a.scalar)});
+      run_reduce(in[0], a.dims,
+                 SqDevR<T>{out.data<T>(), mu.data(), std::max(0.0, n - a.var.correction)});
     }
   });
   return out;
-}
-
-VK_KERNEL(softmax) { return softmax_kernel<false>(in, a, m, "softmax"); }
-VK_KERNEL(log_softmax) { return softmax_kernel<true>(in, a, m, "log_softmax"); }
-VK_KERNEL(softmax_backward) { return softmax_backward_kernel<false>(in, a, m, "softmax_backward"); }
-VK_KERNEL(log_softmax_backward) {
-  return softmax_backward_kernel<true>(in, a, m, "log_softmax_backward");
 }
 
 }  // namespace vk::cpu

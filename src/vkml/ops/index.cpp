@@ -1,7 +1,7 @@
 // Index ops. Index tensors (int64 or int32) are constants: no rule differentiates through them.
 // index_select and gather are adjoint to scatter_add, whose own rule is a gather, so every order
 // of derivative stays inside these three ops.
-#include "vkml/ops/index_ops.h"
+#include "vkml/ops/index.h"
 
 #include <algorithm>
 #include <string>
@@ -9,7 +9,7 @@
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
-#include "vkml/ops/shape_ops.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 namespace {
