@@ -11,7 +11,13 @@ PY      := $(VENV)/bin/python
 CMAKE   ?= cmake
 GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 LAUNCH  := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
-APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv
+# The Vulkan backend's build and tests: headers, glslc and spirv-val, and lavapipe (Mesa's Vulkan
+# on the CPU) with the validation layers, so that its tests run (never skip) on machines without a
+# GPU; the library itself opens libvulkan at run time.
+APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv libvulkan-dev glslc \
+            spirv-tools mesa-vulkan-drivers vulkan-validationlayers
+# The Vulkan tests fail (instead of skipping) without a device, and run under the validation layers.
+VULKAN_TEST_ENV := VKML_REQUIRE_VULKAN=1 VKML_VULKAN_VALIDATE=1
 # The test extras of pyproject.toml. torch is the tests' oracle, never a runtime dependency.
 PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" scipy-openblas32 numpy pytest torch==2.13.0 \
            scikit-learn safetensors tqdm matplotlib
@@ -41,7 +47,7 @@ build: deps
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 test-cpp: build
-	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 600
+	cd $(BUILD) && $(VULKAN_TEST_ENV) ctest -j $(JOBS) --output-on-failure --timeout 600
 
 # The tests of concurrent use under ThreadSanitizer (their own binary, vkml_thread_tests): the
 # thread pool (every kernel's parallel split), backward from several threads into shared tensors,
@@ -62,7 +68,8 @@ test-asan: deps
 	@$(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKML_WERROR=ON \
 	  -DVKML_SANITIZE=ON -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF >/dev/null
 	$(CMAKE) --build $(ASAN) -j $(JOBS) --target vkml_tests
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	$(VULKAN_TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  $(ASAN)/vkml_tests --gtest_brief=1
 
 # The C++ build links the system's OpenBLAS and the Python build the scipy-openblas32 wheel's
@@ -77,7 +84,7 @@ python: venv
 	$(CMAKE) --build $(PYBUILD) -j $(JOBS)
 
 test-python: python
-	PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q tests/python
+	$(VULKAN_TEST_ENV) PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q tests/python
 
 # The Python suite again against an ASan+UBSan build of the extension, built in $(ASAN) next to
 # test-asan's library (compiled once). The interpreter is not instrumented, so the ASan runtime is

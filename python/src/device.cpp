@@ -8,6 +8,9 @@
 #include "common.h"
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/optim.h"
+#if defined(VKML_HAS_VULKAN)
+#include "vkml/backend/vulkan/register.h"
+#endif
 
 namespace vkpy {
 namespace {
@@ -154,6 +157,18 @@ void bind_devices(nb::module_& m) {
         return d.is_cpu() || d.index < vk::device_memory(d.type).device_count();
       },
       "device"_a, "True when tensors can be made on `device` in this build, on this machine.");
+  m.def(
+      "_vulkan_device_name",
+      []() -> std::string {
+#if defined(VKML_HAS_VULKAN)
+        return vk::vulkan::device_name();
+#else
+        throw vk::DeviceError(
+            "the vulkan device is not available: this build of vkml has no "
+            "Vulkan backend");
+#endif
+      },
+      "The Vulkan device in use (vkml.vulkan.device_name()).");
 }
 
 }  // namespace vkpy

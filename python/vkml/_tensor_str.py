@@ -147,13 +147,17 @@ def tensor_repr(t):
     indent = len(prefix)
     suffixes = []
     dtype_name = t.dtype.name
+    # torch's order: size (of an empty tensor), device (when not the CPU), dtype, autograd.
+    device = [] if t.device.type == "cpu" else [f"device='{t.device}'"]
     if t.numel() == 0:
         if t.ndim != 1:
             suffixes.append("size=" + str(tuple(t.shape)))
+        suffixes += device
         if dtype_name != "float32":
             suffixes.append(f"dtype=vkml.{dtype_name}")
         body = "[]"
     else:
+        suffixes += device
         if dtype_name not in _DEFAULT_DTYPES:
             suffixes.append(f"dtype=vkml.{dtype_name}")
         values = t.detach().tolist()

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vkml/core/error.h"
+#include "vkml/core/kernel.h"
 
 namespace vk {
 namespace {
@@ -53,12 +54,21 @@ DeviceType register_device_type(std::string_view name, std::unique_ptr<DeviceMem
 }
 
 bool device_available(DeviceType type) {
-  return type == DeviceType::CPU ||
-         (type_index(type) < kMaxDeviceTypes && registry().memory[type_index(type)].load());
+  if (type == DeviceType::CPU) return true;
+  register_builtin_backends();  // a device is asked about before the first op ran
+  DeviceMemory* m =
+      type_index(type) < kMaxDeviceTypes ? registry().memory[type_index(type)].load() : nullptr;
+  if (!m) return false;
+  try {  // a backend in the build may still find no device here (no driver): it says so by throwing
+    return m->device_count() > 0;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 DeviceMemory& device_memory(DeviceType type) {
   VK_CHECK(type != DeviceType::CPU, RuntimeError, "device_memory: the cpu's memory is built in");
+  register_builtin_backends();  // a tensor may be made on a device before the first op ran
   DeviceMemory* m =
       type_index(type) < kMaxDeviceTypes ? registry().memory[type_index(type)].load() : nullptr;
   if (!m) {

@@ -1,0 +1,63 @@
+# The Vulkan backend (src/vkml/backend/vulkan, issue #14). VKML_VULKAN=AUTO (the default) builds it
+# when the Vulkan headers and glslc are found, ON requires them, OFF leaves it out. The library
+# never links libvulkan: it opens libvulkan.so.1 at run time, so a build with the backend still
+# imports and runs on machines without Vulkan (the device then reports why it is unavailable).
+set(VKML_VULKAN AUTO CACHE STRING "Build the Vulkan backend: AUTO, ON or OFF")
+set(VKML_HAS_VULKAN OFF)
+if(NOT VKML_VULKAN STREQUAL "OFF")
+  find_path(VKML_VULKAN_INCLUDE_DIR vulkan/vulkan.h)
+  find_program(VKML_GLSLC glslc)
+  if(VKML_VULKAN_INCLUDE_DIR AND VKML_GLSLC)
+    set(VKML_HAS_VULKAN ON)
+  elseif(VKML_VULKAN STREQUAL "ON")
+    message(FATAL_ERROR "vkml: VKML_VULKAN=ON needs the Vulkan headers and glslc "
+                        "(apt-get install libvulkan-dev glslc)")
+  endif()
+endif()
+message(STATUS "vkml: Vulkan backend: ${VKML_HAS_VULKAN}")
+
+# The compute shaders, each variant as name|inputs|define: glslc compiles them at build time
+# and embed_spirv.cmake writes them into one generated source (vulkan_shaders.cpp).
+set(VKML_VULKAN_SHADERS
+  "fill|0|OP_FILL" "copy|1|OP_COPY" "neg|1|OP_NEG"
+  "add|2|OP_ADD" "sub|2|OP_SUB" "mul|2|OP_MUL" "div|2|OP_DIV")
+
+function(vkml_add_vulkan_backend target)
+  set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/vulkan_shaders)
+  file(MAKE_DIRECTORY ${out_dir})
+  set(spvs "")
+  set(names "")
+  foreach(variant IN LISTS VKML_VULKAN_SHADERS)
+    string(REPLACE "|" ";" parts "${variant}")
+    list(GET parts 0 name)
+    list(GET parts 1 inputs)
+    list(GET parts 2 define)
+    add_custom_command(
+      OUTPUT ${out_dir}/${name}.spv
+      COMMAND ${VKML_GLSLC} --target-env=vulkan1.1 -O -DNIN=${inputs} -D${define}
+              -o ${out_dir}/${name}.spv ${src_dir}/elementwise.comp
+      DEPENDS ${src_dir}/elementwise.comp
+      COMMENT "vkml: glslc ${name}.spv" VERBATIM)
+    list(APPEND spvs ${out_dir}/${name}.spv)
+    list(APPEND names ${name})
+  endforeach()
+  string(REPLACE ";" "," names_arg "${names}")
+  set(generated ${CMAKE_CURRENT_BINARY_DIR}/vulkan_shaders.cpp)
+  add_custom_command(
+    OUTPUT ${generated}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${generated} -DDIR=${out_dir} -DNAMES=${names_arg}
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_spirv.cmake
+    DEPENDS ${spvs} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_spirv.cmake
+    COMMENT "vkml: embedding the SPIR-V shaders" VERBATIM)
+  target_sources(${target} PRIVATE ${generated})
+  # Vulkan's create-info structs are C structs meant to be partly initialised (the rest zero):
+  # designated initialisers name the fields that matter, which GCC's -Wextra would flag.
+  file(GLOB vulkan_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/*.cpp)
+  set_source_files_properties(${vulkan_sources} PROPERTIES COMPILE_OPTIONS
+                              -Wno-missing-field-initializers)
+  target_include_directories(${target} PRIVATE ${VKML_VULKAN_INCLUDE_DIR})
+  target_compile_definitions(${target} PRIVATE VKML_HAS_VULKAN=1)
+  target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})
+  set(VKML_VULKAN_SPIRV ${spvs} PARENT_SCOPE)
+endfunction()

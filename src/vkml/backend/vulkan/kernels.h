@@ -1,0 +1,24 @@
+// The Vulkan device's kernels, by family as the CPU's (backend/cpu/*.h). This version covers
+// creation (full), the arithmetic element-wise ops, and the shape ops that are views or copies.
+#pragma once
+#include "vkml/core/kernel.h"
+
+namespace vk::vulkan {
+// creation.cpp
+VK_KERNEL(full);
+// elementwise.cpp
+VK_KERNEL(add);
+VK_KERNEL(sub);
+VK_KERNEL(mul);
+VK_KERNEL(div);
+VK_KERNEL(neg);
+// dst = src over dst's strides; dst = a + b (gradient accumulation). Same shape, float32.
+void copy_into(const Tensor& dst, const Tensor& src);
+void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
+// shape.cpp
+VK_KERNEL(reshape);
+VK_KERNEL(permute);
+VK_KERNEL(expand);
+VK_KERNEL(contiguous);
+VK_KERNEL(slice);
+}  // namespace vk::vulkan

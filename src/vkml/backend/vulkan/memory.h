@@ -1,0 +1,38 @@
+// The Vulkan device's memory for Storage: one storage buffer per allocation (a caching
+// sub-allocator over large blocks is the next step), whose handle is the block Storage keeps.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "vkml/backend/vulkan/context.h"
+#include "vkml/core/device.h"
+#include "vkml/core/tensor.h"
+
+namespace vk::vulkan {
+
+class VulkanMemory final : public DeviceMemory {
+ public:
+  void* allocate(size_t nbytes, int index) override;
+  void release(void* block, size_t nbytes, int index) noexcept override;
+  void copy_from_host(void* dst_block, size_t dst_offset, const void* src, size_t nbytes,
+                      int index) override;
+  void copy_to_host(void* dst, const void* src_block, size_t src_offset, size_t nbytes,
+                    int index) override;
+  void copy_on_device(void* dst_block, size_t dst_offset, const void* src_block, size_t src_offset,
+                      size_t nbytes, int index) override;
+  bool host_addressable() const override { return false; }
+  // One device (the one Context picked); DeviceError saying why when there is none.
+  int device_count() const override;
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<Buffer*, std::unique_ptr<Buffer>> buffers_;
+};
+
+// The context, or DeviceError saying why there is none.
+Context& context();
+// The buffer holding t's elements (t on the Vulkan device).
+inline Buffer& buffer_of(const Tensor& t) { return *static_cast<Buffer*>(t.storage_data()); }
+
+}  // namespace vk::vulkan

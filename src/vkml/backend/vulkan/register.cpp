@@ -1,0 +1,32 @@
+#include "vkml/backend/vulkan/register.h"
+
+#include <memory>
+#include <utility>
+
+#include "vkml/backend/vulkan/kernels.h"
+#include "vkml/backend/vulkan/memory.h"
+
+namespace vk::vulkan {
+
+void register_backend() {
+  const DeviceType type = register_device_type("vulkan", std::make_unique<VulkanMemory>());
+  const std::pair<OpKind, Kernel> kernels[] = {
+      {OpKind::Full, full},       {OpKind::Add, add},
+      {OpKind::Sub, sub},         {OpKind::Mul, mul},
+      {OpKind::Div, div},         {OpKind::Neg, neg},
+      {OpKind::Reshape, reshape}, {OpKind::Permute, permute},
+      {OpKind::Expand, expand},   {OpKind::Contiguous, contiguous},
+      {OpKind::Slice, slice},
+  };
+  for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
+  register_services(type, {.copy_into = copy_into, .add_into = add_into});
+}
+
+std::string device_name() { return context().device_name(); }
+
+int validation_messages() {
+  const Context* c = Context::get();
+  return c ? c->validation_messages() : 0;
+}
+
+}  // namespace vk::vulkan
