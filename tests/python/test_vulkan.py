@@ -95,3 +95,20 @@ def test_what_this_version_cannot_do_says_so():
         vk.arange(3).to("vulkan") + 1
     with pytest.raises(vk.DTypeError, match="float64"):
         vk.zeros(2, dtype=vk.float64, device="vulkan")
+
+
+def test_the_readme_gpu_example_runs_as_written():
+    import contextlib
+    import io
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
+    section = text[text.index("## The GPU: Vulkan"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == vk.vulkan.device_name()
+    assert "1000, 1000" in lines[1]
