@@ -1,6 +1,9 @@
 // Conversions between Python objects and vk tensors, dtypes and shapes.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include "common.h"
 
@@ -8,23 +11,49 @@ namespace vkpy {
 
 namespace {
 
-// numpy is imported once and kept for the life of the process (never released: it may be
-// needed while the interpreter tears vkml down).
+// A value computed once by calling into Python, from whichever thread asks first. A thread that
+// waits for another's computation must not hold the GIL: the computation may give it up and need
+// it back (an import reading files does), and a plain function-local static then deadlocks both
+// threads (pybind11's gil_safe_call_once_and_store does the same). Never destroyed: the value may
+// hold Python objects still needed while the interpreter tears vkml down.
+template <class T>
+class GilSafeOnce {
+ public:
+  template <class Make>
+  const T& get(Make make) {
+    if (!done_.load(std::memory_order_acquire)) {
+      nb::gil_scoped_release release;
+      std::call_once(once_, [&] {
+        nb::gil_scoped_acquire acquire;
+        value_.emplace(make());
+        done_.store(true, std::memory_order_release);
+      });
+    }
+    return *value_;
+  }
+
+ private:
+  std::once_flag once_;
+  std::atomic<bool> done_{false};
+  std::optional<T> value_;
+};
+
+// numpy, imported on first use (importing it with vkml would double vkml's import time).
 struct Numpy {
   nb::object module, ndarray, generic, asarray, ascontiguousarray, dtype;
 };
 const Numpy& np() {
-  static Numpy* n = [] {
-    auto* r = new Numpy;
-    r->module = nb::module_::import_("numpy");
-    r->ndarray = r->module.attr("ndarray");
-    r->generic = r->module.attr("generic");
-    r->asarray = r->module.attr("asarray");
-    r->ascontiguousarray = r->module.attr("ascontiguousarray");
-    r->dtype = r->module.attr("dtype");
+  static auto* once = new GilSafeOnce<Numpy>();  // immortal, see GilSafeOnce
+  return once->get([] {
+    Numpy r;
+    r.module = nb::module_::import_("numpy");
+    r.ndarray = r.module.attr("ndarray");
+    r.generic = r.module.attr("generic");
+    r.asarray = r.module.attr("asarray");
+    r.ascontiguousarray = r.module.attr("ascontiguousarray");
+    r.dtype = r.module.attr("dtype");
     return r;
-  }();
-  return *n;
+  });
 }
 
 std::string py_repr(nb::handle h) {
@@ -378,7 +407,8 @@ nb::object export_array(const Tensor& t) {
 
 // numpy's limit on an array's dims: 64 since numpy 2.0, 32 before (its MAXDIMS).
 int64_t numpy_max_dims() {
-  static const int64_t n = [] {
+  static auto* once = new GilSafeOnce<int64_t>();  // immortal, see GilSafeOnce
+  return once->get([] {
     for (const char* mod : {"numpy._core.multiarray", "numpy.core.multiarray"}) {
       nb::object m = nb::steal(PyImport_ImportModule(mod));
       if (!m.is_valid()) {
@@ -388,8 +418,7 @@ int64_t numpy_max_dims() {
       if (nb::hasattr(m, "MAXDIMS")) return nb::cast<int64_t>(m.attr("MAXDIMS"));
     }
     return int64_t{32};
-  }();
-  return n;
+  });
 }
 
 }  // namespace

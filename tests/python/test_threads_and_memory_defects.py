@@ -398,3 +398,29 @@ def test_repr_of_a_tensor_with_3000_dims():
 def test_repr_matches_torch(shape):
     a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) / 7
     assert repr(vk.tensor(a)) == repr(torch.tensor(a))
+
+
+def test_first_numpy_use_from_many_threads_does_not_deadlock():
+    # Found while running Vulkan ops from threads: the bindings import numpy on first use, and
+    # that import gives up the GIL while it reads files. With a plain function-local static, a
+    # second thread then waited for the static holding the GIL the first one needed: both hung.
+    # A fresh interpreter (numpy not imported yet), many threads making their first tensors at once.
+    program = """
+import threading
+import vkml as vk
+start = threading.Barrier(8)
+def work(k):
+    start.wait()
+    x = vk.full((100,), float(k))
+    assert (x + 1.0).tolist() == [k + 1.0] * 100
+threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("ok")
+"""
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ))
+        assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

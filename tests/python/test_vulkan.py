@@ -112,3 +112,27 @@ def test_the_readme_gpu_example_runs_as_written():
     lines = out.getvalue().splitlines()
     assert lines[0] == vk.vulkan.device_name()
     assert "1000, 1000" in lines[1]
+
+
+def test_threads_share_the_device():
+    # One queue, one command pool: submissions from several threads take turns, and each thread
+    # sees its own results.
+    import threading
+
+    errors = []
+
+    def work(k):
+        try:
+            x = vk.full((1000,), float(k), device="vulkan")
+            for _ in range(20):
+                x = x + 1.0
+            assert x.cpu().tolist() == [k + 20.0] * 1000
+        except Exception as e:  # noqa: BLE001 -- reported below, with the thread's number
+            errors.append((k, repr(e)))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
