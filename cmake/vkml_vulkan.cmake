@@ -19,7 +19,9 @@ message(STATUS "vkml: Vulkan backend: ${VKML_HAS_VULKAN}")
 # The compute shaders, each variant as name|inputs|define: glslc compiles them at build time
 # and embed_spirv.cmake writes them into one generated source (vulkan_shaders.cpp).
 set(VKML_VULKAN_SHADERS
-  "fill|0|OP_FILL" "copy|1|OP_COPY" "neg|1|OP_NEG"
+  "fill|0|OP_FILL" "copy|1|OP_COPY" "neg|1|OP_NEG" "exp|1|OP_EXP" "log|1|OP_LOG"
+  "sqrt|1|OP_SQRT" "rsqrt|1|OP_RSQRT" "reciprocal|1|OP_RECIPROCAL" "abs|1|OP_ABS"
+  "sign|1|OP_SIGN" "sin|1|OP_SIN" "cos|1|OP_COS" "tanh|1|OP_TANH" "sigmoid|1|OP_SIGMOID"
   "add|2|OP_ADD" "sub|2|OP_SUB" "mul|2|OP_MUL" "div|2|OP_DIV")
 
 function(vkml_add_vulkan_backend target)

@@ -30,12 +30,29 @@ VK_KERNEL(div) {
   (void)a;
   return binary("div", in, m, "div");
 }
-VK_KERNEL(neg) {
-  (void)a;
-  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
-  run_elementwise("neg", {&out, &in[0]}, "neg");
-  return out;
-}
+// Unary float math with GLSL's builtins: within a few ulp of the CPU's vmath on lavapipe. A
+// device's builtins may be less exact (Vulkan allows sin/cos an absolute error of 2^-11); vkml's
+// own routines in GLSL, as the CPU's, are the next step (issue #14).
+#define VKML_VULKAN_UNARY(name)                             \
+  VK_KERNEL(name) {                                         \
+    (void)a;                                                \
+    Tensor out = Tensor::empty(m.shape, m.dtype, m.device); \
+    run_elementwise(#name, {&out, &in[0]}, #name);          \
+    return out;                                             \
+  }
+VKML_VULKAN_UNARY(neg)
+VKML_VULKAN_UNARY(exp)
+VKML_VULKAN_UNARY(log)
+VKML_VULKAN_UNARY(sqrt)
+VKML_VULKAN_UNARY(rsqrt)
+VKML_VULKAN_UNARY(reciprocal)
+VKML_VULKAN_UNARY(abs)
+VKML_VULKAN_UNARY(sign)
+VKML_VULKAN_UNARY(sin)
+VKML_VULKAN_UNARY(cos)
+VKML_VULKAN_UNARY(tanh)
+VKML_VULKAN_UNARY(sigmoid)
+#undef VKML_VULKAN_UNARY
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   run_elementwise("copy", {&dst, &src}, "copy into a tensor");

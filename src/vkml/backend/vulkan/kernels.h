@@ -1,5 +1,6 @@
 // The Vulkan device's kernels, by family as the CPU's (backend/cpu/*.h). This version covers
-// creation (full), the arithmetic element-wise ops, and the shape ops that are views or copies.
+// creation (full), the arithmetic and the float unary element-wise ops, and the shape ops that are
+// views or copies.
 #pragma once
 #include "vkml/core/kernel.h"
 
@@ -12,6 +13,17 @@ VK_KERNEL(sub);
 VK_KERNEL(mul);
 VK_KERNEL(div);
 VK_KERNEL(neg);
+VK_KERNEL(exp);
+VK_KERNEL(log);
+VK_KERNEL(sqrt);
+VK_KERNEL(rsqrt);
+VK_KERNEL(reciprocal);
+VK_KERNEL(abs);
+VK_KERNEL(sign);
+VK_KERNEL(sin);
+VK_KERNEL(cos);
+VK_KERNEL(tanh);
+VK_KERNEL(sigmoid);
 // dst = src over dst's strides; dst = a + b (gradient accumulation). Same shape, float32.
 void copy_into(const Tensor& dst, const Tensor& src);
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);

@@ -11,11 +11,27 @@ namespace vk::vulkan {
 void register_backend() {
   const DeviceType type = register_device_type("vulkan", std::make_unique<VulkanMemory>());
   const std::pair<OpKind, Kernel> kernels[] = {
-      {OpKind::Full, full},       {OpKind::Add, add},
-      {OpKind::Sub, sub},         {OpKind::Mul, mul},
-      {OpKind::Div, div},         {OpKind::Neg, neg},
-      {OpKind::Reshape, reshape}, {OpKind::Permute, permute},
-      {OpKind::Expand, expand},   {OpKind::Contiguous, contiguous},
+      {OpKind::Full, full},
+      {OpKind::Add, add},
+      {OpKind::Sub, sub},
+      {OpKind::Mul, mul},
+      {OpKind::Div, div},
+      {OpKind::Neg, neg},
+      {OpKind::Exp, exp},
+      {OpKind::Log, log},
+      {OpKind::Sqrt, sqrt},
+      {OpKind::Rsqrt, rsqrt},
+      {OpKind::Reciprocal, reciprocal},
+      {OpKind::Abs, abs},
+      {OpKind::Sign, sign},
+      {OpKind::Sin, sin},
+      {OpKind::Cos, cos},
+      {OpKind::Tanh, tanh},
+      {OpKind::Sigmoid, sigmoid},
+      {OpKind::Reshape, reshape},
+      {OpKind::Permute, permute},
+      {OpKind::Expand, expand},
+      {OpKind::Contiguous, contiguous},
       {OpKind::Slice, slice},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
