@@ -16,13 +16,17 @@ if(NOT VKML_VULKAN STREQUAL "OFF")
 endif()
 message(STATUS "vkml: Vulkan backend: ${VKML_HAS_VULKAN}")
 
-# The compute shaders, each variant as name|inputs|define: glslc compiles them at build time
-# and embed_spirv.cmake writes them into one generated source (vulkan_shaders.cpp).
+# The compute shaders, each variant as name|source|defines (comma separated): glslc compiles them
+# at build time and embed_spirv.cmake writes them into one generated source (vulkan_shaders.cpp).
 set(VKML_VULKAN_SHADERS
-  "fill|0|OP_FILL" "copy|1|OP_COPY" "neg|1|OP_NEG" "exp|1|OP_EXP" "log|1|OP_LOG"
-  "sqrt|1|OP_SQRT" "rsqrt|1|OP_RSQRT" "reciprocal|1|OP_RECIPROCAL" "abs|1|OP_ABS"
-  "sign|1|OP_SIGN" "sin|1|OP_SIN" "cos|1|OP_COS" "tanh|1|OP_TANH" "sigmoid|1|OP_SIGMOID"
-  "add|2|OP_ADD" "sub|2|OP_SUB" "mul|2|OP_MUL" "div|2|OP_DIV")
+  "fill|elementwise|NIN=0,OP_FILL" "copy|elementwise|NIN=1,OP_COPY"
+  "neg|elementwise|NIN=1,OP_NEG" "exp|elementwise|NIN=1,OP_EXP" "log|elementwise|NIN=1,OP_LOG"
+  "sqrt|elementwise|NIN=1,OP_SQRT" "rsqrt|elementwise|NIN=1,OP_RSQRT"
+  "reciprocal|elementwise|NIN=1,OP_RECIPROCAL" "abs|elementwise|NIN=1,OP_ABS"
+  "sign|elementwise|NIN=1,OP_SIGN" "sin|elementwise|NIN=1,OP_SIN" "cos|elementwise|NIN=1,OP_COS"
+  "tanh|elementwise|NIN=1,OP_TANH" "sigmoid|elementwise|NIN=1,OP_SIGMOID"
+  "add|elementwise|NIN=2,OP_ADD" "sub|elementwise|NIN=2,OP_SUB" "mul|elementwise|NIN=2,OP_MUL"
+  "div|elementwise|NIN=2,OP_DIV" "reduce|reduce|")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)
@@ -33,13 +37,15 @@ function(vkml_add_vulkan_backend target)
   foreach(variant IN LISTS VKML_VULKAN_SHADERS)
     string(REPLACE "|" ";" parts "${variant}")
     list(GET parts 0 name)
-    list(GET parts 1 inputs)
-    list(GET parts 2 define)
+    list(GET parts 1 source)
+    list(GET parts 2 defines)
+    string(REPLACE "," ";" defines "${defines}")
+    list(TRANSFORM defines PREPEND "-D")
     add_custom_command(
       OUTPUT ${out_dir}/${name}.spv
-      COMMAND ${VKML_GLSLC} --target-env=vulkan1.1 -O -DNIN=${inputs} -D${define}
-              -o ${out_dir}/${name}.spv ${src_dir}/elementwise.comp
-      DEPENDS ${src_dir}/elementwise.comp
+      COMMAND ${VKML_GLSLC} --target-env=vulkan1.1 -O ${defines}
+              -o ${out_dir}/${name}.spv ${src_dir}/${source}.comp
+      DEPENDS ${src_dir}/${source}.comp
       COMMENT "vkml: glslc ${name}.spv" VERBATIM)
     list(APPEND spvs ${out_dir}/${name}.spv)
     list(APPEND names ${name})

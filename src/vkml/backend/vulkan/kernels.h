@@ -1,6 +1,6 @@
 // The Vulkan device's kernels, by family as the CPU's (backend/cpu/*.h). This version covers
-// creation (full), the arithmetic and the float unary element-wise ops, and the shape ops that are
-// views or copies.
+// creation (full), the arithmetic and the float unary element-wise ops, sum and mean, and the
+// shape ops that are views or copies.
 #pragma once
 #include "vkml/core/kernel.h"
 
@@ -27,6 +27,9 @@ VK_KERNEL(sigmoid);
 // dst = src over dst's strides; dst = a + b (gradient accumulation). Same shape, float32.
 void copy_into(const Tensor& dst, const Tensor& src);
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
+// reduction.cpp: a.dims (wrapped, sorted, never empty), a.keepdim
+VK_KERNEL(sum);
+VK_KERNEL(mean);
 // shape.cpp
 VK_KERNEL(reshape);
 VK_KERNEL(permute);

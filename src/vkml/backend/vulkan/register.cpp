@@ -28,6 +28,8 @@ void register_backend() {
       {OpKind::Cos, cos},
       {OpKind::Tanh, tanh},
       {OpKind::Sigmoid, sigmoid},
+      {OpKind::Sum, sum},
+      {OpKind::Mean, mean},
       {OpKind::Reshape, reshape},
       {OpKind::Permute, permute},
       {OpKind::Expand, expand},
