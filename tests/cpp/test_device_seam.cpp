@@ -126,6 +126,11 @@ TEST(DeviceSeam, AnOpWithoutAKernelThereIsNotImplementedNamingOpAndDevice) {
   VK_EXPECT_ERROR(exp(x), NotImplementedError, "exp", "counting:0");
 }
 
+// Defect: to_device read the device of an undefined tensor (a crash) before dispatch could say so.
+TEST(DeviceSeam, MovingAnUndefinedTensorIsARuntimeErrorNotACrash) {
+  VK_EXPECT_ERROR(to_device(Tensor{}, kCPU), RuntimeError, "to", "undefined");
+}
+
 TEST(DeviceSeam, MixedDevicesAreADeviceErrorNamingBoth) {
   const Tensor x = to_device(values({1, 2}, {2}, false), kCountingDevice);
   const Tensor y = values({3, 4}, {2}, false);

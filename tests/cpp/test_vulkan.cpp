@@ -1,57 +1,18 @@
-// The Vulkan backend (issue #14) on this machine's Vulkan device (lavapipe in CI). Without one the
-// tests skip and say why; VKML_REQUIRE_VULKAN=1 (make test sets it) turns a skip into a failure.
-// With VKML_VULKAN_VALIDATE=1 (make test sets it too) the validation layers watch every call,
-// and each test ends with no message from them.
+// The Vulkan backend (issue #14) on this machine's Vulkan device (lavapipe in CI); the fixture
+// (vulkan_fixture.h) skips or fails without one.
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 
-#include "test_util.h"
-#if defined(VKML_HAS_VULKAN)
-#include "vkml/backend/vulkan/register.h"
-#endif
+#include "vulkan_fixture.h"
 
 namespace vk {
 namespace {
 
+using test::f32;
+using test::host;
+using test::kVulkan;
 using test::values;
-
-const Device kVulkan{DeviceType::Vulkan, 0};
-
-std::string why_unavailable() {
-  try {
-    require_device(kVulkan);
-  } catch (const DeviceError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-class Vulkan : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (device_available(DeviceType::Vulkan)) return;
-    const char* require = std::getenv("VKML_REQUIRE_VULKAN");
-    if (require && std::strcmp(require, "1") == 0)
-      FAIL() << "VKML_REQUIRE_VULKAN=1 but: " << why_unavailable();
-    GTEST_SKIP() << why_unavailable();
-  }
-  void TearDown() override {
-#if defined(VKML_HAS_VULKAN)
-    if (device_available(DeviceType::Vulkan)) {
-      EXPECT_EQ(vulkan::validation_messages(), 0);
-    }
-#endif
-  }
-};
-
-std::vector<double> host(const Tensor& t) { return to_vector(to_cpu(t)); }
-
-// Distinct float32 values, exactly representable.
-Tensor f32(std::vector<double> v, const Shape& shape) {
-  return cast(values(std::move(v), shape, false), DType::Float32);
-}
+using Vulkan = test::VulkanTest;
 
 TEST_F(Vulkan, MovesKeepEveryBit) {
   const Tensor x = f32({1.5, -2.25, 3e-8, 1e30, -0.0, 7}, {2, 3});

@@ -46,7 +46,7 @@ Tensor host_read(const Tensor& x) {
 }
 
 Tensor to_device(const Tensor& x, Device device) {
-  if (x.device() == device) return x;
+  if (x.defined() && x.device() == device) return x;  // undefined: dispatch says so
   Attrs a;
   a.device = device;
   return dispatch(OpKind::ToDevice, {x}, a);

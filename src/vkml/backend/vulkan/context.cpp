@@ -190,18 +190,45 @@ bool Context::init(std::string& why) {
     return false;
   }
   physical_ = devices[best];
+  auto has_device_extension = [&](VkPhysicalDevice d, const char* name) {
+    uint32_t n = 0;
+    api_.vkEnumerateDeviceExtensionProperties(d, nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> exts(n);
+    api_.vkEnumerateDeviceExtensionProperties(d, nullptr, &n, exts.data());
+    return std::any_of(exts.begin(), exts.end(), [&](const VkExtensionProperties& e) {
+      return std::strcmp(e.extensionName, name) == 0;
+    });
+  };
   queue_family_ = static_cast<uint32_t>(compute_family(physical_));
   VkPhysicalDeviceProperties props;
   api_.vkGetPhysicalDeviceProperties(physical_, &props);
   device_name_ = props.deviceName;
-  max_groups_x_ = props.limits.maxComputeWorkGroupCount[0];
+  for (int i = 0; i < 3; ++i) max_groups_[i] = props.limits.maxComputeWorkGroupCount[i];
   max_storage_range_ = props.limits.maxStorageBufferRange;
-  VkPhysicalDeviceFeatures supported;
-  api_.vkGetPhysicalDeviceFeatures(physical_, &supported);
-  has_float64_ = supported.shaderFloat64 == VK_TRUE;
-  VkPhysicalDeviceFeatures enabled{};
-  enabled.shaderFloat64 = supported.shaderFloat64;  // requesting it where absent fails creation
-  enabled.shaderInt64 = supported.shaderInt64;
+  // Features the kernels use where the device has them: float64 and int64 arithmetic, and 8-bit
+  // storage (bool tensors are one byte per element, as on the CPU). Requesting an absent one
+  // would fail device creation, so each is enabled only where supported.
+  VkPhysicalDevice8BitStorageFeatures storage8{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceFeatures2 supported{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                      .pNext = &storage8};
+  std::vector<const char*> device_extensions;
+  // (the extension, not Vulkan 1.2's core feature: the instance asks for Vulkan 1.1)
+  const bool has_8bit_extension =
+      has_device_extension(physical_, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (!has_8bit_extension) supported.pNext = nullptr;
+  api_.vkGetPhysicalDeviceFeatures2(physical_, &supported);
+  has_float64_ = supported.features.shaderFloat64 == VK_TRUE;
+  has_int64_ = supported.features.shaderInt64 == VK_TRUE;
+  has_int8_storage_ = has_8bit_extension && storage8.storageBuffer8BitAccess == VK_TRUE;
+  VkPhysicalDevice8BitStorageFeatures enable8{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+      .storageBuffer8BitAccess = VK_TRUE};
+  VkPhysicalDeviceFeatures2 enabled{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = has_int8_storage_ ? &enable8 : nullptr};
+  enabled.features.shaderFloat64 = supported.features.shaderFloat64;
+  enabled.features.shaderInt64 = supported.features.shaderInt64;
+  if (has_int8_storage_) device_extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   api_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_props_);
 
   const float priority = 1.0f;
@@ -210,9 +237,11 @@ bool Context::init(std::string& why) {
                               .queueCount = 1,
                               .pQueuePriorities = &priority};
   VkDeviceCreateInfo dci{.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                         .pNext = &enabled,
                          .queueCreateInfoCount = 1,
                          .pQueueCreateInfos = &qci,
-                         .pEnabledFeatures = &enabled};
+                         .enabledExtensionCount = static_cast<uint32_t>(device_extensions.size()),
+                         .ppEnabledExtensionNames = device_extensions.data()};
   VKML_VK_OK(api_.vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice");
   load_device(api_, device_);
   api_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
@@ -410,14 +439,26 @@ const Pipeline& Context::pipeline(const std::string& name, std::span<const unsig
 }
 
 void Context::dispatch(const Pipeline& p, std::span<Buffer* const> buffers, const void* push,
-                       uint64_t groups) {
-  VK_CHECK(buffers.size() == p.bindings, RuntimeError, "vulkan: a pipeline of ", p.bindings,
-           " buffers was given ", buffers.size());
+                       uint64_t groups, uint32_t writes) {
   if (groups == 0) return;
-  const uint64_t gx = std::min<uint64_t>(groups, max_groups_x_);
+  const uint64_t gx = std::min<uint64_t>(groups, max_groups_[0]);
   const uint64_t gy = (groups + gx - 1) / gx;
-  VK_CHECK(gy <= max_groups_x_, SizeError, "vulkan: ", groups,
+  VK_CHECK(gy <= max_groups_[1], SizeError, "vulkan: ", groups,
            " workgroups are more than one dispatch holds");
+  dispatch(p, buffers, push, Groups{static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1},
+           writes);
+}
+
+void Context::dispatch(const Pipeline& p, std::span<Buffer* const> buffers, const void* push,
+                       Groups groups, uint32_t writes) {
+  VK_CHECK(buffers.size() == p.bindings && writes <= buffers.size(), RuntimeError,
+           "vulkan: a pipeline of ", p.bindings, " buffers was given ", buffers.size(), " (",
+           writes, " written)");
+  if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;
+  VK_CHECK(groups.x <= max_groups_[0] && groups.y <= max_groups_[1] && groups.z <= max_groups_[2],
+           SizeError, "vulkan: ", groups.x, " x ", groups.y, " x ", groups.z,
+           " workgroups are more than ", device_name_, " runs in one dispatch (", max_groups_[0],
+           " x ", max_groups_[1], " x ", max_groups_[2], ")");
   run([&](VkCommandBuffer cb) {
     VkDescriptorSetAllocateInfo dsai{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                      .descriptorPool = descriptor_pool_,
@@ -443,7 +484,7 @@ void Context::dispatch(const Pipeline& p, std::span<Buffer* const> buffers, cons
                                  nullptr);
     if (p.push_bytes)
       api_.vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push);
-    api_.vkCmdDispatch(cb, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1);
+    api_.vkCmdDispatch(cb, groups.x, groups.y, groups.z);
   });
 }
 

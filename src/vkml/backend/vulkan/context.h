@@ -25,6 +25,11 @@ struct Buffer {
   VkDeviceSize size = 0;
 };
 
+// How many workgroups a dispatch runs along x, y and z.
+struct Groups {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
 // A compute pipeline over `bindings` storage buffers (binding i = buffer i) and push constants.
 struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
@@ -46,8 +51,10 @@ class Context {
   ~Context();
 
   const std::string& device_name() const { return device_name_; }
+  // What the shaders may use on this device (each enabled at creation where supported).
   bool has_float64() const { return has_float64_; }
-  uint32_t max_groups_x() const { return max_groups_x_; }
+  bool has_int64() const { return has_int64_; }
+  bool has_int8_storage() const { return has_int8_storage_; }
   VkDeviceSize max_storage_range() const { return max_storage_range_; }
   // Messages the validation layers reported (VKML_VULKAN_VALIDATE=1), errors and warnings.
   int validation_messages() const;
@@ -64,10 +71,16 @@ class Context {
   // The pipeline of shader `name` (built on first use and kept).
   const Pipeline& pipeline(const std::string& name, std::span<const unsigned char> spirv,
                            uint32_t bindings, uint32_t push_bytes);
-  // Runs `p` over `buffers` with push constants `push`, as `groups` workgroups (split over x and
-  // y when more than the device allows in x), and waits for it.
+  // Runs `p` over `buffers` with push constants `push` as groups.x * groups.y * groups.z
+  // workgroups. The first `writes` buffers are those the shader writes (outputs first, by
+  // convention), the rest it only reads: ordering between dispatches follows from that.
   void dispatch(const Pipeline& p, std::span<Buffer* const> buffers, const void* push,
-                uint64_t groups);
+                Groups groups, uint32_t writes = 1);
+  // The same over `groups` workgroups in a line, split over x and y when more than the device
+  // allows in x (shaders index them as gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x).
+  void dispatch(const Pipeline& p, std::span<Buffer* const> buffers, const void* push,
+                uint64_t groups, uint32_t writes = 1);
+  uint32_t max_groups(int axis) const { return max_groups_[axis]; }
 
  private:
   Context() = default;
@@ -89,8 +102,8 @@ class Context {
   VkFence fence_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_props_{};
   std::string device_name_;
-  bool has_float64_ = false;
-  uint32_t max_groups_x_ = 65535;
+  bool has_float64_ = false, has_int64_ = false, has_int8_storage_ = false;
+  uint32_t max_groups_[3] = {65535, 65535, 65535};
   VkDeviceSize max_storage_range_ = 0;
   std::mutex queue_mutex_;     // one submission at a time
   std::mutex pipeline_mutex_;  // the pipeline map

@@ -12,7 +12,8 @@ namespace vk::vulkan {
 // clang-format off
 #define VKML_VK_INSTANCE_FUNCTIONS(X) \
   X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties) \
-  X(vkGetPhysicalDeviceFeatures) X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkGetPhysicalDeviceFeatures) X(vkGetPhysicalDeviceFeatures2) \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) \
   X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr) \
   X(vkEnumerateDeviceExtensionProperties)
 #define VKML_VK_DEVICE_FUNCTIONS(X) \
