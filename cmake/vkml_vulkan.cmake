@@ -27,6 +27,10 @@ set(VKML_VULKAN_SHADERS
   "tanh|elementwise|NIN=1,OP_TANH" "sigmoid|elementwise|NIN=1,OP_SIGMOID"
   "add|elementwise|NIN=2,OP_ADD" "sub|elementwise|NIN=2,OP_SUB" "mul|elementwise|NIN=2,OP_MUL"
   "div|elementwise|NIN=2,OP_DIV" "reduce|reduce|")
+# optim.cpp: the fused optimizer steps
+list(APPEND VKML_VULKAN_SHADERS
+  "sgd_f32|optim|SGD,T=float" "sgd_f64|optim|SGD,T=double,USE_FLOAT64"
+  "adam_f32|optim|ADAM,T=float" "adam_f64|optim|ADAM,T=double,USE_FLOAT64")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

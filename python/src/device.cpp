@@ -169,6 +169,43 @@ void bind_devices(nb::module_& m) {
 #endif
       },
       "The Vulkan device in use (vkml.vulkan.device_name()).");
+#if defined(VKML_HAS_VULKAN)
+  m.def(
+      "_vulkan_synchronize",
+      [] {
+        nb::gil_scoped_release unlocked;  // waits for the device; touches no Python object
+        vk::vulkan::synchronize();
+      },
+      "Waits until the Vulkan device has finished the work recorded so far.");
+  m.def(
+      "_vulkan_empty_cache",
+      [] {
+        nb::gil_scoped_release unlocked;
+        vk::vulkan::empty_cache();
+      },
+      "Hands the Vulkan memory no tensor uses back to the driver.");
+  m.def(
+      "_vulkan_stats",
+      [] {
+        vk::vulkan::Stats s;
+        {
+          nb::gil_scoped_release unlocked;
+          s = vk::vulkan::stats();
+        }
+        nb::dict d;
+        d["allocated_bytes"] = s.allocated;
+        d["reserved_bytes"] = s.reserved;
+        d["submissions"] = s.submissions;
+        d["dispatches"] = s.dispatches;
+        d["barriers"] = s.barriers;
+        d["host_to_device_copies"] = s.host_to_device;
+        d["device_to_host_copies"] = s.device_to_host;
+        d["host_to_device_bytes"] = s.host_to_device_bytes;
+        d["device_to_host_bytes"] = s.device_to_host_bytes;
+        return d;
+      },
+      "The Vulkan device's memory and work so far (vkml.vulkan.memory_stats()).");
+#endif
 }
 
 }  // namespace vkpy

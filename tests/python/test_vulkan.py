@@ -188,3 +188,103 @@ def test_a_model_trains_on_the_device_as_on_the_cpu():
         return losses
 
     np.testing.assert_allclose(train(vk, "vulkan"), train(torch, "cpu"), rtol=2e-5)
+
+
+def _linear_problem():
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((16, 3)).astype(np.float32)
+    ys = (xs @ np.array([1.5, -2.0, 0.5], dtype=np.float32) + 0.3)[:, None]
+    return xs, ys
+
+
+def _train_linear(lib, dev, optimizer, steps, on_step=None):
+    xs, ys = _linear_problem()
+    x, y = lib.tensor(xs).to(dev), lib.tensor(ys).to(dev)
+    w = lib.zeros(3).to(dev).requires_grad_()
+    b = lib.zeros(1).to(dev).requires_grad_()
+    opt = (lib.optim.SGD([w, b], lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01)
+           if optimizer == "sgd" else lib.optim.AdamW([w, b], lr=0.05, amsgrad=True))
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        r = (x * w).sum(1, keepdim=True) + b - y
+        loss = (r * r).mean()
+        loss.backward()
+        opt.step()
+        if on_step is not None:
+            on_step(step, lambda: losses.append(loss.item()))
+        else:
+            losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_a_training_step_copies_nothing_between_host_and_device_but_the_loss(optimizer):
+    # Forward, backward, the optimizer's update and its state all stay on the device; the host
+    # reads the loss (one copy), and the step's scalars are written by the device (no upload).
+    deltas = []
+
+    def on_step(step, read_loss):
+        before = vk.vulkan.memory_stats()
+        read_loss()
+        after = vk.vulkan.memory_stats()
+        deltas.append((before, after))
+
+    got = _train_linear(vk, "vulkan", optimizer, 6, on_step)
+    want = _train_linear(torch, "cpu", optimizer, 6)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for (b0, a0), (b1, a1) in zip(deltas[1:], deltas[2:]):  # one whole step: b0 -> b1 ... a1
+        assert a1["host_to_device_copies"] == a0["host_to_device_copies"]
+        assert a1["device_to_host_copies"] - a0["device_to_host_copies"] == 1
+        assert a1["allocated_bytes"] == a0["allocated_bytes"]
+        assert a1["submissions"] - a0["submissions"] == 1  # the whole step in one submission
+
+
+def test_device_memory_stays_flat_over_a_thousand_steps():
+    seen = []
+
+    def on_step(step, read_loss):
+        if step % 100 == 99:
+            read_loss()
+            stats = vk.vulkan.memory_stats()
+            seen.append((stats["allocated_bytes"], stats["reserved_bytes"]))
+
+    _train_linear(vk, "vulkan", "adam", 1000, on_step)
+    assert len(set(seen)) == 1, seen
+
+
+def test_memory_is_reported_and_handed_back():
+    vk.vulkan.synchronize()
+    base = vk.vulkan.memory_allocated()
+    x = vk.zeros(1000, device="vulkan")
+    assert vk.vulkan.memory_allocated() == base + 4000
+    assert vk.vulkan.memory_reserved() >= vk.vulkan.memory_allocated()
+    del x
+    assert vk.vulkan.memory_allocated() == base
+    vk.vulkan.empty_cache()
+    assert vk.vulkan.memory_reserved() >= vk.vulkan.memory_allocated()
+
+
+def test_a_corrupt_pipeline_cache_is_ignored_and_rewritten(tmp_path):
+    # The pipeline cache is an optimisation: a damaged file must cost a compile, never a crash or
+    # a wrong result.
+    import subprocess
+    import sys
+
+    code = ("import vkml as vk; x = vk.full((3,), 2.0, device='vulkan'); "
+            "print((x * x + 1.0).tolist())")
+    env = dict(os.environ, VKML_CACHE_DIR=str(tmp_path))
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run() == "[5.0, 5.0, 5.0]"
+    files = list(tmp_path.glob("vulkan-pipelines-*.bin"))
+    assert len(files) == 1 and files[0].stat().st_size >= 32
+    files[0].write_bytes(b"\xff" * 200)
+    assert run() == "[5.0, 5.0, 5.0]"
+    files[0].write_bytes(files[0].read_bytes()[:7])
+    assert run() == "[5.0, 5.0, 5.0]"

@@ -150,6 +150,14 @@ Device joined_device(const std::vector<Tensor>& in, std::string_view op) {
   return first ? first->device() : kCPU;
 }
 
+// A 0-d CPU input joins the op's device. A constant is made there by `full`, a number the device
+// writes (as PyTorch hands a Python scalar to a CUDA kernel), so that `x * 2` costs no copy from
+// the host; one that requires grad moves with to_device (recorded: its gradient flows back).
+Tensor join(const Tensor& t, Device device) {
+  if (t.requires_grad()) return to_device(t, device);
+  return full({}, item_scalar(t), t.dtype(), device);
+}
+
 Device op_device(const OpDef& def, const std::vector<Tensor>& in, const Attrs& attrs) {
   if (in.empty() || def.device_from_attrs) return attrs.device;
   const Device d = in[0].device();
@@ -174,9 +182,9 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
   const Device device = op_device(def, in, attrs);
   if (!device.is_cpu()) {
     require_device(device);  // DeviceError when its backend is missing, before any kernel lookup
-    if (!def.device_from_attrs)  // 0-d CPU inputs join (recorded: gradients flow back)
+    if (!def.device_from_attrs)
       for (auto& t : in)
-        if (t.device() != device) t = to_device(t, device);
+        if (t.device() != device) t = join(t, device);
   }
   if (def.prepare) def.prepare(in, attrs, def.name);
   Meta meta = def.infer(in, attrs, def.name);

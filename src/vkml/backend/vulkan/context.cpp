@@ -1,23 +1,21 @@
 #include "vkml/backend/vulkan/context.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "vkml/core/error.h"
 
 namespace vk::vulkan {
 namespace {
-
-#define VKML_VK_OK(call, what)                                    \
-  do {                                                            \
-    const VkResult vkml_r = (call);                               \
-    VK_CHECK(vkml_r == VK_SUCCESS, DeviceError, "vulkan: ", what, \
-             " failed: ", result_name(vkml_r));                   \
-  } while (0)
 
 std::atomic<int> g_validation_messages{0};
 
@@ -85,14 +83,18 @@ int Context::validation_messages() const { return g_validation_messages.load(); 
 Context::~Context() {
   if (device_) {
     api_.vkDeviceWaitIdle(device_);
+    allocator_.reset();
     for (auto& [name, p] : pipelines_) {
       api_.vkDestroyPipeline(device_, p->pipeline, nullptr);
       api_.vkDestroyPipelineLayout(device_, p->layout, nullptr);
       api_.vkDestroyDescriptorSetLayout(device_, p->set_layout, nullptr);
     }
-    if (fence_) api_.vkDestroyFence(device_, fence_, nullptr);
-    if (descriptor_pool_) api_.vkDestroyDescriptorPool(device_, descriptor_pool_, nullptr);
-    if (command_pool_) api_.vkDestroyCommandPool(device_, command_pool_, nullptr);
+    if (pipeline_cache_) api_.vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+    for (Frame& f : frames_) {
+      if (f.fence) api_.vkDestroyFence(device_, f.fence, nullptr);
+      if (f.descriptors) api_.vkDestroyDescriptorPool(device_, f.descriptors, nullptr);
+      if (f.pool) api_.vkDestroyCommandPool(device_, f.pool, nullptr);
+    }
     api_.vkDestroyDevice(device_, nullptr);
   }
   if (messenger_) api_.vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
@@ -200,8 +202,8 @@ bool Context::init(std::string& why) {
     });
   };
   queue_family_ = static_cast<uint32_t>(compute_family(physical_));
-  VkPhysicalDeviceProperties props;
-  api_.vkGetPhysicalDeviceProperties(physical_, &props);
+  api_.vkGetPhysicalDeviceProperties(physical_, &props_);
+  const VkPhysicalDeviceProperties& props = props_;
   device_name_ = props.deviceName;
   for (int i = 0; i < 3; ++i) max_groups_[i] = props.limits.maxComputeWorkGroupCount[i];
   max_storage_range_ = props.limits.maxStorageBufferRange;
@@ -245,26 +247,11 @@ bool Context::init(std::string& why) {
   VKML_VK_OK(api_.vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice");
   load_device(api_, device_);
   api_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
-  VkCommandPoolCreateInfo cpci{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                               .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
-                               .queueFamilyIndex = queue_family_};
-  VKML_VK_OK(api_.vkCreateCommandPool(device_, &cpci, nullptr, &command_pool_),
-             "vkCreateCommandPool");
-  VkCommandBufferAllocateInfo cbai{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                   .commandPool = command_pool_,
-                                   .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                   .commandBufferCount = 1};
-  VKML_VK_OK(api_.vkAllocateCommandBuffers(device_, &cbai, &command_buffer_),
-             "vkAllocateCommandBuffers");
-  VkDescriptorPoolSize sizes{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 64};
-  VkDescriptorPoolCreateInfo dpci{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                  .maxSets = 16,
-                                  .poolSizeCount = 1,
-                                  .pPoolSizes = &sizes};
-  VKML_VK_OK(api_.vkCreateDescriptorPool(device_, &dpci, nullptr, &descriptor_pool_),
-             "vkCreateDescriptorPool");
-  VkFenceCreateInfo fci{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VKML_VK_OK(api_.vkCreateFence(device_, &fci, nullptr, &fence_), "vkCreateFence");
+  create_frames();
+  // Ranges bound as storage buffers start at multiples of this (256 at most, by the spec).
+  allocator_ = std::make_unique<Allocator>(
+      *this, std::max<VkDeviceSize>(props.limits.minStorageBufferOffsetAlignment, 16));
+  load_pipeline_cache();
   return true;
 }
 
@@ -275,9 +262,33 @@ uint32_t Context::memory_type(uint32_t allowed, VkMemoryPropertyFlags want) cons
   return UINT32_MAX;
 }
 
-std::unique_ptr<Buffer> Context::create_buffer(size_t nbytes, bool staging) {
-  auto b = std::make_unique<Buffer>();
-  b->size = std::max<VkDeviceSize>(nbytes, 4);  // Vulkan has no empty buffers
+void Context::create_frames() {
+  for (Frame& f : frames_) {
+    VkCommandPoolCreateInfo cpci{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                 .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                 .queueFamilyIndex = queue_family_};
+    VKML_VK_OK(api_.vkCreateCommandPool(device_, &cpci, nullptr, &f.pool), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo cbai{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                     .commandPool = f.pool,
+                                     .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                     .commandBufferCount = 1};
+    VKML_VK_OK(api_.vkAllocateCommandBuffers(device_, &cbai, &f.cb), "vkAllocateCommandBuffers");
+    VkDescriptorPoolSize sizes{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                               .descriptorCount = kBatch * kMaxBindings};
+    VkDescriptorPoolCreateInfo dpci{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                    .maxSets = kBatch,
+                                    .poolSizeCount = 1,
+                                    .pPoolSizes = &sizes};
+    VKML_VK_OK(api_.vkCreateDescriptorPool(device_, &dpci, nullptr, &f.descriptors),
+               "vkCreateDescriptorPool");
+    VkFenceCreateInfo fci{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VKML_VK_OK(api_.vkCreateFence(device_, &fci, nullptr, &f.fence), "vkCreateFence");
+  }
+}
+
+std::unique_ptr<Block> Context::create_block(VkDeviceSize size, bool staging) {
+  auto b = std::make_unique<Block>();
+  b->size = size;
   VkBufferCreateInfo bci{.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                          .size = b->size,
                          .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
@@ -306,7 +317,7 @@ std::unique_ptr<Buffer> Context::create_buffer(size_t nbytes, bool staging) {
   const VkResult r = api_.vkAllocateMemory(device_, &mai, nullptr, &b->memory);
   if (r != VK_SUCCESS) {
     api_.vkDestroyBuffer(device_, b->buffer, nullptr);
-    throw MemoryError(detail::cat("vulkan: cannot allocate ", nbytes, " bytes on ", device_name_,
+    throw MemoryError(detail::cat("vulkan: cannot allocate ", size, " bytes on ", device_name_,
                                   " (", result_name(r), ")"));
   }
   api_.vkBindBufferMemory(device_, b->buffer, b->memory, 0);
@@ -318,80 +329,19 @@ std::unique_ptr<Buffer> Context::create_buffer(size_t nbytes, bool staging) {
   return b;
 }
 
-void Context::destroy_buffer(Buffer& b) noexcept {
+void Context::destroy_block(Block& b) noexcept {
   if (b.mapped) api_.vkUnmapMemory(device_, b.memory);
   api_.vkDestroyBuffer(device_, b.buffer, nullptr);
   api_.vkFreeMemory(device_, b.memory, nullptr);
-  b = Buffer{};
-}
-
-void Context::run(const std::function<void(VkCommandBuffer)>& record) {
-  std::lock_guard<std::mutex> lock(queue_mutex_);
-  api_.vkResetCommandPool(device_, command_pool_, 0);
-  api_.vkResetDescriptorPool(device_, descriptor_pool_, 0);
-  VkCommandBufferBeginInfo bi{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                              .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-  VKML_VK_OK(api_.vkBeginCommandBuffer(command_buffer_, &bi), "vkBeginCommandBuffer");
-  // Everything written before (by the host or earlier submissions) is visible to this work, and
-  // what it writes is visible to the host once the fence is signalled.
-  VkMemoryBarrier before{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                         .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
-                         .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
-  api_.vkCmdPipelineBarrier(
-      command_buffer_, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-      VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-  record(command_buffer_);
-  VkMemoryBarrier after{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                        .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
-                        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_MEMORY_READ_BIT};
-  api_.vkCmdPipelineBarrier(command_buffer_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                            VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1,
-                            &after, 0, nullptr, 0, nullptr);
-  VKML_VK_OK(api_.vkEndCommandBuffer(command_buffer_), "vkEndCommandBuffer");
-  VkSubmitInfo si{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                  .commandBufferCount = 1,
-                  .pCommandBuffers = &command_buffer_};
-  VKML_VK_OK(api_.vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit");
-  VKML_VK_OK(api_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-  api_.vkResetFences(device_, 1, &fence_);
-}
-
-void Context::upload(Buffer& dst, size_t offset, const void* src, size_t nbytes) {
-  if (nbytes == 0) return;
-  if (dst.mapped) {  // every submission has finished: nothing reads or writes it now
-    std::memcpy(static_cast<char*>(dst.mapped) + offset, src, nbytes);
-    return;
-  }
-  std::unique_ptr<Buffer> staging = create_buffer(nbytes, true);
-  std::memcpy(staging->mapped, src, nbytes);
-  copy(dst, offset, *staging, 0, nbytes);
-  destroy_buffer(*staging);
-}
-
-void Context::download(void* dst, Buffer& src, size_t offset, size_t nbytes) {
-  if (nbytes == 0) return;
-  if (src.mapped) {
-    std::memcpy(dst, static_cast<const char*>(src.mapped) + offset, nbytes);
-    return;
-  }
-  std::unique_ptr<Buffer> staging = create_buffer(nbytes, true);
-  copy(*staging, 0, src, offset, nbytes);
-  std::memcpy(dst, staging->mapped, nbytes);
-  destroy_buffer(*staging);
-}
-
-void Context::copy(Buffer& dst, size_t dst_offset, Buffer& src, size_t src_offset, size_t nbytes) {
-  if (nbytes == 0) return;
-  run([&](VkCommandBuffer cb) {
-    VkBufferCopy region{.srcOffset = src_offset, .dstOffset = dst_offset, .size = nbytes};
-    api_.vkCmdCopyBuffer(cb, src.buffer, dst.buffer, 1, &region);
-  });
+  b = Block{};
 }
 
 const Pipeline& Context::pipeline(const std::string& name, std::span<const unsigned char> spirv,
                                   uint32_t bindings, uint32_t push_bytes) {
   std::lock_guard<std::mutex> lock(pipeline_mutex_);
   if (auto it = pipelines_.find(name); it != pipelines_.end()) return *it->second;
+  VK_CHECK(bindings <= kMaxBindings, RuntimeError, "vulkan: shader ", name, " binds ", bindings,
+           " buffers; a pipeline binds at most ", kMaxBindings);
   auto p = std::make_unique<Pipeline>();
   p->bindings = bindings;
   p->push_bytes = push_bytes;
@@ -431,61 +381,80 @@ const Pipeline& Context::pipeline(const std::string& name, std::span<const unsig
                 .pName = "main"},
       .layout = p->layout};
   const VkResult r =
-      api_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &cpci, nullptr, &p->pipeline);
+      api_.vkCreateComputePipelines(device_, pipeline_cache_, 1, &cpci, nullptr, &p->pipeline);
   api_.vkDestroyShaderModule(device_, module, nullptr);
   VK_CHECK(r == VK_SUCCESS, DeviceError, "vulkan: building the pipeline of ", name,
            " failed: ", result_name(r));
+  save_pipeline_cache();
   return *pipelines_.emplace(name, std::move(p)).first->second;
 }
 
-void Context::dispatch(const Pipeline& p, std::span<Buffer* const> buffers, const void* push,
-                       uint64_t groups, uint32_t writes) {
-  if (groups == 0) return;
-  const uint64_t gx = std::min<uint64_t>(groups, max_groups_[0]);
-  const uint64_t gy = (groups + gx - 1) / gx;
-  VK_CHECK(gy <= max_groups_[1], SizeError, "vulkan: ", groups,
-           " workgroups are more than one dispatch holds");
-  dispatch(p, buffers, push, Groups{static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1},
-           writes);
+namespace {
+
+// The directory pipelines are cached in: VKML_CACHE_DIR, else $XDG_CACHE_HOME/vkml, else
+// ~/.cache/vkml; "" when none of them is set.
+std::string cache_dir() {
+  if (const char* d = std::getenv("VKML_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/vkml";
+  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/vkml";
+  return "";
 }
 
-void Context::dispatch(const Pipeline& p, std::span<Buffer* const> buffers, const void* push,
-                       Groups groups, uint32_t writes) {
-  VK_CHECK(buffers.size() == p.bindings && writes <= buffers.size(), RuntimeError,
-           "vulkan: a pipeline of ", p.bindings, " buffers was given ", buffers.size(), " (",
-           writes, " written)");
-  if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;
-  VK_CHECK(groups.x <= max_groups_[0] && groups.y <= max_groups_[1] && groups.z <= max_groups_[2],
-           SizeError, "vulkan: ", groups.x, " x ", groups.y, " x ", groups.z,
-           " workgroups are more than ", device_name_, " runs in one dispatch (", max_groups_[0],
-           " x ", max_groups_[1], " x ", max_groups_[2], ")");
-  run([&](VkCommandBuffer cb) {
-    VkDescriptorSetAllocateInfo dsai{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                     .descriptorPool = descriptor_pool_,
-                                     .descriptorSetCount = 1,
-                                     .pSetLayouts = &p.set_layout};
-    VkDescriptorSet set;
-    VKML_VK_OK(api_.vkAllocateDescriptorSets(device_, &dsai, &set), "vkAllocateDescriptorSets");
-    std::vector<VkDescriptorBufferInfo> infos(buffers.size());
-    std::vector<VkWriteDescriptorSet> writes(buffers.size());
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      infos[i] = {.buffer = buffers[i]->buffer, .offset = 0, .range = buffers[i]->size};
-      writes[i] = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                   .dstSet = set,
-                   .dstBinding = static_cast<uint32_t>(i),
-                   .descriptorCount = 1,
-                   .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                   .pBufferInfo = &infos[i]};
+}  // namespace
+
+// The cache file is named after the device and driver, and the driver checks the header
+// (vendor, device, pipelineCacheUUID) before using any of it: a stale or foreign file only
+// costs the compile it would have saved. It is an optimisation: no failure here is an error.
+void Context::load_pipeline_cache() {
+  std::vector<char> data;
+  if (const std::string dir = cache_dir(); !dir.empty()) {
+    char uuid[2 * VK_UUID_SIZE + 1] = {};
+    for (unsigned i = 0; i < VK_UUID_SIZE; ++i)
+      std::snprintf(uuid + 2 * i, 3, "%02x", props_.pipelineCacheUUID[i]);
+    cache_path_ = detail::cat(dir, "/vulkan-pipelines-", props_.vendorID, "-", props_.deviceID, "-",
+                              props_.driverVersion, "-", uuid, ".bin");
+    std::ifstream in(cache_path_, std::ios::binary);
+    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    // The header: length, version, vendor, device, UUID (the spec's layout).
+    const bool ours = data.size() >= 16 + VK_UUID_SIZE &&
+                      std::memcmp(data.data() + 8, &props_.vendorID, 4) == 0 &&
+                      std::memcmp(data.data() + 12, &props_.deviceID, 4) == 0 &&
+                      std::memcmp(data.data() + 16, props_.pipelineCacheUUID, VK_UUID_SIZE) == 0;
+    if (!ours) data.clear();
+  }
+  cache_saved_bytes_ = data.size();
+  VkPipelineCacheCreateInfo pcci{.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                 .initialDataSize = data.size(),
+                                 .pInitialData = data.empty() ? nullptr : data.data()};
+  if (api_.vkCreatePipelineCache(device_, &pcci, nullptr, &pipeline_cache_) != VK_SUCCESS)
+    pipeline_cache_ = VK_NULL_HANDLE;
+}
+
+// Writes the cache when it has grown, to a temporary file renamed over the old one, so that a
+// crash or a concurrent process never leaves half a file.
+void Context::save_pipeline_cache() {
+  if (!pipeline_cache_ || cache_path_.empty()) return;
+  size_t n = 0;
+  if (api_.vkGetPipelineCacheData(device_, pipeline_cache_, &n, nullptr) != VK_SUCCESS ||
+      n <= cache_saved_bytes_)
+    return;
+  std::vector<char> data(n);
+  if (api_.vkGetPipelineCacheData(device_, pipeline_cache_, &n, data.data()) != VK_SUCCESS) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(cache_path_).parent_path(), ec);
+  const std::string tmp = detail::cat(cache_path_, ".tmp", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(n));
+    if (!out.good()) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return;
     }
-    api_.vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0,
-                                nullptr);
-    api_.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-    api_.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
-                                 nullptr);
-    if (p.push_bytes)
-      api_.vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push);
-    api_.vkCmdDispatch(cb, groups.x, groups.y, groups.z);
-  });
+  }
+  std::filesystem::rename(tmp, cache_path_, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  cache_saved_bytes_ = n;
 }
 
 }  // namespace vk::vulkan

@@ -27,6 +27,11 @@ VK_KERNEL(sigmoid);
 // dst = src over dst's strides; dst = a + b (gradient accumulation). Same shape, float32.
 void copy_into(const Tensor& dst, const Tensor& src);
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
+// optim.cpp: the fused SGD and Adam steps (DeviceServices)
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                const SgdHyper& h);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);
 // reduction.cpp: a.dims (wrapped, sorted, never empty), a.keepdim
 VK_KERNEL(sum);
 VK_KERNEL(mean);

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "vkml/core/error.h"
+
 namespace vk::vulkan {
 
 // clang-format off
@@ -24,11 +26,12 @@ namespace vk::vulkan {
   X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkCmdCopyBuffer) X(vkCmdBindPipeline) \
   X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier) \
   X(vkCmdFillBuffer) X(vkQueueSubmit) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences) \
-  X(vkResetFences) X(vkCreateShaderModule) X(vkDestroyShaderModule) \
+  X(vkResetFences) X(vkGetFenceStatus) X(vkCreateShaderModule) X(vkDestroyShaderModule) \
   X(vkCreateDescriptorSetLayout) X(vkDestroyDescriptorSetLayout) X(vkCreatePipelineLayout) \
   X(vkDestroyPipelineLayout) X(vkCreateComputePipelines) X(vkDestroyPipeline) \
   X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkAllocateDescriptorSets) \
-  X(vkResetDescriptorPool) X(vkUpdateDescriptorSets)
+  X(vkResetDescriptorPool) X(vkUpdateDescriptorSets) X(vkCreatePipelineCache) \
+  X(vkDestroyPipelineCache) X(vkGetPipelineCacheData)
 // clang-format on
 
 struct Api {
@@ -53,5 +56,13 @@ void load_device(Api& api, VkDevice device);
 
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY", ... for error messages.
 const char* result_name(VkResult r);
+
+// A DeviceError naming the call and its result unless it succeeded.
+#define VKML_VK_OK(call, what)                                    \
+  do {                                                            \
+    const VkResult vkml_r = (call);                               \
+    VK_CHECK(vkml_r == VK_SUCCESS, DeviceError, "vulkan: ", what, \
+             " failed: ", result_name(vkml_r));                   \
+  } while (0)
 
 }  // namespace vk::vulkan

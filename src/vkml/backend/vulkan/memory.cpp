@@ -16,25 +16,13 @@ int VulkanMemory::device_count() const {
   return 1;
 }
 
-void* VulkanMemory::allocate(size_t nbytes, int) {
-  std::unique_ptr<Buffer> b = context().create_buffer(nbytes);
-  Buffer* handle = b.get();
-  std::lock_guard<std::mutex> lock(mutex_);
-  buffers_.emplace(handle, std::move(b));
-  return handle;
-}
+// Storage keeps the Buffer's address as its block; the Buffer is owned by the context's
+// allocator from allocate() until release() gives it back (after the GPU is done with it).
+void* VulkanMemory::allocate(size_t nbytes, int) { return context().allocate(nbytes).release(); }
 
 void VulkanMemory::release(void* block, size_t, int) noexcept {
-  std::unique_ptr<Buffer> b;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = buffers_.find(static_cast<Buffer*>(block));
-    if (it == buffers_.end()) return;
-    b = std::move(it->second);
-    buffers_.erase(it);
-  }
-  // Every submission has finished by now (each op waits for its own): nothing still reads it.
-  Context::get()->destroy_buffer(*b);
+  std::unique_ptr<Buffer> b(static_cast<Buffer*>(block));
+  if (Context* c = Context::get()) c->release(std::move(b));
 }
 
 void VulkanMemory::copy_from_host(void* dst_block, size_t dst_offset, const void* src,

@@ -1,9 +1,6 @@
-// The Vulkan device's memory for Storage: one storage buffer per allocation (a caching
-// sub-allocator over large blocks is the next step), whose handle is the block Storage keeps.
+// The Vulkan device's memory for Storage: ranges of the context's caching sub-allocator
+// (allocator.h); the Buffer describing a range is the block Storage keeps.
 #pragma once
-#include <memory>
-#include <mutex>
-#include <unordered_map>
 
 #include "vkml/backend/vulkan/context.h"
 #include "vkml/core/device.h"
@@ -24,10 +21,6 @@ class VulkanMemory final : public DeviceMemory {
   bool host_addressable() const override { return false; }
   // One device (the one Context picked); DeviceError saying why when there is none.
   int device_count() const override;
-
- private:
-  std::mutex mutex_;
-  std::unordered_map<Buffer*, std::unique_ptr<Buffer>> buffers_;
 };
 
 // The context, or DeviceError saying why there is none.

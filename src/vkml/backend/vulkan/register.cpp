@@ -37,10 +37,33 @@ void register_backend() {
       {OpKind::Slice, slice},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
-  register_services(type, {.copy_into = copy_into, .add_into = add_into});
+  register_services(type, {.copy_into = copy_into,
+                           .add_into = add_into,
+                           .sgd_update = sgd_update,
+                           .adam_update = adam_update});
 }
 
 std::string device_name() { return context().device_name(); }
+
+void synchronize() { context().synchronize(); }
+
+void empty_cache() { context().empty_cache(); }
+
+Stats stats() {
+  Context& c = context();
+  const StreamStats s = c.stats();
+  Stats out;
+  out.allocated = c.memory_allocated();
+  out.reserved = c.memory_reserved();
+  out.submissions = s.submissions;
+  out.dispatches = s.dispatches;
+  out.barriers = s.barriers;
+  out.host_to_device = s.host_to_device;
+  out.device_to_host = s.device_to_host;
+  out.host_to_device_bytes = s.host_to_device_bytes;
+  out.device_to_host_bytes = s.device_to_host_bytes;
+  return out;
+}
 
 int validation_messages() {
   const Context* c = Context::get();
