@@ -27,6 +27,16 @@ set(VKML_VULKAN_SHADERS
   "tanh|elementwise|NIN=1,OP_TANH" "sigmoid|elementwise|NIN=1,OP_SIGMOID"
   "add|elementwise|NIN=2,OP_ADD" "sub|elementwise|NIN=2,OP_SUB" "mul|elementwise|NIN=2,OP_MUL"
   "div|elementwise|NIN=2,OP_DIV" "reduce|reduce|")
+# Shape copies, index and creation (index family): data movement keyed on the element size.
+list(APPEND VKML_VULKAN_SHADERS
+  "shape_copy_1|shape_copy|ES=1,COPY" "shape_copy_4|shape_copy|ES=4,COPY"
+  "shape_copy_8|shape_copy|ES=8,COPY" "shape_fill_1|shape_copy|ES=1,FILL"
+  "shape_fill_4|shape_copy|ES=4,FILL" "shape_fill_8|shape_copy|ES=8,FILL"
+  "index_gather_1_i32|index_gather|ES=1,IDX32" "index_gather_1_i64|index_gather|ES=1,IDX64"
+  "index_gather_4_i32|index_gather|ES=4,IDX32" "index_gather_4_i64|index_gather|ES=4,IDX64"
+  "index_gather_8_i32|index_gather|ES=8,IDX32" "index_gather_8_i64|index_gather|ES=8,IDX64"
+  "index_scatter_f32|index_scatter|F32" "index_scatter_f64|index_scatter|F64"
+  "index_scatter_i32|index_scatter|I32" "index_scatter_i64|index_scatter|I64")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)
