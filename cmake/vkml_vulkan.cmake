@@ -36,7 +36,13 @@ list(APPEND VKML_VULKAN_SHADERS
   "index_gather_4_i32|index_gather|ES=4,IDX32" "index_gather_4_i64|index_gather|ES=4,IDX64"
   "index_gather_8_i32|index_gather|ES=8,IDX32" "index_gather_8_i64|index_gather|ES=8,IDX64"
   "index_scatter_f32|index_scatter|F32" "index_scatter_f64|index_scatter|F64"
-  "index_scatter_i32|index_scatter|I32" "index_scatter_i64|index_scatter|I64")
+  "index_scatter_i32|index_scatter|I32" "index_scatter_i64|index_scatter|I64"
+  "rand_f32|creation|RAND,F32" "rand_f64|creation|RAND,F64"
+  "randint_b8|creation|RANDINT,B8" "randint_i32|creation|RANDINT,I32"
+  "randint_i64|creation|RANDINT,I64" "randint_f32|creation|RANDINT,F32"
+  "randint_f64|creation|RANDINT,F64"
+  "arange_i32|creation|ARANGE,I32" "arange_i64|creation|ARANGE,I64"
+  "arange_f32|creation|ARANGE,F32" "arange_f64|creation|ARANGE,F64")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

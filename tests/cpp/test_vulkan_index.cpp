@@ -337,24 +337,53 @@ TEST_F(Vulkan, IndexGradientsAddRepeatsOnTheDevice) {
   test::expect_values(to_cpu(got), to_vector(want), 1e-6);
 }
 
-TEST_F(Vulkan, CreationMatchesTheCpuSeedForSeed) {
-  for (DType dt : {DType::Int32, DType::Int64, DType::Float32, DType::Float64})
-    expect_same(arange(-3, 1000, 7, dt, kVulkan), arange(-3, 1000, 7, dt), "arange");
-  expect_same(arange(0.5, 2.0, 0.25, DType::Float32, kVulkan),
-              arange(0.5, 2.0, 0.25, DType::Float32), "arange of doubles");
-  for (DType dt : {DType::Float32, DType::Float64}) {
-    manual_seed(7);
-    const Tensor r = rand({300}, dt, kVulkan), n = randn({3, 5}, dt, kVulkan);
-    manual_seed(7);
-    expect_same(r, rand({300}, dt), "rand");
-    expect_same(n, randn({3, 5}, dt), "randn");  // the generator moved on as on the cpu
+TEST_F(Vulkan, ArangeMatchesTheCpuBitForBit) {
+  for (DType dt : {DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+    const std::string d(dtype_name(dt));
+    expect_same(arange(-3, 1000, 7, dt, kVulkan), arange(-3, 1000, 7, dt), d + " arange");
+    expect_same(arange(500, -20, -3, dt, kVulkan), arange(500, -20, -3, dt), d + " down");
+    expect_same(arange(0.5, 300.1, 0.7, dt, kVulkan), arange(0.5, 300.1, 0.7, dt),
+                d + " arange of doubles");
+    expect_same(arange(5, 5, 1, dt, kVulkan), arange(5, 5, 1, dt), d + " empty");
   }
-  manual_seed(3);
-  const Tensor i = randint(-5, 1000000, {2, 50}, DType::Int64, kVulkan);
+  // int64 values past 32 bits, and steps whose products wrap through uint64 as on the cpu.
+  const int64_t big = int64_t{1} << 40;
+  expect_same(arange(-big, big, big / 300 + 12345, DType::Int64, kVulkan),
+              arange(-big, big, big / 300 + 12345, DType::Int64), "int64 arange past 32 bits");
+  expect_same(arange(0.1, 1e10, 3.3e7, DType::Float32, kVulkan),
+              arange(0.1, 1e10, 3.3e7, DType::Float32), "float32 arange of large doubles");
+}
+
+TEST_F(Vulkan, RandomOpsMatchTheCpuSeedForSeed) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const std::string d(dtype_name(dt));
+    manual_seed(7);
+    const Tensor r = rand({3, 300}, dt, kVulkan), n = randn({3, 5}, dt, kVulkan);
+    manual_seed(7);
+    expect_same(r, rand({3, 300}, dt), d + " rand");
+    expect_same(n, randn({3, 5}, dt), d + " randn after rand");  // the stream moved on alike
+  }
+  for (DType dt : kDTypes) {
+    const std::string d(dtype_name(dt));
+    manual_seed(3);
+    const Tensor i = randint(-5, 1000, {2, 150}, dt, kVulkan);
+    const Tensor b = randint(0, 2, {40}, dt, kVulkan);
+    manual_seed(3);
+    expect_same(i, randint(-5, 1000, {2, 150}, dt), d + " randint");
+    expect_same(b, randint(0, 2, {40}, dt), d + " randint of 0 and 1");
+  }
+  // The widest range (its span overflows int64), and counters whose low word wraps mid-tensor.
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  set_rng_state({0xabcdef0123456789ull, (uint64_t{1} << 32) - 100});
+  const Tensor w = randint(lo, hi, {300}, DType::Int64, kVulkan);
+  const Tensor u = rand({300}, DType::Float64, kVulkan);
+  set_rng_state({0xabcdef0123456789ull, (uint64_t{1} << 32) - 100});
+  expect_same(w, randint(lo, hi, {300}, DType::Int64), "randint over all of int64");
+  expect_same(u, rand({300}, DType::Float64), "rand across a counter carry");
+  manual_seed(1);
   const Tensor e = rand({0, 4}, DType::Float32, kVulkan);
-  manual_seed(3);
-  expect_same(i, randint(-5, 1000000, {2, 50}, DType::Int64), "randint");
-  expect_same(e, rand({0, 4}, DType::Float32), "empty rand");
+  EXPECT_EQ(e.shape(), (Shape{0, 4}));
+  EXPECT_EQ(e.device(), kVulkan);
 }
 
 }  // namespace
