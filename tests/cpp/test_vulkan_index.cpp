@@ -297,6 +297,11 @@ TEST_F(Vulkan, ScatterAddAddsInTheCpusOrderBitForBit) {
         {expand(slice(base, 0, 0, 1), {3, 6}), idx, src},
         [](const V& t) { return scatter_add(t[0], 0, t[1], t[2]); },
         d + " scatter_add into a broadcast base");
+    // An int32 index read through a transposed view (its values come back in row-major order).
+    same_on_both(
+        {base, cast(transpose(idx * 2 + 1, 0, 1), DType::Int32), src},
+        [](const V& t) { return scatter_add(t[0], 1, transpose(t[1], 0, 1), t[2]); },
+        d + " scatter_add by a transposed int32 index");
   }
   same_on_both(
       {sample(DType::Float32, {}), ints({0}, {}), sample(DType::Float32, {})},
