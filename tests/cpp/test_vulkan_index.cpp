@@ -322,6 +322,27 @@ TEST_F(Vulkan, ScatterAddOfManyRepeatsRunsSeveralPasses) {
       [](const V& t) { return scatter_add(t[0], 0, t[1], t[2]); }, "9000 repeats");
 }
 
+TEST_F(Vulkan, IndexOpsOverManyWorkgroups) {
+  // More elements than one workgroup of 256 handles, in every shader, both index dtypes.
+  manual_seed(11);
+  const Tensor x = cast(rand({50, 40}, DType::Float64) * 100.0 - 50.0, DType::Float32);
+  const Tensor rows = randint(0, 50, {30, 40}), cols = randint(0, 40, {50, 33});
+  const Tensor pick = randint(0, 50, {700}, DType::Int32);
+  const Tensor src = cast(rand({30, 40}, DType::Float64) * 1e3, DType::Float32);
+  const Tensor src_t = cast(rand({33, 50}, DType::Float64) * 1e3, DType::Float32);
+  same_on_both(
+      {x, rows, src}, [](const V& t) { return scatter_add(t[0], 0, t[1], t[2]); },
+      "scatter_add along dim 0");
+  same_on_both(
+      {x, cols, transpose(src_t, 0, 1)},
+      [](const V& t) { return scatter_add(t[0], 1, slice(t[1], 1, 0, 30), t[2]); },
+      "scatter_add along dim 1 from a view");
+  same_on_both(
+      {x, rows}, [](const V& t) { return gather(t[0], 0, t[1]); }, "gather");
+  same_on_both(
+      {x, pick}, [](const V& t) { return index_select(t[0], 0, t[1]); }, "index_select");
+}
+
 TEST_F(Vulkan, IndexGradientsAddRepeatsOnTheDevice) {
   // An embedding lookup with repeated rows, its gradient a scatter_add on the device.
   const Tensor w = cast(test::leaf({6, 5}), DType::Float32).detach();
