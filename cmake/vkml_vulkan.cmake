@@ -32,6 +32,23 @@ list(APPEND VKML_VULKAN_SHADERS
   "sgd_f32|optim|SGD,T=float" "sgd_f64|optim|SGD,T=double,USE_FLOAT64"
   "adam_f32|optim|ADAM,T=float" "adam_f64|optim|ADAM,T=double,USE_FLOAT64")
 
+# Shape copies, index and creation (index family): data movement keyed on the element size.
+list(APPEND VKML_VULKAN_SHADERS
+  "shape_copy_1|shape_copy|ES=1,COPY" "shape_copy_4|shape_copy|ES=4,COPY"
+  "shape_copy_8|shape_copy|ES=8,COPY" "shape_fill_1|shape_copy|ES=1,FILL"
+  "shape_fill_4|shape_copy|ES=4,FILL" "shape_fill_8|shape_copy|ES=8,FILL"
+  "index_gather_1_i32|index_gather|ES=1,IDX32" "index_gather_1_i64|index_gather|ES=1,IDX64"
+  "index_gather_4_i32|index_gather|ES=4,IDX32" "index_gather_4_i64|index_gather|ES=4,IDX64"
+  "index_gather_8_i32|index_gather|ES=8,IDX32" "index_gather_8_i64|index_gather|ES=8,IDX64"
+  "index_scatter_f32|index_scatter|F32" "index_scatter_f64|index_scatter|F64"
+  "index_scatter_i32|index_scatter|I32" "index_scatter_i64|index_scatter|I64"
+  "rand_f32|creation|RAND,F32" "rand_f64|creation|RAND,F64"
+  "randint_b8|creation|RANDINT,B8" "randint_i32|creation|RANDINT,I32"
+  "randint_i64|creation|RANDINT,I64" "randint_f32|creation|RANDINT,F32"
+  "randint_f64|creation|RANDINT,F64"
+  "arange_i32|creation|ARANGE,I32" "arange_i64|creation|ARANGE,I64"
+  "arange_f32|creation|ARANGE,F32" "arange_f64|creation|ARANGE,F64")
+
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/vulkan_shaders)

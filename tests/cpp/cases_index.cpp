@@ -49,6 +49,18 @@ RegisterOpCases index_cases({
        return V{leaf({3, 4}), leaf({3, 5}), ints({3, 3, 0, 1, 2, 3}, {2, 3})};
      },
      [](const V& x) { return sq(scatter_add(x[0], 1, x[2], x[1])); }},
+    // An int32 index, and one broadcast along the other dims (index_add: one line of buckets on
+    // the Vulkan device).
+    {OpKind::IndexSelect, "index_select/int32_index_negative_dim",
+     [] {
+       return V{leaf({3, 4}), cast(ints({3, 3, 1, 0}, {4}), DType::Int32)};
+     },
+     [](const V& x) { return sq(index_select(x[0], -1, x[1])); }},
+    {OpKind::ScatterAdd, "scatter_add/index_add_repeated",
+     [] {
+       return V{leaf({3, 5}), leaf({3, 4}), ints({4, 0, 4, 2}, {4})};
+     },
+     [](const V& x) { return sq(index_add(x[0], 1, x[2], x[1])); }},
 });
 
 }  // namespace

@@ -4,6 +4,7 @@ deterministically.
     python -m vkml.examples.charlm                  # 2 layers, d_model 128, 4 heads, context 64, 300 steps
     python -m vkml.examples.charlm --steps 1000     # longer
     python -m vkml.examples.charlm --resume         # continue from --out/checkpoint.safetensors
+    python -m vkml.examples.charlm --device vulkan  # on the GPU (vkml.vulkan)
 
 Model: token + learned position embeddings, N pre-LayerNorm transformer blocks (causal multi-head
 self-attention via F.scaled_dot_product_attention(is_causal=True), GELU MLP 4x), final LayerNorm, linear head
@@ -125,7 +126,7 @@ class CharGPT(nn.Module):
 
     def forward(self, idx):
         B, T = idx.shape
-        x = self.drop(self.tok(idx) + self.pos(vk.arange(T)))
+        x = self.drop(self.tok(idx) + self.pos(vk.arange(T, device=idx.device)))
         for blk in self.blocks:
             x = blk(x)
         return self.head(self.ln_f(x))
@@ -153,35 +154,35 @@ def build_optim(model, args):
     return opt, sched
 
 
-def get_batch(data, seed, step, batch_size, context):
+def get_batch(data, seed, step, batch_size, context, device="cpu"):
     """The batch of step `step`: a pure function of (seed, step), so resuming needs nothing else."""
     starts = np.random.default_rng([seed, step]).integers(0, len(data) - context - 1, size=batch_size)
     x = np.stack([data[s:s + context] for s in starts])
     y = np.stack([data[s + 1:s + context + 1] for s in starts])
-    return vk.tensor(x), vk.tensor(y)
+    return vk.tensor(x, device=device), vk.tensor(y, device=device)
 
 
-def evaluate(model, data, batches, batch_size, context):
+def evaluate(model, data, batches, batch_size, context, device="cpu"):
     model.eval()
     tot = 0.0
     with vk.no_grad():
         for b in range(batches):
-            x, y = get_batch(data, EVAL_SEED, b, batch_size, context)
+            x, y = get_batch(data, EVAL_SEED, b, batch_size, context, device)
             logits = model(x)
             tot += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item())
     model.train()
     return tot / batches
 
 
-def sample(model, prompt_ids, n, temperature, seed, context):
+def sample(model, prompt_ids, n, temperature, seed, context, device="cpu"):
     """Temperature sampling with numpy's Generator seeded by `seed` (vkml's RNG is left untouched)."""
     rng = np.random.default_rng([seed, 0xC0FFEE])
     ids = list(prompt_ids)
     model.eval()
     with vk.no_grad():
         for _ in range(n):
-            x = vk.tensor(np.asarray([ids[-context:]], dtype=np.int64))
-            logits = model(x)[0, -1].numpy().astype(np.float64) / max(temperature, 1e-6)
+            x = vk.tensor(np.asarray([ids[-context:]], dtype=np.int64), device=device)
+            logits = model(x)[0, -1].cpu().numpy().astype(np.float64) / max(temperature, 1e-6)
             p = np.exp(logits - logits.max())
             ids.append(int(rng.choice(len(p), p=p / p.sum())))
     model.train()
@@ -226,6 +227,7 @@ def main(argv=None):
     ap.add_argument("--sample-chars", type=int, default=300)
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or vulkan")
     args = ap.parse_args(argv)
     if args.warmup is None:
         args.warmup = max(1, args.steps // 10)
@@ -246,7 +248,7 @@ def main(argv=None):
 
     vk.manual_seed(args.seed)
     model = CharGPT(len(chars), args.context, args.d_model, args.n_layers, args.n_heads, args.dropout,
-                    args.tie_weights)
+                    args.tie_weights).to(args.device)  # made on the CPU: same init everywhere
     opt, sched = build_optim(model, args)
     n_params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
     config = {k: getattr(args, k) for k in CONFIG_KEYS}
@@ -288,7 +290,7 @@ def main(argv=None):
     t0, t_steps = time.time(), 0.0
     for step in range(start, args.steps):
         ts = time.perf_counter()
-        x, y = get_batch(train, args.seed, step, args.batch_size, args.context)
+        x, y = get_batch(train, args.seed, step, args.batch_size, args.context, args.device)
         logits = model(x)
         loss = F.cross_entropy(logits.reshape(-1, len(chars)), y.reshape(-1))
         opt.zero_grad()
@@ -304,7 +306,7 @@ def main(argv=None):
             bar.set_postfix(loss=f"{pending[-1]:.3f}")
         done = step + 1
         if done % args.eval_every == 0 or done == args.steps:
-            vl = evaluate(model, val, args.eval_batches, args.batch_size, args.context)
+            vl = evaluate(model, val, args.eval_batches, args.batch_size, args.context, args.device)
             rec = dict(step=done, train_loss=sum(pending) / len(pending), val_loss=vl,
                        lr=opt.param_groups[0]["lr"])
             log.append(rec)
@@ -322,13 +324,15 @@ def main(argv=None):
     if n_run:
         print(f"{n_run} steps in {time.time() - t0:.1f} s here: {1000 * t_steps / n_run:.1f} ms/step "
               f"(training steps only)")
-    vl = log[-1]["val_loss"] if log else evaluate(model, val, args.eval_batches, args.batch_size, args.context)
+    vl = log[-1]["val_loss"] if log else evaluate(model, val, args.eval_batches, args.batch_size, args.context,
+                                                      args.device)
     vk.save(model.state_dict(), os.path.join(args.out, "model.safetensors"))
     print(f"final val loss {vl:.4f} nats/char vs unigram entropy {H0:.4f} "
           f"({vl / H0:.1%} of it; {vl / math.log(2):.3f} bits/char)")
     if args.sample_chars > 0:
         prompt = "def "
-        ids = sample(model, [stoi[c] for c in prompt], args.sample_chars, args.temperature, args.seed, args.context)
+        ids = sample(model, [stoi[c] for c in prompt], args.sample_chars, args.temperature, args.seed, args.context,
+                     args.device)
         print(f"sample (temperature {args.temperature}, prompt {prompt!r}):")
         print("-" * 60)
         print("".join(chars[i] for i in ids))

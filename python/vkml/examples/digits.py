@@ -3,6 +3,7 @@
     python -m vkml.examples.digits                 # MLP, SGD with momentum
     python -m vkml.examples.digits --model cnn     # conv-BN-ReLU-pool x2, Adam
     python -m vkml.examples.digits --resume        # continue from --out/checkpoint.safetensors
+    python -m vkml.examples.digits --device vulkan # on the GPU (vkml.vulkan)
 
 Every epoch ends with ONE atomic checkpoint (model, optimizer, scheduler, vkml's RNG state, the epoch,
 the shuffling state and the history), so a run killed at any moment and resumed ends with parameters
@@ -59,17 +60,17 @@ def shuffle_order(seed, epoch, n):
     return np.random.default_rng([seed, epoch]).permutation(n)
 
 
-def inputs(kind, X):
-    x = vk.tensor(X)
+def inputs(kind, X, device="cpu"):
+    x = vk.tensor(X, device=device)
     return x if kind == "mlp" else x.reshape(-1, 1, 8, 8)
 
 
-def evaluate(model, kind, X, y):
+def evaluate(model, kind, X, y, device="cpu"):
     model.eval()
     with vk.no_grad():
-        logits = model(inputs(kind, X))
-        loss = float(F.cross_entropy(logits, vk.tensor(y)).item())
-        pred = logits.argmax(1).numpy()
+        logits = model(inputs(kind, X, device))
+        loss = float(F.cross_entropy(logits, vk.tensor(y, device=device)).item())
+        pred = logits.argmax(1).cpu().numpy()
     model.train()
     return loss, float((pred == y).mean()), pred
 
@@ -126,6 +127,7 @@ def main(argv=None):
     ap.add_argument("--out", default="./runs/digits")
     ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.safetensors")
     ap.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or vulkan")
     args = ap.parse_args(argv)
     epochs = args.epochs or (30 if args.model == "mlp" else 20)
 
@@ -134,7 +136,7 @@ def main(argv=None):
     Xtr, ytr, Xte, yte = load_data()
 
     vk.manual_seed(args.seed)
-    model = build_model(args.model)
+    model = build_model(args.model).to(args.device)  # made on the CPU (same seed, same init)
     opt, sched = build_optim(args.model, model, epochs)
     history, start = [], 0
     if args.resume and os.path.exists(ckpt_path):
@@ -158,7 +160,7 @@ def main(argv=None):
         tqdm = None
     n, bs = len(ytr), args.batch_size
     nb = (n + bs - 1) // bs
-    Xtr_v, ytr_v = inputs(args.model, Xtr), vk.tensor(ytr)
+    Xtr_v, ytr_v = inputs(args.model, Xtr, args.device), vk.tensor(ytr, device=args.device)
     t0 = time.time()
     for epoch in range(start, epochs):
         model.train()
@@ -167,7 +169,7 @@ def main(argv=None):
                    disable=args.no_progress or tqdm is None) if tqdm else None
         tot_loss, correct = 0.0, 0
         for b in range(nb):
-            idx = vk.tensor(order[b * bs:(b + 1) * bs])
+            idx = vk.tensor(order[b * bs:(b + 1) * bs], device=args.device)
             xb, yb = Xtr_v[idx], ytr_v[idx]
             logits = model(xb)
             loss = F.cross_entropy(logits, yb)
@@ -182,7 +184,7 @@ def main(argv=None):
         if bar:
             bar.close()
         sched.step()
-        te_loss, te_acc, _ = evaluate(model, args.model, Xte, yte)
+        te_loss, te_acc, _ = evaluate(model, args.model, Xte, yte, args.device)
         rec = dict(epoch=epoch + 1, train_loss=tot_loss / n, train_acc=correct / n, test_loss=te_loss,
                    test_acc=te_acc, lr=opt.param_groups[0]["lr"])
         history.append(rec)
@@ -198,7 +200,7 @@ def main(argv=None):
         write_json_atomic(os.path.join(args.out, "log.json"), history)
         plot(os.path.join(args.out, "curves.png"), history)
 
-    _, acc, pred = evaluate(model, args.model, Xte, yte)
+    _, acc, pred = evaluate(model, args.model, Xte, yte, args.device)
     vk.save(model.state_dict(), os.path.join(args.out, "model.safetensors"))
     print(f"final test accuracy {acc:.4f} ({len(yte)} images; {time.time() - t0:.1f} s of training here)")
     print("confusion matrix (rows: true digit, columns: predicted):")

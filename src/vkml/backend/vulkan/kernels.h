@@ -41,4 +41,19 @@ VK_KERNEL(permute);
 VK_KERNEL(expand);
 VK_KERNEL(contiguous);
 VK_KERNEL(slice);
+// Shape copies, index and creation (index family): shape.cpp, index.cpp, creation.cpp; every
+// dtype moves (bool needs 8-bit storage), scatter_add adds int32/int64/float32/float64.
+VK_KERNEL(slice_backward);
+VK_KERNEL(cat);
+VK_KERNEL(stack);
+VK_KERNEL(pad);
+VK_KERNEL(flip);
+VK_KERNEL(index_select);
+VK_KERNEL(gather);
+VK_KERNEL(scatter_add);
+VK_KERNEL(arange);
+VK_KERNEL(rand);
+VK_KERNEL(randn);
+VK_KERNEL(randint);
+// End of the index family.
 }  // namespace vk::vulkan

@@ -35,6 +35,20 @@ void register_backend() {
       {OpKind::Expand, expand},
       {OpKind::Contiguous, contiguous},
       {OpKind::Slice, slice},
+      // Shape copies, index and creation (index family).
+      {OpKind::SliceBackward, slice_backward},
+      {OpKind::Cat, cat},
+      {OpKind::Stack, stack},
+      {OpKind::Pad, pad},
+      {OpKind::Flip, flip},
+      {OpKind::IndexSelect, index_select},
+      {OpKind::Gather, gather},
+      {OpKind::ScatterAdd, scatter_add},
+      {OpKind::Arange, arange},
+      {OpKind::Rand, rand},
+      {OpKind::Randn, randn},
+      {OpKind::Randint, randint},
+      // End of the index family.
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into,
