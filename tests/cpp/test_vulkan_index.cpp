@@ -259,11 +259,16 @@ TEST_F(Vulkan, IndexSelectAndGatherEveryDtype) {
       [](const V& t) { return gather(t[0], 1, t[1]); }, "empty gather");
 }
 
-TEST_F(Vulkan, AnIndexOutOfRangeReadsNothingOutsideTheInput) {
-  // Not checked on the device (that needs a read-back): the element is zero, never a stray read.
+// Defect: an index out of range gave zeros on the device (the CPU raises IndexError): a silent
+// wrong value. The device reads the index back and raises as the CPU does.
+TEST_F(Vulkan, AnIndexOutOfRangeIsAnIndexErrorAsOnTheCpu) {
   const Tensor x = to_device(sample(DType::Float32, {2, 3}, false), kVulkan);
   const Tensor bad = to_device(ints({1, 7, -1, 4294967297.0}, {4}), kVulkan);
-  EXPECT_EQ(host(index_select(x, 1, bad)), (std::vector<double>{-2.75, 0, 0, 0, -1.25, 0, 0, 0}));
+  VK_EXPECT_ERROR(index_select(x, 1, bad), IndexError, "index_select", "index 7", "size 3");
+  VK_EXPECT_ERROR(gather(x, 1, to_device(ints({0, 1, 2, 2, -1, 0}, {2, 3}), kVulkan)), IndexError,
+                  "gather", "index -1", "size 3");
+  EXPECT_EQ(host(index_select(x, 1, to_device(ints({2, 0}, {2}), kVulkan))),
+            to_vector(index_select(to_cpu(x), 1, ints({2, 0}, {2}))));
   // scatter_add reads its index on the host anyway, and checks it as the CPU does.
   VK_EXPECT_ERROR(scatter_add(x, 1, to_device(ints({0, 3, 0, 1, 1, 1}, {2, 3}), kVulkan), x),
                   IndexError, "scatter_add", "index 3", "dim 1", "size 3");

@@ -157,6 +157,15 @@ Buckets invert(const Tensor& index, int64_t dim, int64_t size, std::string_view 
   return b;
 }
 
+// IndexError as the CPU's unless every value of index is in [0, size). The values are read back
+// (a wait for the work that wrote them): an index out of range must never give a silent value.
+// A check on the device, raised at the next host read, is the faster follow-up.
+void check_in_range(const Tensor& index, int64_t dim, int64_t size, std::string_view op) {
+  for (const int64_t v : read_index(index))
+    VK_CHECK(v >= 0 && v < size, IndexError, op, ": index ", v, " is out of range for dim ", dim,
+             " of size ", size);
+}
+
 // v as an int32 tensor on `device`.
 Tensor upload_u32(const std::vector<uint32_t>& v, Device device) {
   Tensor t = Tensor::empty({static_cast<int64_t>(v.size())}, DType::Int32, device);
@@ -191,6 +200,7 @@ VK_KERNEL(index_select) {
   const int64_t dim = in[0].ndim() == 0 ? 0 : a.dim;
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
+  check_in_range(index, dim, x.shape()[dim], op);
   // A gather whose index is broadcast along every other dim.
   Shape oshape = x.shape();
   oshape[dim] = index.numel();
@@ -205,7 +215,9 @@ VK_KERNEL(gather) {
   const int64_t dim = in[0].ndim() == 0 ? 0 : a.dim;
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
-  gather_into(as_1d(out), as_1d(in[0]), dim, as_1d(in[1]), "gather");
+  const Tensor x = as_1d(in[0]);
+  check_in_range(in[1], dim, x.shape()[dim], "gather");
+  gather_into(as_1d(out), x, dim, as_1d(in[1]), "gather");
   return out;
 }
 
