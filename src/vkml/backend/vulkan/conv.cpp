@@ -1,0 +1,235 @@
+// Convolution and pooling on the Vulkan device, NCHW: im2col and col2im (shaders/conv.comp),
+// conv2d as one GEMM per (image, group) whose B operand is the im2col matrix read on the fly
+// (shaders/gemm.comp -DCONV: no column matrix in memory), max and average pooling
+// (shaders/pool.comp) and max pooling's adjoint (shaders/pool_backward.comp). Every output
+// element is gathered or summed in a fixed order, the CPU's, with no atomics.
+#include <algorithm>
+#include <bit>
+#include <span>
+#include <string>
+
+#include "vkml/backend/vulkan/kernels.h"
+#include "vkml/backend/vulkan/launch.h"
+#include "vkml/backend/vulkan/linalg.h"
+#include "vkml/backend/vulkan/memory.h"
+#include "vkml/core/error.h"
+#include "vkml/core/geometry.h"
+
+namespace vk::vulkan {
+namespace {
+
+// Push constants of conv.comp and pool.comp, laid out as their Params blocks (std430).
+struct WindowParams {
+  uint32_t total = 0;
+  int32_t C = 0, H = 0, W = 0, OH = 0, OW = 0, kh = 0, kw = 0;
+  int32_t sh = 0, sw = 0, ph = 0, pw = 0, dh = 0, dw = 0;
+  int32_t src_off = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  uint32_t inv_lo = 0, inv_hi = 0;
+};
+static_assert(sizeof(WindowParams) == 84, "conv.comp's and pool.comp's push constants");
+
+// Push constants of gemm.comp -DCONV (std430).
+struct ConvParams {
+  GemmHead head;
+  int32_t a_off = 0, bias_off = 0, bias_s = 0;
+  int32_t x_off = 0, x_sn = 0, x_sc = 0, x_sh = 0, x_sw = 0;
+  int32_t H = 0, W = 0, OW = 0, kw = 0, kk = 0, cg = 0;
+  int32_t sh = 0, sw = 0, ph = 0, pw = 0, dh = 0, dw = 0;
+};
+static_assert(sizeof(ConvParams) == 120, "gemm.comp's push constants with CONV");
+
+// Push constants of pool_backward.comp (std430).
+struct PoolBackwardParams {
+  uint32_t mode = 0, total = 0;
+  int32_t C = 0, OW = 0, HW = 0, o_begin = 0, o_end = 0;
+  int32_t g_off = 0, g0 = 0, g1 = 0, g2 = 0, g3 = 0;
+  int32_t i_off = 0, i0 = 0, i1 = 0, i2 = 0, i3 = 0;
+};
+static_assert(sizeof(PoolBackwardParams) == 68, "pool_backward.comp's push constants");
+
+// Outputs of one plane a pool_backward dispatch walks per invocation: a loop far below lavapipe's
+// 65535 iterations.
+constexpr int64_t kPlaneRun = 16384;
+
+// The window of w over an H x W plane with OH x OW outputs, as 32-bit ints; SizeError naming op
+// when the padded plane or the dilated kernel reach beyond them (shaders index with int).
+void set_window(WindowParams& p, const Window2d& w, int64_t C, int64_t H, int64_t W, int64_t OH,
+                int64_t OW, std::string_view op) {
+  i32(H + 2 * w.ph + w.dh * w.kh, op);
+  i32(W + 2 * w.pw + w.dw * w.kw, op);
+  p.C = i32(C, op), p.H = i32(H, op), p.W = i32(W, op), p.OH = i32(OH, op), p.OW = i32(OW, op);
+  p.kh = i32(w.kh, op), p.kw = i32(w.kw, op), p.sh = i32(w.sh, op), p.sw = i32(w.sw, op);
+  p.ph = i32(w.ph, op), p.pw = i32(w.pw, op), p.dh = i32(w.dh, op), p.dw = i32(w.dw, op);
+  i32(w.kh * w.kw * C, op);
+}
+
+void set_source(WindowParams& p, const Tensor& t) {
+  p.src_off = static_cast<int32_t>(t.offset());
+  int32_t* s[] = {&p.s0, &p.s1, &p.s2, &p.s3};
+  for (int64_t d = 0; d < t.ndim(); ++d) *s[d] = static_cast<int32_t>(t.strides()[d]);
+}
+
+// Runs `shader` over p.total elements, `per` per workgroup.
+void run_linear(const std::string& shader, std::span<Buffer* const> buffers, const void* p,
+                uint32_t bytes, uint64_t total, uint32_t per, uint32_t writes) {
+  Context& ctx = context();
+  const Pipeline& pipe =
+      ctx.pipeline(shader, shader_spirv(shader), static_cast<uint32_t>(buffers.size()), bytes);
+  ctx.dispatch(pipe, buffers, p, (total + per - 1) / per, writes);
+}
+
+// im2col or col2im: `src` into the contiguous `out`, one element of out per invocation.
+void run_window(const char* shader, const Tensor& out, const Tensor& src, WindowParams& p,
+                std::string_view op) {
+  p.total = static_cast<uint32_t>(i32(out.numel(), op));
+  set_source(p, src);
+  Buffer* buffers[] = {&checked_buffer(out, op), &checked_buffer(src, op)};
+  run_linear(shader + std::string(dtype_suffix(out)), buffers, &p, sizeof(p), p.total, 256, 1);
+}
+
+// conv2d's GEMM per (image n, group g): out[n, g] (Og x L) = weight[g] (Og x Cg*kk) @ the
+// im2col matrix of x[n, g's channels] (Cg*kk x L), read from x as the shader needs it.
+void conv_gemm(const Tensor& out, const Tensor& x, const Tensor& wt, const Tensor* bias,
+               const Window2d& w, std::string_view op) {
+  const int64_t N = x.shape()[0], C = x.shape()[1], O = wt.shape()[0], G = w.groups;
+  const int64_t kk = w.kh * w.kw;
+  WindowParams win;
+  set_window(win, w, C, x.shape()[2], x.shape()[3], out.shape()[2], out.shape()[3], op);
+  ConvParams p;
+  p.head.M = static_cast<uint32_t>(O / G);
+  p.head.N = static_cast<uint32_t>(i32(out.shape()[2] * out.shape()[3], op));
+  p.head.K = static_cast<uint32_t>(i32(C / G * kk, op));
+  p.head.nb1 = static_cast<uint32_t>(G);
+  p.head.flags = bias ? kGemmBiasRow : 0;
+  p.a_off = i32(wt.offset(), op);
+  if (bias) p.bias_off = i32(bias->offset(), op), p.bias_s = i32(bias->strides()[0], op);
+  p.x_off = i32(x.offset(), op);
+  p.x_sn = i32(x.strides()[0], op), p.x_sc = i32(x.strides()[1], op);
+  p.x_sh = i32(x.strides()[2], op), p.x_sw = i32(x.strides()[3], op);
+  p.H = win.H, p.W = win.W, p.OW = win.OW, p.kw = win.kw, p.kk = static_cast<int32_t>(kk);
+  p.cg = static_cast<int32_t>(C / G);
+  p.sh = win.sh, p.sw = win.sw, p.ph = win.ph, p.pw = win.pw, p.dh = win.dh, p.dw = win.dw;
+  i32(out.numel(), op);
+  Buffer* buffers[] = {&checked_buffer(out, op), &checked_buffer(wt, op), &checked_buffer(x, op),
+                       &checked_buffer(bias ? *bias : wt, op)};
+  run_gemm("gemm_conv" + std::string(dtype_suffix(out)), p.head, &p, sizeof(p), buffers,
+           static_cast<uint64_t>(N * G), op);
+}
+
+}  // namespace
+
+VK_KERNEL(im2col) {
+  const Tensor& x = in[0];
+  check_float(x, "im2col");
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  if (out.numel() == 0) return out;
+  const int64_t H = x.shape()[2], W = x.shape()[3];
+  const Window2d& w = a.win;
+  WindowParams p;
+  set_window(p, w, x.shape()[1], H, W, window_out(H, w.kh, w.sh, w.ph, w.dh),
+             window_out(W, w.kw, w.sw, w.pw, w.dw), "im2col");
+  run_window("im2col", out, x, p, "im2col");
+  return out;
+}
+
+VK_KERNEL(col2im) {
+  const Tensor& cols = in[0];
+  check_float(cols, "col2im");
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  if (out.numel() == 0) return out;
+  const int64_t H = m.shape[2], W = m.shape[3];
+  const Window2d& w = a.win;
+  WindowParams p;
+  set_window(p, w, m.shape[1], H, W, window_out(H, w.kh, w.sh, w.ph, w.dh),
+             window_out(W, w.kw, w.sw, w.pw, w.dw), "col2im");
+  run_window("col2im", out, cols, p, "col2im");
+  return out;
+}
+
+VK_KERNEL(conv2d) {
+  const Tensor& x = in[0];
+  Tensor wt = in[1];
+  const Tensor* bias = in.size() == 3 ? &in[2] : nullptr;
+  for (const Tensor& t : in) check_float(t, "conv2d");
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  if (out.numel() == 0) return out;
+  if (!wt.is_contiguous()) {  // the shader reads each group's rows of the weight as one matrix
+    Tensor c = Tensor::empty(wt.shape(), wt.dtype(), wt.device());
+    copy_into(c, wt);
+    wt = c;
+  }
+  conv_gemm(out, x, wt, bias, a.win, "conv2d");
+  return out;
+}
+
+VK_KERNEL(max_pool2d) {
+  const Tensor& x = in[0];
+  check_float(x, "max_pool2d");
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  Tensor idx = Tensor::empty(m.shape, DType::Int64, m.device);
+  if (out.numel() == 0) return {out, idx};
+  WindowParams p;
+  set_window(p, a.win, x.shape()[1], x.shape()[2], x.shape()[3], m.shape[2], m.shape[3],
+             "max_pool2d");
+  p.total = static_cast<uint32_t>(i32(out.numel(), "max_pool2d"));
+  set_source(p, x);
+  Buffer* buffers[] = {&checked_buffer(out, "max_pool2d"), &checked_buffer(idx, "max_pool2d"),
+                       &checked_buffer(x, "max_pool2d")};
+  run_linear("pool_max" + std::string(dtype_suffix(x)), buffers, &p, sizeof(p), p.total, 256, 2);
+  return {out, idx};
+}
+
+VK_KERNEL(avg_pool2d) {
+  const Tensor& x = in[0];
+  check_float(x, "avg_pool2d");
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  if (out.numel() == 0) return out;
+  const Window2d& w = a.win;
+  WindowParams p;
+  set_window(p, w, x.shape()[1], x.shape()[2], x.shape()[3], m.shape[2], m.shape[3], "avg_pool2d");
+  // 1 / (kh * kw) rounded as the CPU rounds it, in the dtype
+  if (x.dtype() == DType::Float64) {
+    const auto bits = std::bit_cast<uint64_t>(1.0 / (static_cast<double>(w.kh) * w.kw));
+    p.inv_lo = static_cast<uint32_t>(bits), p.inv_hi = static_cast<uint32_t>(bits >> 32);
+  } else {
+    p.inv_lo = std::bit_cast<uint32_t>(1.0f / (static_cast<float>(w.kh) * w.kw));
+  }
+  run_window("pool_avg", out, x, p, "avg_pool2d");
+  return out;
+}
+
+VK_KERNEL(max_pool2d_backward) {
+  (void)a;
+  const Tensor& g = in[0];
+  const Tensor& idx = in[1];
+  const char* op = "max_pool2d_backward";
+  check_float(g, op);
+  VK_CHECK(idx.dtype() == DType::Int64 || idx.dtype() == DType::Int32, DTypeError, op,
+           ": indices must be int64 or int32, got ", dtype_name(idx.dtype()));
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  if (out.numel() == 0) return out;
+  PoolBackwardParams p;
+  p.total = static_cast<uint32_t>(i32(out.numel(), op));
+  p.C = i32(m.shape[1], op);
+  p.OW = i32(g.shape()[3], op);
+  p.HW = i32(m.shape[2] * m.shape[3], op);
+  p.g_off = i32(g.offset(), op), p.i_off = i32(idx.offset(), op);
+  int32_t* gs[] = {&p.g0, &p.g1, &p.g2, &p.g3};
+  int32_t* is[] = {&p.i0, &p.i1, &p.i2, &p.i3};
+  for (int d = 0; d < 4; ++d) *gs[d] = i32(g.strides()[d], op), *is[d] = i32(idx.strides()[d], op);
+  Buffer* buffers[] = {&checked_buffer(out, op), &checked_buffer(g, op), &checked_buffer(idx, op)};
+  std::string shader = "pool_max_backward" + std::string(dtype_suffix(g));
+  if (idx.dtype() == DType::Int32) shader += "_i32";
+  run_linear(shader, buffers, &p, sizeof(p), p.total, 64, 1);  // zeros
+  const int64_t outputs = g.shape()[2] * g.shape()[3], planes = m.shape[0] * m.shape[1];
+  p.mode = 1;
+  p.total = static_cast<uint32_t>(planes);
+  for (int64_t o = 0; o < outputs; o += kPlaneRun) {
+    p.o_begin = static_cast<int32_t>(o);
+    p.o_end = i32(std::min(outputs, o + kPlaneRun), op);
+    run_linear(shader, buffers, &p, sizeof(p), p.total, 64, 1);
+  }
+  return out;
+}
+
+}  // namespace vk::vulkan
