@@ -4,9 +4,11 @@
 // (shaders/pool.comp) and max pooling's adjoint (shaders/pool_backward.comp). Every output
 // element is gathered or summed in a fixed order, the CPU's, with no atomics.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "vkml/backend/vulkan/kernels.h"
 #include "vkml/backend/vulkan/launch.h"
@@ -25,8 +27,65 @@ struct WindowParams {
   int32_t sh = 0, sw = 0, ph = 0, pw = 0, dh = 0, dw = 0;
   int32_t src_off = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   uint32_t inv_lo = 0, inv_hi = 0;
+  int32_t i_begin = 0, i_end = 0, j_begin = 0, j_end = 0;
+  uint32_t flags = 0;  // kResume, kFinal
 };
-static_assert(sizeof(WindowParams) == 84, "conv.comp's and pool.comp's push constants");
+static_assert(sizeof(WindowParams) == 104, "conv.comp's and pool.comp's push constants");
+constexpr uint32_t kResume = 1, kFinal = 2;
+
+// Window taps one invocation of a pooling or col2im pass may walk: lavapipe stops a shader once
+// it has made 65535 loop iterations in all.
+constexpr int64_t kTapsPerPass = 16384;
+std::atomic<int64_t> taps_per_pass{kTapsPerPass};
+
+// The taps of one pass: rows [i0, i1) and columns [j0, j1) of the window.
+struct TapPass {
+  int64_t i0, i1, j0, j1;
+};
+
+// [lo, hi): the taps t of a k-tap window (stride s, padding p, dilation d) that some output
+// o in [0, n_out) places inside [0, n_in): o * s - p + t * d in [0, n_in).
+void window_taps(int64_t n_out, int64_t n_in, int64_t k, int64_t s, int64_t p, int64_t d,
+                 int64_t& lo, int64_t& hi) {
+  const int64_t q = p - (n_out - 1) * s;  // t * d >= q and t * d <= n_in - 1 + p
+  lo = q <= 0 ? 0 : (q + d - 1) / d;
+  hi = n_in - 1 + p < 0 ? 0 : (n_in - 1 + p) / d + 1;
+  lo = std::clamp<int64_t>(lo, 0, k);
+  hi = std::clamp<int64_t>(hi, lo, k);
+}
+
+// The passes over a window whose taps reach the plane in rows [ilo, ihi) and columns [jlo, jhi),
+// in (i, j) order, when one output element visits at most `per_row` columns of a row: whole rows
+// while they fit kTapsPerPass, else one row at a time in blocks of columns.
+std::vector<TapPass> tap_passes(int64_t ilo, int64_t ihi, int64_t jlo, int64_t jhi,
+                                int64_t per_row) {
+  std::vector<TapPass> passes;
+  const int64_t budget = taps_per_pass.load();
+  if (per_row <= budget) {
+    const int64_t rows = std::max<int64_t>(1, budget / std::max<int64_t>(per_row, 1));
+    for (int64_t i = ilo; i < ihi; i += rows)
+      passes.push_back({i, std::min(ihi, i + rows), jlo, jhi});
+  } else {
+    for (int64_t i = ilo; i < ihi; ++i)
+      for (int64_t j = jlo; j < jhi; j += budget)
+        passes.push_back({i, i + 1, j, std::min(jhi, j + budget)});
+  }
+  if (passes.empty()) passes.push_back({0, 0, 0, 0});  // no tap reaches the plane: one pass still
+  return passes;                                       // writes the outputs
+}
+
+// The passes of a pool (over the input plane) or of col2im (over the output plane, whose windows
+// a pixel lies in) for the window in p.
+std::vector<TapPass> passes_of(const WindowParams& p, bool col2im) {
+  int64_t ilo, ihi, jlo, jhi;
+  window_taps(p.OH, p.H, p.kh, p.sh, p.ph, p.dh, ilo, ihi);
+  window_taps(p.OW, p.W, p.kw, p.sw, p.pw, p.dw, jlo, jhi);
+  // the columns one element visits: those inside the plane (pool), or those whose window
+  // covers it, every stride-th of them adding (col2im)
+  const int64_t per_row = col2im ? std::min<int64_t>(p.kw, (int64_t{p.OW} - 1) * p.sw / p.dw + 2)
+                                 : std::min<int64_t>(p.kw, p.W);
+  return tap_passes(ilo, ihi, jlo, jhi, per_row);
+}
 
 // Push constants of gemm.comp -DCONV (std430).
 struct ConvParams {
@@ -78,13 +137,26 @@ void run_linear(const std::string& shader, std::span<Buffer* const> buffers, con
   ctx.dispatch(pipe, buffers, p, (total + per - 1) / per, writes);
 }
 
-// im2col or col2im: `src` into the contiguous `out`, one element of out per invocation.
-void run_window(const char* shader, const Tensor& out, const Tensor& src, WindowParams& p,
-                std::string_view op) {
+// A conv.comp or pool.comp variant: `src` into the contiguous `out` (and `idx`, max_pool2d's
+// indices, when given), one element of out per invocation, over as many passes of window taps as
+// needed (im2col: one).
+void run_window(const std::string& shader, const Tensor& out, const Tensor* idx, const Tensor& src,
+                WindowParams& p, bool col2im, bool taps, std::string_view op) {
   p.total = static_cast<uint32_t>(i32(out.numel(), op));
   set_source(p, src);
-  Buffer* buffers[] = {&checked_buffer(out, op), &checked_buffer(src, op)};
-  run_linear(shader + std::string(dtype_suffix(out)), buffers, &p, sizeof(p), p.total, 256, 1);
+  std::vector<Buffer*> buffers{&checked_buffer(out, op)};
+  if (idx) buffers.push_back(&checked_buffer(*idx, op));
+  buffers.push_back(&checked_buffer(src, op));
+  const std::string name = shader + std::string(dtype_suffix(out));
+  const uint32_t writes = idx ? 2 : 1;
+  const std::vector<TapPass> passes =
+      taps ? passes_of(p, col2im) : std::vector<TapPass>{{0, 0, 0, 0}};
+  for (size_t k = 0; k < passes.size(); ++k) {
+    p.i_begin = static_cast<int32_t>(passes[k].i0), p.i_end = static_cast<int32_t>(passes[k].i1);
+    p.j_begin = static_cast<int32_t>(passes[k].j0), p.j_end = static_cast<int32_t>(passes[k].j1);
+    p.flags = (k > 0 ? kResume : 0) | (k + 1 == passes.size() ? kFinal : 0);
+    run_linear(name, buffers, &p, sizeof(p), p.total, 256, writes);
+  }
 }
 
 // conv2d's GEMM per (image n, group g): out[n, g] (Og x L) = weight[g] (Og x Cg*kk) @ the
@@ -118,6 +190,8 @@ void conv_gemm(const Tensor& out, const Tensor& x, const Tensor& wt, const Tenso
 
 }  // namespace
 
+void set_taps_per_pass(int64_t n) { taps_per_pass = n > 0 ? n : kTapsPerPass; }
+
 VK_KERNEL(im2col) {
   const Tensor& x = in[0];
   check_float(x, "im2col");
@@ -128,7 +202,7 @@ VK_KERNEL(im2col) {
   WindowParams p;
   set_window(p, w, x.shape()[1], H, W, window_out(H, w.kh, w.sh, w.ph, w.dh),
              window_out(W, w.kw, w.sw, w.pw, w.dw), "im2col");
-  run_window("im2col", out, x, p, "im2col");
+  run_window("im2col", out, nullptr, x, p, false, false, "im2col");
   return out;
 }
 
@@ -142,7 +216,7 @@ VK_KERNEL(col2im) {
   WindowParams p;
   set_window(p, w, m.shape[1], H, W, window_out(H, w.kh, w.sh, w.ph, w.dh),
              window_out(W, w.kw, w.sw, w.pw, w.dw), "col2im");
-  run_window("col2im", out, cols, p, "col2im");
+  run_window("col2im", out, nullptr, cols, p, true, true, "col2im");
   return out;
 }
 
@@ -171,11 +245,7 @@ VK_KERNEL(max_pool2d) {
   WindowParams p;
   set_window(p, a.win, x.shape()[1], x.shape()[2], x.shape()[3], m.shape[2], m.shape[3],
              "max_pool2d");
-  p.total = static_cast<uint32_t>(i32(out.numel(), "max_pool2d"));
-  set_source(p, x);
-  Buffer* buffers[] = {&checked_buffer(out, "max_pool2d"), &checked_buffer(idx, "max_pool2d"),
-                       &checked_buffer(x, "max_pool2d")};
-  run_linear("pool_max" + std::string(dtype_suffix(x)), buffers, &p, sizeof(p), p.total, 256, 2);
+  run_window("pool_max", out, &idx, x, p, false, true, "max_pool2d");
   return {out, idx};
 }
 
@@ -194,7 +264,7 @@ VK_KERNEL(avg_pool2d) {
   } else {
     p.inv_lo = std::bit_cast<uint32_t>(1.0f / (static_cast<float>(w.kh) * w.kw));
   }
-  run_window("pool_avg", out, x, p, "avg_pool2d");
+  run_window("pool_avg", out, nullptr, x, p, false, true, "avg_pool2d");
   return out;
 }
 

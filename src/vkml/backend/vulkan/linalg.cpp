@@ -17,9 +17,9 @@ namespace vk::vulkan {
 namespace {
 
 constexpr int64_t kTile = 64;  // rows and columns of C per workgroup (gemm.comp's TILE)
-constexpr int64_t kTk = 16;    // K per loop iteration (gemm.comp's TK)
-// K per pass: 4096 loop iterations, far below lavapipe's 65535.
-constexpr int64_t kDefaultKPass = 4096 * kTk;
+// K per pass: 512 slices of gemm.comp's loop over K (TK = 16 deep), 33 loop iterations each:
+// about 17000 in all, where lavapipe stops a shader after 65535.
+constexpr int64_t kDefaultKPass = 8192;
 std::atomic<int64_t> k_pass{kDefaultKPass};
 
 // Push constants of gemm.comp without CONV, laid out as its Params block (std430).
@@ -110,7 +110,7 @@ uint32_t groups_for(int64_t n, int64_t per) { return static_cast<uint32_t>((n + 
 
 }  // namespace
 
-void set_gemm_k_pass(int64_t k) { k_pass = k > 0 ? (k + kTk - 1) / kTk * kTk : kDefaultKPass; }
+void set_gemm_k_pass(int64_t k) { k_pass = k > 0 ? k : kDefaultKPass; }
 
 void check_float(const Tensor& t, std::string_view op) {
   if (t.dtype() == DType::Float64) {

@@ -29,6 +29,8 @@ void run_gemm(std::string_view shader, GemmHead& head, const void* params, uint3
 
 // K per pass (0: the default). Tests shorten it to cover the passes with small products.
 void set_gemm_k_pass(int64_t k);
+// Window taps per pass of pooling and col2im (0: the default), as set_gemm_k_pass (conv.cpp).
+void set_taps_per_pass(int64_t n);
 
 // DTypeError naming op and the device unless t is float32, or float64 where the device has it.
 void check_float(const Tensor& t, std::string_view op);

@@ -18,14 +18,16 @@ layout(push_constant) uniform Params {
   int sh, sw, ph, pw, dh, dw;
   int src_off, s0, s1, s2, s3;  // the strided input: offset, then strides of its dims
   uint unused_lo, unused_hi;    // (pool.comp's block, which shares the host's struct)
+  int i_begin, i_end, j_begin, j_end;  // COL2IM: the taps of this pass
+  uint flags;                          // COL2IM: RESUME
 } p;
+
+// lavapipe stops a shader once it has made 65535 loop iterations in all, so col2im walks big
+// windows in several passes (in (i, j) order), each adding onto the last one's output.
+const uint RESUME = 1u;
 
 layout(std430, binding = 0) buffer Out { T o[]; };
 layout(std430, binding = 1) readonly buffer In { T x[]; };
-
-// Loops over window taps run in blocks of this many, so that no loop nears the 65535 iterations
-// after which lavapipe stops it, whatever the kernel size.
-const int BLOCK = 4096;
 
 int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -51,24 +53,19 @@ void main() {
   const int n = q / p.C, ch = q % p.C;
   // Tap i reaches h from output row oh = (h + ph - i * dh) / sh when that is a whole number in
   // [0, OH): i from the taps whose h + ph - i * dh lies in [0, (OH - 1) * sh].
-  const int ilo = max(0, floor_div(h + p.ph - (p.OH - 1) * p.sh + p.dh - 1, p.dh));
-  const int ihi = min(p.kh, floor_div(h + p.ph, p.dh) + 1);
-  const int jlo = max(0, floor_div(w + p.pw - (p.OW - 1) * p.sw + p.dw - 1, p.dw));
-  const int jhi = min(p.kw, floor_div(w + p.pw, p.dw) + 1);
-  T acc = T(0);
+  const int ilo = max(p.i_begin, max(0, floor_div(h + p.ph - (p.OH - 1) * p.sh + p.dh - 1, p.dh)));
+  const int ihi = min(p.i_end, min(p.kh, floor_div(h + p.ph, p.dh) + 1));
+  const int jlo = max(p.j_begin, max(0, floor_div(w + p.pw - (p.OW - 1) * p.sw + p.dw - 1, p.dw)));
+  const int jhi = min(p.j_end, min(p.kw, floor_div(w + p.pw, p.dw) + 1));
+  T acc = (p.flags & RESUME) != 0u ? o[e] : T(0);
   const int base = p.src_off + n * p.s0 + ch * kk * p.s1;
-  for (int i0 = ilo; i0 < ihi; i0 += BLOCK) {
-    for (int i = i0; i < min(ihi, i0 + BLOCK); ++i) {
-      const int th = h + p.ph - i * p.dh;
-      if (th % p.sh != 0) continue;
-      const int oh = th / p.sh;
-      for (int j0 = jlo; j0 < jhi; j0 += BLOCK) {
-        for (int j = j0; j < min(jhi, j0 + BLOCK); ++j) {
-          const int tw = w + p.pw - j * p.dw;
-          if (tw % p.sw != 0) continue;
-          acc += x[base + (i * p.kw + j) * p.s1 + (oh * p.OW + tw / p.sw) * p.s2];
-        }
-      }
+  for (int i = ilo; i < ihi; ++i) {
+    const int th = h + p.ph - i * p.dh;
+    if (th % p.sh != 0) continue;
+    const int row = base + i * p.kw * p.s1 + (th / p.sh) * p.OW * p.s2;
+    for (int j = jlo; j < jhi; ++j) {
+      const int tw = w + p.pw - j * p.dw;
+      if (tw % p.sw == 0) acc += x[row + j * p.s1 + (tw / p.sw) * p.s2];
     }
   }
   o[e] = acc;

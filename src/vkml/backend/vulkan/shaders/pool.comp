@@ -1,5 +1,5 @@
 // 2-D pooling on NCHW tensors, one output element per invocation, window taps in (i, j) order as
-// on the CPU; taps in the padding are skipped.
+// on the CPU (over one or more passes); taps in the padding are skipped.
 // -DMAX: values and int64 argmax indices (flat ih * W + iw in the plane, written as two 32-bit
 //   words): the first maximum wins, a NaN always wins (so the last NaN), -inf and -1 when no tap
 //   lies inside the plane.
@@ -20,7 +20,14 @@ layout(push_constant) uniform Params {
   int sh, sw, ph, pw, dh, dw;
   int x_off, sn, sc, sy, sx;
   uint inv_lo, inv_hi;  // AVG: 1 / (kh * kw) as the host rounds it (a float, or a double's words)
+  int i_begin, i_end, j_begin, j_end;  // the taps of this pass
+  uint flags;                          // RESUME, FINAL
 } p;
+
+// lavapipe stops a shader once it has made 65535 loop iterations in all, so a big window is
+// walked in several passes (in (i, j) order), each resuming from the last one's output.
+const uint RESUME = 1u;  // start from what the pass before left in the outputs
+const uint FINAL = 2u;   // AVG: the last pass (scale the sum)
 
 layout(std430, binding = 0) buffer Out { T o[]; };
 #if defined(MAX)
@@ -29,10 +36,6 @@ layout(std430, binding = 2) readonly buffer In { T x[]; };
 #else
 layout(std430, binding = 1) readonly buffer In { T x[]; };
 #endif
-
-// Loops over window taps run in blocks of this many, so that no loop nears the 65535 iterations
-// after which lavapipe stops it, whatever the kernel size.
-const int BLOCK = 4096;
 
 int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -45,47 +48,49 @@ void main() {
   const int q = int(e / uint(p.OW * p.OH));
   const int base = p.x_off + (q / p.C) * p.sn + (q % p.C) * p.sc;
   const int h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;  // the window's first tap
-  // The taps inside the plane: h0 + i * dh in [0, H), w0 + j * dw in [0, W).
-  const int ilo = max(0, floor_div(-h0 + p.dh - 1, p.dh));
-  const int ihi = min(p.kh, floor_div(p.H - 1 - h0, p.dh) + 1);
-  const int jlo = max(0, floor_div(-w0 + p.dw - 1, p.dw));
-  const int jhi = min(p.kw, floor_div(p.W - 1 - w0, p.dw) + 1);
+  // This pass's taps inside the plane: h0 + i * dh in [0, H), w0 + j * dw in [0, W).
+  const int ilo = max(p.i_begin, max(0, floor_div(-h0 + p.dh - 1, p.dh)));
+  const int ihi = min(p.i_end, min(p.kh, floor_div(p.H - 1 - h0, p.dh) + 1));
+  const int jlo = max(p.j_begin, max(0, floor_div(-w0 + p.dw - 1, p.dw)));
+  const int jhi = min(p.j_end, min(p.kw, floor_div(p.W - 1 - w0, p.dw) + 1));
+  const bool resume = (p.flags & RESUME) != 0u;
 #if defined(MAX)
 #if defined(F64)
-  T best = packDouble2x32(uvec2(0u, 0xfff00000u));  // -inf
+  T best = resume ? o[e] : packDouble2x32(uvec2(0u, 0xfff00000u));  // -inf
 #else
-  T best = uintBitsToFloat(0xff800000u);  // -inf
+  T best = resume ? o[e] : uintBitsToFloat(0xff800000u);  // -inf
 #endif
-  int at = -1;
+  int at = resume ? int(idx[2u * e]) : -1;
 #else
-  T acc = T(0);
+  T acc = resume ? o[e] : T(0);
 #endif
-  for (int i0 = ilo; i0 < ihi; i0 += BLOCK) {
-    for (int i = i0; i < min(ihi, i0 + BLOCK); ++i) {
-      const int ih = h0 + i * p.dh;
-      for (int j0 = jlo; j0 < jhi; j0 += BLOCK) {
-        for (int j = j0; j < min(jhi, j0 + BLOCK); ++j) {
-          const int iw = w0 + j * p.dw;
-          const T v = x[base + ih * p.sy + iw * p.sx];
+  for (int i = ilo; i < ihi; ++i) {
+    const int ih = h0 + i * p.dh;
+    for (int j = jlo; j < jhi; ++j) {
+      const int iw = w0 + j * p.dw;
+      const T v = x[base + ih * p.sy + iw * p.sx];
 #if defined(MAX)
-          if (at < 0 || v > best || isnan(v)) {
-            best = v;
-            at = ih * p.W + iw;
-          }
-#else
-          acc += v;
-#endif
-        }
+      if (at < 0 || v > best || isnan(v)) {
+        best = v;
+        at = ih * p.W + iw;
       }
+#else
+      acc += v;
+#endif
     }
   }
 #if defined(MAX)
   o[e] = best;
   idx[2u * e] = uint(at);
   idx[2u * e + 1u] = at < 0 ? 0xffffffffu : 0u;
-#elif defined(F64)
-  o[e] = acc * packDouble2x32(uvec2(p.inv_lo, p.inv_hi));
 #else
-  o[e] = acc * uintBitsToFloat(p.inv_lo);
+  if ((p.flags & FINAL) != 0u) {
+#if defined(F64)
+    acc *= packDouble2x32(uvec2(p.inv_lo, p.inv_hi));
+#else
+    acc *= uintBitsToFloat(p.inv_lo);
+#endif
+  }
+  o[e] = acc;
 #endif
 }
