@@ -363,6 +363,20 @@ TEST_F(Vulkan, PoolsAndConvInFloat64WhereTheDeviceHasIt) {
   expect_close(avg_pool2d(dev(x), win), avg_pool2d(x, win), 1e-15, "avg_pool2d float64");
   expect_max_pool(x, win, "max_pool2d float64");
   expect_close(im2col(dev(x), win), im2col(x, win), 0, "im2col float64");
+  const Tensor cols = im2col(x, win);
+  expect_close(col2im(dev(cols), 7, 6, win), col2im(cols, 7, 6, win), 1e-15, "col2im float64");
+  const PoolResult p = max_pool2d(x, win);
+  const Tensor g = cast(normal(p.values.shape(), 50), DType::Float64);
+  for (const Tensor& idx : {p.indices, cast(p.indices, DType::Int32)})
+    expect_close(max_pool2d_backward(dev(g), dev(idx), x.shape()),
+                 max_pool2d_backward(g, idx, x.shape()), 1e-15, "max_pool2d_backward float64");
+}
+
+TEST_F(Vulkan, ConvAndPoolDTypeErrorsNameTheOpAndDevice) {
+  const Tensor i = dev(reshape(arange(0, 16), {1, 1, 4, 4}));
+  VK_EXPECT_ERROR(im2col(i, Window2d{2, 2}), DTypeError, "im2col", "vulkan", "int64");
+  VK_EXPECT_ERROR(col2im(dev(reshape(arange(0, 36), {1, 4, 9})), 4, 4, Window2d{2, 2}), DTypeError,
+                  "col2im", "vulkan", "int64");
 }
 
 }  // namespace
