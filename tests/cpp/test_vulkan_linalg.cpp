@@ -232,6 +232,25 @@ TEST_F(Vulkan, Conv2dWithKInSeveralPasses) {
   expect_conv(kConvCases[0], "conv2d groups in passes");
 }
 
+// Restores the device's workgroup limits for the GEMM when a test ends.
+struct GridLimit {
+  explicit GridLimit(uint32_t n) { vulkan::set_gemm_grid_limit(n); }
+  ~GridLimit() { vulkan::set_gemm_grid_limit(0); }
+};
+
+TEST_F(Vulkan, GridsBeyondOneDispatchGoInSeveral) {
+  // 2 workgroups per axis: 5 batches, 200 rows and 150 columns take 3 x 2 x 2 dispatches (the
+  // device's 65535 would need millions of rows, too slow for lavapipe)
+  GridLimit limit(2);
+  const Tensor a = normal({5, 200, 7}, 51), b = normal({5, 7, 150}, 52);
+  expect_close(matmul(dev(a), dev(b)), matmul(a, b), 1e-5, "split grid");
+  const Tensor bias = normal({150}, 53);
+  auto first = [](const Tensor& t) { return squeeze(slice(t, 0, 0, 1), 0); };
+  expect_close(addmm(dev(bias), dev(first(a)), dev(first(b))), addmm(bias, first(a), first(b)),
+               1e-5, "split grid addmm");
+  expect_conv({3, 4, 12, 13, 130, 3, 3, 1, 1, 1, 1, 1, 1, 2, true}, "split grid conv2d");
+}
+
 TEST_F(Vulkan, Conv2dGradientsOnTheDevice) {
   const Tensor x = normal({2, 4, 7, 6}, 33), w = normal({6, 2, 3, 3}, 34), b = normal({6}, 35);
   auto grads = [](Tensor x, Tensor w, Tensor b) {

@@ -21,6 +21,13 @@ constexpr int64_t kTile = 64;  // rows and columns of C per workgroup (gemm.comp
 // about 17000 in all, where lavapipe stops a shader after 65535.
 constexpr int64_t kDefaultKPass = 8192;
 std::atomic<int64_t> k_pass{kDefaultKPass};
+std::atomic<uint32_t> grid_limit{0};
+
+// The workgroups one dispatch may have along `axis`.
+int64_t max_groups(const Context& ctx, int axis) {
+  const uint32_t limit = grid_limit.load();
+  return limit ? std::min(limit, ctx.max_groups(axis)) : ctx.max_groups(axis);
+}
 
 // Push constants of gemm.comp without CONV, laid out as its Params block (std430).
 struct MatrixParams {
@@ -111,6 +118,7 @@ uint32_t groups_for(int64_t n, int64_t per) { return static_cast<uint32_t>((n + 
 }  // namespace
 
 void set_gemm_k_pass(int64_t k) { k_pass = k > 0 ? k : kDefaultKPass; }
+void set_gemm_grid_limit(uint32_t n) { grid_limit = n; }
 
 void check_float(const Tensor& t, std::string_view op) {
   if (t.dtype() == DType::Float64) {
@@ -154,9 +162,8 @@ void run_gemm(std::string_view shader, GemmHead& head, const void* params, uint3
   Context& ctx = context();
   const std::string name(shader);
   const Pipeline& pipe = ctx.pipeline(name, shader_spirv(shader), 4, bytes);
-  const int64_t rows = int64_t{ctx.max_groups(1)} * kTile,
-                cols = int64_t{ctx.max_groups(0)} * kTile;
-  const int64_t zs = ctx.max_groups(2), pass = k_pass.load();
+  const int64_t rows = max_groups(ctx, 1) * kTile, cols = max_groups(ctx, 0) * kTile;
+  const int64_t zs = max_groups(ctx, 2), pass = k_pass.load();
   const int64_t M = head.M, N = head.N, K = head.K;
   const uint32_t flags = head.flags;
   (void)op;

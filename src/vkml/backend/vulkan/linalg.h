@@ -29,6 +29,9 @@ void run_gemm(std::string_view shader, GemmHead& head, const void* params, uint3
 
 // K per pass (0: the default). Tests shorten it to cover the passes with small products.
 void set_gemm_k_pass(int64_t k);
+// At most n workgroups per dispatch along each axis (0: the device's limits), as set_gemm_k_pass:
+// tests cover the split of big grids into several dispatches with small products.
+void set_gemm_grid_limit(uint32_t n);
 // Window taps per pass of pooling and col2im (0: the default), as set_gemm_k_pass (conv.cpp).
 void set_taps_per_pass(int64_t n);
 
