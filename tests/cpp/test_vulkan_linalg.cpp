@@ -353,6 +353,14 @@ TEST_F(Vulkan, GlobalPoolsOverSeveralPassesOfTaps) {
   const Window2d global{150, 150, 1, 1};
   expect_close(avg_pool2d(dev(x), global), avg_pool2d(x, global), 1e-6, "global avg_pool2d");
   expect_max_pool(x, global, "global max_pool2d");
+  // 90000 taps for one output: more loop iterations than lavapipe runs in one shader (in one
+  // pass the average came out wrong)
+  const Tensor big = round(normal({1, 1, 300, 300}, 55) * 4.0);
+  const Window2d all{300, 300, 1, 1};
+  expect_close(avg_pool2d(dev(big), all), avg_pool2d(big, all), 1e-6, "avg_pool2d of 90000");
+  expect_max_pool(big, all, "max_pool2d of 90000");
+  const Tensor cols = normal({1, 90000, 1}, 56);
+  expect_close(col2im(dev(cols), 300, 300, all), col2im(cols, 300, 300, all), 0, "col2im of 90000");
 }
 
 TEST_F(Vulkan, PoolsAndCol2imResumeAcrossShortPasses) {

@@ -185,7 +185,7 @@ void conv_gemm(const Tensor& out, const Tensor& x, const Tensor& wt, const Tenso
   Buffer* buffers[] = {&checked_buffer(out, op), &checked_buffer(wt, op), &checked_buffer(x, op),
                        &checked_buffer(bias ? *bias : wt, op)};
   run_gemm("gemm_conv" + std::string(dtype_suffix(out)), p.head, &p, sizeof(p), buffers,
-           static_cast<uint64_t>(N * G), op);
+           static_cast<uint64_t>(N * G));
 }
 
 }  // namespace

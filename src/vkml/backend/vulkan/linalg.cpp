@@ -108,7 +108,7 @@ Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta&
       ao += idx * dims[d].sa, bo += idx * dims[d].sb, co += idx * dims[d].sc;
     }
     p.a_off = i32(ao, op), p.b_off = i32(bo, op), p.c_off = i32(co, op);
-    run_gemm(shader, p.head, &p, sizeof(p), buffers, uint64_t(d0.size * d1.size), op);
+    run_gemm(shader, p.head, &p, sizeof(p), buffers, uint64_t(d0.size * d1.size));
   }
   return C;
 }
@@ -158,7 +158,7 @@ Buffer& checked_buffer(const Tensor& t, std::string_view op) {
 }
 
 void run_gemm(std::string_view shader, GemmHead& head, const void* params, uint32_t bytes,
-              std::span<Buffer* const> buffers, uint64_t batches, std::string_view op) {
+              std::span<Buffer* const> buffers, uint64_t batches) {
   Context& ctx = context();
   const std::string name(shader);
   const Pipeline& pipe = ctx.pipeline(name, shader_spirv(shader), 4, bytes);
@@ -166,7 +166,6 @@ void run_gemm(std::string_view shader, GemmHead& head, const void* params, uint3
   const int64_t zs = max_groups(ctx, 2), pass = k_pass.load();
   const int64_t M = head.M, N = head.N, K = head.K;
   const uint32_t flags = head.flags;
-  (void)op;
   // K = 0 is one pass over nothing: C is the bias, or zeros.
   for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += pass) {
     head.k_begin = static_cast<uint32_t>(k0);

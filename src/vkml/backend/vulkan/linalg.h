@@ -25,7 +25,7 @@ inline constexpr uint32_t kGemmBiasCol = 1, kGemmBiasRow = 2, kGemmAccumulate = 
 // as many as the device's workgroup limits need, and K in passes of a bounded length, each later
 // pass adding onto C. buffers: C, A, B, bias.
 void run_gemm(std::string_view shader, GemmHead& head, const void* params, uint32_t bytes,
-              std::span<Buffer* const> buffers, uint64_t batches, std::string_view op);
+              std::span<Buffer* const> buffers, uint64_t batches);
 
 // K per pass (0: the default). Tests shorten it to cover the passes with small products.
 void set_gemm_k_pass(int64_t k);
