@@ -386,6 +386,9 @@ TEST_F(Vulkan, PoolsAndConvInFloat64WhereTheDeviceHasIt) {
     GTEST_SKIP() << e.what();
   }
   expect_close(got, conv2d(x, w, Tensor(), 1, 1, 1, 1), 1e-13, "conv2d float64");
+  expect_close(conv2d(dev(x), transpose(dev(w), 2, 3), Tensor(), 1, 1, 1, 1),
+               conv2d(x, transpose(w, 2, 3), Tensor(), 1, 1, 1, 1), 1e-13,
+               "conv2d float64, a transposed weight");
   const Window2d win{3, 2, 2, 1, 1, 1, 1, 1};
   expect_close(avg_pool2d(dev(x), win), avg_pool2d(x, win), 1e-15, "avg_pool2d float64");
   expect_max_pool(x, win, "max_pool2d float64");

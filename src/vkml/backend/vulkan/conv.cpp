@@ -228,9 +228,13 @@ VK_KERNEL(conv2d) {
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
   if (!wt.is_contiguous()) {  // the shader reads each group's rows of the weight as one matrix
-    Tensor c = Tensor::empty(wt.shape(), wt.dtype(), wt.device());
-    copy_into(c, wt);
-    wt = c;
+    // im2col with a 1 x 1 window is a contiguous copy of any 4-D view, in either dtype
+    const int64_t O = wt.shape()[0], Cg = wt.shape()[1], kh = wt.shape()[2], kw = wt.shape()[3];
+    Tensor c = Tensor::empty({O, Cg, kh * kw}, wt.dtype(), wt.device());
+    WindowParams p;
+    set_window(p, Window2d{}, Cg, kh, kw, kh, kw, "conv2d");
+    run_window("im2col", c, nullptr, wt, p, false, false, "conv2d");
+    wt = c.alias(wt.shape(), contiguous_strides(wt.shape()), 0);
   }
   conv_gemm(out, x, wt, bias, a.win, "conv2d");
   return out;
