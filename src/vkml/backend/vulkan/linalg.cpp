@@ -63,14 +63,10 @@ std::vector<BatchDim> batch_dims(const Tensor& A, const Tensor& B, const Tensor&
   return dims;
 }
 
-// C (B..., M, N) = A @ B (+ bias on every row) for A (B..., M, K), B (B..., K, N).
-Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta& m,
-               std::string_view op) {
-  check_float(A, op);
-  check_float(B, op);
-  if (bias) check_float(*bias, op);
-  Tensor C = Tensor::empty(m.shape, m.dtype, m.device);
-  if (C.numel() == 0) return C;
+// gemm.comp's parameters for C = A @ B (+ bias on every row) but the batch strides and offsets:
+// M, N, K, the row and column strides, the bias.
+MatrixParams matrix_params(const Tensor& A, const Tensor& B, const Tensor* bias,
+                           std::string_view op) {
   const int64_t nd = A.ndim();
   MatrixParams p;
   p.head.M = static_cast<uint32_t>(i32(A.shape()[nd - 2], op));
@@ -81,15 +77,19 @@ Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta&
   p.b_rs = i32(B.strides()[nd - 2], op);
   p.b_cs = i32(B.strides()[nd - 1], op);
   p.c_rs = static_cast<int32_t>(p.head.N);
-  Buffer* buffers[] = {&checked_buffer(C, op), &checked_buffer(A, op), &checked_buffer(B, op),
-                       &checked_buffer(bias ? *bias : A, op)};
   if (bias) {
     p.head.flags = kGemmBiasCol;
     p.bias_off = i32(bias->offset(), op);
     p.bias_s = i32(bias->strides()[0], op);
   }
+  return p;
+}
+
+// Runs p over the batch dims of A, B and C: the last two in the shader (b0, b1), any before them
+// one run_gemm each, at their offsets.
+void run_batches(MatrixParams& p, const Tensor& A, const Tensor& B, const Tensor& C,
+                 std::span<Buffer* const> buffers, std::string_view op) {
   const std::vector<BatchDim> dims = batch_dims(A, B, C);
-  // The last two batch dims go to the shader (b0, b1); any before them are walked here.
   const size_t inner = std::min<size_t>(dims.size(), 2), outer = dims.size() - inner;
   const BatchDim none{1, 0, 0, 0};
   const BatchDim d0 = inner == 2 ? dims[outer] : none, d1 = inner >= 1 ? dims.back() : none;
@@ -110,6 +110,20 @@ Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta&
     p.a_off = i32(ao, op), p.b_off = i32(bo, op), p.c_off = i32(co, op);
     run_gemm(shader, p.head, &p, sizeof(p), buffers, uint64_t(d0.size * d1.size));
   }
+}
+
+// C (B..., M, N) = A @ B (+ bias on every row) for A (B..., M, K), B (B..., K, N).
+Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta& m,
+               std::string_view op) {
+  check_float(A, op);
+  check_float(B, op);
+  if (bias) check_float(*bias, op);
+  Tensor C = Tensor::empty(m.shape, m.dtype, m.device);
+  if (C.numel() == 0) return C;
+  MatrixParams p = matrix_params(A, B, bias, op);
+  Buffer* buffers[] = {&checked_buffer(C, op), &checked_buffer(A, op), &checked_buffer(B, op),
+                       &checked_buffer(bias ? *bias : A, op)};
+  run_batches(p, A, B, C, buffers, op);
   return C;
 }
 
