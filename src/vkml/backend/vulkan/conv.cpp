@@ -159,18 +159,16 @@ void run_window(const std::string& shader, const Tensor& out, const Tensor* idx,
   }
 }
 
-// conv2d's GEMM per (image n, group g): out[n, g] (Og x L) = weight[g] (Og x Cg*kk) @ the
-// im2col matrix of x[n, g's channels] (Cg*kk x L), read from x as the shader needs it.
-void conv_gemm(const Tensor& out, const Tensor& x, const Tensor& wt, const Tensor* bias,
-               const Window2d& w, std::string_view op) {
-  const int64_t N = x.shape()[0], C = x.shape()[1], O = wt.shape()[0], G = w.groups;
-  const int64_t kk = w.kh * w.kw;
+// gemm.comp -DCONV's parameters for conv2d of x with the contiguous weight wt into out.
+ConvParams conv_params(const Tensor& out, const Tensor& x, const Tensor& wt, const Tensor* bias,
+                       const Window2d& w, std::string_view op) {
+  const int64_t C = x.shape()[1], O = wt.shape()[0], G = w.groups;
   WindowParams win;
   set_window(win, w, C, x.shape()[2], x.shape()[3], out.shape()[2], out.shape()[3], op);
   ConvParams p;
   p.head.M = static_cast<uint32_t>(O / G);
   p.head.N = static_cast<uint32_t>(i32(out.shape()[2] * out.shape()[3], op));
-  p.head.K = static_cast<uint32_t>(i32(C / G * kk, op));
+  p.head.K = static_cast<uint32_t>(i32(C / G * w.kh * w.kw, op));
   p.head.nb1 = static_cast<uint32_t>(G);
   p.head.flags = bias ? kGemmBiasRow : 0;
   p.a_off = i32(wt.offset(), op);
@@ -178,14 +176,37 @@ void conv_gemm(const Tensor& out, const Tensor& x, const Tensor& wt, const Tenso
   p.x_off = i32(x.offset(), op);
   p.x_sn = i32(x.strides()[0], op), p.x_sc = i32(x.strides()[1], op);
   p.x_sh = i32(x.strides()[2], op), p.x_sw = i32(x.strides()[3], op);
-  p.H = win.H, p.W = win.W, p.OW = win.OW, p.kw = win.kw, p.kk = static_cast<int32_t>(kk);
+  p.H = win.H, p.W = win.W, p.OW = win.OW, p.kw = win.kw, p.kk = win.kh * win.kw;
   p.cg = static_cast<int32_t>(C / G);
   p.sh = win.sh, p.sw = win.sw, p.ph = win.ph, p.pw = win.pw, p.dh = win.dh, p.dw = win.dw;
+  return p;
+}
+
+// conv2d's GEMM per (image n, group g): out[n, g] (Og x L) = weight[g] (Og x Cg*kk) @ the
+// im2col matrix of x[n, g's channels] (Cg*kk x L), read from x as the shader needs it.
+void conv_gemm(const Tensor& out, const Tensor& x, const Tensor& wt, const Tensor* bias,
+               const Window2d& w, std::string_view op) {
+  ConvParams p = conv_params(out, x, wt, bias, w, op);
   i32(out.numel(), op);
   Buffer* buffers[] = {&checked_buffer(out, op), &checked_buffer(wt, op), &checked_buffer(x, op),
                        &checked_buffer(bias ? *bias : wt, op)};
   run_gemm("gemm_conv" + std::string(dtype_suffix(out)), p.head, &p, sizeof(p), buffers,
-           static_cast<uint64_t>(N * G));
+           static_cast<uint64_t>(x.shape()[0] * w.groups));
+}
+
+// pool_backward.comp's parameters for g and its indices into out.
+PoolBackwardParams backward_params(const Tensor& out, const Tensor& g, const Tensor& idx,
+                                   std::string_view op) {
+  PoolBackwardParams p;
+  p.total = static_cast<uint32_t>(i32(out.numel(), op));
+  p.C = i32(out.shape()[1], op);
+  p.OW = i32(g.shape()[3], op);
+  p.HW = i32(out.shape()[2] * out.shape()[3], op);
+  p.g_off = i32(g.offset(), op), p.i_off = i32(idx.offset(), op);
+  int32_t* gs[] = {&p.g0, &p.g1, &p.g2, &p.g3};
+  int32_t* is[] = {&p.i0, &p.i1, &p.i2, &p.i3};
+  for (int d = 0; d < 4; ++d) *gs[d] = i32(g.strides()[d], op), *is[d] = i32(idx.strides()[d], op);
+  return p;
 }
 
 }  // namespace
@@ -282,15 +303,7 @@ VK_KERNEL(max_pool2d_backward) {
            ": indices must be int64 or int32, got ", dtype_name(idx.dtype()));
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
-  PoolBackwardParams p;
-  p.total = static_cast<uint32_t>(i32(out.numel(), op));
-  p.C = i32(m.shape[1], op);
-  p.OW = i32(g.shape()[3], op);
-  p.HW = i32(m.shape[2] * m.shape[3], op);
-  p.g_off = i32(g.offset(), op), p.i_off = i32(idx.offset(), op);
-  int32_t* gs[] = {&p.g0, &p.g1, &p.g2, &p.g3};
-  int32_t* is[] = {&p.i0, &p.i1, &p.i2, &p.i3};
-  for (int d = 0; d < 4; ++d) *gs[d] = i32(g.strides()[d], op), *is[d] = i32(idx.strides()[d], op);
+  PoolBackwardParams p = backward_params(out, g, idx, op);
   Buffer* buffers[] = {&checked_buffer(out, op), &checked_buffer(g, op), &checked_buffer(idx, op)};
   std::string shader = "pool_max_backward" + std::string(dtype_suffix(g));
   if (idx.dtype() == DType::Int32) shader += "_i32";
