@@ -48,6 +48,14 @@ list(APPEND VKML_VULKAN_SHADERS
   "randint_f64|creation|RANDINT,F64"
   "arange_i32|creation|ARANGE,I32" "arange_i64|creation|ARANGE,I64"
   "arange_f32|creation|ARANGE,F32" "arange_f64|creation|ARANGE,F64")
+# linalg: GEMM (matmul, addmm, conv2d), im2col/col2im and pooling, float32 and float64
+list(APPEND VKML_VULKAN_SHADERS
+  "gemm|gemm|" "gemm_f64|gemm|F64" "gemm_conv|gemm|CONV" "gemm_conv_f64|gemm|CONV,F64"
+  "im2col|conv|IM2COL" "im2col_f64|conv|IM2COL,F64" "col2im|conv|COL2IM"
+  "col2im_f64|conv|COL2IM,F64" "pool_max|pool|MAX" "pool_max_f64|pool|MAX,F64"
+  "pool_avg|pool|AVG" "pool_avg_f64|pool|AVG,F64" "pool_max_backward|pool_backward|"
+  "pool_max_backward_i32|pool_backward|IDX32" "pool_max_backward_f64|pool_backward|F64"
+  "pool_max_backward_f64_i32|pool_backward|F64,IDX32")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

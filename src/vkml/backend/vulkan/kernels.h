@@ -56,4 +56,14 @@ VK_KERNEL(rand);
 VK_KERNEL(randn);
 VK_KERNEL(randint);
 // End of the index family.
+// linalg (linalg.cpp, conv.cpp): float32, and float64 where the device has it
+VK_KERNEL(matmul);
+VK_KERNEL(addmm);
+VK_KERNEL(im2col);
+VK_KERNEL(col2im);
+VK_KERNEL(conv2d);
+VK_KERNEL(max_pool2d);
+VK_KERNEL(max_pool2d_backward);
+VK_KERNEL(avg_pool2d);
+// end linalg
 }  // namespace vk::vulkan

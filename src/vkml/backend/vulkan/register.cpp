@@ -49,6 +49,16 @@ void register_backend() {
       {OpKind::Randn, randn},
       {OpKind::Randint, randint},
       // End of the index family.
+      // linalg
+      {OpKind::Matmul, matmul},
+      {OpKind::Addmm, addmm},
+      {OpKind::Im2Col, im2col},
+      {OpKind::Col2Im, col2im},
+      {OpKind::Conv2d, conv2d},
+      {OpKind::MaxPool2d, max_pool2d},
+      {OpKind::MaxPool2dBackward, max_pool2d_backward},
+      {OpKind::AvgPool2d, avg_pool2d},
+      // end linalg
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into,
