@@ -27,6 +27,14 @@ set(VKML_VULKAN_SHADERS
   "tanh|elementwise|NIN=1,OP_TANH" "sigmoid|elementwise|NIN=1,OP_SIGMOID"
   "add|elementwise|NIN=2,OP_ADD" "sub|elementwise|NIN=2,OP_SUB" "mul|elementwise|NIN=2,OP_MUL"
   "div|elementwise|NIN=2,OP_DIV" "reduce|reduce|")
+# Reductions, softmax and norms (reduction engineer).
+list(APPEND VKML_VULKAN_SHADERS
+  "reduce_prod|reduce|OP_PROD" "reduce_max|reduce|OP_MAX" "reduce_min|reduce|OP_MIN"
+  "reduce_argmax|reduce|OP_MAX,WITH_INDEX" "reduce_argmin|reduce|OP_MIN,WITH_INDEX"
+  "reduce_argmax_merge|reduce|OP_MAX,WITH_INDEX,MERGE_INDEX"
+  "reduce_argmin_merge|reduce|OP_MIN,WITH_INDEX,MERGE_INDEX"
+  "reduce_sumexp|reduce|OP_SUMEXP" "reduce_sqdev|reduce|OP_SQDEV"
+  "reduce_lse_finish|reduce_finish|")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

@@ -36,4 +36,16 @@ VK_KERNEL(permute);
 VK_KERNEL(expand);
 VK_KERNEL(contiguous);
 VK_KERNEL(slice);
+// ---- reductions, softmax and norms (reduction engineer) ----
+// reduction.cpp: float32; a.dims as for sum, a.dim for max_dim/min_dim/argmax/argmin
+VK_KERNEL(amax);
+VK_KERNEL(amin);
+VK_KERNEL(max_dim);
+VK_KERNEL(min_dim);
+VK_KERNEL(prod);
+VK_KERNEL(argmax);
+VK_KERNEL(argmin);
+VK_KERNEL(logsumexp);
+VK_KERNEL(var);
+// ---- end of reductions, softmax and norms ----
 }  // namespace vk::vulkan

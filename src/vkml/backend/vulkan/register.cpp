@@ -35,6 +35,17 @@ void register_backend() {
       {OpKind::Expand, expand},
       {OpKind::Contiguous, contiguous},
       {OpKind::Slice, slice},
+      // ---- reductions, softmax and norms (reduction engineer) ----
+      {OpKind::Amax, amax},
+      {OpKind::Amin, amin},
+      {OpKind::MaxDim, max_dim},
+      {OpKind::MinDim, min_dim},
+      {OpKind::Prod, prod},
+      {OpKind::ArgMax, argmax},
+      {OpKind::ArgMin, argmin},
+      {OpKind::LogSumExp, logsumexp},
+      {OpKind::Var, var},
+      // ---- end of reductions, softmax and norms ----
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into, .add_into = add_into});

@@ -1,0 +1,182 @@
+// Reductions, softmax and norms on the Vulkan device against the CPU's kernels (float32): views,
+// keepdim, several dims, empty reductions, NaN/inf, ties, and sizes across the shaders' chunks
+// (4096 elements per invocation) and workgroups.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "vulkan_fixture.h"
+
+namespace vk {
+namespace {
+
+using test::f32;
+using test::host;
+using test::kVulkan;
+using Vulkan = test::VulkanTest;
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Tensor dev(const Tensor& t) { return to_device(t, kVulkan); }
+
+// got (on the device) equals want (on the cpu) within `rel` of each value plus `rel` of the
+// largest finite magnitude; NaN and infinities exactly; same shape and dtype.
+void expect_close(const Tensor& got, const Tensor& want, double rel, const std::string& what) {
+  ASSERT_EQ(got.device(), kVulkan) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  const std::vector<double> g = host(got), w = to_vector(want);
+  double scale = 0.0;
+  for (double v : w)
+    if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (std::isnan(w[i]) || std::isinf(w[i])) {
+      EXPECT_TRUE(std::isnan(w[i]) ? std::isnan(g[i]) : g[i] == w[i])
+          << what << "[" << i << "]: " << g[i] << " vs the cpu's " << w[i];
+      continue;
+    }
+    EXPECT_NEAR(g[i], w[i], rel * (std::abs(w[i]) + scale)) << what << "[" << i << "]";
+  }
+}
+
+// Equal values (NaN matching NaN).
+void expect_same(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.device(), kVulkan) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  const std::vector<double> g = host(got), w = to_vector(want);
+  for (size_t i = 0; i < w.size(); ++i)
+    EXPECT_TRUE(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i])))
+        << what << "[" << i << "]: " << g[i] << " vs the cpu's " << w[i];
+}
+
+// Rows of distinct-ish values with ties of the extremes, NaN and infinities, 5000 long (two
+// chunks of the reduction shader), as float32.
+Tensor tricky_rows() {
+  const int64_t n = 5000;
+  std::vector<double> v;
+  for (int64_t r = 0; r < 6; ++r)
+    for (int64_t k = 0; k < n; ++k) v.push_back(std::sin(0.37 * static_cast<double>(k + 11 * r)));
+  auto at = [&](int64_t r, int64_t k) -> double& { return v[static_cast<size_t>(r * n + k)]; };
+  at(0, 10) = 3.0, at(0, 4500) = 3.0;                // a tie for the max across the chunks
+  at(0, 20) = -3.0, at(0, 20 + 4096) = -3.0;         // and for the min
+  at(1, 4200) = kNaN, at(1, 4999) = kNaN;            // NaN in the second chunk only
+  at(2, 7) = kNaN, at(2, 4097) = kNaN;               // NaN in both
+  for (int64_t k = 0; k < n; ++k) at(3, k) = -kInf;  // all -inf
+  at(4, 4096) = kInf, at(4, 100) = kInf;             // +inf twice
+  at(4, 200) = -kInf;
+  at(5, 4095) = 5.0, at(5, 4096) = 5.0;  // a tie at the chunk boundary
+  return f32(v, {6, n});
+}
+
+TEST_F(Vulkan, ExtremesMatchTheCpu) {
+  const Tensor x = tricky_rows();
+  const Tensor d = dev(x);
+  expect_same(amax(d, {1}), amax(x, {1}), "amax rows");
+  expect_same(amin(d, {1}, true), amin(x, {1}, true), "amin rows keepdim");
+  expect_same(amax(d, {0}), amax(x, {0}), "amax columns");
+  expect_same(amin(d), amin(x), "amin all");
+  expect_same(amax(transpose(d, 0, 1), {0}), amax(transpose(x, 0, 1), {0}), "amax transposed");
+  const Tensor x3 = reshape(x, {6, 50, 100}), d3 = dev(x3);
+  expect_same(amax(d3, {0, 2}, true), amax(x3, {0, 2}, true), "amax two dims");
+  expect_same(amin(permute(d3, {2, 0, 1}), {1, 2}), amin(permute(x3, {2, 0, 1}), {1, 2}),
+              "amin permuted");
+  expect_same(amax(slice(d, 1, 3, 4000, 7), {1}), amax(slice(x, 1, 3, 4000, 7), {1}), "amax step");
+  EXPECT_THROW(amax(dev(f32({}, {2, 0})), {1}), ShapeError);
+  EXPECT_THROW(amax(dev(f32({}, {0, 3})), {0, 1}, true), ShapeError);
+  expect_same(amax(dev(f32({}, {0, 3})), {1}), amax(f32({}, {0, 3}), {1}), "amax of no rows");
+  expect_same(amax(dev(f32({2.5}, {})), {}), amax(f32({2.5}, {}), {}), "amax 0-d");
+}
+
+TEST_F(Vulkan, MaxMinAlongADimGiveTheFirstIndex) {
+  const Tensor x = tricky_rows();
+  const Tensor d = dev(x);
+  for (int64_t dim : {0, 1}) {
+    for (bool keep : {false, true}) {
+      const std::string at = " dim " + std::to_string(dim) + (keep ? " keepdim" : "");
+      const ValuesIndices got = max(d, dim, keep), want = max(x, dim, keep);
+      expect_same(got.values, want.values, "max values" + at);
+      expect_same(got.indices, want.indices, "max indices" + at);
+      const ValuesIndices gmin = min(d, dim, keep), wmin = min(x, dim, keep);
+      expect_same(gmin.values, wmin.values, "min values" + at);
+      expect_same(gmin.indices, wmin.indices, "min indices" + at);
+      expect_same(argmax(d, dim, keep), argmax(x, dim, keep), "argmax" + at);
+      expect_same(argmin(d, dim, keep), argmin(x, dim, keep), "argmin" + at);
+    }
+  }
+  // Ties and NaN along a transposed, strided view; whole-tensor argmax (a reshape copy).
+  const Tensor t = f32({1, 4, 4, -2, kNaN, 4, -2, kNaN, 0, 0, -0.0, 0}, {3, 4});
+  const Tensor dt = dev(t);
+  expect_same(argmax(transpose(dt, 0, 1), 1), argmax(transpose(t, 0, 1), 1), "argmax transposed");
+  expect_same(argmin(transpose(dt, 0, 1), 0), argmin(transpose(t, 0, 1), 0), "argmin transposed");
+  expect_same(max(dt, 1).indices, max(t, 1).indices, "max ties and NaN");
+  expect_same(min(dt, 1).indices, min(t, 1).indices, "min ties and -0");
+  expect_same(argmax(dev(x)), argmax(x), "argmax of all");
+  expect_same(argmin(dev(f32({3}, {})), 0), argmin(f32({3}, {}), 0), "argmin 0-d");
+  expect_same(max(dev(f32({}, {0, 4})), 1).indices, max(f32({}, {0, 4}), 1).indices, "empty");
+  EXPECT_THROW(argmax(dev(f32({}, {3, 0})), 1), ShapeError);
+}
+
+TEST_F(Vulkan, ProdMatchesTheCpu) {
+  std::vector<double> v;
+  for (int k = 0; k < 3 * 5000; ++k) v.push_back(1.0 + 0.01 * std::sin(0.1 * k));
+  const Tensor x = f32(v, {3, 5000});
+  expect_close(prod(dev(x), {1}), prod(x, {1}), 1e-4, "prod long rows");
+  expect_close(prod(transpose(dev(x), 0, 1), {0}, true), prod(transpose(x, 0, 1), {0}, true), 1e-4,
+               "prod transposed keepdim");
+  const Tensor s = f32({0.5, -0.0, 2, 4, -1.5, kInf, kNaN, 3, 0, kInf, 2, 1}, {4, 3});
+  expect_close(prod(dev(s), {1}), prod(s, {1}), 1e-6, "prod special values");
+  expect_close(prod(dev(s), {0, 1}), prod(s, {0, 1}), 1e-6, "prod all");
+  expect_close(prod(dev(f32({}, {2, 0})), {1}), prod(f32({}, {2, 0}), {1}), 0, "prod empty");
+}
+
+TEST_F(Vulkan, LogSumExpMatchesTheCpu) {
+  const Tensor x = tricky_rows();
+  expect_close(logsumexp(dev(x), {1}), logsumexp(x, {1}), 1e-5, "logsumexp rows");
+  expect_close(logsumexp(dev(x) * 30.0, {0}, true), logsumexp(x * 30.0, {0}, true), 1e-5,
+               "logsumexp columns, large values");
+  const Tensor x3 = reshape(x, {6, 50, 100});
+  expect_close(logsumexp(permute(dev(x3), {1, 0, 2}), {0, 2}),
+               logsumexp(permute(x3, {1, 0, 2}), {0, 2}), 1e-5, "logsumexp two dims");
+  expect_close(logsumexp(dev(f32({}, {3, 0})), {1}), logsumexp(f32({}, {3, 0}), {1}), 0,
+               "logsumexp empty: -inf");
+  expect_close(logsumexp(dev(f32({-kInf, kInf, 1, kNaN, -kInf, -kInf}, {3, 2})), {1}),
+               logsumexp(f32({-kInf, kInf, 1, kNaN, -kInf, -kInf}, {3, 2}), {1}), 0,
+               "logsumexp special values");
+}
+
+TEST_F(Vulkan, VarMatchesTheCpu) {
+  std::vector<double> v;
+  for (int k = 0; k < 4 * 5000; ++k) v.push_back(100.0 + std::sin(0.3 * k) * (1 + k % 7));
+  const Tensor x = f32(v, {4, 5000});
+  for (double correction : {0.0, 1.0, 2.5}) {
+    const std::string c = " correction " + std::to_string(correction);
+    expect_close(var(dev(x), {1}, correction), var(x, {1}, correction), 1e-4, "var rows" + c);
+    expect_close(var(transpose(dev(x), 0, 1), {0, 1}, correction, true),
+                 var(transpose(x, 0, 1), {0, 1}, correction, true), 1e-4, "var all" + c);
+    expect_close(var(dev(x), {0}, correction), var(x, {0}, correction), 1e-4, "var columns" + c);
+  }
+  const Tensor one = f32({1, 2, 3}, {3, 1});
+  expect_close(var(dev(one), {1}), var(one, {1}), 0, "var of one value: NaN");
+  expect_close(var(dev(f32({}, {2, 0})), {1}), var(f32({}, {2, 0}), {1}), 0, "var empty: NaN");
+  const Tensor s = f32({1, kInf, 2, kNaN, 3, 4}, {3, 2});
+  expect_close(var(dev(s), {1}), var(s, {1}), 1e-6, "var special values");
+}
+
+TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
+  const Tensor i = dev(arange(0, 6));
+  for (auto f : {+[](const Tensor& t) { return amax(t, {0}); },
+                 +[](const Tensor& t) { return prod(t, {0}); },
+                 +[](const Tensor& t) { return argmax(t, 0); }}) {
+    try {
+      f(i);
+      ADD_FAILURE() << "no error for int64";
+    } catch (const DTypeError& e) {
+      EXPECT_NE(std::string(e.what()).find("vulkan"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vk
