@@ -34,7 +34,9 @@ list(APPEND VKML_VULKAN_SHADERS
   "reduce_argmax_merge|reduce|OP_MAX,WITH_INDEX,MERGE_INDEX"
   "reduce_argmin_merge|reduce|OP_MIN,WITH_INDEX,MERGE_INDEX"
   "reduce_sumexp|reduce|OP_SUMEXP" "reduce_sqdev|reduce|OP_SQDEV"
-  "reduce_lse_finish|reduce_finish|")
+  "reduce_lse_finish|reduce_finish|"
+  "softmax|softmax|SOFTMAX" "log_softmax|softmax|LOG_SOFTMAX"
+  "softmax_backward|softmax|SOFTMAX_BW" "log_softmax_backward|softmax|LOG_BW")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

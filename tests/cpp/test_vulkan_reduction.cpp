@@ -164,6 +164,72 @@ TEST_F(Vulkan, VarMatchesTheCpu) {
   expect_close(var(dev(s), {1}), var(s, {1}), 1e-6, "var special values");
 }
 
+// Smooth pseudo-random float32 values in [-amp, amp].
+Tensor wave(const Shape& shape, double amp, double freq = 0.731) {
+  std::vector<double> v(static_cast<size_t>(numel_of(shape)));
+  for (size_t k = 0; k < v.size(); ++k)
+    v[k] = amp * std::sin(freq * static_cast<double>(k * k % 9973));
+  return f32(v, shape);
+}
+
+TEST_F(Vulkan, SoftmaxMatchesTheCpu) {
+  const Tensor x = wave({4, 5000}, 8.0);  // rows far longer than a workgroup's 128
+  const Tensor d = dev(x);
+  expect_close(softmax(d, 1), softmax(x, 1), 1e-5, "softmax long rows");
+  expect_close(log_softmax(d, -1), log_softmax(x, -1), 1e-5, "log_softmax long rows");
+  expect_close(softmax(d, 0), softmax(x, 0), 1e-5, "softmax along dim 0");
+  expect_close(log_softmax(d, 0), log_softmax(x, 0), 1e-5, "log_softmax along dim 0");
+  expect_close(softmax(transpose(d, 0, 1), 0, 0.125), softmax(transpose(x, 0, 1), 0, 0.125), 1e-5,
+               "scaled softmax of a transposed view");
+  const Tensor x3 = wave({3, 70, 5}, 4.0), d3 = dev(x3);
+  expect_close(softmax(d3, 1, 2.5), softmax(x3, 1, 2.5), 1e-5, "scaled, middle dim");
+  expect_close(log_softmax(slice(d3, 1, 1, 70, 3), 1), log_softmax(slice(x3, 1, 1, 70, 3), 1), 1e-5,
+               "log_softmax of a strided view");
+  // NaN, -inf and +inf rows; a row of -inf gives NaN, as on the CPU.
+  const Tensor s = f32(
+      {1, kNaN, 2, 3, -kInf, -kInf, -kInf, -kInf, kInf, 1, -kInf, 0, 1, 2, -kInf, kInf}, {4, 4});
+  expect_close(softmax(dev(s), 1), softmax(s, 1), 1e-6, "softmax special values");
+  expect_close(log_softmax(dev(s), 1), log_softmax(s, 1), 1e-6, "log_softmax special values");
+  expect_close(softmax(dev(f32({}, {3, 0})), 1), softmax(f32({}, {3, 0}), 1), 0, "empty rows");
+  expect_close(softmax(dev(f32({}, {0, 3})), 1), softmax(f32({}, {0, 3}), 1), 0, "no rows");
+  expect_close(softmax(dev(f32({-2}, {})), 0), softmax(f32({-2}, {}), 0), 0, "0-d");
+  EXPECT_THROW(softmax(dev(arange(0, 4)), 0), DTypeError);
+}
+
+TEST_F(Vulkan, CausalSoftmaxMatchesTheCpu) {
+  for (const Shape& shape : {Shape{2, 3, 7, 300}, Shape{9, 4}, Shape{1, 200}}) {
+    const Tensor x = wave(shape, 6.0), d = dev(x);
+    const std::string at = " of shape " + shape_str(shape);
+    expect_close(softmax(d, -1, 1.0, true), softmax(x, -1, 1.0, true), 1e-5, "causal" + at);
+    expect_close(softmax(d, -1, 0.3, true), softmax(x, -1, 0.3, true), 1e-5, "scaled causal" + at);
+  }
+  const Tensor x = wave({6, 5}, 3.0);
+  expect_close(softmax(transpose(dev(x), 0, 1), -1, 1.0, true),
+               softmax(transpose(x, 0, 1), -1, 1.0, true), 1e-5, "causal transposed");
+}
+
+TEST_F(Vulkan, SoftmaxBackwardMatchesTheCpu) {
+  const Tensor x = wave({3, 5000}, 3.0), g = wave({5000, 3}, 2.0, 0.3);
+  const Tensor y = softmax(x, 1), ly = log_softmax(x, 1), gt = transpose(g, 0, 1);
+  expect_close(softmax_backward(dev(gt), dev(y), 1), softmax_backward(gt, y, 1), 1e-5,
+               "softmax_backward rows, transposed g");
+  expect_close(log_softmax_backward(dev(gt), dev(ly), -1), log_softmax_backward(gt, ly, -1), 1e-5,
+               "log_softmax_backward rows");
+  const Tensor y0 = softmax(x, 0), ly0 = log_softmax(x, 0);
+  expect_close(softmax_backward(dev(gt), dev(y0), 0), softmax_backward(gt, y0, 0), 1e-5,
+               "softmax_backward along dim 0");
+  expect_close(log_softmax_backward(dev(gt), dev(ly0), 0), log_softmax_backward(gt, ly0, 0), 1e-5,
+               "log_softmax_backward along dim 0");
+  // Gradients through the ops on the device.
+  Tensor xd = dev(x).detach();
+  xd.set_requires_grad(true);
+  Tensor xc = x.detach();
+  xc.set_requires_grad(true);
+  autograd::backward(sum(softmax(xd, 1, 0.5) * dev(gt)));
+  autograd::backward(sum(softmax(xc, 1, 0.5) * gt));
+  expect_close(xd.grad(), xc.grad(), 1e-5, "softmax's gradient");
+}
+
 TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
   const Tensor i = dev(arange(0, 6));
   for (auto f : {+[](const Tensor& t) { return amax(t, {0}); },

@@ -47,5 +47,10 @@ VK_KERNEL(argmax);
 VK_KERNEL(argmin);
 VK_KERNEL(logsumexp);
 VK_KERNEL(var);
+// softmax.cpp: float32, along a.dim (a.softmax: scale, causal)
+VK_KERNEL(softmax);
+VK_KERNEL(log_softmax);
+VK_KERNEL(softmax_backward);
+VK_KERNEL(log_softmax_backward);
 // ---- end of reductions, softmax and norms ----
 }  // namespace vk::vulkan

@@ -45,6 +45,10 @@ void register_backend() {
       {OpKind::ArgMin, argmin},
       {OpKind::LogSumExp, logsumexp},
       {OpKind::Var, var},
+      {OpKind::Softmax, softmax},
+      {OpKind::LogSoftmax, log_softmax},
+      {OpKind::SoftmaxBackward, softmax_backward},
+      {OpKind::LogSoftmaxBackward, log_softmax_backward},
       // ---- end of reductions, softmax and norms ----
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
