@@ -36,7 +36,10 @@ list(APPEND VKML_VULKAN_SHADERS
   "reduce_sumexp|reduce|OP_SUMEXP" "reduce_sqdev|reduce|OP_SQDEV"
   "reduce_lse_finish|reduce_finish|"
   "softmax|softmax|SOFTMAX" "log_softmax|softmax|LOG_SOFTMAX"
-  "softmax_backward|softmax|SOFTMAX_BW" "log_softmax_backward|softmax|LOG_BW")
+  "softmax_backward|softmax|SOFTMAX_BW" "log_softmax_backward|softmax|LOG_BW"
+  "softmax_short|softmax|SOFTMAX,SHORT_ROWS" "log_softmax_short|softmax|LOG_SOFTMAX,SHORT_ROWS"
+  "softmax_backward_short|softmax|SOFTMAX_BW,SHORT_ROWS"
+  "log_softmax_backward_short|softmax|LOG_BW,SHORT_ROWS")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

@@ -20,6 +20,8 @@ struct SoftmaxParams {
 static_assert(sizeof(SoftmaxParams) == 28, "softmax.comp's push constants");
 
 constexpr int64_t kGroupSize = 128;  // local_size_x of softmax.comp
+// Rows up to this long are one invocation's each (the *_short variants, 64 to a workgroup).
+constexpr int64_t kShortRow = 64;
 // The longest row: each invocation then loops at most 16384 times (lavapipe stops a shader loop
 // after 65535 iterations, silently).
 constexpr int64_t kMaxRow = kGroupSize * 16384;
@@ -33,8 +35,9 @@ Tensor contiguous_of(const Tensor& x, const char* op) {
   return c;
 }
 
-// Runs variant `shader` over the rows along `dim` of a (and b), into a new tensor of m.
-Tensor run_rows(const char* shader, const Tensor& a_in, const Tensor* b_in, const Attrs& at,
+// Runs variant `name` of softmax.comp over the rows along `dim` of a (and b), into a new tensor of
+// m.
+Tensor run_rows(const std::string& name, const Tensor& a_in, const Tensor* b_in, const Attrs& at,
                 const Meta& m, float scale, bool causal, const char* op) {
   const Tensor a = contiguous_of(a_in, op);
   const Tensor b = b_in ? contiguous_of(*b_in, op) : Tensor();
@@ -57,6 +60,8 @@ Tensor run_rows(const char* shader, const Tensor& a_in, const Tensor* b_in, cons
   p.scale = scale;
   p.a_offset = static_cast<int32_t>(a.offset());
   p.b_offset = b.defined() ? static_cast<int32_t>(b.offset()) : 0;
+  const bool short_rows = K <= kShortRow;
+  const std::string shader = short_rows ? name + "_short" : name;
   Context& ctx = context();
   std::vector<Buffer*> buffers;
   for (const Tensor* t : {static_cast<const Tensor*>(&out), &a, &b}) {
@@ -69,7 +74,7 @@ Tensor run_rows(const char* shader, const Tensor& a_in, const Tensor* b_in, cons
   }
   const Pipeline& pipe = ctx.pipeline(shader, shader_spirv(shader),
                                       static_cast<uint32_t>(buffers.size()), sizeof(SoftmaxParams));
-  ctx.dispatch(pipe, buffers, &p, uint64_t{p.rows});
+  ctx.dispatch(pipe, buffers, &p, short_rows ? (uint64_t{p.rows} + 63) / 64 : uint64_t{p.rows});
   return out;
 }
 

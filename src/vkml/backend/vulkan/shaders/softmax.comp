@@ -9,9 +9,17 @@
 //   SOFTMAX_BW   dx = y * (g - sum(g * y))        (a = g, b = y)
 //   LOG_BW       dx = g - exp(y) * sum(g)
 // A NaN is skipped by the max but makes the sum NaN: the row comes out NaN, as on the CPU.
+// SHORT_ROWS: one invocation per row instead (rows of a few elements: a workgroup each would
+// leave most of it idle).
 #version 450
 
+#if defined(SHORT_ROWS)
+#define LANES 1u
+layout(local_size_x = 64) in;
+#else
+#define LANES 128u
 layout(local_size_x = 128) in;
+#endif
 
 layout(push_constant) uniform Params {
   uint rows;
@@ -29,6 +37,10 @@ layout(std430, binding = 1) readonly buffer A { float a[]; };
 layout(std430, binding = 2) readonly buffer B { float b[]; };
 #endif
 
+#if defined(SHORT_ROWS)
+float tree_sum(float v) { return v; }
+float tree_max(float v) { return v; }
+#else
 shared float partial[128];
 
 float tree_sum(float v) {
@@ -56,37 +68,42 @@ float tree_max(float v) {
   barrier();
   return r;
 }
+#endif
 
 void main() {
-  const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  if (row >= p.rows) return;  // the whole workgroup: its barriers stay uniform
-  const uint t = gl_LocalInvocationID.x;
+  const uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+#if defined(SHORT_ROWS)
+  const uint row = group * 64u + gl_LocalInvocationID.x, t = 0u;
+#else
+  const uint row = group, t = gl_LocalInvocationID.x;
+#endif
+  if (row >= p.rows) return;  // without SHORT_ROWS the whole workgroup: barriers stay uniform
   const uint base = (row / p.inner) * p.K * p.inner + row % p.inner;
   const uint K = p.K, step = p.inner;
 #if defined(SOFTMAX) || defined(LOG_SOFTMAX)
   const uint valid = p.queries == 0u ? K : min(K, row % p.queries + 1u);
   float m = -1.0 / 0.0;
-  for (uint k = t; k < valid; k += 128u) {
+  for (uint k = t; k < valid; k += LANES) {
     const float v = a[p.a_offset + int(base + k * step)] * p.scale;
     m = v > m ? v : m;
   }
   m = tree_max(m);
   float s = 0.0;
-  for (uint k = t; k < valid; k += 128u) s += exp(a[p.a_offset + int(base + k * step)] * p.scale - m);
+  for (uint k = t; k < valid; k += LANES) s += exp(a[p.a_offset + int(base + k * step)] * p.scale - m);
   s = tree_sum(s);
 #if defined(SOFTMAX)
   const float inv = 1.0 / s;  // a multiply per element, as the CPU's
-  for (uint k = t; k < K; k += 128u) {
+  for (uint k = t; k < K; k += LANES) {
     const float v = a[p.a_offset + int(base + k * step)];
     o[base + k * step] = k < valid ? exp(v * p.scale - m) * inv : 0.0;
   }
 #else
   const float ls = log(s);
-  for (uint k = t; k < K; k += 128u) o[base + k * step] = (a[p.a_offset + int(base + k * step)] - m) - ls;
+  for (uint k = t; k < K; k += LANES) o[base + k * step] = (a[p.a_offset + int(base + k * step)] - m) - ls;
 #endif
 #else
   float s = 0.0;
-  for (uint k = t; k < K; k += 128u) {
+  for (uint k = t; k < K; k += LANES) {
     const int at = int(base + k * step);
 #if defined(SOFTMAX_BW)
     s += a[p.a_offset + at] * b[p.b_offset + at];
@@ -95,7 +112,7 @@ void main() {
 #endif
   }
   s = tree_sum(s);
-  for (uint k = t; k < K; k += 128u) {
+  for (uint k = t; k < K; k += LANES) {
     const int at = int(base + k * step);
     const float g = a[p.a_offset + at], y = b[p.b_offset + at];
 #if defined(SOFTMAX_BW)
