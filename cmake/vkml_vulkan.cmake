@@ -39,7 +39,9 @@ list(APPEND VKML_VULKAN_SHADERS
   "softmax_backward|softmax|SOFTMAX_BW" "log_softmax_backward|softmax|LOG_BW"
   "softmax_short|softmax|SOFTMAX,SHORT_ROWS" "log_softmax_short|softmax|LOG_SOFTMAX,SHORT_ROWS"
   "softmax_backward_short|softmax|SOFTMAX_BW,SHORT_ROWS"
-  "log_softmax_backward_short|softmax|LOG_BW,SHORT_ROWS")
+  "log_softmax_backward_short|softmax|LOG_BW,SHORT_ROWS"
+  "norm_forward|norm|FORWARD" "norm_backward|norm|BACKWARD" "norm_param|norm_param|"
+  "norm_forward_short|norm|FORWARD,SHORT_ROWS" "norm_backward_short|norm|BACKWARD,SHORT_ROWS")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

@@ -190,6 +190,14 @@ TEST_F(Vulkan, SoftmaxMatchesTheCpu) {
       {1, kNaN, 2, 3, -kInf, -kInf, -kInf, -kInf, kInf, 1, -kInf, 0, 1, 2, -kInf, kInf}, {4, 4});
   expect_close(softmax(dev(s), 1), softmax(s, 1), 1e-6, "softmax special values");
   expect_close(log_softmax(dev(s), 1), log_softmax(s, 1), 1e-6, "log_softmax special values");
+  // The same in rows a workgroup shares.
+  std::vector<double> long_rows(3 * 1000, 0.5);
+  long_rows[700] = kNaN;
+  for (size_t k = 1000; k < 2000; ++k) long_rows[k] = -kInf;
+  long_rows[2999] = kInf;
+  const Tensor l = f32(long_rows, {3, 1000});
+  expect_close(softmax(dev(l), 1), softmax(l, 1), 1e-6, "softmax special values, long rows");
+  expect_close(log_softmax(dev(l), 1), log_softmax(l, 1), 1e-6, "log_softmax, long rows");
   expect_close(softmax(dev(f32({}, {3, 0})), 1), softmax(f32({}, {3, 0}), 1), 0, "empty rows");
   expect_close(softmax(dev(f32({}, {0, 3})), 1), softmax(f32({}, {0, 3}), 1), 0, "no rows");
   expect_close(softmax(dev(f32({-2}, {})), 0), softmax(f32({-2}, {}), 0), 0, "0-d");
@@ -197,7 +205,8 @@ TEST_F(Vulkan, SoftmaxMatchesTheCpu) {
 }
 
 TEST_F(Vulkan, CausalSoftmaxMatchesTheCpu) {
-  for (const Shape& shape : {Shape{2, 3, 7, 300}, Shape{9, 4}, Shape{1, 200}}) {
+  // Rows of up to 512 are one invocation's each, longer ones a workgroup's: both masked.
+  for (const Shape& shape : {Shape{2, 3, 7, 300}, Shape{9, 4}, Shape{1, 200}, Shape{600, 600}}) {
     const Tensor x = wave(shape, 6.0), d = dev(x);
     const std::string at = " of shape " + shape_str(shape);
     expect_close(softmax(d, -1, 1.0, true), softmax(x, -1, 1.0, true), 1e-5, "causal" + at);
@@ -228,6 +237,101 @@ TEST_F(Vulkan, SoftmaxBackwardMatchesTheCpu) {
   autograd::backward(sum(softmax(xd, 1, 0.5) * dev(gt)));
   autograd::backward(sum(softmax(xc, 1, 0.5) * gt));
   expect_close(xd.grad(), xc.grad(), 1e-5, "softmax's gradient");
+}
+
+// The backward op with its parameter gradients from the same pass (output 1), as autograd runs it
+// without create_graph.
+Outputs norm_backward_op(OpKind kind, const Tensor& g, const Tensor& x, const Tensor& w,
+                         const Shape& ns) {
+  Attrs a;
+  a.shape = ns;
+  a.norm = {.eps = 1e-5, .has_weight = w.defined(), .with_param_grad = true};
+  return w.defined() ? dispatch_outputs(kind, {g, x, w}, a) : dispatch_outputs(kind, {g, x}, a);
+}
+
+TEST_F(Vulkan, LayerNormMatchesTheCpu) {
+  const Tensor x = wave({3, 5000}, 2.0) + 100.0;  // rows longer than a workgroup, off-centre
+  const Tensor w = wave({5000}, 1.5, 0.2), b = wave({5000}, 0.5, 0.9);
+  const Tensor dx = dev(x), dw = dev(w), db = dev(b);
+  const Shape ns{5000};
+  expect_close(layer_norm(dx, ns, dw, db, 1e-5), layer_norm(x, ns, w, b, 1e-5), 1e-4, "affine");
+  expect_close(layer_norm(dx, ns, Tensor(), db, 1e-3), layer_norm(x, ns, Tensor(), b, 1e-3), 1e-4,
+               "bias only");
+  expect_close(layer_norm(dx, ns, dw, Tensor(), 1e-5), layer_norm(x, ns, w, Tensor(), 1e-5), 1e-4,
+               "weight only");
+  // Two normalized dims of a transposed view; a NaN row stays NaN; an empty batch.
+  const Tensor t = wave({6, 4, 5}, 3.0), tt = transpose(t, 0, 2);
+  expect_close(layer_norm(transpose(dev(t), 0, 2), {4, 6}, Tensor(), Tensor(), 1e-5),
+               layer_norm(tt, {4, 6}, Tensor(), Tensor(), 1e-5), 1e-4, "transposed, two dims");
+  const Tensor s = f32({1, 2, kNaN, 4, 5, 6, 7, 7}, {2, 4});
+  expect_close(layer_norm(dev(s), {4}, Tensor(), Tensor(), 1e-5),
+               layer_norm(s, {4}, Tensor(), Tensor(), 1e-5), 1e-5, "NaN row, constant row");
+  expect_close(layer_norm(dev(f32({}, {0, 4})), {4}, Tensor(), Tensor(), 1e-5),
+               layer_norm(f32({}, {0, 4}), {4}, Tensor(), Tensor(), 1e-5), 0, "empty");
+}
+
+TEST_F(Vulkan, LayerNormGradientsMatchTheCpu) {
+  // 5000 rows: the weight and bias gradients sum two chunks of rows (4096 each at most).
+  const Tensor x = wave({5000, 6}, 2.0) + 10.0, g = wave({6, 5000}, 1.0, 0.41);
+  const Tensor w = wave({6}, 1.5, 0.2), gt = transpose(g, 0, 1);
+  const Tensor dx = dev(x), dg = transpose(dev(g), 0, 1), dw = dev(w);
+  const Shape ns{6};
+  expect_close(layer_norm_backward(dg, dx, ns, dw, 1e-5), layer_norm_backward(gt, x, ns, w, 1e-5),
+               1e-4, "dx");
+  expect_close(layer_norm_backward(dg, dx, ns, Tensor(), 1e-5),
+               layer_norm_backward(gt, x, ns, Tensor(), 1e-5), 1e-4, "dx without weight");
+  expect_close(layer_norm_param_grad(dg, dx, ns, 1e-5), layer_norm_param_grad(gt, x, ns, 1e-5),
+               1e-4, "param grad");
+  const Outputs got = norm_backward_op(OpKind::LayerNormBackward, dg, dx, dw, ns);
+  const Outputs want = norm_backward_op(OpKind::LayerNormBackward, gt, x, w, ns);
+  expect_close(got[0], want[0], 1e-4, "dx of the one pass");
+  expect_close(got[1], want[1], 1e-4, "param grad of the one pass");
+  const Tensor x3 = wave({2, 3, 700}, 1.0), g3 = wave({2, 3, 700}, 1.0, 0.1);
+  expect_close(layer_norm_param_grad(dev(g3), dev(x3), {3, 700}, 1e-5),
+               layer_norm_param_grad(g3, x3, {3, 700}, 1e-5), 1e-4, "param grad, two dims");
+}
+
+TEST_F(Vulkan, BatchNormMatchesTheCpu) {
+  const Tensor x = wave({3, 4, 2000}, 2.0) - 50.0;  // channels of 6000 values in 3 segments
+  const Tensor w = f32({0.5, -1, 2, 1.25}, {4}), b = f32({0, 1, -2, 0.5}, {4});
+  const BatchNormResult got = batch_norm_with_stats(dev(x), dev(w), dev(b), 1e-5);
+  const BatchNormResult want = batch_norm_with_stats(x, w, b, 1e-5);
+  expect_close(got.y, want.y, 1e-4, "y");
+  expect_close(got.stats, want.stats, 1e-4, "stats");
+  const Tensor x2 = wave({5, 3}, 1.0);  // (N, C) input, transposed on the device
+  expect_close(batch_norm(transpose(dev(contiguous(transpose(x2, 0, 1))), 0, 1), Tensor(),
+                          dev(f32({1, 2, 3}, {3})), 1e-5),
+               batch_norm(x2, Tensor(), f32({1, 2, 3}, {3}), 1e-5), 1e-4, "2-d, bias only");
+  const Tensor x4 = wave({2, 3, 4, 5}, 1.0);
+  expect_close(batch_norm(permute(dev(x4), {0, 1, 3, 2}), dev(slice(w, 0, 0, 3)), Tensor(), 1e-3),
+               batch_norm(permute(x4, {0, 1, 3, 2}), slice(w, 0, 0, 3), Tensor(), 1e-3), 1e-4,
+               "4-d permuted, weight only");
+  const BatchNormResult empty =
+      batch_norm_with_stats(dev(f32({}, {0, 3, 2})), Tensor(), Tensor(), 1e-5);
+  expect_close(empty.stats,
+               batch_norm_with_stats(f32({}, {0, 3, 2}), Tensor(), Tensor(), 1e-5).stats, 0,
+               "statistics of no values: NaN");
+}
+
+TEST_F(Vulkan, BatchNormGradientsMatchTheCpu) {
+  const Tensor x = wave({3, 4, 2000}, 2.0) + 5.0, g = wave({3, 4, 2000}, 1.0, 0.37);
+  const Tensor w = f32({0.5, -1, 2, 1.25}, {4});
+  const Tensor dx = dev(x), dg = dev(g), dw = dev(w);
+  expect_close(batch_norm_backward(dg, dx, dw, 1e-5), batch_norm_backward(g, x, w, 1e-5), 1e-4,
+               "dx");
+  expect_close(batch_norm_backward(dg, dx, Tensor(), 1e-5),
+               batch_norm_backward(g, x, Tensor(), 1e-5), 1e-4, "dx without weight");
+  expect_close(batch_norm_param_grad(dg, dx, 1e-5), batch_norm_param_grad(g, x, 1e-5), 1e-4,
+               "param grad");
+  const Outputs got = norm_backward_op(OpKind::BatchNormBackward, dg, dx, dw, {});
+  const Outputs want = norm_backward_op(OpKind::BatchNormBackward, g, x, w, {});
+  expect_close(got[0], want[0], 1e-4, "dx of the one pass");
+  expect_close(got[1], want[1], 1e-4, "param grad of the one pass");
+  const Tensor x2 = wave({7, 3}, 1.0), g2 = wave({3, 7}, 1.0, 0.2);
+  expect_close(
+      batch_norm_backward(transpose(dev(g2), 0, 1), dev(x2), dev(f32({1, 2, 3}, {3})), 1e-5),
+      batch_norm_backward(transpose(g2, 0, 1), x2, f32({1, 2, 3}, {3}), 1e-5), 1e-4,
+      "2-d, transposed g");
 }
 
 TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {

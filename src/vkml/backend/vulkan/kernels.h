@@ -52,5 +52,12 @@ VK_KERNEL(softmax);
 VK_KERNEL(log_softmax);
 VK_KERNEL(softmax_backward);
 VK_KERNEL(log_softmax_backward);
+// norm.cpp: float32 (a.norm: eps, which of weight and bias are given, with_param_grad)
+VK_KERNEL(layer_norm);
+VK_KERNEL(layer_norm_backward);
+VK_KERNEL(layer_norm_param_grad);
+VK_KERNEL(batch_norm);
+VK_KERNEL(batch_norm_backward);
+VK_KERNEL(batch_norm_param_grad);
 // ---- end of reductions, softmax and norms ----
 }  // namespace vk::vulkan

@@ -49,6 +49,12 @@ void register_backend() {
       {OpKind::LogSoftmax, log_softmax},
       {OpKind::SoftmaxBackward, softmax_backward},
       {OpKind::LogSoftmaxBackward, log_softmax_backward},
+      {OpKind::LayerNorm, layer_norm},
+      {OpKind::LayerNormBackward, layer_norm_backward},
+      {OpKind::LayerNormParamGrad, layer_norm_param_grad},
+      {OpKind::BatchNorm, batch_norm},
+      {OpKind::BatchNormBackward, batch_norm_backward},
+      {OpKind::BatchNormParamGrad, batch_norm_param_grad},
       // ---- end of reductions, softmax and norms ----
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
