@@ -286,6 +286,12 @@ TEST_F(Vulkan, LayerNormGradientsMatchTheCpu) {
   const Outputs want = norm_backward_op(OpKind::LayerNormBackward, gt, x, w, ns);
   expect_close(got[0], want[0], 1e-4, "dx of the one pass");
   expect_close(got[1], want[1], 1e-4, "param grad of the one pass");
+  const Tensor none = f32({}, {0, 6});  // no rows: zero parameter gradients
+  expect_close(layer_norm_param_grad(dev(none), dev(none), ns, 1e-5),
+               layer_norm_param_grad(none, none, ns, 1e-5), 0, "param grad of no rows");
+  expect_close(norm_backward_op(OpKind::LayerNormBackward, dev(none), dev(none), dw, ns)[1],
+               norm_backward_op(OpKind::LayerNormBackward, none, none, w, ns)[1], 0,
+               "one pass of no rows");
   const Tensor x3 = wave({2, 3, 700}, 1.0), g3 = wave({2, 3, 700}, 1.0, 0.1);
   expect_close(layer_norm_param_grad(dev(g3), dev(x3), {3, 700}, 1e-5),
                layer_norm_param_grad(g3, x3, {3, 700}, 1e-5), 1e-4, "param grad, two dims");
