@@ -42,6 +42,15 @@ list(APPEND VKML_VULKAN_SHADERS
   "log_softmax_backward_short|softmax|LOG_BW,SHORT_ROWS"
   "norm_forward|norm|FORWARD" "norm_backward|norm|BACKWARD" "norm_param|norm_param|"
   "norm_forward_short|norm|FORWARD,SHORT_ROWS" "norm_backward_short|norm|BACKWARD,SHORT_ROWS")
+foreach(bits IN ITEMS 32 64)  # the integer reductions: sum, prod and the extremes
+  list(APPEND VKML_VULKAN_SHADERS
+    "reduce_i${bits}|reduce|INT${bits}" "reduce_prod_i${bits}|reduce|INT${bits},OP_PROD"
+    "reduce_max_i${bits}|reduce|INT${bits},OP_MAX" "reduce_min_i${bits}|reduce|INT${bits},OP_MIN"
+    "reduce_argmax_i${bits}|reduce|INT${bits},OP_MAX,WITH_INDEX"
+    "reduce_argmin_i${bits}|reduce|INT${bits},OP_MIN,WITH_INDEX"
+    "reduce_argmax_merge_i${bits}|reduce|INT${bits},OP_MAX,WITH_INDEX,MERGE_INDEX"
+    "reduce_argmin_merge_i${bits}|reduce|INT${bits},OP_MIN,WITH_INDEX,MERGE_INDEX")
+endforeach()
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

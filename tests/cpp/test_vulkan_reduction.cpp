@@ -340,18 +340,77 @@ TEST_F(Vulkan, BatchNormGradientsMatchTheCpu) {
       "2-d, transposed g");
 }
 
-TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
-  const Tensor i = dev(arange(0, 6));
-  for (auto f : {+[](const Tensor& t) { return amax(t, {0}); },
-                 +[](const Tensor& t) { return prod(t, {0}); },
-                 +[](const Tensor& t) { return argmax(t, 0); }}) {
-    try {
-      f(i);
-      ADD_FAILURE() << "no error for int64";
-    } catch (const DTypeError& e) {
-      EXPECT_NE(std::string(e.what()).find("vulkan"), std::string::npos) << e.what();
-    }
+// Integer results bit for bit (int64 beyond double's 2^53 too).
+void expect_same_ints(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.device(), kVulkan) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  const Tensor g = cast(to_cpu(got), DType::Int64), w = cast(want, DType::Int64);
+  for (int64_t k = 0; k < w.numel(); ++k)
+    EXPECT_EQ(g.data<int64_t>()[k], w.data<int64_t>()[k]) << what << "[" << k << "]";
+}
+
+// Rows of 5000 integers with many ties (across the 4096-element chunks), the extremes of int64,
+// and sums and products that wrap around.
+Tensor int_rows() {
+  std::vector<double> v;
+  for (int64_t k = 0; k < 3 * 5000; ++k) v.push_back(static_cast<double>((k * 7919) % 1001 - 500));
+  Tensor x = test::ints(v, {3, 5000});
+  int64_t* p = x.data<int64_t>();
+  p[5000 + 4500] = std::numeric_limits<int64_t>::max();
+  p[5000 + 4501] = std::numeric_limits<int64_t>::min();
+  for (int64_t k = 0; k < 5000; ++k) p[2 * 5000 + k] = (int64_t{1} << 61) + 3 * k;  // sums wrap
+  return x;
+}
+
+// Whether the device reduces int64 (it needs shaderInt64).
+bool device_has_int64() {
+  try {
+    amax(dev(test::ints({1}, {1})), {0});
+    return true;
+  } catch (const DTypeError&) {
+    return false;
   }
+}
+
+TEST_F(Vulkan, IntegerReductionsMatchTheCpu) {
+  if (!device_has_int64()) GTEST_SKIP() << "the device has no shaderInt64";
+  const Tensor x = int_rows(), d = dev(x);
+  expect_same_ints(sum(d, {1}), sum(x, {1}), "sum int64 rows");
+  expect_same_ints(sum(transpose(d, 0, 1), {0, 1}), sum(transpose(x, 0, 1), {0, 1}), "sum all");
+  expect_same_ints(prod(d, {1}), prod(x, {1}), "prod int64 rows (wrapping)");
+  expect_same_ints(prod(d, {0}, true), prod(x, {0}, true), "prod int64 columns");
+  expect_same_ints(amax(d, {1}), amax(x, {1}), "amax int64");
+  expect_same_ints(amin(d, {0, 1}), amin(x, {0, 1}), "amin int64 all");
+  for (int64_t dim : {0, 1}) {
+    const std::string at = " dim " + std::to_string(dim);
+    expect_same_ints(max(d, dim).values, max(x, dim).values, "max values" + at);
+    expect_same_ints(max(d, dim).indices, max(x, dim).indices, "max indices" + at);
+    expect_same_ints(min(d, dim, true).indices, min(x, dim, true).indices, "min indices" + at);
+    expect_same_ints(argmax(d, dim), argmax(x, dim), "argmax" + at);
+    expect_same_ints(argmin(d, dim), argmin(x, dim), "argmin" + at);
+  }
+  // int32: ties and views; its sum and prod are int64's (the op casts first).
+  const Tensor x32 = cast(remainder(x, test::ints({1000}, {})), DType::Int32), d32 = dev(x32);
+  expect_same_ints(amax(transpose(d32, 0, 1), {0}), amax(transpose(x32, 0, 1), {0}), "amax int32");
+  expect_same_ints(amin(d32, {1}, true), amin(x32, {1}, true), "amin int32");
+  expect_same_ints(argmax(d32, 1), argmax(x32, 1), "argmax int32");
+  expect_same_ints(min(d32, 0).indices, min(x32, 0).indices, "min int32 indices");
+  expect_same_ints(prod(dev(f32({}, {2, 0})), {1}), prod(f32({}, {2, 0}), {1}), "empty prod");
+  expect_same_ints(sum(dev(test::ints({}, {2, 0})), {1}), sum(test::ints({}, {2, 0}), {1}),
+                   "empty sum");
+}
+
+TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
+  const Tensor b = dev(from_vector({1, 0, 1}, {3}, DType::Bool));
+  const Tensor f64 = dev(from_vector({1, 2, 3}, {3}, DType::Float64));
+  VK_EXPECT_ERROR(amax(b, {0}), DTypeError, "amax", "vulkan", "bool");
+  VK_EXPECT_ERROR(argmax(b, 0), DTypeError, "argmax", "vulkan", "bool");
+  VK_EXPECT_ERROR(amin(f64, {0}), DTypeError, "amin", "vulkan", "float64");
+  VK_EXPECT_ERROR(var(f64, {0}), DTypeError, "var", "vulkan", "float64");
+  VK_EXPECT_ERROR(softmax(f64, 0), DTypeError, "softmax", "vulkan", "float64");
+  VK_EXPECT_ERROR(layer_norm(f64, {3}, Tensor(), Tensor(), 1e-5), DTypeError, "layer_norm",
+                  "vulkan", "float64");
 }
 
 }  // namespace

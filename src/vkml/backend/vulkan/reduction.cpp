@@ -1,7 +1,8 @@
 // Reductions on the Vulkan device over any set of dims (shaders/reduce.comp): sum, mean, prod,
 // amax/amin, max/min along a dim with the first index, argmax/argmin, logsumexp and var, in
-// float32. Each output's elements are folded in chunks of kChunk, one per invocation, in a fixed
-// order; the partial results are folded again by further passes until one is left, so results
+// float32; sum, prod and the extremes in int32 and int64 too (int64 where the device has
+// shaderInt64). Each output's elements are folded in chunks of kChunk, one per invocation, in a
+// fixed order; the partial results are folded again by further passes until one is left, so results
 // do not depend on scheduling (no atomics). logsumexp is the max, then the sum of exp(x - max);
 // var the mean, then the sum of squared deviations from it: two reductions each, as the CPU's.
 #include <algorithm>
@@ -121,19 +122,32 @@ std::vector<Buffer*> buffers_of(std::initializer_list<const Tensor*> ts, const c
 }
 
 // A reduction's shaders: `first` over x, `merge` over the partial results of a pass before
-// (shaders/reduce.comp's variants). `index`: the extreme's first index too (two outputs).
+// (shaders/reduce.comp's variants, with _i32 or _i64 appended for integer x when `ints`).
+// `index`: the extreme's first index too (two outputs).
 struct Recipe {
   const char* first;
   const char* merge;
   bool index = false;
+  bool ints = false;
 };
+
+// The variant suffix of x's dtype, or DTypeError naming op and the device.
+std::string dtype_suffix(const Recipe& r, const Tensor& x, const char* op) {
+  if (x.dtype() == DType::Float32) return "";
+  const bool int64 = x.dtype() == DType::Int64 && context().has_int64();
+  VK_CHECK(r.ints && (x.dtype() == DType::Int32 || int64), DTypeError, op,
+           ": the vulkan device computes ",
+           r.ints ? "float32, int32 and int64 (with shaderInt64)" : "float32",
+           " tensors here, got ", dtype_name(x.dtype()), " (move it to the cpu, or cast it)");
+  return x.dtype() == DType::Int32 ? "_i32" : "_i64";
+}
 
 // One pass of `shader` over `w`: into dst (and dst_index), contiguous, n_out * n_chunks results.
 // src_index: the indices of a pass before (merge passes of an indexed recipe); shift: the
 // per-output operand of OP_SUMEXP and OP_SQDEV. Undefined tensors are left out.
-void run_pass(const char* shader, const Tensor& dst, const Tensor& dst_index, const Tensor& src,
-              const Tensor& src_index, const Tensor& shift, const Walk& w, float scale,
-              const char* op) {
+void run_pass(const std::string& shader, const Tensor& dst, const Tensor& dst_index,
+              const Tensor& src, const Tensor& src_index, const Tensor& shift, const Walk& w,
+              float scale, const char* op) {
   const ReduceParams p = params_of(w, src, scale, op);
   const std::vector<Buffer*> buffers = buffers_of({&dst, &dst_index, &src, &src_index, &shift}, op);
   Context& ctx = context();
@@ -150,20 +164,21 @@ void run_pass(const char* shader, const Tensor& dst, const Tensor& dst_index, co
 void run_reduce(const Recipe& r, const Tensor& x, const std::vector<int64_t>& dims,
                 const Tensor& out, const Tensor& index, const Tensor& shift, float scale,
                 const char* op) {
+  const std::string suffix = dtype_suffix(r, x, op);
   Walk w = plan(x, dims, op);
   if (w.n_out == 0) return;
   Tensor src = x, src_index, sh = shift;
-  const char* shader = r.first;
+  std::string shader = r.first + suffix;
   const Device dev = out.device();
   while (w.n_red > kChunk) {
     const int64_t n_chunks = (w.n_red + kChunk - 1) / kChunk;
-    Tensor part = Tensor::empty({w.n_out * n_chunks}, DType::Float32, dev);
+    Tensor part = Tensor::empty({w.n_out * n_chunks}, x.dtype(), dev);
     Tensor part_index = r.index ? Tensor::empty({w.n_out * n_chunks}, DType::Int64, dev) : Tensor();
     run_pass(shader, part, part_index, src, src_index, sh, w, 1.0f, op);
     src = part;
     src_index = part_index;
     sh = Tensor();
-    shader = r.merge;
+    shader = r.merge + suffix;
     Walk next;
     next.kept.push(w.n_out, n_chunks);
     next.red.push(n_chunks, 1);
@@ -174,12 +189,14 @@ void run_reduce(const Recipe& r, const Tensor& x, const std::vector<int64_t>& di
   run_pass(shader, out, index, src, src_index, sh, w, scale, op);
 }
 
-const Recipe kSum{"reduce", "reduce"};
-const Recipe kProd{"reduce_prod", "reduce_prod"};
-const Recipe kMax{"reduce_max", "reduce_max"};
-const Recipe kMin{"reduce_min", "reduce_min"};
-const Recipe kArgMax{"reduce_argmax", "reduce_argmax_merge", true};
-const Recipe kArgMin{"reduce_argmin", "reduce_argmin_merge", true};
+const Recipe kSum{"reduce", "reduce", false, true};
+const Recipe kMean{"reduce", "reduce"};
+const Recipe kProd{"reduce_prod", "reduce_prod", false, true};
+const Recipe kMax{"reduce_max", "reduce_max", false, true};
+const Recipe kMin{"reduce_min", "reduce_min", false, true};
+const Recipe kArgMax{"reduce_argmax", "reduce_argmax_merge", true, true};
+const Recipe kArgMin{"reduce_argmin", "reduce_argmin_merge", true, true};
+const Recipe kFloatMax{"reduce_max", "reduce_max"};
 const Recipe kSumExp{"reduce_sumexp", "reduce"};
 const Recipe kSqDev{"reduce_sqdev", "reduce"};
 
@@ -191,7 +208,6 @@ int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& dims) {
 
 Tensor reduce(const Recipe& r, const Tensor& x, const std::vector<int64_t>& dims, const Meta& m,
               const char* op, float scale = 1.0f) {
-  check_float32(x, op);
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   run_reduce(r, x, dims, out, Tensor(), Tensor(), scale, op);
   return out;
@@ -211,8 +227,7 @@ std::vector<int64_t> one_dim(const Tensor& x, int64_t dim) {
 // The extreme along a.dim and the int64 index of its first occurrence.
 Outputs extreme_dim(const Recipe& r, const std::vector<Tensor>& in, const Attrs& a, const Meta& m,
                     const char* op) {
-  check_float32(in[0], op);
-  Tensor values = Tensor::empty(m.shape, DType::Float32, m.device);
+  Tensor values = Tensor::empty(m.shape, in[0].dtype(), m.device);
   Tensor index = Tensor::empty(m.shape, DType::Int64, m.device);
   run_reduce(r, in[0], one_dim(in[0], a.dim), values, index, Tensor(), 1.0f, op);
   return {values, index};
@@ -222,7 +237,7 @@ Outputs extreme_dim(const Recipe& r, const std::vector<Tensor>& in, const Attrs&
 
 VK_KERNEL(sum) { return reduce(kSum, in[0], a.dims, m, "sum"); }
 VK_KERNEL(mean) {
-  return reduce(kSum, in[0], a.dims, m, "mean", mean_scale(reduced_count(in[0], a.dims)));
+  return reduce(kMean, in[0], a.dims, m, "mean", mean_scale(reduced_count(in[0], a.dims)));
 }
 VK_KERNEL(amax) { return reduce(kMax, in[0], a.dims, m, "amax"); }
 VK_KERNEL(amin) { return reduce(kMin, in[0], a.dims, m, "amin"); }
@@ -239,7 +254,7 @@ VK_KERNEL(logsumexp) {
   Tensor shift = Tensor::empty(m.shape, DType::Float32, m.device);
   Tensor sums = Tensor::empty(m.shape, DType::Float32, m.device);
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
-  run_reduce(kMax, x, a.dims, shift, Tensor(), Tensor(), 1.0f, "logsumexp");
+  run_reduce(kFloatMax, x, a.dims, shift, Tensor(), Tensor(), 1.0f, "logsumexp");
   run_reduce(kSumExp, x, a.dims, sums, Tensor(), shift, 1.0f, "logsumexp");
   const uint32_t n = static_cast<uint32_t>(out.numel());
   if (n == 0) return out;
@@ -259,7 +274,7 @@ VK_KERNEL(var) {
   const int64_t n = reduced_count(x, a.dims);
   Tensor mu = Tensor::empty(m.shape, DType::Float32, m.device);
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
-  run_reduce(kSum, x, a.dims, mu, Tensor(), Tensor(), mean_scale(n), "var");
+  run_reduce(kMean, x, a.dims, mu, Tensor(), Tensor(), mean_scale(n), "var");
   const double denom = std::max(0.0, static_cast<double>(n) - a.var.correction);
   const float scale =
       denom == 0 ? std::numeric_limits<float>::infinity() : static_cast<float>(1.0 / denom);

@@ -11,7 +11,20 @@
 //   OP_MAX/MIN  the extreme, NaN propagating as on the CPU; WITH_INDEX also the index of its first
 //               occurrence (the first NaN if any), written as int64 (lo, hi) words; MERGE_INDEX
 //               reads a previous pass's (value, index) pairs instead of x
+// INT32/INT64: the element type of x and the output (sum, prod: wrapping, as the CPU's; max, min)
+// instead of float.
 #version 450
+#if defined(INT64)
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#define T int64_t
+#define IS_NAN(v) false
+#elif defined(INT32)
+#define T int
+#define IS_NAN(v) false
+#else
+#define T float
+#define IS_NAN(v) isnan(v)
+#endif
 
 layout(local_size_x = 64) in;
 
@@ -30,26 +43,32 @@ layout(push_constant) uniform Params {
   int red_stride[6];
 } p;
 
-layout(std430, binding = 0) buffer Out { float o[]; };
+layout(std430, binding = 0) buffer Out { T o[]; };
 #if defined(WITH_INDEX)
 layout(std430, binding = 1) buffer OutIndex { uint oi[]; };
-layout(std430, binding = 2) readonly buffer In { float x[]; };
+layout(std430, binding = 2) readonly buffer In { T x[]; };
 #if defined(MERGE_INDEX)
 layout(std430, binding = 3) readonly buffer InIndex { uint xi[]; };
 #endif
 #else
-layout(std430, binding = 1) readonly buffer In { float x[]; };
+layout(std430, binding = 1) readonly buffer In { T x[]; };
 #if defined(OP_SUMEXP) || defined(OP_SQDEV)
 layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
 #endif
 #endif
 
+// WORST: what a chunk of no elements gives (logsumexp of nothing; the other extremes of nothing
+// are errors)
 #if defined(OP_MAX)
 #define BEYOND(v, a) ((v) > (a))
 #define WORST (-1.0 / 0.0)
 #elif defined(OP_MIN)
 #define BEYOND(v, a) ((v) < (a))
 #define WORST (1.0 / 0.0)
+#endif
+#if defined(INT32) || defined(INT64)
+#undef WORST
+#define WORST 0
 #endif
 
 // The element at reduced index j of the output whose elements start at `base`.
@@ -79,13 +98,13 @@ void main() {
 #if defined(OP_MAX) || defined(OP_MIN)
   // The first element in order that no later one beats: ties keep the earlier (the CPU's first
   // index), and a NaN, once taken, stays (the first NaN).
-  float best = WORST;
+  T best = T(WORST);
   uint best_at = 0u;
   bool any = false;
   for (uint j = first; j < last; ++j) {
     const int at = at_of(base, j);
-    const float v = x[at];
-    if (!any || BEYOND(v, best) || (isnan(v) && !isnan(best))) {
+    const T v = x[at];
+    if (!any || BEYOND(v, best) || (IS_NAN(v) && !IS_NAN(best))) {
       best = v;
 #if defined(MERGE_INDEX)
       best_at = xi[2 * at];
@@ -101,9 +120,13 @@ void main() {
   oi[2 * id + 1] = 0u;
 #endif
 #elif defined(OP_PROD)
-  precise float prod = 1.0;
+  precise T prod = T(1);
   for (uint j = first; j < last; ++j) prod *= x[at_of(base, j)];
   o[id] = prod;
+#elif defined(INT32) || defined(INT64)
+  T sum = T(0);
+  for (uint j = first; j < last; ++j) sum += x[at_of(base, j)];
+  o[id] = sum;
 #else
 #if defined(OP_SUMEXP)
   const float s = isinf(shift[i]) ? 0.0 : shift[i];  // all -inf: -inf; any +inf: +inf
