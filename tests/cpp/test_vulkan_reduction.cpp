@@ -191,11 +191,11 @@ TEST_F(Vulkan, SoftmaxMatchesTheCpu) {
   expect_close(softmax(dev(s), 1), softmax(s, 1), 1e-6, "softmax special values");
   expect_close(log_softmax(dev(s), 1), log_softmax(s, 1), 1e-6, "log_softmax special values");
   // The same in rows a workgroup shares.
-  std::vector<double> long_rows(3 * 1000, 0.5);
+  std::vector<double> long_rows(3 * 1500, 0.5);
   long_rows[700] = kNaN;
-  for (size_t k = 1000; k < 2000; ++k) long_rows[k] = -kInf;
-  long_rows[2999] = kInf;
-  const Tensor l = f32(long_rows, {3, 1000});
+  for (size_t k = 1500; k < 3000; ++k) long_rows[k] = -kInf;
+  long_rows[4499] = kInf;
+  const Tensor l = f32(long_rows, {3, 1500});
   expect_close(softmax(dev(l), 1), softmax(l, 1), 1e-6, "softmax special values, long rows");
   expect_close(log_softmax(dev(l), 1), log_softmax(l, 1), 1e-6, "log_softmax, long rows");
   expect_close(softmax(dev(f32({}, {3, 0})), 1), softmax(f32({}, {3, 0}), 1), 0, "empty rows");
@@ -205,13 +205,16 @@ TEST_F(Vulkan, SoftmaxMatchesTheCpu) {
 }
 
 TEST_F(Vulkan, CausalSoftmaxMatchesTheCpu) {
-  // Rows of up to 512 are one invocation's each, longer ones a workgroup's: both masked.
   for (const Shape& shape : {Shape{2, 3, 7, 300}, Shape{9, 4}, Shape{1, 200}, Shape{600, 600}}) {
     const Tensor x = wave(shape, 6.0), d = dev(x);
     const std::string at = " of shape " + shape_str(shape);
     expect_close(softmax(d, -1, 1.0, true), softmax(x, -1, 1.0, true), 1e-5, "causal" + at);
     expect_close(softmax(d, -1, 0.3, true), softmax(x, -1, 0.3, true), 1e-5, "scaled causal" + at);
   }
+  // Rows of up to 1024 are one invocation's each, longer ones a workgroup's.
+  const Tensor big = wave({1, 1100, 1100}, 6.0);
+  expect_close(softmax(dev(big), -1, 0.3, true), softmax(big, -1, 0.3, true), 1e-5,
+               "causal, rows a workgroup shares");
   const Tensor x = wave({6, 5}, 3.0);
   expect_close(softmax(transpose(dev(x), 0, 1), -1, 1.0, true),
                softmax(transpose(x, 0, 1), -1, 1.0, true), 1e-5, "causal transposed");

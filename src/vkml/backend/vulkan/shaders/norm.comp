@@ -71,7 +71,10 @@ vec2 tree_sum(vec2 v) {
 }
 #endif
 
-uint at_of(uint grp, uint j) { return grp * p.seg + (j / p.S) * p.step + j % p.S; }
+uint at_of(uint grp, uint j) {
+  if (p.step == 0u) return grp * p.seg + j;  // a row: no division
+  return grp * p.seg + (j / p.S) * p.step + j % p.S;
+}
 
 // The weight of value j, 1 without one or where it is one per group.
 float value_weight(uint j) {

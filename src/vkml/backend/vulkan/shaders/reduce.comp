@@ -73,6 +73,7 @@ layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
 
 // The element at reduced index j of the output whose elements start at `base`.
 int at_of(int base, uint j) {
+  if (p.red_ndim <= 1u) return base + int(j) * p.red_stride[0];  // no division: the common case
   int at = base;
   uint q = j;
   for (int d = int(p.red_ndim) - 1; d >= 0; --d) {
