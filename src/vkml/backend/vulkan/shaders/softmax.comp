@@ -89,7 +89,8 @@ void main() {
   }
   m = tree_max(m);
   float s = 0.0;
-  for (uint k = t; k < valid; k += LANES) s += exp(a[p.a_offset + int(base + k * step)] * p.scale - m);
+  for (uint k = t; k < valid; k += LANES)
+    s += exp(a[p.a_offset + int(base + k * step)] * p.scale - m);
   s = tree_sum(s);
 #if defined(SOFTMAX)
   const float inv = 1.0 / s;  // a multiply per element, as the CPU's
@@ -99,7 +100,8 @@ void main() {
   }
 #else
   const float ls = log(s);
-  for (uint k = t; k < K; k += LANES) o[base + k * step] = (a[p.a_offset + int(base + k * step)] - m) - ls;
+  for (uint k = t; k < K; k += LANES)
+    o[base + k * step] = (a[p.a_offset + int(base + k * step)] - m) - ls;
 #endif
 #else
   float s = 0.0;
