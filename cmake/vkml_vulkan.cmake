@@ -51,6 +51,11 @@ foreach(bits IN ITEMS 32 64)  # the integer reductions: sum, prod and the extrem
     "reduce_argmax_merge_i${bits}|reduce|INT${bits},OP_MAX,WITH_INDEX,MERGE_INDEX"
     "reduce_argmin_merge_i${bits}|reduce|INT${bits},OP_MIN,WITH_INDEX,MERGE_INDEX")
 endforeach()
+list(APPEND VKML_VULKAN_SHADERS  # bool: the extremes
+  "reduce_max_b8|reduce|BOOL,OP_MAX" "reduce_min_b8|reduce|BOOL,OP_MIN"
+  "reduce_argmax_b8|reduce|BOOL,OP_MAX,WITH_INDEX" "reduce_argmin_b8|reduce|BOOL,OP_MIN,WITH_INDEX"
+  "reduce_argmax_merge_b8|reduce|BOOL,OP_MAX,WITH_INDEX,MERGE_INDEX"
+  "reduce_argmin_merge_b8|reduce|BOOL,OP_MIN,WITH_INDEX,MERGE_INDEX")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

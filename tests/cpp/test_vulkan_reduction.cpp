@@ -404,16 +404,51 @@ TEST_F(Vulkan, IntegerReductionsMatchTheCpu) {
                    "empty sum");
 }
 
+// Bytes of 0 and 1 at unaligned offsets (8-bit storage), ties across the chunks.
+TEST_F(Vulkan, BoolExtremesMatchTheCpu) {
+  std::vector<double> v(4 * 5000, 0.0);
+  v[4500] = v[4600] = 1;                                     // row 0: the first true past a chunk
+  for (size_t k = 5000; k < 10000; ++k) v[k] = 1;            // row 1: all true
+  for (size_t k = 10000; k < 15000; ++k) v[k] = k != 14097;  // row 2: one false
+  for (size_t k = 15000; k < 20000; ++k) v[k] = k % 3 == 1;  // row 3: mixed
+  const Tensor x = from_vector(v, {4, 5000}, DType::Bool), d = dev(x);
+  for (int64_t dim : {0, 1}) {
+    const std::string at = " dim " + std::to_string(dim);
+    expect_same_ints(amax(d, {dim}), amax(x, {dim}), "amax" + at);
+    expect_same_ints(amin(d, {dim}, true), amin(x, {dim}, true), "amin" + at);
+    expect_same_ints(argmax(d, dim), argmax(x, dim), "argmax" + at);
+    expect_same_ints(argmin(d, dim), argmin(x, dim), "argmin" + at);
+    expect_same_ints(max(d, dim).values, max(x, dim).values, "max values" + at);
+    expect_same_ints(min(d, dim).indices, min(x, dim).indices, "min indices" + at);
+  }
+  const Tensor s = slice(x, 1, 3, 4999, 2), ds = slice(d, 1, 3, 4999, 2);  // odd byte offsets
+  expect_same_ints(argmax(ds, 1), argmax(s, 1), "argmax of an unaligned view");
+  expect_same_ints(amin(transpose(ds, 0, 1), {0}), amin(transpose(s, 0, 1), {0}), "amin view");
+  expect_same_ints(amax(d), amax(x), "amax all");
+}
+
 TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
-  const Tensor b = dev(from_vector({1, 0, 1}, {3}, DType::Bool));
   const Tensor f64 = dev(from_vector({1, 2, 3}, {3}, DType::Float64));
-  VK_EXPECT_ERROR(amax(b, {0}), DTypeError, "amax", "vulkan", "bool");
-  VK_EXPECT_ERROR(argmax(b, 0), DTypeError, "argmax", "vulkan", "bool");
   VK_EXPECT_ERROR(amin(f64, {0}), DTypeError, "amin", "vulkan", "float64");
+  VK_EXPECT_ERROR(argmax(f64, 0), DTypeError, "argmax", "vulkan", "float64");
+  VK_EXPECT_ERROR(prod(f64, {0}), DTypeError, "prod", "vulkan", "float64");
   VK_EXPECT_ERROR(var(f64, {0}), DTypeError, "var", "vulkan", "float64");
   VK_EXPECT_ERROR(softmax(f64, 0), DTypeError, "softmax", "vulkan", "float64");
   VK_EXPECT_ERROR(layer_norm(f64, {3}, Tensor(), Tensor(), 1e-5), DTypeError, "layer_norm",
                   "vulkan", "float64");
+}
+
+// A workgroup's invocations loop at most 16384 times each (lavapipe stops a loop at 65535): a
+// longer row is an error naming the op, never a wrong result.
+TEST_F(Vulkan, RowsPastTheLoopBoundAreSizeErrors) {
+  const int64_t n = (int64_t{1} << 21) + 1;
+  const Tensor x = full({1, n}, 0.5, DType::Float32, kVulkan);
+  VK_EXPECT_ERROR(softmax(x, 1), SizeError, "softmax", "vulkan");
+  VK_EXPECT_ERROR(log_softmax_backward(x, x, 1), SizeError, "log_softmax_backward", "vulkan");
+  VK_EXPECT_ERROR(layer_norm(x, {n}, Tensor(), Tensor(), 1e-5), SizeError, "layer_norm", "vulkan");
+  VK_EXPECT_ERROR(batch_norm(reshape(x, {n, 1}), Tensor(), Tensor(), 1e-5), SizeError, "batch_norm",
+                  "vulkan");
+  EXPECT_EQ(host(sum(x, {1}))[0], 0.5 * static_cast<double>(n));  // reductions chunk instead
 }
 
 }  // namespace

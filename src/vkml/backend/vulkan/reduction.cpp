@@ -1,10 +1,11 @@
 // Reductions on the Vulkan device over any set of dims (shaders/reduce.comp): sum, mean, prod,
 // amax/amin, max/min along a dim with the first index, argmax/argmin, logsumexp and var, in
 // float32; sum, prod and the extremes in int32 and int64 too (int64 where the device has
-// shaderInt64). Each output's elements are folded in chunks of kChunk, one per invocation, in a
-// fixed order; the partial results are folded again by further passes until one is left, so results
-// do not depend on scheduling (no atomics). logsumexp is the max, then the sum of exp(x - max);
-// var the mean, then the sum of squared deviations from it: two reductions each, as the CPU's.
+// shaderInt64), the extremes in bool (with 8-bit storage). Each output's elements are folded in
+// chunks of kChunk, one per invocation, in a fixed order; the partial results are folded again by
+// further passes until one is left, so results do not depend on scheduling (no atomics). logsumexp
+// is the max, then the sum of exp(x - max); var the mean, then the sum of squared deviations from
+// it: two reductions each, as the CPU's.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -122,24 +123,28 @@ std::vector<Buffer*> buffers_of(std::initializer_list<const Tensor*> ts, const c
 }
 
 // A reduction's shaders: `first` over x, `merge` over the partial results of a pass before
-// (shaders/reduce.comp's variants, with _i32 or _i64 appended for integer x when `ints`).
-// `index`: the extreme's first index too (two outputs).
+// (shaders/reduce.comp's variants, with _i32, _i64 or _b8 appended for integer x when `ints`, bool
+// x when `bools`). `index`: the extreme's first index too (two outputs).
 struct Recipe {
   const char* first;
   const char* merge;
   bool index = false;
   bool ints = false;
+  bool bools = false;
 };
 
 // The variant suffix of x's dtype, or DTypeError naming op and the device.
 std::string dtype_suffix(const Recipe& r, const Tensor& x, const char* op) {
-  if (x.dtype() == DType::Float32) return "";
-  const bool int64 = x.dtype() == DType::Int64 && context().has_int64();
-  VK_CHECK(r.ints && (x.dtype() == DType::Int32 || int64), DTypeError, op,
-           ": the vulkan device computes ",
-           r.ints ? "float32, int32 and int64 (with shaderInt64)" : "float32",
-           " tensors here, got ", dtype_name(x.dtype()), " (move it to the cpu, or cast it)");
-  return x.dtype() == DType::Int32 ? "_i32" : "_i64";
+  const DType t = x.dtype();
+  if (t == DType::Float32) return "";
+  const Context& ctx = context();
+  const bool ok = (r.ints && (t == DType::Int32 || (t == DType::Int64 && ctx.has_int64()))) ||
+                  (r.bools && t == DType::Bool && ctx.has_int8_storage());
+  VK_CHECK(ok, DTypeError, op, ": the vulkan device computes float32",
+           r.ints ? ", int32, int64 (with shaderInt64)" : "",
+           r.bools ? " and bool (with 8-bit storage)" : "", " tensors here, got ", dtype_name(t),
+           " (move it to the cpu, or cast it)");
+  return t == DType::Int32 ? "_i32" : t == DType::Int64 ? "_i64" : "_b8";
 }
 
 // One pass of `shader` over `w`: into dst (and dst_index), contiguous, n_out * n_chunks results.
@@ -192,10 +197,10 @@ void run_reduce(const Recipe& r, const Tensor& x, const std::vector<int64_t>& di
 const Recipe kSum{"reduce", "reduce", false, true};
 const Recipe kMean{"reduce", "reduce"};
 const Recipe kProd{"reduce_prod", "reduce_prod", false, true};
-const Recipe kMax{"reduce_max", "reduce_max", false, true};
-const Recipe kMin{"reduce_min", "reduce_min", false, true};
-const Recipe kArgMax{"reduce_argmax", "reduce_argmax_merge", true, true};
-const Recipe kArgMin{"reduce_argmin", "reduce_argmin_merge", true, true};
+const Recipe kMax{"reduce_max", "reduce_max", false, true, true};
+const Recipe kMin{"reduce_min", "reduce_min", false, true, true};
+const Recipe kArgMax{"reduce_argmax", "reduce_argmax_merge", true, true, true};
+const Recipe kArgMin{"reduce_argmin", "reduce_argmin_merge", true, true, true};
 const Recipe kFloatMax{"reduce_max", "reduce_max"};
 const Recipe kSumExp{"reduce_sumexp", "reduce"};
 const Recipe kSqDev{"reduce_sqdev", "reduce"};

@@ -12,17 +12,27 @@
 //               occurrence (the first NaN if any), written as int64 (lo, hi) words; MERGE_INDEX
 //               reads a previous pass's (value, index) pairs instead of x
 // INT32/INT64: the element type of x and the output (sum, prod: wrapping, as the CPU's; max, min)
-// instead of float.
+// instead of float; BOOL: bytes (8-bit storage) of 0 or 1 for max and min, compared as uint.
+// T is the type computed in, S the type stored.
 #version 450
 #if defined(INT64)
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #define T int64_t
-#define IS_NAN(v) false
 #elif defined(INT32)
 #define T int
-#define IS_NAN(v) false
+#elif defined(BOOL)
+#extension GL_EXT_shader_8bit_storage : require
+#define T uint
+#define S uint8_t
 #else
 #define T float
+#endif
+#if !defined(S)
+#define S T
+#endif
+#if defined(INT32) || defined(INT64) || defined(BOOL)
+#define IS_NAN(v) false
+#else
 #define IS_NAN(v) isnan(v)
 #endif
 
@@ -43,15 +53,15 @@ layout(push_constant) uniform Params {
   int red_stride[6];
 } p;
 
-layout(std430, binding = 0) buffer Out { T o[]; };
+layout(std430, binding = 0) buffer Out { S o[]; };
 #if defined(WITH_INDEX)
 layout(std430, binding = 1) buffer OutIndex { uint oi[]; };
-layout(std430, binding = 2) readonly buffer In { T x[]; };
+layout(std430, binding = 2) readonly buffer In { S x[]; };
 #if defined(MERGE_INDEX)
 layout(std430, binding = 3) readonly buffer InIndex { uint xi[]; };
 #endif
 #else
-layout(std430, binding = 1) readonly buffer In { T x[]; };
+layout(std430, binding = 1) readonly buffer In { S x[]; };
 #if defined(OP_SUMEXP) || defined(OP_SQDEV)
 layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
 #endif
@@ -66,7 +76,7 @@ layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
 #define BEYOND(v, a) ((v) < (a))
 #define WORST (1.0 / 0.0)
 #endif
-#if defined(INT32) || defined(INT64)
+#if defined(INT32) || defined(INT64) || defined(BOOL)
 #undef WORST
 #define WORST 0
 #endif
@@ -104,7 +114,7 @@ void main() {
   bool any = false;
   for (uint j = first; j < last; ++j) {
     const int at = at_of(base, j);
-    const T v = x[at];
+    const T v = T(x[at]);
     if (!any || BEYOND(v, best) || (IS_NAN(v) && !IS_NAN(best))) {
       best = v;
 #if defined(MERGE_INDEX)
@@ -115,7 +125,7 @@ void main() {
       any = true;
     }
   }
-  o[id] = best;
+  o[id] = S(best);
 #if defined(WITH_INDEX)
   oi[2 * id] = best_at;
   oi[2 * id + 1] = 0u;
