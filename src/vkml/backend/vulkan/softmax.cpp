@@ -36,36 +36,33 @@ Tensor contiguous_of(const Tensor& x, const char* op) {
   return c;
 }
 
-// Runs variant `name` of softmax.comp over the rows along `dim` of a (and b), into a new tensor of
-// m.
-Tensor run_rows(const std::string& name, const Tensor& a_in, const Tensor* b_in, const Attrs& at,
-                const Meta& m, float scale, bool causal, const char* op) {
-  const Tensor a = contiguous_of(a_in, op);
-  const Tensor b = b_in ? contiguous_of(*b_in, op) : Tensor();
-  Tensor out = Tensor::empty(m.shape, DType::Float32, m.device);
-  const int64_t n = out.numel();
-  if (n == 0) return out;
+// The rows along dim of a (contiguous), K elements `inner` apart; SizeError past the loop bound
+// and 32-bit indices.
+SoftmaxParams rows_of(const Tensor& a, const Tensor& b, int64_t dim, const char* op) {
   SoftmaxParams p;
   int64_t outer = 1, K = 1, inner = 1;
-  for (int64_t d = 0; d < a.ndim(); ++d)
-    (d < at.dim ? outer : d == at.dim ? K : inner) *= a.shape()[d];
+  for (int64_t d = 0; d < a.ndim(); ++d) (d < dim ? outer : d == dim ? K : inner) *= a.shape()[d];
   VK_CHECK(K <= kMaxRow, SizeError, op, ": rows of ", K, " elements are longer than the vulkan ",
            "backend's ", kMaxRow);
   for (const Tensor* t : {&a, &b})
-    VK_CHECK(!t->defined() || t->offset() + n <= std::numeric_limits<int32_t>::max(), SizeError, op,
-             ": ", t->describe(), " reaches elements beyond the vulkan backend's 32-bit indices");
+    VK_CHECK(!t->defined() || t->offset() + a.numel() <= std::numeric_limits<int32_t>::max(),
+             SizeError, op, ": ", t->describe(),
+             " reaches elements beyond the vulkan backend's 32-bit indices");
   p.rows = static_cast<uint32_t>(outer * inner);
   p.K = static_cast<uint32_t>(K);
   p.inner = static_cast<uint32_t>(inner);
-  p.queries = causal ? static_cast<uint32_t>(a.shape()[a.ndim() - 2]) : 0;
-  p.scale = scale;
   p.a_offset = static_cast<int32_t>(a.offset());
   p.b_offset = b.defined() ? static_cast<int32_t>(b.offset()) : 0;
-  const bool short_rows = K <= kShortRow;
-  const std::string shader = short_rows ? name + "_short" : name;
+  return p;
+}
+
+// Dispatches `shader` over `groups` workgroups with the defined tensors of ts bound in order, the
+// first one written.
+void launch(const std::string& shader, std::initializer_list<const Tensor*> ts,
+            const SoftmaxParams& p, uint64_t groups, const char* op) {
   Context& ctx = context();
   std::vector<Buffer*> buffers;
-  for (const Tensor* t : {static_cast<const Tensor*>(&out), &a, &b}) {
+  for (const Tensor* t : ts) {
     if (!t->defined()) continue;
     Buffer& buf = buffer_of(*t);
     VK_CHECK(buf.size <= ctx.max_storage_range(), SizeError, op, ": ", t->describe(), " (",
@@ -75,24 +72,36 @@ Tensor run_rows(const std::string& name, const Tensor& a_in, const Tensor* b_in,
   }
   const Pipeline& pipe = ctx.pipeline(shader, shader_spirv(shader),
                                       static_cast<uint32_t>(buffers.size()), sizeof(SoftmaxParams));
-  ctx.dispatch(pipe, buffers, &p, short_rows ? (uint64_t{p.rows} + 63) / 64 : uint64_t{p.rows});
+  ctx.dispatch(pipe, buffers, &p, groups);
+}
+
+// Runs variant `name` of softmax.comp over the rows along a.dim of x (and y), into a new tensor.
+Tensor run_rows(const std::string& name, const Tensor& x_in, const Tensor* y_in, const Attrs& a,
+                const Meta& m, const char* op) {
+  const Tensor x = contiguous_of(x_in, op);
+  const Tensor y = y_in ? contiguous_of(*y_in, op) : Tensor();
+  Tensor out = Tensor::empty(m.shape, DType::Float32, m.device);
+  if (out.numel() == 0) return out;
+  SoftmaxParams p = rows_of(x, y, a.dim, op);
+  // softmax's own attrs; log_softmax and the backward ops ignore them, as on the CPU
+  const bool plain = name != "softmax";
+  p.scale = plain ? 1.0f : static_cast<float>(a.softmax.scale);
+  p.queries = !plain && a.softmax.causal ? static_cast<uint32_t>(x.shape()[x.ndim() - 2]) : 0;
+  const bool short_rows = p.K <= kShortRow;
+  launch(short_rows ? name + "_short" : name, {&out, &x, &y}, p,
+         short_rows ? (uint64_t{p.rows} + 63) / 64 : uint64_t{p.rows}, op);
   return out;
 }
 
 }  // namespace
 
-VK_KERNEL(softmax) {
-  return run_rows("softmax", in[0], nullptr, a, m, static_cast<float>(a.softmax.scale),
-                  a.softmax.causal, "softmax");
-}
-VK_KERNEL(log_softmax) {
-  return run_rows("log_softmax", in[0], nullptr, a, m, 1.0f, false, "log_softmax");
-}
+VK_KERNEL(softmax) { return run_rows("softmax", in[0], nullptr, a, m, "softmax"); }
+VK_KERNEL(log_softmax) { return run_rows("log_softmax", in[0], nullptr, a, m, "log_softmax"); }
 VK_KERNEL(softmax_backward) {
-  return run_rows("softmax_backward", in[0], &in[1], a, m, 1.0f, false, "softmax_backward");
+  return run_rows("softmax_backward", in[0], &in[1], a, m, "softmax_backward");
 }
 VK_KERNEL(log_softmax_backward) {
-  return run_rows("log_softmax_backward", in[0], &in[1], a, m, 1.0f, false, "log_softmax_backward");
+  return run_rows("log_softmax_backward", in[0], &in[1], a, m, "log_softmax_backward");
 }
 
 }  // namespace vk::vulkan
