@@ -3,8 +3,10 @@
 // (4096 elements per invocation) and workgroups.
 #include <cmath>
 #include <limits>
+#include <set>
 #include <string>
 
+#include "op_cases.h"
 #include "vulkan_fixture.h"
 
 namespace vk {
@@ -436,6 +438,51 @@ TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
   VK_EXPECT_ERROR(softmax(f64, 0), DTypeError, "softmax", "vulkan", "float64");
   VK_EXPECT_ERROR(layer_norm(f64, {3}, Tensor(), Tensor(), 1e-5), DTypeError, "layer_norm",
                   "vulkan", "float64");
+}
+
+// The op sweep's cases of these ops, forward only: the sweep (test_vulkan_sweep.cpp) also takes
+// gradients, and some of theirs (eq, scatter_add) may have no Vulkan kernel yet, which keeps the
+// whole case off the device there.
+TEST_F(Vulkan, SweepCasesRunForwardOnTheDevice) {
+  const std::set<OpKind> ours = {OpKind::Amax,
+                                 OpKind::Amin,
+                                 OpKind::MaxDim,
+                                 OpKind::MinDim,
+                                 OpKind::Prod,
+                                 OpKind::ArgMax,
+                                 OpKind::ArgMin,
+                                 OpKind::LogSumExp,
+                                 OpKind::Var,
+                                 OpKind::Softmax,
+                                 OpKind::LogSoftmax,
+                                 OpKind::SoftmaxBackward,
+                                 OpKind::LogSoftmaxBackward,
+                                 OpKind::LayerNorm,
+                                 OpKind::LayerNormBackward,
+                                 OpKind::LayerNormParamGrad,
+                                 OpKind::BatchNorm,
+                                 OpKind::BatchNormBackward,
+                                 OpKind::BatchNormParamGrad,
+                                 OpKind::Sum,
+                                 OpKind::Mean};
+  int ran = 0;
+  NoGradGuard no_grad;
+  for (const test::OpCase& c : test::op_cases()) {
+    if (!ours.count(c.kind)) continue;
+    manual_seed(1234);
+    std::vector<Tensor> cpu, gpu;
+    for (const Tensor& x : c.inputs()) {
+      cpu.push_back(is_floating(x.dtype()) ? cast(x.detach(), DType::Float32) : x.detach());
+      gpu.push_back(dev(cpu.back()));
+    }
+    const Tensor want = c.fn(cpu), got = c.fn(gpu);
+    if (is_floating(want.dtype()))
+      expect_close(got, want, 1e-5, c.name);
+    else
+      expect_same(got, want, c.name);
+    ++ran;
+  }
+  EXPECT_GT(ran, 60);
 }
 
 // A workgroup's invocations loop at most 16384 times each (lavapipe stops a loop at 65535): a
