@@ -180,6 +180,11 @@ TEST_F(Vulkan, SoftmaxMatchesTheCpu) {
   expect_close(softmax(d, 1), softmax(x, 1), 1e-5, "softmax long rows");
   expect_close(log_softmax(d, -1), log_softmax(x, -1), 1e-5, "log_softmax long rows");
   expect_close(softmax(d, 0), softmax(x, 0), 1e-5, "softmax along dim 0");
+  // contiguous views at an offset: read in place
+  expect_close(softmax(slice(d, 0, 1, 3), 1), softmax(slice(x, 0, 1, 3), 1), 1e-5, "offset rows");
+  expect_close(softmax_backward(slice(d, 0, 2, 4), slice(d, 0, 1, 3), 1),
+               softmax_backward(slice(x, 0, 2, 4), slice(x, 0, 1, 3), 1), 1e-5,
+               "softmax_backward of views at offsets");
   expect_close(log_softmax(d, 0), log_softmax(x, 0), 1e-5, "log_softmax along dim 0");
   expect_close(softmax(transpose(d, 0, 1), 0, 0.125), softmax(transpose(x, 0, 1), 0, 0.125), 1e-5,
                "scaled softmax of a transposed view");
@@ -260,6 +265,8 @@ TEST_F(Vulkan, LayerNormMatchesTheCpu) {
   const Tensor dx = dev(x), dw = dev(w), db = dev(b);
   const Shape ns{5000};
   expect_close(layer_norm(dx, ns, dw, db, 1e-5), layer_norm(x, ns, w, b, 1e-5), 1e-4, "affine");
+  expect_close(layer_norm(slice(dx, 0, 1, 3), ns, slice(dw, 0, 0, 5000), db, 1e-5),
+               layer_norm(slice(x, 0, 1, 3), ns, w, b, 1e-5), 1e-4, "rows at an offset");
   expect_close(layer_norm(dx, ns, Tensor(), db, 1e-3), layer_norm(x, ns, Tensor(), b, 1e-3), 1e-4,
                "bias only");
   expect_close(layer_norm(dx, ns, dw, Tensor(), 1e-5), layer_norm(x, ns, w, Tensor(), 1e-5), 1e-4,
@@ -309,6 +316,8 @@ TEST_F(Vulkan, BatchNormMatchesTheCpu) {
   const BatchNormResult want = batch_norm_with_stats(x, w, b, 1e-5);
   expect_close(got.y, want.y, 1e-4, "y");
   expect_close(got.stats, want.stats, 1e-4, "stats");
+  expect_close(batch_norm(slice(dev(x), 0, 1, 3), Tensor(), Tensor(), 1e-5),
+               batch_norm(slice(x, 0, 1, 3), Tensor(), Tensor(), 1e-5), 1e-4, "at an offset");
   const Tensor x2 = wave({5, 3}, 1.0);  // (N, C) input, transposed on the device
   expect_close(batch_norm(transpose(dev(contiguous(transpose(x2, 0, 1))), 0, 1), Tensor(),
                           dev(f32({1, 2, 3}, {3})), 1e-5),
