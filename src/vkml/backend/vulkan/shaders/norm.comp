@@ -11,8 +11,7 @@
 //             dx = rstd * ((u - mean(u)) - xhat * mean(u * xhat));
 //             stats = [mean, rstd]; pg = [sum(u * xhat), sum(u)] per group (batch_norm's
 //             weight and bias gradients: there u = g)
-// SHORT_ROWS: one invocation per group instead (small groups: a workgroup each would spend its
-// time in barriers).
+// SHORT_ROWS: one invocation per group instead (small groups: a workgroup each is slower).
 #version 450
 
 #if defined(SHORT_ROWS)

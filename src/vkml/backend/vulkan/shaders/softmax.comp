@@ -9,8 +9,7 @@
 //   SOFTMAX_BW   dx = y * (g - sum(g * y))        (a = g, b = y)
 //   LOG_BW       dx = g - exp(y) * sum(g)
 // A NaN is skipped by the max but makes the sum NaN: the row comes out NaN, as on the CPU.
-// SHORT_ROWS: one invocation per row instead (rows of a few elements: a workgroup each would
-// leave most of it idle).
+// SHORT_ROWS: one invocation per row instead (short rows: a workgroup each is slower).
 #version 450
 
 #if defined(SHORT_ROWS)
