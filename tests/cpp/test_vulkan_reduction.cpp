@@ -2,6 +2,8 @@
 // keepdim, several dims, empty reductions, NaN/inf, ties, and sizes across the shaders' chunks
 // (4096 elements per invocation) and workgroups.
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <set>
 #include <string>
@@ -447,6 +449,22 @@ TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
   VK_EXPECT_ERROR(softmax(f64, 0), DTypeError, "softmax", "vulkan", "float64");
   VK_EXPECT_ERROR(layer_norm(f64, {3}, Tensor(), Tensor(), 1e-5), DTypeError, "layer_norm",
                   "vulkan", "float64");
+}
+
+// Fixed-order folds: the same inputs give the same bits every time.
+TEST_F(Vulkan, ResultsAreBitwiseRepeatable) {
+  const Tensor x = dev(wave({3, 9000}, 5.0)), g = dev(wave({3, 9000}, 1.0, 0.2));
+  auto twice = [](const std::function<Tensor()>& f, const char* what) {
+    const Tensor a = to_cpu(f()), b = to_cpu(f());
+    EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)), 0) << what;
+  };
+  twice([&] { return sum(x, {1}); }, "sum");
+  twice([&] { return var(x, {0, 1}); }, "var");
+  twice([&] { return logsumexp(x, {1}); }, "logsumexp");
+  twice([&] { return softmax(x, 1); }, "softmax");
+  twice([&] { return layer_norm_backward(g, x, {9000}, Tensor(), 1e-5); }, "layer_norm_backward");
+  twice([&] { return layer_norm_param_grad(transpose(g, 0, 1), transpose(x, 0, 1), {3}, 1e-5); },
+        "layer_norm_param_grad");
 }
 
 // The op sweep's cases of these ops, forward only: the sweep (test_vulkan_sweep.cpp) also takes
