@@ -56,6 +56,35 @@ list(APPEND VKML_VULKAN_SHADERS
   "pool_avg|pool|AVG" "pool_avg_f64|pool|AVG,F64" "pool_max_backward|pool_backward|"
   "pool_max_backward_i32|pool_backward|IDX32" "pool_max_backward_f64|pool_backward|F64"
   "pool_max_backward_f64_i32|pool_backward|F64,IDX32")
+# Reductions, softmax and norms (reduction engineer).
+list(APPEND VKML_VULKAN_SHADERS
+  "reduce_prod|reduce|OP_PROD" "reduce_max|reduce|OP_MAX" "reduce_min|reduce|OP_MIN"
+  "reduce_argmax|reduce|OP_MAX,WITH_INDEX" "reduce_argmin|reduce|OP_MIN,WITH_INDEX"
+  "reduce_argmax_merge|reduce|OP_MAX,WITH_INDEX,MERGE_INDEX"
+  "reduce_argmin_merge|reduce|OP_MIN,WITH_INDEX,MERGE_INDEX"
+  "reduce_sumexp|reduce|OP_SUMEXP" "reduce_sqdev|reduce|OP_SQDEV"
+  "reduce_lse_finish|reduce_finish|"
+  "softmax|softmax|SOFTMAX" "log_softmax|softmax|LOG_SOFTMAX"
+  "softmax_backward|softmax|SOFTMAX_BW" "log_softmax_backward|softmax|LOG_BW"
+  "softmax_short|softmax|SOFTMAX,SHORT_ROWS" "log_softmax_short|softmax|LOG_SOFTMAX,SHORT_ROWS"
+  "softmax_backward_short|softmax|SOFTMAX_BW,SHORT_ROWS"
+  "log_softmax_backward_short|softmax|LOG_BW,SHORT_ROWS"
+  "norm_forward|norm|FORWARD" "norm_backward|norm|BACKWARD" "norm_param|norm_param|"
+  "norm_forward_short|norm|FORWARD,SHORT_ROWS" "norm_backward_short|norm|BACKWARD,SHORT_ROWS")
+foreach(bits IN ITEMS 32 64)  # the integer reductions: sum, prod and the extremes
+  list(APPEND VKML_VULKAN_SHADERS
+    "reduce_i${bits}|reduce|INT${bits}" "reduce_prod_i${bits}|reduce|INT${bits},OP_PROD"
+    "reduce_max_i${bits}|reduce|INT${bits},OP_MAX" "reduce_min_i${bits}|reduce|INT${bits},OP_MIN"
+    "reduce_argmax_i${bits}|reduce|INT${bits},OP_MAX,WITH_INDEX"
+    "reduce_argmin_i${bits}|reduce|INT${bits},OP_MIN,WITH_INDEX"
+    "reduce_argmax_merge_i${bits}|reduce|INT${bits},OP_MAX,WITH_INDEX,MERGE_INDEX"
+    "reduce_argmin_merge_i${bits}|reduce|INT${bits},OP_MIN,WITH_INDEX,MERGE_INDEX")
+endforeach()
+list(APPEND VKML_VULKAN_SHADERS  # bool: the extremes
+  "reduce_max_b8|reduce|BOOL,OP_MAX" "reduce_min_b8|reduce|BOOL,OP_MIN"
+  "reduce_argmax_b8|reduce|BOOL,OP_MAX,WITH_INDEX" "reduce_argmin_b8|reduce|BOOL,OP_MIN,WITH_INDEX"
+  "reduce_argmax_merge_b8|reduce|BOOL,OP_MAX,WITH_INDEX,MERGE_INDEX"
+  "reduce_argmin_merge_b8|reduce|BOOL,OP_MIN,WITH_INDEX,MERGE_INDEX")
 
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)

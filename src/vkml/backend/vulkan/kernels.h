@@ -66,4 +66,28 @@ VK_KERNEL(max_pool2d);
 VK_KERNEL(max_pool2d_backward);
 VK_KERNEL(avg_pool2d);
 // end linalg
+// ---- reductions, softmax and norms (reduction engineer) ----
+// reduction.cpp: float32; a.dims as for sum, a.dim for max_dim/min_dim/argmax/argmin
+VK_KERNEL(amax);
+VK_KERNEL(amin);
+VK_KERNEL(max_dim);
+VK_KERNEL(min_dim);
+VK_KERNEL(prod);
+VK_KERNEL(argmax);
+VK_KERNEL(argmin);
+VK_KERNEL(logsumexp);
+VK_KERNEL(var);
+// softmax.cpp: float32, along a.dim (a.softmax: scale, causal)
+VK_KERNEL(softmax);
+VK_KERNEL(log_softmax);
+VK_KERNEL(softmax_backward);
+VK_KERNEL(log_softmax_backward);
+// norm.cpp: float32 (a.norm: eps, which of weight and bias are given, with_param_grad)
+VK_KERNEL(layer_norm);
+VK_KERNEL(layer_norm_backward);
+VK_KERNEL(layer_norm_param_grad);
+VK_KERNEL(batch_norm);
+VK_KERNEL(batch_norm_backward);
+VK_KERNEL(batch_norm_param_grad);
+// ---- end of reductions, softmax and norms ----
 }  // namespace vk::vulkan

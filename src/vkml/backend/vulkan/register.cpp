@@ -59,6 +59,27 @@ void register_backend() {
       {OpKind::MaxPool2dBackward, max_pool2d_backward},
       {OpKind::AvgPool2d, avg_pool2d},
       // end linalg
+      // ---- reductions, softmax and norms (reduction engineer) ----
+      {OpKind::Amax, amax},
+      {OpKind::Amin, amin},
+      {OpKind::MaxDim, max_dim},
+      {OpKind::MinDim, min_dim},
+      {OpKind::Prod, prod},
+      {OpKind::ArgMax, argmax},
+      {OpKind::ArgMin, argmin},
+      {OpKind::LogSumExp, logsumexp},
+      {OpKind::Var, var},
+      {OpKind::Softmax, softmax},
+      {OpKind::LogSoftmax, log_softmax},
+      {OpKind::SoftmaxBackward, softmax_backward},
+      {OpKind::LogSoftmaxBackward, log_softmax_backward},
+      {OpKind::LayerNorm, layer_norm},
+      {OpKind::LayerNormBackward, layer_norm_backward},
+      {OpKind::LayerNormParamGrad, layer_norm_param_grad},
+      {OpKind::BatchNorm, batch_norm},
+      {OpKind::BatchNormBackward, batch_norm_backward},
+      {OpKind::BatchNormParamGrad, batch_norm_param_grad},
+      // ---- end of reductions, softmax and norms ----
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into,

@@ -1,0 +1,147 @@
+// Layer and batch normalisation, one workgroup per group of M values: a row of layer_norm's
+// trailing dims, or a channel of batch_norm's (N, C, S) input. Value j of group grp is element
+//   grp * seg + (j / S) * step + j % S
+// of the contiguous input (layer_norm: seg = S = M, step = 0; batch_norm: seg = S, step = C * S).
+// Each invocation folds the values t, t + 128, ... in order (at most M / 128 of them: the host
+// keeps that well under lavapipe's 65535 loop iterations), then the 128 partial sums are combined
+// in shared memory in a fixed tree: results do not depend on scheduling. The variance is taken in
+// a second pass from the mean, as the CPU's.
+//   FORWARD   y = (x - mean) * rstd * w + b; stats = [mean, biased var] per group
+//   BACKWARD  u = g * w (w per value; a per-group weight multiplies dx instead);
+//             dx = rstd * ((u - mean(u)) - xhat * mean(u * xhat));
+//             stats = [mean, rstd]; pg = [sum(u * xhat), sum(u)] per group (batch_norm's
+//             weight and bias gradients: there u = g)
+// SHORT_ROWS: one invocation per group instead (small groups: a workgroup each is slower).
+#version 450
+
+#if defined(SHORT_ROWS)
+#define LANES 1u
+layout(local_size_x = 64) in;
+#else
+#define LANES 128u
+layout(local_size_x = 128) in;
+#endif
+
+layout(push_constant) uniform Params {
+  uint groups;
+  uint M;
+  uint S;
+  uint seg;
+  uint step;
+  uint flags;  // 1: weight, 2: bias, 4: one weight per group (else per value), 8: write dx
+  float eps;
+  int x_offset;
+  int g_offset;
+  int w_offset;
+  int b_offset;
+} p;
+
+#if defined(FORWARD)
+layout(std430, binding = 0) buffer Out { float o[]; };
+layout(std430, binding = 1) buffer Stats { float stats[]; };
+layout(std430, binding = 2) readonly buffer X { float x[]; };
+layout(std430, binding = 3) readonly buffer W { float w[]; };
+layout(std430, binding = 4) readonly buffer B { float b[]; };
+#else
+layout(std430, binding = 0) buffer Out { float o[]; };
+layout(std430, binding = 1) buffer ParamGrad { float pg[]; };
+layout(std430, binding = 2) buffer Stats { float stats[]; };
+layout(std430, binding = 3) readonly buffer G { float g[]; };
+layout(std430, binding = 4) readonly buffer X { float x[]; };
+layout(std430, binding = 5) readonly buffer W { float w[]; };
+#endif
+
+#if defined(SHORT_ROWS)
+vec2 tree_sum(vec2 v) { return v; }
+#else
+shared vec2 partial[128];
+
+vec2 tree_sum(vec2 v) {
+  const uint t = gl_LocalInvocationID.x;
+  partial[t] = v;
+  barrier();
+  for (uint width = 64u; width > 0u; width >>= 1u) {
+    if (t < width) partial[t] += partial[t + width];
+    barrier();
+  }
+  const vec2 r = partial[0];
+  barrier();  // every invocation has read partial[0] before it is written again
+  return r;
+}
+#endif
+
+uint at_of(uint grp, uint j) {
+  if (p.step == 0u) return grp * p.seg + j;  // a row: no division
+  return grp * p.seg + (j / p.S) * p.step + j % p.S;
+}
+
+// The weight of value j, 1 without one or where it is one per group.
+float value_weight(uint j) {
+  return (p.flags & 5u) == 1u ? w[p.w_offset + int(j % p.S)] : 1.0;
+}
+
+void main() {
+  const uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+#if defined(SHORT_ROWS)
+  const uint grp = group * 64u + gl_LocalInvocationID.x, t = 0u;
+#else
+  const uint grp = group, t = gl_LocalInvocationID.x;
+#endif
+  if (grp >= p.groups) return;  // without SHORT_ROWS the whole workgroup: barriers stay uniform
+  const float count = float(p.M);
+  vec2 s = vec2(0.0);  // sum(x), sum(u)
+  for (uint j = t; j < p.M; j += LANES) {
+    const uint at = at_of(grp, j);
+#if defined(FORWARD)
+    s.x += x[p.x_offset + int(at)];
+#else
+    s += vec2(x[p.x_offset + int(at)], g[p.g_offset + int(at)] * value_weight(j));
+#endif
+  }
+  s = tree_sum(s);
+  const float mu = s.x / count;
+  vec2 q = vec2(0.0);  // sum((x - mean)^2), sum(u * (x - mean))
+  for (uint j = t; j < p.M; j += LANES) {
+    const uint at = at_of(grp, j);
+    const float d = x[p.x_offset + int(at)] - mu;
+#if defined(FORWARD)
+    q.x += d * d;
+#else
+    q += vec2(d * d, g[p.g_offset + int(at)] * value_weight(j) * d);
+#endif
+  }
+  q = tree_sum(q);
+  const float var = q.x / count;
+  const float rs = 1.0 / sqrt(var + p.eps);
+#if defined(FORWARD)
+  if (t == 0u) {
+    stats[grp] = mu;
+    stats[p.groups + grp] = var;
+  }
+  const bool per_group = (p.flags & 4u) != 0u;
+  for (uint j = t; j < p.M; j += LANES) {
+    const uint at = at_of(grp, j);
+    const uint k = per_group ? grp : j % p.S;
+    float y = (x[p.x_offset + int(at)] - mu) * rs;
+    if ((p.flags & 1u) != 0u) y *= w[p.w_offset + int(k)];
+    if ((p.flags & 2u) != 0u) y += b[p.b_offset + int(k)];
+    o[at] = y;
+  }
+#else
+  if (t == 0u) {
+    stats[grp] = mu;
+    stats[p.groups + grp] = rs;
+    pg[grp] = rs * q.y;
+    pg[p.groups + grp] = s.y;
+  }
+  const float mean_u = s.y / count, mean_ux = rs * q.y / count;
+  const float scale = (p.flags & 5u) == 5u ? w[p.w_offset + int(grp)] * rs : rs;
+  const uint end = (p.flags & 8u) != 0u ? p.M : 0u;  // no dx: batch_norm_param_grad
+  for (uint j = t; j < end; j += LANES) {
+    const uint at = at_of(grp, j);
+    const float xh = (x[p.x_offset + int(at)] - mu) * rs;
+    const float u = g[p.g_offset + int(at)] * value_weight(j);
+    o[at] = scale * ((u - mean_u) - xh * mean_ux);
+  }
+#endif
+}
