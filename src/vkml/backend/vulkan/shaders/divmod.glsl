@@ -93,17 +93,18 @@ DT_I dm_int_pow(DT_I base, DT_I e) {
 // log1p, expm1 and pow through vmath's double exp and log: float32 arguments come out correctly
 // rounded but for rare halfway cases (the CPU's libm is as close); float64 ones within a few ulp.
 double dm_log1p(double x) {
-  const double u = 1.0lf + x;
+  precise double u = 1.0lf + x;  // precise: (1 + x) - 1 must not simplify to x
   if (u == 1.0lf) return x;  // also -0
   if (isinf(x) && x > 0.0lf) return x;
-  return vm_log(u) * (x / (u - 1.0lf));  // the log of the rounded 1 + x, corrected (Goldberg)
+  precise double d = u - 1.0lf;
+  return vm_log(u) * (x / d);  // the log of the rounded 1 + x, corrected (Goldberg)
 }
 
 double dm_expm1(double x) {
-  const double u = vm_exp(x);
+  precise double u = vm_exp(x);
   if (u == 1.0lf) return x;  // also -0
   if (isinf(u)) return u;
-  const double um1 = u - 1.0lf;
+  precise double um1 = u - 1.0lf;
   if (um1 == -1.0lf) return -1.0lf;
   return um1 * x / vm_log(u);  // (Kahan)
 }
@@ -116,7 +117,7 @@ float dm_pow_f32(float x, float y) {
   const float inf = uintBitsToFloat(0x7f800000u);
   if (isinf(y)) return ax == 1.0 ? 1.0 : ((ax < 1.0) == (y < 0.0) ? inf : 0.0);
   const bool y_int = floor(y) == y;
-  if (x < 0.0 && !y_int) return (x - x) / (x - x);
+  if (x < 0.0 && !isinf(x) && !y_int) return (x - x) / (x - x);
   const bool y_odd = y_int && floor(y * 0.5) * 2.0 != y;
   float m;
   if (ax == 0.0)

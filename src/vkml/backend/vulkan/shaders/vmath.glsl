@@ -31,6 +31,7 @@ const VT kVmSubnormalScale = 18014398509481984.0lf;
 const VT kVmSubnormalLog2 = 54.0lf;
 const VT kVmErfcMaxArg = 27.3lf;
 const VT kVmMinNormal = 2.2250738585072014e-308lf;
+const VT kVmSplit = 134217729.0lf;  // 2^27 + 1: Dekker's split of a double
 const VT EXP_Q[10] = VT[](0.5000000000000011lf, 0.16666666666666413lf, 0.04166666666653008lf,
                           0.008333333333494508lf, 0.0013888888943652733lf,
                           0.00019841269506548466lf, 2.4801493074078734e-05lf,
@@ -86,6 +87,7 @@ const VT kVmSubnormalScale = 33554432.0;
 const VT kVmSubnormalLog2 = 25.0;
 const VT kVmErfcMaxArg = 10.5;
 const VT kVmMinNormal = 1.1754943508222875e-38;
+const VT kVmSplit = 4097.0;  // 2^12 + 1: Dekker's split of a float
 const VT EXP_Q[5] = VT[](0.4999999403953552, 0.1666652113199234, 0.04166825860738754,
                          0.008368673734366894, 0.0013821442844346166);
 const VT LOG_P[3] = VT[](0.6666677594184875, 0.3997756838798523, 0.29871469736099243);
@@ -110,11 +112,28 @@ const VT GELU_P[10] = VT[](0.3302570581436157, 0.42892056703567505, 0.1974607855
                            -2.2891033950145356e-05);
 #endif
 
+// a * b + c with one rounding, as the CPU's fma (nearly always; within an ulp otherwise), from
+// products and sums only: lavapipe lowers GLSL's fma to a multiply and an add, which it may then
+// regroup with their neighbours (n * ln2hi + n * ln2lo became n * (ln2hi + ln2lo), 4 ulp off in
+// exp). Dekker's exact product and Knuth's exact sum, every step `precise` so nothing regroups.
+VT vm_fma(VT a, VT b, VT c) {
+  precise VT p = a * b;
+  precise VT ca = kVmSplit * a, cb = kVmSplit * b;
+  if (isinf(p) || isnan(p) || isinf(ca) || isinf(cb) || p == VT(0)) return p + c;
+  precise VT ah = ca - (ca - a), bh = cb - (cb - b);
+  precise VT al = a - ah, bl = b - bh;
+  precise VT e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;  // a * b = p + e exactly
+  precise VT s = p + c;
+  precise VT bv = s - p;
+  precise VT t = (p - (s - bv)) + (c - bv);  // p + c = s + t exactly
+  return s + (t + e);
+}
+
 // c[0] + c[1] x + ..., by Horner's rule (vmath.h's horner).
 #define VM_HORNER(name, C)                                          \
   VT name(VT x) {                                                   \
     precise VT r = C[C.length() - 1];                               \
-    for (int k = C.length() - 2; k >= 0; --k) r = fma(r, x, C[k]);  \
+    for (int k = C.length() - 2; k >= 0; --k) r = vm_fma(r, x, C[k]);  \
     return r;                                                       \
   }
 VM_HORNER(vm_exp_q, EXP_Q)
@@ -135,12 +154,12 @@ VT vm_exp_impl(VT xin, VT lo, bool two_part, bool clamp_x) {
     x = x > kVmExpMax ? kVmExpMax : x;
   }
   precise VT sum = two_part ? x + lo : x;
-  precise VT shifted = fma(sum, kVmLog2e, kVmRoundShift);
+  precise VT shifted = vm_fma(sum, kVmLog2e, kVmRoundShift);
   precise VT n = shifted - kVmRoundShift;
-  precise VT r = fma(n, -kVmLn2Hi, x);
+  precise VT r = vm_fma(n, -kVmLn2Hi, x);
   if (two_part) r = r + lo;
-  r = fma(n, -kVmLn2Lo, r);
-  precise VT p = fma(r * r, vm_exp_q(r), r) + VT(1);
+  r = vm_fma(n, -kVmLn2Lo, r);
+  precise VT p = vm_fma(r * r, vm_exp_q(r), r) + VT(1);
   const VI ni = VI(VM_AS_U(shifted) - VM_AS_U(kVmRoundShift));
   const VI n1 = ni >> 1;
   return p * vm_pow2i(n1) * vm_pow2i(ni - n1);
@@ -154,16 +173,16 @@ void vm_square2(VT t, out VT hi, out VT lo) {
 }
 
 VT vm_erfc_tail(VT t, VT t2hi, VT t2lo) {
-  precise VT w = VT(1) / fma(t, VT(0.5), VT(1));
+  precise VT w = VT(1) / vm_fma(t, VT(0.5), VT(1));
 #if VM_DOUBLE
-  precise VT g = vm_erfc_g(fma(w, ERFC_A, ERFC_B));
+  precise VT g = vm_erfc_g(vm_fma(w, ERFC_A, ERFC_B));
 #else
   precise VT g = vm_erfc_g(w);
 #endif
   return w * vm_exp_impl(-t2hi, g - t2lo, true, true);
 }
 
-VT vm_erf_small(VT t) { return fma(t, vm_erf_p(t * t), t); }
+VT vm_erf_small(VT t) { return vm_fma(t, vm_erf_p(t * t), t); }
 
 VT vm_exp(VT x) { return vm_exp_impl(x, VT(0), false, true); }
 
@@ -178,8 +197,8 @@ VT vm_log(VT x) {
   precise VT s = f / (f + VT(2));
   precise VT z = s * s;
   precise VT hfsq = VT(0.5) * f * f;
-  precise VT tail = fma(s, fma(z, vm_log_p(z), hfsq), k * kVmLn2Lo);
-  precise VT r = fma(k, kVmLn2Hi, (tail - hfsq) + f);
+  precise VT tail = vm_fma(s, vm_fma(z, vm_log_p(z), hfsq), k * kVmLn2Lo);
+  precise VT r = vm_fma(k, kVmLn2Hi, (tail - hfsq) + f);
   const VT inf = VM_AS_T(kVmInfBits);
   r = x == VT(0) ? -inf : r;
   r = x < VT(0) ? (x - x) / (x - x) : r;
@@ -190,7 +209,7 @@ VT vm_log(VT x) {
 VT vm_tanh(VT x) {
   const VT ax = abs(x);
   precise VT z = ax * ax;
-  precise VT small_ = fma(ax * z, vm_tanh_p(z), ax);
+  precise VT small_ = vm_fma(ax * z, vm_tanh_p(z), ax);
   precise VT large_ = VT(1) - VT(2) / (vm_exp(ax + ax) + VT(1));
   return vm_with_sign_of(ax < VT(0.625) ? small_ : large_, x);
 }
@@ -233,7 +252,7 @@ VT vm_erfc(VT x) {
     for (int level = 0; level < 4 && count > 1; ++level) {           \
       const int next = (count + 1) / 2;                              \
       for (int j = 0; j < next; ++j)                                 \
-        v[j] = 2 * j + 1 < count ? fma(v[2 * j + 1], pw, v[2 * j]) : v[2 * j]; \
+        v[j] = 2 * j + 1 < count ? vm_fma(v[2 * j + 1], pw, v[2 * j]) : v[2 * j]; \
       count = next;                                                  \
       pw = pw * pw;                                                  \
     }                                                                \
@@ -256,7 +275,7 @@ VT vm_gelu(VT x) {
   vm_square2(xc, hi, lo);
   precise VT half_tail = VT(0.5) * vm_erfc_tail(t, VT(0.5) * hi, VT(0.5) * lo);
   precise VT phi_tail = x < VT(0) ? half_tail : VT(1) - half_tail;
-  precise VT phi = av < VT(0.9) ? fma(VT(0.5), vm_erf_small(v), VT(0.5)) : phi_tail;
+  precise VT phi = av < VT(0.9) ? vm_fma(VT(0.5), vm_erf_small(v), VT(0.5)) : phi_tail;
   return x * phi;
 #else
   const float kInvSqrt2 = 0.7071067811865476;
@@ -266,9 +285,9 @@ VT vm_gelu(VT x) {
   precise float t = xc * kInvSqrt2;
   float hi, lo;
   vm_square2(xc, hi, lo);
-  precise float w = 1.0 / fma(t, 0.5, 1.0);
-  precise float g = vm_gelu_g(fma(w, GELU_A, GELU_B));
-  precise float half_tail = (0.5 * w) * vm_exp_impl(-0.5 * hi, fma(-0.5, lo, g), true, false);
+  precise float w = 1.0 / vm_fma(t, 0.5, 1.0);
+  precise float g = vm_gelu_g(vm_fma(w, GELU_A, GELU_B));
+  precise float half_tail = (0.5 * w) * vm_exp_impl(-0.5 * hi, vm_fma(-0.5, lo, g), true, false);
   return x * (x < 0.0 ? half_tail : 1.0 - half_tail);
 #endif
 }
@@ -285,12 +304,12 @@ VT vm_gelu_grad(VT x) {
   const float xc = ax > kMaxX ? kMaxX : ax;
   float hi, lo;
   vm_square2(xc, hi, lo);
-  precise float w = 1.0 / fma(xc * kInvSqrt2, 0.5, 1.0);
-  precise float erfcx = vm_gelu_p(fma(w, GELU_A, GELU_B));
+  precise float w = 1.0 / vm_fma(xc * kInvSqrt2, 0.5, 1.0);
+  precise float erfcx = vm_gelu_p(vm_fma(w, GELU_A, GELU_B));
   precise float e = vm_exp_impl(-0.5 * hi, -0.5 * lo, true, false);
   precise float half_tail = (0.5 * e) * erfcx;
   precise float cdf = x < 0.0 ? half_tail : 1.0 - half_tail;
-  return fma(x, e * kInvSqrt2Pi, cdf);
+  return vm_fma(x, e * kInvSqrt2Pi, cdf);
 #endif
 }
 
@@ -300,7 +319,7 @@ VT vm_gelu_tanh(VT x) {
 #else
   const VT k2 = 1.5957691216057308, k2c = 0.07135481627260025;
 #endif
-  precise VT two_y = x * fma(k2c, x * x, k2);
+  precise VT two_y = x * vm_fma(k2c, x * x, k2);
   precise VT e = vm_exp(-abs(two_y));
   return x * (two_y >= VT(0) ? VT(1) : e) / (VT(1) + e);
 }
