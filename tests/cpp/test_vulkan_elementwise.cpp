@@ -55,6 +55,11 @@ Tensor edge_values(DType t) {
           {lo, lo + 1, -(int64_t{1} << 40), -7, -3, -2, -1, 0, 1, 2, 3, 7, int64_t{1} << 40, hi},
           {14});
     }
+    case DType::Float64:  // and magnitudes float32 has not (fmod's longest division)
+      return from_vector({-kInf, -1e300,  -1e30, -100.5, -7,     -3.5,  -2.5, -1,   -0.75, -0.5,
+                          -1e-3, -1e-300, -0.0,  0.0,    1e-300, 1e-3,  0.5,  0.75, 1,     1.5,
+                          2.5,   3,       7,     100.5,  1e30,   1e300, kInf, kNaN},
+                         {28}, DType::Float64);
     default:
       return cast(
           from_vector({-kInf, -1e30, -100.5, -7, -3.5, -2.5, -1, -0.75, -0.5,  -1e-3, -0.0, 0.0,
