@@ -282,6 +282,23 @@ TEST_F(Vulkan, WhereClampAndCastMatchTheCpu) {
   }
 }
 
+// Conversions that round (float64 to float32, int64 to either float) or that an integer type
+// cannot hold, at the edges of each range.
+TEST_F(Vulkan, CastsRoundAndSaturateAsTheCpu) {
+  const Tensor doubles = cast(arange(-500, 500), DType::Float64) * 0.0213 + 1e-9;
+  const Tensor edges = from_vector({2147483647.0, 2147483648.0, -2147483648.0, -2147483649.0,
+                                    2147483520.0, 9.2233720368547748e18, -9.2233720368547758e18,
+                                    9.2233720368547758e18, 16777217.0, 3.4028235677973366e38},
+                                   {10}, DType::Float64);
+  const Tensor big = make<int64_t>({(int64_t{1} << 62) + 1, (int64_t{1} << 40) + 1, 16777217,
+                                    -16777217, std::numeric_limits<int64_t>::max()},
+                                   {5});
+  for (const Tensor& x : {doubles, edges, cast(edges, DType::Float32), big})
+    for (DType to : kAll)
+      expect_matches([to](const auto& v) { return cast(v[0], to); }, {x}, 0,
+                     "cast " + x.describe() + " to " + std::string(dtype_name(to)));
+}
+
 // Views of every kind in every dtype: the walk reads each tensor through its own strides.
 TEST_F(Vulkan, ViewsInEveryDtype) {
   for (DType t : kAll) {
