@@ -157,8 +157,9 @@ TEST_F(Vulkan, BackwardRunsOnTheDeviceAndAccumulatesThere) {
 }
 
 TEST_F(Vulkan, OtherDtypesAreDTypeErrorsNamingOpAndDevice) {
-  const Tensor i = to_device(arange(0, 4), kVulkan);  // int64 moves, but computes nowhere yet
-  VK_EXPECT_ERROR(i + i, DTypeError, "add", "vulkan", "int64");
+  // float64 sin has no GLSL builtin and no port yet (the other element-wise ops take every dtype)
+  const Tensor d = to_device(cast(arange(0, 4), DType::Float64), kVulkan);
+  VK_EXPECT_ERROR(sin(d), DTypeError, "sin", "vulkan", "float64");
   // full makes every dtype (the value's bytes, written by the device)
   EXPECT_EQ(host(full({2}, 2.5, DType::Float64, kVulkan)), (std::vector<double>{2.5, 2.5}));
   EXPECT_EQ(host(full({3}, -7, DType::Int64, kVulkan)), (std::vector<double>{-7, -7, -7}));

@@ -1,65 +1,191 @@
-// Element-wise kernels on the Vulkan device: one strided shader per op (launch.h). Inputs arrive
-// with the output's shape (the op table's prepare broadcasts them as views).
+// Element-wise kernels on the Vulkan device: one strided shader variant per op and dtype
+// (launch.h, shaders/elementwise.comp). Inputs arrive with the output's shape (the op table's
+// prepare broadcasts them as views) and, but for where's condition, in one dtype; the op table
+// has already refused the dtypes the CPU refuses. The CPU's kernels are the contract: the same
+// special values, integer wrap-around and errors.
+#include <cstring>
+#include <limits>
+#include <vector>
+
 #include "vkml/backend/vulkan/kernels.h"
 #include "vkml/backend/vulkan/launch.h"
+#include "vkml/core/error.h"
 
 namespace vk::vulkan {
 namespace {
 
-Tensor binary(const char* shader, const std::vector<Tensor>& in, const Meta& m, const char* op) {
+// out = shader(in...) as a fresh tensor of m's shape and dtype.
+Tensor launch(const Strided& s, const std::vector<Tensor>& in, const Meta& m) {
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
-  run_elementwise(shader, {&out, &in[0], &in[1]}, op);
+  std::vector<const Tensor*> ts{&out};
+  for (const Tensor& t : in) ts.push_back(&t);
+  run_strided(s, ts);
   return out;
+}
+
+Tensor launch(const char* shader, const std::vector<Tensor>& in, const Meta& m) {
+  return launch(Strided{.shader = shader, .op = shader}, in, m);
+}
+
+// Ops computed through vmath's float64 exp and log (float32 pow, log1p, expm1).
+void check_float64_math(std::string_view op) { check_dtype(DType::Float64, op); }
+
+// Runs s with a flag the shader raises on an integer error; RuntimeError `message` when raised.
+Tensor launch_checked(Strided s, const std::vector<Tensor>& in, const Meta& m,
+                      const char* message) {
+  Tensor flag = Tensor::empty({1}, DType::Int32, m.device);
+  fill(flag, Scalar(0), s.op);
+  s.flag = &flag;
+  Tensor out = launch(s, in, m);
+  VK_CHECK(flag.item() == 0, RuntimeError, s.op, ": ", message);
+  return out;
+}
+
+// True when every element of t is the same memory element (a broadcast scalar), as the CPU's.
+bool is_uniform(const Tensor& t) {
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    if (t.strides()[d] != 0 && t.shape()[d] != 1) return false;
+  return true;
+}
+
+template <class T>
+void put_bound(uint32_t* words, const std::optional<Scalar>& v, bool low) {
+  T b;
+  if (v)
+    b = v->convert<T>();
+  else if constexpr (std::is_floating_point_v<T>)
+    b = low ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else
+    b = low ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  std::memcpy(words, &b, sizeof(b));
 }
 
 }  // namespace
 
-VK_KERNEL(add) {
-  (void)a;
-  return binary("add", in, m, "add");
-}
-VK_KERNEL(sub) {
-  (void)a;
-  return binary("sub", in, m, "sub");
-}
-VK_KERNEL(mul) {
-  (void)a;
-  return binary("mul", in, m, "mul");
-}
-VK_KERNEL(div) {
-  (void)a;
-  return binary("div", in, m, "div");
-}
-// Unary float math with GLSL's builtins: within a few ulp of the CPU's vmath on lavapipe. A
-// device's builtins may be less exact (Vulkan allows sin/cos an absolute error of 2^-11); vkml's
-// own routines in GLSL, as the CPU's, are the next step (issue #14).
-#define VKML_VULKAN_UNARY(name)                             \
-  VK_KERNEL(name) {                                         \
-    (void)a;                                                \
-    Tensor out = Tensor::empty(m.shape, m.dtype, m.device); \
-    run_elementwise(#name, {&out, &in[0]}, #name);          \
-    return out;                                             \
+#define VKML_VULKAN_OP(name)     \
+  VK_KERNEL(name) {              \
+    (void)a;                     \
+    return launch(#name, in, m); \
   }
-VKML_VULKAN_UNARY(neg)
-VKML_VULKAN_UNARY(exp)
-VKML_VULKAN_UNARY(log)
-VKML_VULKAN_UNARY(sqrt)
-VKML_VULKAN_UNARY(rsqrt)
-VKML_VULKAN_UNARY(reciprocal)
-VKML_VULKAN_UNARY(abs)
-VKML_VULKAN_UNARY(sign)
-VKML_VULKAN_UNARY(sin)
-VKML_VULKAN_UNARY(cos)
-VKML_VULKAN_UNARY(tanh)
-VKML_VULKAN_UNARY(sigmoid)
-#undef VKML_VULKAN_UNARY
+// Every dtype the CPU takes.
+VKML_VULKAN_OP(neg)
+VKML_VULKAN_OP(abs)
+VKML_VULKAN_OP(sign)
+VKML_VULKAN_OP(relu)
+VKML_VULKAN_OP(floor)
+VKML_VULKAN_OP(ceil)
+VKML_VULKAN_OP(round)
+VKML_VULKAN_OP(add)
+VKML_VULKAN_OP(sub)
+VKML_VULKAN_OP(mul)
+VKML_VULKAN_OP(div)
+VKML_VULKAN_OP(maximum)
+VKML_VULKAN_OP(minimum)
+VKML_VULKAN_OP(where)
+VKML_VULKAN_OP(eq)
+VKML_VULKAN_OP(ne)
+VKML_VULKAN_OP(lt)
+VKML_VULKAN_OP(le)
+VKML_VULKAN_OP(gt)
+VKML_VULKAN_OP(ge)
+VKML_VULKAN_OP(bitwise_and)
+VKML_VULKAN_OP(bitwise_or)
+VKML_VULKAN_OP(bitwise_xor)
+// Float math in float32 and float64: vmath.h's routines ported (shaders/vmath.glsl), sqrt and
+// division correctly rounded.
+VKML_VULKAN_OP(exp)
+VKML_VULKAN_OP(log)
+VKML_VULKAN_OP(sqrt)
+VKML_VULKAN_OP(rsqrt)
+VKML_VULKAN_OP(reciprocal)
+VKML_VULKAN_OP(tanh)
+VKML_VULKAN_OP(sigmoid)
+VKML_VULKAN_OP(erf)
+VKML_VULKAN_OP(erfc)
+VKML_VULKAN_OP(gelu_backward)
+#undef VKML_VULKAN_OP
+
+// GLSL's builtins, float32 only: a device's may be less exact than the CPU's libm (Vulkan allows
+// sin/cos an absolute error of 2^-11; lavapipe's are within a few ulp), and float64 has none.
+VK_KERNEL(sin) {
+  (void)a;
+  check_float32(in[0], "sin");
+  return launch("sin", in, m);
+}
+VK_KERNEL(cos) {
+  (void)a;
+  check_float32(in[0], "cos");
+  return launch("cos", in, m);
+}
+
+VK_KERNEL(log1p) {
+  (void)a;
+  check_float64_math("log1p");
+  return launch("log1p", in, m);
+}
+VK_KERNEL(expm1) {
+  (void)a;
+  check_float64_math("expm1");
+  return launch("expm1", in, m);
+}
+
+VK_KERNEL(gelu) {
+  return launch(Strided{.shader = a.gelu.tanh_approximation ? "gelu_tanh" : "gelu", .op = "gelu"},
+                in, m);
+}
+
+VK_KERNEL(floor_divide) {
+  (void)a;
+  const Strided s{.shader = "floor_divide", .op = "floor_divide"};
+  if (is_floating(m.dtype)) return launch(s, in, m);
+  return launch_checked(s, in, m, "integer division by zero");
+}
+
+VK_KERNEL(remainder) {
+  (void)a;
+  const Strided s{.shader = "remainder", .op = "remainder"};
+  if (is_floating(m.dtype)) return launch(s, in, m);
+  return launch_checked(s, in, m, "integer division by zero");
+}
+
+// Floats: C's pow from vmath's float64 exp and log, which float32 needs (float64 would need more
+// than float64 to round as the CPU's libm does: a DTypeError for now).
+VK_KERNEL(pow) {
+  (void)a;
+  Strided s{.shader = "pow", .op = "pow"};
+  if (!is_floating(m.dtype))
+    return launch_checked(s, in, m, "integers to negative integer powers are not allowed");
+  check_float32(in[0], "pow");
+  check_float64_math("pow");
+  // One exponent for every element: the CPU's products and roots for the usual powers.
+  s.scalar[0] = is_uniform(in[1]) ? 1u : 0u;
+  return launch(s, in, m);
+}
+
+VK_KERNEL(clamp) {
+  Strided s{.shader = "clamp", .op = "clamp"};
+  VK_DISPATCH_NUMERIC(m.dtype, "clamp", {
+    put_bound<T>(s.scalar, a.lo, true);
+    put_bound<T>(s.scalar + 2, a.hi, false);
+  });
+  return launch(s, in, m);
+}
+
+VK_KERNEL(cast) {
+  (void)a;
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  copy_into(out, in[0]);
+  return out;
+}
 
 void copy_into(const Tensor& dst, const Tensor& src) {
-  run_elementwise("copy", {&dst, &src}, "copy into a tensor");
+  const Tensor* ts[] = {&dst, &src};
+  run_strided(Strided{.shader = "copy", .op = "copy into a tensor"}, ts);
 }
 
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
-  run_elementwise("add", {&dst, &a, &b}, "in-place add");
+  const Tensor* ts[] = {&dst, &a, &b};
+  run_strided(Strided{.shader = "add", .op = "in-place add"}, ts);
 }
 
 }  // namespace vk::vulkan

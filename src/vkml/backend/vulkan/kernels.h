@@ -24,7 +24,8 @@ VK_KERNEL(sin);
 VK_KERNEL(cos);
 VK_KERNEL(tanh);
 VK_KERNEL(sigmoid);
-// dst = src over dst's strides; dst = a + b (gradient accumulation). Same shape, float32.
+// dst = src over dst's strides, converting the dtype; dst = a + b (gradient accumulation), one
+// shape and dtype.
 void copy_into(const Tensor& dst, const Tensor& src);
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
 // optim.cpp: the fused SGD and Adam steps (DeviceServices)
@@ -32,6 +33,35 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
                 const SgdHyper& h);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);
+// ---- element-wise family: the rest of backend/cpu/elementwise.h and divmod.h ----
+VK_KERNEL(log1p);
+VK_KERNEL(expm1);
+VK_KERNEL(relu);
+VK_KERNEL(gelu);  // a.gelu
+VK_KERNEL(gelu_backward);
+VK_KERNEL(erf);
+VK_KERNEL(erfc);
+VK_KERNEL(floor);
+VK_KERNEL(ceil);
+VK_KERNEL(round);
+VK_KERNEL(floor_divide);
+VK_KERNEL(remainder);
+VK_KERNEL(pow);
+VK_KERNEL(maximum);
+VK_KERNEL(minimum);
+VK_KERNEL(where);  // in: cond (bool), a, b
+VK_KERNEL(clamp);  // a.lo, a.hi
+VK_KERNEL(eq);
+VK_KERNEL(ne);
+VK_KERNEL(lt);
+VK_KERNEL(le);
+VK_KERNEL(gt);
+VK_KERNEL(ge);
+VK_KERNEL(bitwise_and);
+VK_KERNEL(bitwise_or);
+VK_KERNEL(bitwise_xor);
+VK_KERNEL(cast);
+// ---- end of the element-wise family ----
 // reduction.cpp: a.dims (wrapped, sorted, never empty), a.keepdim
 VK_KERNEL(sum);
 VK_KERNEL(mean);

@@ -1,5 +1,6 @@
 #include "vkml/backend/vulkan/launch.h"
 
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -12,89 +13,170 @@ namespace {
 
 constexpr uint32_t kGroupSize = 256;  // local_size_x of elementwise.comp
 
-// The walk over `shape` as at most kMaxDims dims: dims of size 1 dropped, and neighbours merged
-// where every tensor steps through them as through one dim.
-StridedParams plan(const Shape& shape, std::initializer_list<const Tensor*> ts,
-                   std::string_view op) {
-  StridedParams p;
-  const int64_t n = numel_of(shape, op);
-  if (n == 0) return p;  // nothing to walk
-  VK_CHECK(n <= std::numeric_limits<int32_t>::max(), SizeError, op, ": ", n,
-           " elements are more than the vulkan backend indexes in one dispatch (2^31 - 1)");
+std::string_view short_name(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return "b8";
+    case DType::Int32:
+      return "i32";
+    case DType::Int64:
+      return "i64";
+    case DType::Float32:
+      return "f32";
+    case DType::Float64:
+      return "f64";
+  }
+  return "?";
+}
+
+// The walk over `shape`: dims of size 1 dropped, and neighbours merged where every tensor steps
+// through them as through one dim. strides[k] are tensor k's.
+struct Walk {
   std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> strides(ts.size());
+  std::vector<std::vector<int64_t>> strides;
+};
+
+Walk merge_dims(const Shape& shape, std::span<const Tensor* const> ts) {
+  Walk w;
+  w.strides.resize(ts.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
-    bool merge = !sizes.empty();
-    size_t k = 0;
-    for (const Tensor* t : ts) {
-      const int64_t s = t->strides()[d];
-      merge = merge && strides[k].back() == s * shape[d];
-      ++k;
-    }
+    bool merge = !w.sizes.empty();
+    for (size_t k = 0; k < ts.size() && merge; ++k)
+      merge = w.strides[k].back() == ts[k]->strides()[d] * shape[d];
     if (merge) {
-      sizes.back() *= shape[d];
-      k = 0;
-      for (const Tensor* t : ts) strides[k++].back() = t->strides()[d];
+      w.sizes.back() *= shape[d];
+      for (size_t k = 0; k < ts.size(); ++k) w.strides[k].back() = ts[k]->strides()[d];
       continue;
     }
-    sizes.push_back(shape[d]);
-    k = 0;
-    for (const Tensor* t : ts) strides[k++].push_back(t->strides()[d]);
+    w.sizes.push_back(shape[d]);
+    for (size_t k = 0; k < ts.size(); ++k) w.strides[k].push_back(ts[k]->strides()[d]);
   }
-  VK_CHECK(sizes.size() <= static_cast<size_t>(kMaxDims), NotImplementedError, op,
-           ": the vulkan backend walks at most ", kMaxDims, " dims at once; this view of shape ",
-           shape_str(shape), " needs ", sizes.size(), " (make it contiguous first)");
-  p.n = static_cast<uint32_t>(n);
-  p.ndim = static_cast<uint32_t>(sizes.size());
-  for (size_t d = 0; d < sizes.size(); ++d) p.shape[d] = static_cast<uint32_t>(sizes[d]);
-  size_t k = 0;
-  for (const Tensor* t : ts) {
-    // Every element this walk reaches must be indexable with 32-bit ints in the shader.
-    int64_t hi = t->offset(), lo = t->offset();
-    for (size_t d = 0; d < sizes.size(); ++d) {
-      const int64_t reach = (sizes[d] - 1) * strides[k][d];
+  return w;
+}
+
+// Every element the walk reaches in each tensor must be indexable with 32-bit ints in the shader.
+void check_reach(const Walk& w, std::span<const Tensor* const> ts, std::string_view op) {
+  for (size_t k = 0; k < ts.size(); ++k) {
+    int64_t hi = ts[k]->offset(), lo = ts[k]->offset();
+    for (size_t d = 0; d < w.sizes.size(); ++d) {
+      const int64_t reach = (w.sizes[d] - 1) * w.strides[k][d];
       (reach > 0 ? hi : lo) += reach;
     }
     VK_CHECK(lo >= 0 && hi <= std::numeric_limits<int32_t>::max(), SizeError, op, ": ",
-             t->describe(), " reaches elements beyond the vulkan backend's 32-bit indices");
-    p.offset[k] = static_cast<int32_t>(t->offset());
-    for (size_t d = 0; d < sizes.size(); ++d)
-      p.stride[k * kMaxDims + d] = static_cast<int32_t>(strides[k][d]);
-    ++k;
+             ts[k]->describe(), " reaches elements beyond the vulkan backend's 32-bit indices");
   }
-  return p;
 }
 
-}  // namespace
-
-void check_float32(const Tensor& t, std::string_view op) {
-  VK_CHECK(t.dtype() == DType::Float32, DTypeError, op, ": the vulkan device computes float32 ",
-           "tensors in this version of vkml, got ", dtype_name(t.dtype()),
-           " (move it to the cpu, or cast it to float32)");
-}
-
-void run_elementwise(std::string_view name, std::initializer_list<const Tensor*> ts,
-                     std::string_view op, float scalar) {
-  for (const Tensor* t : ts) check_float32(*t, op);
-  const Tensor& out = **ts.begin();
-  StridedParams p = plan(out.shape(), ts, op);
-  p.scalar = scalar;
-  if (p.n == 0) return;
+std::vector<Buffer*> buffers_of(const Strided& s, std::span<const Tensor* const> ts) {
   Context& ctx = context();
+  std::vector<const Tensor*> bound(ts.begin(), ts.end());
+  if (s.flag) bound.insert(bound.begin() + 1, s.flag);  // written buffers first
   std::vector<Buffer*> buffers;
-  for (const Tensor* t : ts) {
+  for (const Tensor* t : bound) {
     Buffer& b = buffer_of(*t);
-    VK_CHECK(b.size <= ctx.max_storage_range(), SizeError, op, ": ", t->describe(), " (", b.size,
+    VK_CHECK(b.size <= ctx.max_storage_range(), SizeError, s.op, ": ", t->describe(), " (", b.size,
              " bytes) is larger than ", ctx.device_name(),
              " binds in one storage buffer (maxStorageBufferRange ", ctx.max_storage_range(),
              " bytes)");
     buffers.push_back(&b);
   }
-  const std::string shader(name);
-  const Pipeline& pipe = ctx.pipeline(shader, shader_spirv(name),
+  return buffers;
+}
+
+}  // namespace
+
+std::string variant_name(std::string_view op, std::span<const DType> dtypes) {
+  std::string suffix;
+  bool all_f32 = true;
+  for (DType t : dtypes) {
+    suffix += short_name(t);
+    all_f32 = all_f32 && t == DType::Float32;
+  }
+  return all_f32 ? std::string(op) : std::string(op) + "_" + suffix;
+}
+
+void check_dtype(DType t, std::string_view op) {
+  if (t == DType::Int32 || t == DType::Float32) return;
+  Context& ctx = context();
+  const bool ok = t == DType::Bool    ? ctx.has_int8_storage()
+                  : t == DType::Int64 ? ctx.has_int64()
+                                      : ctx.has_float64() && ctx.has_int64();
+  const char* what = t == DType::Bool    ? "8-bit storage buffers (storageBuffer8BitAccess)"
+                     : t == DType::Int64 ? "64-bit integers (shaderInt64)"
+                                         : "float64 arithmetic (shaderFloat64 and shaderInt64)";
+  VK_CHECK(ok, DTypeError, op, ": the vulkan device ", ctx.device_name(), " has no ", what,
+           ", which ", dtype_name(t), " tensors need (move them to the cpu)");
+}
+
+void check_float32(const Tensor& t, std::string_view op) {
+  VK_CHECK(t.dtype() == DType::Float32, DTypeError, op, ": the vulkan device computes ", op,
+           " on float32 tensors only, got ", t.describe(), " (move it to the cpu, or cast it to ",
+           "float32)");
+}
+
+void run_strided(const Strided& s, std::span<const Tensor* const> ts) {
+  std::vector<DType> dtypes;
+  for (const Tensor* t : ts) {
+    check_dtype(t->dtype(), s.op);
+    dtypes.push_back(t->dtype());
+  }
+  const Tensor& out = *ts[0];
+  const int64_t n = numel_of(out.shape(), s.op);
+  if (n == 0) return;  // nothing to walk
+  VK_CHECK(n <= std::numeric_limits<int32_t>::max(), SizeError, s.op, ": ", n,
+           " elements are more than the vulkan backend indexes in one dispatch (2^31 - 1)");
+  const bool dense_out = ts.size() == 4;  // three inputs: no row for the output's strides
+  VK_CHECK(!dense_out || out.is_contiguous(), RuntimeError, s.op,
+           ": the vulkan backend writes a three-input op's result contiguously");
+  const Walk w = merge_dims(out.shape(), ts);
+  check_reach(w, ts, s.op);
+  Context& ctx = context();
+  const std::string name = variant_name(s.shader, dtypes);
+  const std::vector<Buffer*> buffers = buffers_of(s, ts);
+  const Pipeline& pipe = ctx.pipeline(name, shader_spirv(name),
                                       static_cast<uint32_t>(buffers.size()), sizeof(StridedParams));
-  ctx.dispatch(pipe, buffers, &p, (uint64_t{p.n} + kGroupSize - 1) / kGroupSize);
+  // The inner kMaxDims dims go to the shader; any outer ones are walked here, one dispatch each.
+  const size_t nd = w.sizes.size(), inner = nd > kMaxDims ? nd - kMaxDims : 0;
+  StridedParams p;
+  std::memcpy(p.scalar, s.scalar, sizeof(p.scalar));
+  int64_t inner_n = 1;
+  for (size_t d = inner; d < nd; ++d) {
+    const size_t slot = kMaxDims - (nd - d);
+    p.shape[slot] = static_cast<uint32_t>(w.sizes[d]);
+    inner_n *= w.sizes[d];
+    const size_t first_row = dense_out ? 1 : 0;
+    for (size_t k = first_row; k < ts.size(); ++k)
+      p.stride[(k - first_row) * kMaxDims + slot] = static_cast<int32_t>(w.strides[k][d]);
+  }
+  const int64_t outer_n = n / inner_n;
+  const uint64_t groups = (static_cast<uint64_t>(inner_n) + kGroupSize - 1) / kGroupSize;
+  for (int64_t o = 0; o < outer_n; ++o) {
+    int64_t rest = o;
+    for (size_t k = 0; k < ts.size(); ++k) p.offset[k] = static_cast<int32_t>(ts[k]->offset());
+    for (size_t d = inner; d-- > 0;) {
+      const int64_t coord = rest % w.sizes[d];
+      rest /= w.sizes[d];
+      for (size_t k = 0; k < ts.size(); ++k)
+        p.offset[k] += static_cast<int32_t>(coord * w.strides[k][d]);
+    }
+    ctx.dispatch(pipe, buffers, &p, groups, s.flag ? 2 : 1);
+  }
+}
+
+void run_elementwise(std::string_view name, std::initializer_list<const Tensor*> ts,
+                     std::string_view op, float scalar) {
+  Strided s{.shader = name, .op = op};
+  std::memcpy(s.scalar, &scalar, sizeof(scalar));
+  run_strided(s, std::span<const Tensor* const>(ts.begin(), ts.size()));
+}
+
+void fill(const Tensor& out, const Scalar& v, std::string_view op) {
+  Strided s{.shader = "fill", .op = op};
+  auto put = [&s](const auto& value) { std::memcpy(s.scalar, &value, sizeof(value)); };
+  VK_DISPATCH_ALL(out.dtype(), op, put(v.convert<T>()));
+  const Tensor* ts[] = {&out};
+  run_strided(s, ts);
 }
 
 }  // namespace vk::vulkan

@@ -1,78 +1,358 @@
 // The strided element-wise shader: element i of the output's shape, located in each tensor by
 // its own offset and strides (launch.h, StridedParams), for one operation chosen at compile time
-// (-DOP_ADD, ...). NIN is the number of inputs.
+// (-DOP_ADD, ...). NIN is the number of inputs. The dtypes are codes, 0 bool, 1 int32, 2 int64,
+// 3 float32, 4 float64: DTO the output's, DTA, DTB, DTC the inputs' (each defaulting to the one
+// before; everything float32 when none is given). Bools are bytes (8-bit storage), 0 or 1, read
+// and written one byte each. FLAG adds a written uint buffer after the output, which an invocation
+// sets to 1 on an error the host must raise (an integer division by zero).
 #version 450
+
+#ifndef DTO
+#define DTO 3
+#endif
+#ifndef DTA
+#define DTA DTO
+#endif
+#ifndef DTB
+#define DTB DTA
+#endif
+#ifndef DTC
+#define DTC DTB
+#endif
+#ifndef VM_DOUBLE
+#define VM_DOUBLE (DTA == 4)
+#endif
+
+#if DTO == 0 || DTA == 0 || DTB == 0 || DTC == 0
+#extension GL_EXT_shader_8bit_storage : require
+#endif
+#if DTO == 2 || DTA == 2 || DTB == 2 || DTO == 4 || DTA == 4 || DTB == 4 || VM_DOUBLE
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
+
+#define CAT(a, b) a##b
+#define XCAT(a, b) CAT(a, b)
+
+#define TYPE_0 bool
+#define TYPE_1 int
+#define TYPE_2 int64_t
+#define TYPE_3 float
+#define TYPE_4 double
+#define UTYPE_1 uint
+#define UTYPE_2 uint64_t
+#define STORAGE_0 uint8_t
+#define STORAGE_1 int
+#define STORAGE_2 int64_t
+#define STORAGE_3 float
+#define STORAGE_4 double
+#define LOAD_0(buf, i) (uint(buf[i]) != 0u)
+#define LOAD_1(buf, i) buf[i]
+#define LOAD_2(buf, i) buf[i]
+#define LOAD_3(buf, i) buf[i]
+#define LOAD_4(buf, i) buf[i]
+#define STORE_0(v) uint8_t((v) ? 1u : 0u)
+#define STORE_1(v) (v)
+#define STORE_2(v) (v)
+#define STORE_3(v) (v)
+#define STORE_4(v) (v)
+
+#define TO XCAT(TYPE_, DTO)
+#define TA XCAT(TYPE_, DTA)
+#define TB XCAT(TYPE_, DTB)
+#define TC XCAT(TYPE_, DTC)
 
 layout(local_size_x = 256) in;
 
+// Rows of strides, one per strided tensor: the output and the inputs when NIN < 3; with three
+// inputs the output is dense (element i at offset[0] + i) and the rows are the inputs'. Shape
+// is padded with 1s in front. scalar: two constants of the output's dtype, 32 bits each or 64
+// (low word first).
 layout(push_constant) uniform Params {
-  uint n;
-  uint ndim;
-  float scalar;
-  uint unused;
   uint shape[6];
-  int offset[3];
+  int offset[4];
   int stride[18];
+  uint scalar[4];
 } p;
 
-layout(std430, binding = 0) buffer Out { float o[]; };
-#if NIN >= 1
-layout(std430, binding = 1) readonly buffer A { float a[]; };
-#endif
-#if NIN >= 2
-layout(std430, binding = 2) readonly buffer B { float b[]; };
+#if defined(FLAG)
+#define IN_BINDING(k) (2 + k)
+#else
+#define IN_BINDING(k) (1 + k)
 #endif
 
-#if defined(OP_ADD)
-#define EXPR (a[ia] + b[ib])
-#elif defined(OP_SUB)
-#define EXPR (a[ia] - b[ib])
-#elif defined(OP_MUL)
-#define EXPR (a[ia] * b[ib])
-#elif defined(OP_DIV)
-#define EXPR (a[ia] / b[ib])
-#elif defined(OP_NEG)
-#define EXPR (-a[ia])
-#elif defined(OP_EXP)
-#define EXPR exp(a[ia])
-#elif defined(OP_LOG)
-#define EXPR log(a[ia])
-#elif defined(OP_SQRT)
-#define EXPR sqrt(a[ia])
-#elif defined(OP_RSQRT)
-#define EXPR inversesqrt(a[ia])
-#elif defined(OP_RECIPROCAL)
-#define EXPR (1.0 / a[ia])
-#elif defined(OP_ABS)
-#define EXPR abs(a[ia])
-#elif defined(OP_SIGN)  // -1, 0 or 1; NaN and -0 give 0, as the CPU's (ordered comparisons)
-#define EXPR (float(0.0 < a[ia]) - float(a[ia] < 0.0))
-#elif defined(OP_SIN)
-#define EXPR sin(a[ia])
-#elif defined(OP_COS)
-#define EXPR cos(a[ia])
-#elif defined(OP_TANH)  // +-1 past 9 in float32; some tanh builtins overflow to NaN far out
-#define EXPR (abs(a[ia]) > 10.0 ? sign(a[ia]) : tanh(a[ia]))
-#elif defined(OP_SIGMOID)
-#define EXPR (1.0 / (1.0 + exp(-a[ia])))
-#elif defined(OP_COPY)
-#define EXPR (a[ia])
-#elif defined(OP_FILL)
-#define EXPR (p.scalar)
+layout(std430, binding = 0) buffer Out { XCAT(STORAGE_, DTO) o[]; };
+#if defined(FLAG)
+layout(std430, binding = 1) buffer Flag { uint flag[]; };
 #endif
+#if NIN >= 1
+layout(std430, binding = IN_BINDING(0)) readonly buffer A { XCAT(STORAGE_, DTA) a[]; };
+#endif
+#if NIN >= 2
+layout(std430, binding = IN_BINDING(1)) readonly buffer B { XCAT(STORAGE_, DTB) b[]; };
+#endif
+#if NIN >= 3
+layout(std430, binding = IN_BINDING(2)) readonly buffer C { XCAT(STORAGE_, DTC) c[]; };
+#endif
+
+// Constant k (0 or 1) of the push constants, in the output's dtype.
+TO scalar_at(int k) {
+#if DTO == 0
+  return p.scalar[2 * k] != 0u;
+#elif DTO == 1
+  return int(p.scalar[2 * k]);
+#elif DTO == 2
+  return int64_t(pack64(uvec2(p.scalar[2 * k], p.scalar[2 * k + 1])));
+#elif DTO == 3
+  return uintBitsToFloat(p.scalar[2 * k]);
+#else
+  return packDouble2x32(uvec2(p.scalar[2 * k], p.scalar[2 * k + 1]));
+#endif
+}
+
+#define IS_FLOAT_A (DTA >= 3)
+
+#if defined(OP_EXP) || defined(OP_LOG) || defined(OP_TANH) || defined(OP_SIGMOID) ||    \
+    defined(OP_ERF) || defined(OP_ERFC) || defined(OP_GELU) || defined(OP_GELU_TANH) || \
+    defined(OP_GELU_BACKWARD) || defined(OP_LOG1P) || defined(OP_EXPM1) ||               \
+    (defined(OP_POW) && DTA >= 3)
+#include "vmath.glsl"
+#endif
+#if defined(OP_FLOOR_DIVIDE) || defined(OP_REMAINDER) || defined(OP_POW) || defined(OP_LOG1P) || \
+    defined(OP_EXPM1)
+#include "divmod.glsl"
+#endif
+
+void raise_flag() {
+#if defined(FLAG)
+  atomicOr(flag[0], 1u);
+#endif
+}
+
+// One element converted to the output's dtype, as the CPU's convert_element: a float an integer
+// type cannot hold (NaN, inf, out of range) becomes the type's lowest value.
+TO convert(TA x) {
+#if DTO == 0 && DTA == 0
+  return x;
+#elif DTO == 0
+  return x != TA(0);
+#elif DTA == 0
+  return x ? TO(1) : TO(0);
+#elif DTO <= 2 && DTA >= 3
+#if DTO == 1
+  const TA lo = TA(-2147483648.0);
+  const TO lowest = int(0x80000000u);
+#else
+  const TA lo = TA(-9223372036854775808.0);
+  const TO lowest = int64_t(0x8000000000000000ul);
+#endif
+  return x >= lo && x < -lo ? TO(x) : lowest;
+#else
+  return TO(x);
+#endif
+}
+
+TO compute(uint i, int ia, int ib, int ic) {
+#if NIN >= 1
+  const TA x = XCAT(LOAD_, DTA)(a, ia);
+#endif
+#if NIN >= 2
+  const TB y = XCAT(LOAD_, DTB)(b, ib);
+#endif
+#if NIN >= 3
+  const TC z = XCAT(LOAD_, DTC)(c, ic);
+#endif
+#if defined(OP_FILL)
+  return scalar_at(0);
+#elif defined(OP_COPY)
+  return convert(x);
+#elif defined(OP_ADD)
+#if DTA == 0
+  return x || y;
+#else
+  return x + y;
+#endif
+#elif defined(OP_SUB)
+  return x - y;
+#elif defined(OP_MUL)
+#if DTA == 0
+  return x && y;
+#else
+  return x * y;
+#endif
+#elif defined(OP_DIV)
+  return x / y;
+#elif defined(OP_NEG)
+  return -x;
+#elif defined(OP_ABS)
+#if IS_FLOAT_A
+  return abs(x);
+#else
+  return x < TA(0) ? -x : x;  // the minimum value stays itself (wraps), as on the CPU
+#endif
+#elif defined(OP_SIGN)  // -1, 0 or 1; NaN and -0 give 0, as the CPU's (ordered comparisons)
+  return TA(TA(0) < x) - TA(x < TA(0));
+#elif defined(OP_RELU)  // NaN stays NaN, -0 stays -0
+  return x < TA(0) ? TA(0) : x;
+#elif defined(OP_FLOOR) && IS_FLOAT_A
+  return floor(x);
+#elif defined(OP_CEIL) && IS_FLOAT_A
+  return ceil(x);
+#elif defined(OP_ROUND) && IS_FLOAT_A
+  // Halves to the even neighbour, as nearbyint, and the sign kept (-0.5 gives -0). Not
+  // roundEven: lavapipe's rounds float64 halves away from zero and loses -0's sign.
+  const TA below = floor(x), frac = x - below;
+  const bool odd = below - TA(2) * floor(below * TA(0.5)) != TA(0);
+  const TA r = frac > TA(0.5) || (frac == TA(0.5) && odd) ? below + TA(1) : below;
+  return isnan(x) || isinf(x) ? x : (x < TA(0) || (x == TA(0) && TA(1) / x < TA(0)) ? -abs(r) : abs(r));
+#elif defined(OP_FLOOR) || defined(OP_CEIL) || defined(OP_ROUND)
+  return x;
+#elif defined(OP_SQRT)
+  return sqrt(x);
+#elif defined(OP_RSQRT)
+  return TA(1) / sqrt(x);  // as the CPU: two correctly rounded steps, not inversesqrt's estimate
+#elif defined(OP_RECIPROCAL)
+  return TA(1) / x;
+#elif defined(OP_SIN)
+  return sin(x);
+#elif defined(OP_COS)
+  return cos(x);
+#elif defined(OP_EXP)
+  return vm_exp(x);
+#elif defined(OP_LOG)
+  return vm_log(x);
+#elif defined(OP_TANH)
+  return vm_tanh(x);
+#elif defined(OP_SIGMOID)
+  return vm_sigmoid(x);
+#elif defined(OP_ERF)
+  return vm_erf(x);
+#elif defined(OP_ERFC)
+  return vm_erfc(x);
+#elif defined(OP_GELU)
+  return vm_gelu(x);
+#elif defined(OP_GELU_TANH)
+  return vm_gelu_tanh(x);
+#elif defined(OP_GELU_BACKWARD)  // x is the incoming gradient, y the input
+  return x * vm_gelu_grad(y);
+#elif defined(OP_LOG1P)
+  return TA(dm_log1p(double(x)));
+#elif defined(OP_EXPM1)
+  return TA(dm_expm1(double(x)));
+#elif defined(OP_MAXIMUM) || defined(OP_MINIMUM)
+#if DTA == 0
+#if defined(OP_MAXIMUM)
+  return x || y;
+#else
+  return x && y;
+#endif
+#else
+#if IS_FLOAT_A
+  if (isnan(x) || isnan(y)) return x + y;  // NaN from either side, as the CPU
+#endif
+#if defined(OP_MAXIMUM)
+  return x > y ? x : y;
+#else
+  return x < y ? x : y;
+#endif
+#endif
+#elif defined(OP_WHERE)
+  return x ? y : z;
+#elif defined(OP_CLAMP)  // torch.clamp: lo > hi gives hi; a NaN bound gives NaN everywhere
+  const TA lo = scalar_at(0), hi = scalar_at(1);
+#if IS_FLOAT_A
+  if (isnan(lo) || isnan(hi)) return lo + hi;
+#endif
+  const TA r = x < lo ? lo : x;
+  return r > hi ? hi : r;
+#elif defined(OP_EQ) || defined(OP_NE) || defined(OP_LT) || defined(OP_LE) || defined(OP_GT) || \
+    defined(OP_GE)
+#if DTA == 0
+  const uint u = uint(x), v = uint(y);  // false < true, as the CPU's bools
+#else
+  const TA u = x, v = y;
+#endif
+#if defined(OP_EQ)
+  return u == v;
+#elif defined(OP_NE)
+  return u != v;
+#elif defined(OP_LT)
+  return u < v;
+#elif defined(OP_LE)
+  return u <= v;
+#elif defined(OP_GT)
+  return u > v;
+#else
+  return u >= v;
+#endif
+#elif defined(OP_BITWISE_AND) || defined(OP_BITWISE_OR) || defined(OP_BITWISE_XOR)
+#if DTA == 0 && defined(OP_BITWISE_AND)
+  return x && y;
+#elif DTA == 0 && defined(OP_BITWISE_OR)
+  return x || y;
+#elif DTA == 0
+  return x != y;
+#elif defined(OP_BITWISE_AND)
+  return x & y;
+#elif defined(OP_BITWISE_OR)
+  return x | y;
+#else
+  return x ^ y;
+#endif
+#elif defined(OP_FLOOR_DIVIDE) || defined(OP_REMAINDER)
+#if !IS_FLOAT_A
+  if (y == TA(0)) {
+    raise_flag();
+    return TA(0);
+  }
+#endif
+#if defined(OP_FLOOR_DIVIDE)
+  return dm_floor_divide(x, y);
+#else
+  return dm_remainder(x, y);
+#endif
+#elif defined(OP_POW)
+#if IS_FLOAT_A
+  // One exponent for every element (scalar[0] set: a broadcast scalar): the CPU's products and
+  // roots for the usual powers, which round as those, not as pow.
+  if (p.scalar[0] != 0u) {
+    if (y == TA(2)) return x * x;
+    if (y == TA(3)) return x * x * x;
+    if (y == TA(1)) return x;
+    if (y == TA(0.5)) return sqrt(x);
+    if (y == TA(-1)) return TA(1) / x;
+  }
+  return dm_pow_f32(x, y);
+#else
+  if (y < TA(0)) {
+    raise_flag();
+    return TA(0);
+  }
+  return dm_int_pow(x, y);
+#endif
+#endif
+}
 
 void main() {
   const uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u +
                  gl_LocalInvocationID.x;
-  if (i >= p.n) return;
-  int io = p.offset[0], ia = p.offset[1], ib = p.offset[2];
+  uint n = 1u;
+  for (int d = 0; d < 6; ++d) n *= p.shape[d];
+  if (i >= n) return;
+#if NIN >= 3
+  const int io = p.offset[0] + int(i);
+  int at[3] = int[](p.offset[1], p.offset[2], p.offset[3]);
+#else
+  int at[3] = int[](p.offset[0], p.offset[1], p.offset[2]);
+#endif
   uint r = i;
-  for (int d = int(p.ndim) - 1; d >= 0; --d) {
-    const uint c = r % p.shape[d];
+  for (int d = 5; d >= 0 && r != 0u; --d) {  // the coordinates left are all 0 once r is
+    const uint coord = r % p.shape[d];
     r /= p.shape[d];
-    io += int(c) * p.stride[d];
-    ia += int(c) * p.stride[6 + d];
-    ib += int(c) * p.stride[12 + d];
+    for (int k = 0; k < 3; ++k) at[k] += int(coord) * p.stride[6 * k + d];
   }
-  o[io] = EXPR;
+#if NIN >= 3
+  o[io] = XCAT(STORE_, DTO)(compute(i, at[0], at[1], at[2]));
+#else
+  o[at[0]] = XCAT(STORE_, DTO)(compute(i, at[1], at[2], 0));
+#endif
 }
