@@ -88,13 +88,14 @@ def test_backward_runs_on_the_device():
 
 
 def test_what_this_version_cannot_do_says_so():
+    # float64 transcendentals without a GLSL builtin or a port yet are DTypeErrors naming op and
+    # device; the other dtypes compute.
+    with pytest.raises(vk.DTypeError, match="sin.*vulkan.*float64"):
+        vk.zeros(2, dtype=vk.float64, device="vulkan").sin()
+    assert (vk.arange(3).to("vulkan") + 1).tolist() == [1, 2, 3]
+    assert vk.zeros(2, dtype=vk.float64, device="vulkan").tolist() == [0.0, 0.0]
     x = vk.ones(2, device="vulkan")
-    with pytest.raises(NotImplementedError, match="matmul.*vulkan:0"):
-        x.reshape(1, 2) @ x.reshape(2, 1)
-    with pytest.raises(vk.DTypeError, match="add.*vulkan.*int64"):
-        vk.arange(3).to("vulkan") + 1
-    with pytest.raises(vk.DTypeError, match="float64"):
-        vk.zeros(2, dtype=vk.float64, device="vulkan")
+    assert (x.reshape(1, 2) @ x.reshape(2, 1)).tolist() == [[2.0]]
 
 
 def test_the_readme_gpu_example_runs_as_written():
@@ -288,3 +289,18 @@ def test_a_corrupt_pipeline_cache_is_ignored_and_rewritten(tmp_path):
     assert run() == "[5.0, 5.0, 5.0]"
     files[0].write_bytes(files[0].read_bytes()[:7])
     assert run() == "[5.0, 5.0, 5.0]"
+
+
+def test_device_tensors_save_and_load_as_cpu_tensors(tmp_path):
+    # Defect: vk.save of a model on the device raised "not on the CPU" (digits --device vulkan
+    # could not checkpoint). Tensors are read back and saved; they load on the CPU, and
+    # load_state_dict copies them onto the device.
+    model = vk.nn.Linear(3, 2).to("vulkan")
+    path = tmp_path / "m.safetensors"
+    vk.save(model.state_dict(), path)
+    loaded = vk.load(path)
+    assert loaded["weight"].device == vk.device("cpu")
+    assert loaded["weight"].tolist() == model.weight.cpu().tolist()
+    other = vk.nn.Linear(3, 2).to("vulkan")
+    other.load_state_dict(loaded)
+    assert other.weight.device == VK and other.weight.tolist() == model.weight.tolist()

@@ -21,6 +21,7 @@
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/io/atomic_file.h"
+#include "vkml/ops/device_ops.h"
 #include "vkml/ops/shape.h"
 
 namespace vk::io {
@@ -723,9 +724,9 @@ PendingSave::PendingSave(const std::string& path, const NamedTensors& tensors,
     check_text(name, detail::cat("tensor name ", quoted(name)));
     VK_CHECK(names.insert(name).second, RuntimeError, "save_safetensors(", quoted(path),
              "): duplicate tensor name ", quoted(name));
-    VK_CHECK(t.device().is_cpu(), RuntimeError, "save_safetensors(", quoted(path), "): tensor ",
-             quoted(name), " is not on the CPU");
-    Tensor c = contiguous(t.detach());
+    // A tensor on another device is read back first (as torch's save does), so that a model
+    // training on the GPU checkpoints as it does on the CPU.
+    Tensor c = contiguous(to_cpu(t.detach()));
     uint64_t nbytes = static_cast<uint64_t>(c.numel()) * dtype_size(c.dtype());
     if (header.size() > 1) header += ',';
     json_string(header, name);
