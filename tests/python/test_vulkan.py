@@ -304,3 +304,33 @@ def test_device_tensors_save_and_load_as_cpu_tensors(tmp_path):
     other = vk.nn.Linear(3, 2).to("vulkan")
     other.load_state_dict(loaded)
     assert other.weight.device == VK and other.weight.tolist() == model.weight.tolist()
+
+
+def _digits_losses(device, steps=100, model_kind="mlp"):
+    # The digits example's model, optimizer and data, step by step (its loop, without the epochs).
+    from vkml.examples import digits
+    from vkml.nn import functional as F
+
+    Xtr, ytr, _, _ = digits.load_data()
+    vk.manual_seed(0)
+    model = digits.build_model(model_kind).to(device)
+    opt, _ = digits.build_optim(model_kind, model, 30)
+    X, y = digits.inputs(model_kind, Xtr, device), vk.tensor(ytr, device=device)
+    order = digits.shuffle_order(0, 0, len(ytr))
+    losses = []
+    for b in range(steps):
+        rows = order[(b * 32) % len(ytr):][:32]
+        idx = vk.tensor(rows, device=device)
+        loss = F.cross_entropy(model(X[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return np.array(losses)
+
+
+def test_digits_trains_on_the_device_as_on_the_cpu_and_repeats_bit_for_bit():
+    on_device = _digits_losses("vulkan")
+    np.testing.assert_allclose(on_device, _digits_losses("cpu"), rtol=1e-4)
+    assert on_device[-1] < 0.5 * on_device[0]
+    np.testing.assert_array_equal(_digits_losses("vulkan"), on_device)  # deterministic
