@@ -284,6 +284,26 @@ TEST_F(Vulkan, LayerNormMatchesTheCpu) {
                layer_norm(f32({}, {0, 4}), {4}, Tensor(), Tensor(), 1e-5), 0, "empty");
 }
 
+// Off-centre rows and channels (1000 +- 1): the mean must not lose the spread to rounding (a
+// plain float sum of the values did). Further off centre float32 itself, and the CPU's float32
+// kernels with it, keep too little of the spread to compare at this tolerance.
+TEST_F(Vulkan, NormsOfOffCentreValuesMatchTheCpu) {
+  for (const Shape& shape : {Shape{4, 700}, Shape{4, 3000}}) {  // an invocation, a workgroup
+    const Tensor x = wave(shape, 1.0) + 1000.0, g = wave(shape, 1.0, 0.3);
+    const int64_t n = shape[1];
+    const std::string at = " of shape " + shape_str(shape);
+    expect_close(layer_norm(dev(x), {n}, Tensor(), Tensor(), 1e-5),
+                 layer_norm(x, {n}, Tensor(), Tensor(), 1e-5), 1e-4, "layer_norm" + at);
+    expect_close(layer_norm_backward(dev(g), dev(x), {n}, Tensor(), 1e-5),
+                 layer_norm_backward(g, x, {n}, Tensor(), 1e-5), 1e-4, "layer_norm_backward" + at);
+    const Tensor xt = transpose(x, 0, 1), gt = transpose(g, 0, 1);
+    expect_close(batch_norm(dev(xt), Tensor(), Tensor(), 1e-5),
+                 batch_norm(xt, Tensor(), Tensor(), 1e-5), 1e-4, "batch_norm" + at);
+    expect_close(batch_norm_param_grad(dev(gt), dev(xt), 1e-5), batch_norm_param_grad(gt, xt, 1e-5),
+                 1e-4, "batch_norm_param_grad" + at);
+  }
+}
+
 TEST_F(Vulkan, LayerNormGradientsMatchTheCpu) {
   // 5000 rows: the weight and bias gradients sum two chunks of rows (4096 each at most).
   const Tensor x = wave({5000, 6}, 2.0) + 10.0, g = wave({6, 5000}, 1.0, 0.41);

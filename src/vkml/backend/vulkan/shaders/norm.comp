@@ -89,17 +89,21 @@ void main() {
 #endif
   if (grp >= p.groups) return;  // without SHORT_ROWS the whole workgroup: barriers stay uniform
   const float count = float(p.M);
-  vec2 s = vec2(0.0);  // sum(x), sum(u)
+  // The mean from sums of x - x0, x0 the group's first value (0 if not finite): a plain float sum
+  // of far off-centre values (1e4 +- 1) rounds their spread away.
+  const float first = p.M > 0u ? x[p.x_offset + int(at_of(grp, 0u))] : 0.0;
+  const float x0 = isinf(first) || isnan(first) ? 0.0 : first;
+  precise vec2 s = vec2(0.0);  // sum(x - x0), sum(u)
   for (uint j = t; j < p.M; j += LANES) {
     const uint at = at_of(grp, j);
 #if defined(FORWARD)
-    s.x += x[p.x_offset + int(at)];
+    s.x += x[p.x_offset + int(at)] - x0;
 #else
-    s += vec2(x[p.x_offset + int(at)], g[p.g_offset + int(at)] * value_weight(j));
+    s += vec2(x[p.x_offset + int(at)] - x0, g[p.g_offset + int(at)] * value_weight(j));
 #endif
   }
   s = tree_sum(s);
-  const float mu = s.x / count;
+  precise const float mu = x0 + s.x / count;
   vec2 q = vec2(0.0);  // sum((x - mean)^2), sum(u * (x - mean))
   for (uint j = t; j < p.M; j += LANES) {
     const uint at = at_of(grp, j);
