@@ -90,7 +90,7 @@ void main() {
   if (grp >= p.groups) return;  // without SHORT_ROWS the whole workgroup: barriers stay uniform
   const float count = float(p.M);
   // The mean from sums of x - x0, x0 the group's first value (0 if not finite): a plain float sum
-  // of far off-centre values (1e4 +- 1) rounds their spread away.
+  // of off-centre values (1000 +- 1) rounds their spread away.
   const float first = p.M > 0u ? x[p.x_offset + int(at_of(grp, 0u))] : 0.0;
   const float x0 = isinf(first) || isnan(first) ? 0.0 : first;
   precise vec2 s = vec2(0.0);  // sum(x - x0), sum(u)
