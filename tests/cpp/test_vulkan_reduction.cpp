@@ -532,10 +532,29 @@ TEST_F(Vulkan, SweepCasesRunForwardOnTheDevice) {
   EXPECT_GT(ran, 60);
 }
 
-// A workgroup's invocations loop at most 16384 times each (lavapipe stops a loop at 65535): a
-// longer row is an error naming the op, never a wrong result.
+// Rows of 2^20: a workgroup's invocations make 3 * 8192 loop iterations in all, well under the
+// 65535 after which lavapipe silently stops a shader; one more element is an error naming the op.
+TEST_F(Vulkan, RowsAtTheLoopBoundMatchTheCpu) {
+  const int64_t n = int64_t{1} << 20;
+  const Tensor x = wave({1, n}, 3.0), dx = dev(x);
+  expect_close(softmax(dx, 1), softmax(x, 1), 1e-5, "softmax");
+  expect_close(log_softmax_backward(dx, dx, 1), log_softmax_backward(x, x, 1), 1e-5,
+               "log_softmax_backward");
+  expect_close(layer_norm(dx, {n}, Tensor(), Tensor(), 1e-5),
+               layer_norm(x, {n}, Tensor(), Tensor(), 1e-5), 1e-4, "layer_norm");
+  const Tensor xc = reshape(x, {1024, 1, 1024});  // one channel of 2^20 values in 1024 segments
+  expect_close(batch_norm(dev(xc), Tensor(), Tensor(), 1e-5),
+               batch_norm(xc, Tensor(), Tensor(), 1e-5), 1e-4, "batch_norm");
+  // Six reduced dims that do not merge: 4096 * 7 iterations a chunk.
+  const Tensor y = wave({2, 3, 4, 5, 6, 7}, 2.0);
+  const Tensor yt = permute(y, {5, 4, 3, 2, 1, 0}), dyt = permute(dev(y), {5, 4, 3, 2, 1, 0});
+  expect_close(sum(dyt, {0, 1, 2, 3, 4, 5}), sum(yt, {0, 1, 2, 3, 4, 5}), 1e-5, "sum of 6 dims");
+  expect_same(argmin(reshape(dyt, {-1}), 0), argmin(reshape(yt, {-1}), 0), "argmin of 6 dims");
+  expect_same(amax(dyt, {0, 1, 2, 3, 4, 5}), amax(yt, {0, 1, 2, 3, 4, 5}), "amax of 6 dims");
+}
+
 TEST_F(Vulkan, RowsPastTheLoopBoundAreSizeErrors) {
-  const int64_t n = (int64_t{1} << 21) + 1;
+  const int64_t n = (int64_t{1} << 20) + 1;
   const Tensor x = full({1, n}, 0.5, DType::Float32, kVulkan);
   VK_EXPECT_ERROR(softmax(x, 1), SizeError, "softmax", "vulkan");
   VK_EXPECT_ERROR(log_softmax_backward(x, x, 1), SizeError, "log_softmax_backward", "vulkan");

@@ -31,9 +31,9 @@ struct ParamGradParams {
 static_assert(sizeof(ParamGradParams) == 24, "norm_param.comp's push constants");
 
 constexpr int64_t kGroupSize = 128;  // local_size_x of norm.comp
-// The most values in a group: each invocation then loops at most 16384 times (lavapipe stops a
-// shader loop after 65535 iterations, silently).
-constexpr int64_t kMaxGroup = kGroupSize * 16384;
+// The most values in a group: each invocation then makes at most 3 * 8192 loop iterations in all
+// (lavapipe stops a shader once it has made 65535, counting all its loops together, silently).
+constexpr int64_t kMaxGroup = kGroupSize * 8192;
 // Groups up to this many values are one invocation's each (the *_short variants, 64 to a
 // workgroup): for many groups of hundreds of values that ran 2-3 times faster on lavapipe than a
 // workgroup per group (measured at 768 values).

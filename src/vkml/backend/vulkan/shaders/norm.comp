@@ -2,8 +2,9 @@
 // trailing dims, or a channel of batch_norm's (N, C, S) input. Value j of group grp is element
 //   grp * seg + (j / S) * step + j % S
 // of the contiguous input (layer_norm: seg = S = M, step = 0; batch_norm: seg = S, step = C * S).
-// Each invocation folds the values t, t + 128, ... in order (at most M / 128 of them: the host
-// keeps that well under lavapipe's 65535 loop iterations), then the 128 partial sums are combined
+// Each invocation folds the values t, t + 128, ... in order (at most M / 128 of them, three times
+// over: the host keeps that well under the 65535 loop iterations lavapipe allows a shader in all),
+// then the 128 partial sums are combined
 // in shared memory in a fixed tree: results do not depend on scheduling. The variance is taken in
 // a second pass from the mean, as the CPU's.
 //   FORWARD   y = (x - mean) * rstd * w + b; stats = [mean, biased var] per group

@@ -1,7 +1,7 @@
 // layer_norm's weight and bias gradients, as column sums over the rows: invocation (c, i) adds
 // g * xhat and g of column i over rows [c * chunk, (c + 1) * chunk) in order, compensated
-// (Kahan), with each row's mean and rstd from stats (norm.comp, BACKWARD). Chunks keep every loop
-// short (lavapipe stops a loop after 65535 iterations, silently); the host sums the n_chunks
+// (Kahan), with each row's mean and rstd from stats (norm.comp, BACKWARD). Chunks keep the loop
+// short (lavapipe stops a shader after 65535 loop iterations, silently); the host sums the n_chunks
 // partial rows (reduce.comp). Writes part[c * 2n + i] and part[c * 2n + n + i].
 #version 450
 

@@ -1,7 +1,8 @@
 // One pass of a reduction over the reduced dims: invocation (i, c) folds chunk c -- elements
 // [c * chunk, (c + 1) * chunk) of output i's reduced elements in row-major order. Chunks keep
-// every invocation's loop short (lavapipe stops a loop after 65535 iterations, silently); the
-// host folds the n_chunks partial results with this shader again. The order is fixed: results do
+// every invocation's loops short (lavapipe stops a shader once it has made 65535 loop iterations,
+// all its loops together, silently: a chunk of 4096 with up to 6 reduced dims walked per element
+// makes at most 4096 * 7); the host folds the n_chunks partial results with this shader again. The order is fixed: results do
 // not depend on the device's workgroup size or scheduling.
 //   (default)   sum, times `scale` (mean), compensated (Kahan), so a long sum in float32 stays
 //               close to the CPU's double accumulation
