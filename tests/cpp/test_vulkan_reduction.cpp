@@ -460,12 +460,47 @@ TEST_F(Vulkan, BoolExtremesMatchTheCpu) {
   expect_same_ints(amax(d), amax(x), "amax all");
 }
 
+// Whether the device reduces float64 (it needs shaderFloat64).
+bool device_has_float64() {
+  try {
+    amax(dev(from_vector({1}, {1}, DType::Float64)), {0});
+    return true;
+  } catch (const DTypeError&) {
+    return false;
+  }
+}
+
+// float64 to double's rounding: sums compensated in double, mean and var divided in double.
+TEST_F(Vulkan, Float64ReductionsMatchTheCpu) {
+  if (!device_has_float64()) GTEST_SKIP() << "the device has no shaderFloat64";
+  const Tensor x = cast(tricky_rows(), DType::Float64), d = dev(x);
+  const Tensor w = cast(wave({3, 5000}, 1.0), DType::Float64) + 1e6, dw = dev(w);
+  for (int64_t dim : {0, 1}) {
+    const std::string at = " dim " + std::to_string(dim);
+    expect_close(sum(dw, {dim}), sum(w, {dim}), 1e-13, "sum" + at);
+    expect_close(mean(dw, {dim}, true), mean(w, {dim}, true), 1e-13, "mean" + at);
+    expect_close(var(dw, {dim}), var(w, {dim}), 1e-12, "var" + at);
+    expect_close(var(dw, {dim}, 0.0), var(w, {dim}, 0.0), 1e-12, "var, correction 0" + at);
+    expect_close(prod(dev(w * 1e-6), {dim}), prod(w * 1e-6, {dim}), 1e-12, "prod" + at);
+    expect_same(amax(d, {dim}), amax(x, {dim}), "amax" + at);
+    expect_same(amin(d, {dim}), amin(x, {dim}), "amin" + at);
+    expect_same(max(d, dim).indices, max(x, dim).indices, "max indices" + at);
+    expect_same(min(d, dim).values, min(x, dim).values, "min values" + at);
+    expect_same(argmax(d, dim), argmax(x, dim), "argmax" + at);
+    expect_same(argmin(d, dim), argmin(x, dim), "argmin" + at);
+  }
+  expect_close(sum(transpose(dw, 0, 1), {0, 1}), sum(w, {0, 1}), 1e-13, "sum all, transposed");
+  expect_close(mean(d, {1}), mean(x, {1}), 1e-13, "mean with NaN and inf");
+  const Tensor none = from_vector({}, {2, 0}, DType::Float64);
+  expect_close(mean(dev(none), {1}), mean(none, {1}), 0, "mean of nothing: NaN");
+  expect_close(var(dev(none), {1}), var(none, {1}), 0, "var of nothing: NaN");
+  const Tensor one = from_vector({1, 2}, {2, 1}, DType::Float64);
+  expect_close(var(dev(one), {1}), var(one, {1}), 0, "var of one value: NaN");
+}
+
 TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
   const Tensor f64 = dev(from_vector({1, 2, 3}, {3}, DType::Float64));
-  VK_EXPECT_ERROR(amin(f64, {0}), DTypeError, "amin", "vulkan", "float64");
-  VK_EXPECT_ERROR(argmax(f64, 0), DTypeError, "argmax", "vulkan", "float64");
-  VK_EXPECT_ERROR(prod(f64, {0}), DTypeError, "prod", "vulkan", "float64");
-  VK_EXPECT_ERROR(var(f64, {0}), DTypeError, "var", "vulkan", "float64");
+  VK_EXPECT_ERROR(logsumexp(f64, {0}), DTypeError, "logsumexp", "vulkan", "float64");
   VK_EXPECT_ERROR(softmax(f64, 0), DTypeError, "softmax", "vulkan", "float64");
   VK_EXPECT_ERROR(layer_norm(f64, {3}, Tensor(), Tensor(), 1e-5), DTypeError, "layer_norm",
                   "vulkan", "float64");
