@@ -41,7 +41,10 @@ list(APPEND VKML_VULKAN_SHADERS
   "softmax_backward_short|softmax|SOFTMAX_BW,SHORT_ROWS"
   "log_softmax_backward_short|softmax|LOG_BW,SHORT_ROWS"
   "norm_forward|norm|FORWARD" "norm_backward|norm|BACKWARD" "norm_param|norm_param|"
-  "norm_forward_short|norm|FORWARD,SHORT_ROWS" "norm_backward_short|norm|BACKWARD,SHORT_ROWS")
+  "norm_forward_short|norm|FORWARD,SHORT_ROWS" "norm_backward_short|norm|BACKWARD,SHORT_ROWS"
+  "norm_forward_f64|norm|FORWARD,FLOAT64" "norm_backward_f64|norm|BACKWARD,FLOAT64"
+  "norm_forward_short_f64|norm|FORWARD,SHORT_ROWS,FLOAT64"
+  "norm_backward_short_f64|norm|BACKWARD,SHORT_ROWS,FLOAT64" "norm_param_f64|norm_param|FLOAT64")
 foreach(bits IN ITEMS 32 64)  # the integer reductions: sum, prod and the extremes
   list(APPEND VKML_VULKAN_SHADERS
     "reduce_i${bits}|reduce|INT${bits}" "reduce_prod_i${bits}|reduce|INT${bits},OP_PROD"
