@@ -70,7 +70,10 @@ list(APPEND VKML_VULKAN_SHADERS
   "softmax_backward_short|softmax|SOFTMAX_BW,SHORT_ROWS"
   "log_softmax_backward_short|softmax|LOG_BW,SHORT_ROWS"
   "norm_forward|norm|FORWARD" "norm_backward|norm|BACKWARD" "norm_param|norm_param|"
-  "norm_forward_short|norm|FORWARD,SHORT_ROWS" "norm_backward_short|norm|BACKWARD,SHORT_ROWS")
+  "norm_forward_short|norm|FORWARD,SHORT_ROWS" "norm_backward_short|norm|BACKWARD,SHORT_ROWS"
+  "norm_forward_f64|norm|FORWARD,FLOAT64" "norm_backward_f64|norm|BACKWARD,FLOAT64"
+  "norm_forward_short_f64|norm|FORWARD,SHORT_ROWS,FLOAT64"
+  "norm_backward_short_f64|norm|BACKWARD,SHORT_ROWS,FLOAT64" "norm_param_f64|norm_param|FLOAT64")
 foreach(bits IN ITEMS 32 64)  # the integer reductions: sum, prod and the extremes
   list(APPEND VKML_VULKAN_SHADERS
     "reduce_i${bits}|reduce|INT${bits}" "reduce_prod_i${bits}|reduce|INT${bits},OP_PROD"
@@ -80,6 +83,14 @@ foreach(bits IN ITEMS 32 64)  # the integer reductions: sum, prod and the extrem
     "reduce_argmax_merge_i${bits}|reduce|INT${bits},OP_MAX,WITH_INDEX,MERGE_INDEX"
     "reduce_argmin_merge_i${bits}|reduce|INT${bits},OP_MIN,WITH_INDEX,MERGE_INDEX")
 endforeach()
+list(APPEND VKML_VULKAN_SHADERS  # float64: all but logsumexp
+  "reduce_f64|reduce|FLOAT64" "reduce_prod_f64|reduce|FLOAT64,OP_PROD"
+  "reduce_max_f64|reduce|FLOAT64,OP_MAX" "reduce_min_f64|reduce|FLOAT64,OP_MIN"
+  "reduce_argmax_f64|reduce|FLOAT64,OP_MAX,WITH_INDEX"
+  "reduce_argmin_f64|reduce|FLOAT64,OP_MIN,WITH_INDEX"
+  "reduce_argmax_merge_f64|reduce|FLOAT64,OP_MAX,WITH_INDEX,MERGE_INDEX"
+  "reduce_argmin_merge_f64|reduce|FLOAT64,OP_MIN,WITH_INDEX,MERGE_INDEX"
+  "reduce_sqdev_f64|reduce|FLOAT64,OP_SQDEV" "reduce_divide_f64|reduce_finish|DIVIDE64")
 list(APPEND VKML_VULKAN_SHADERS  # bool: the extremes
   "reduce_max_b8|reduce|BOOL,OP_MAX" "reduce_min_b8|reduce|BOOL,OP_MIN"
   "reduce_argmax_b8|reduce|BOOL,OP_MAX,WITH_INDEX" "reduce_argmin_b8|reduce|BOOL,OP_MIN,WITH_INDEX"

@@ -284,6 +284,26 @@ TEST_F(Vulkan, LayerNormMatchesTheCpu) {
                layer_norm(f32({}, {0, 4}), {4}, Tensor(), Tensor(), 1e-5), 0, "empty");
 }
 
+// Off-centre rows and channels (1000 +- 1): the mean must not lose the spread to rounding (a
+// plain float sum of the values did). Further off centre float32 itself, and the CPU's float32
+// kernels with it, keep too little of the spread to compare at this tolerance.
+TEST_F(Vulkan, NormsOfOffCentreValuesMatchTheCpu) {
+  for (const Shape& shape : {Shape{4, 700}, Shape{4, 3000}}) {  // an invocation, a workgroup
+    const Tensor x = wave(shape, 1.0) + 1000.0, g = wave(shape, 1.0, 0.3);
+    const int64_t n = shape[1];
+    const std::string at = " of shape " + shape_str(shape);
+    expect_close(layer_norm(dev(x), {n}, Tensor(), Tensor(), 1e-5),
+                 layer_norm(x, {n}, Tensor(), Tensor(), 1e-5), 1e-4, "layer_norm" + at);
+    expect_close(layer_norm_backward(dev(g), dev(x), {n}, Tensor(), 1e-5),
+                 layer_norm_backward(g, x, {n}, Tensor(), 1e-5), 1e-4, "layer_norm_backward" + at);
+    const Tensor xt = transpose(x, 0, 1), gt = transpose(g, 0, 1);
+    expect_close(batch_norm(dev(xt), Tensor(), Tensor(), 1e-5),
+                 batch_norm(xt, Tensor(), Tensor(), 1e-5), 1e-4, "batch_norm" + at);
+    expect_close(batch_norm_param_grad(dev(gt), dev(xt), 1e-5), batch_norm_param_grad(gt, xt, 1e-5),
+                 1e-4, "batch_norm_param_grad" + at);
+  }
+}
+
 TEST_F(Vulkan, LayerNormGradientsMatchTheCpu) {
   // 5000 rows: the weight and bias gradients sum two chunks of rows (4096 each at most).
   const Tensor x = wave({5000, 6}, 2.0) + 10.0, g = wave({6, 5000}, 1.0, 0.41);
@@ -440,15 +460,77 @@ TEST_F(Vulkan, BoolExtremesMatchTheCpu) {
   expect_same_ints(amax(d), amax(x), "amax all");
 }
 
+// Whether the device reduces float64 (it needs shaderFloat64).
+bool device_has_float64() {
+  try {
+    amax(dev(from_vector({1}, {1}, DType::Float64)), {0});
+    return true;
+  } catch (const DTypeError&) {
+    return false;
+  }
+}
+
+// float64 to double's rounding: sums compensated in double, mean and var divided in double.
+TEST_F(Vulkan, Float64ReductionsMatchTheCpu) {
+  if (!device_has_float64()) GTEST_SKIP() << "the device has no shaderFloat64";
+  const Tensor x = cast(tricky_rows(), DType::Float64), d = dev(x);
+  const Tensor w = cast(wave({3, 5000}, 1.0), DType::Float64) + 1e6, dw = dev(w);
+  for (int64_t dim : {0, 1}) {
+    const std::string at = " dim " + std::to_string(dim);
+    expect_close(sum(dw, {dim}), sum(w, {dim}), 1e-13, "sum" + at);
+    expect_close(mean(dw, {dim}, true), mean(w, {dim}, true), 1e-13, "mean" + at);
+    expect_close(var(dw, {dim}), var(w, {dim}), 1e-12, "var" + at);
+    expect_close(var(dw, {dim}, 0.0), var(w, {dim}, 0.0), 1e-12, "var, correction 0" + at);
+    expect_close(prod(dev(w * 1e-6), {dim}), prod(w * 1e-6, {dim}), 1e-12, "prod" + at);
+    expect_same(amax(d, {dim}), amax(x, {dim}), "amax" + at);
+    expect_same(amin(d, {dim}), amin(x, {dim}), "amin" + at);
+    expect_same(max(d, dim).indices, max(x, dim).indices, "max indices" + at);
+    expect_same(min(d, dim).values, min(x, dim).values, "min values" + at);
+    expect_same(argmax(d, dim), argmax(x, dim), "argmax" + at);
+    expect_same(argmin(d, dim), argmin(x, dim), "argmin" + at);
+  }
+  expect_close(sum(transpose(dw, 0, 1), {0, 1}), sum(w, {0, 1}), 1e-13, "sum all, transposed");
+  expect_close(mean(d, {1}), mean(x, {1}), 1e-13, "mean with NaN and inf");
+  const Tensor none = from_vector({}, {2, 0}, DType::Float64);
+  expect_close(mean(dev(none), {1}), mean(none, {1}), 0, "mean of nothing: NaN");
+  expect_close(var(dev(none), {1}), var(none, {1}), 0, "var of nothing: NaN");
+  const Tensor one = from_vector({1, 2}, {2, 1}, DType::Float64);
+  expect_close(var(dev(one), {1}), var(one, {1}), 0, "var of one value: NaN");
+}
+
+// float64 norms in double, off centre (1e4 +- 1), rows and channels both ways (an invocation, a
+// workgroup), the weight and bias gradients over two chunks of rows.
+TEST_F(Vulkan, Float64NormsMatchTheCpu) {
+  if (!device_has_float64()) GTEST_SKIP() << "the device has no shaderFloat64";
+  auto f64 = [](const Tensor& t) { return cast(t, DType::Float64); };
+  for (const Shape& shape : {Shape{4, 700}, Shape{4, 3000}}) {
+    const Tensor x = f64(wave(shape, 1.0)) + 1e4, g = f64(wave(shape, 1.0, 0.3));
+    const int64_t n = shape[1];
+    const Tensor w = f64(wave({n}, 1.5, 0.2)), b = f64(wave({n}, 0.5, 0.9));
+    const std::string at = " of shape " + shape_str(shape);
+    expect_close(layer_norm(dev(x), {n}, dev(w), dev(b), 1e-5), layer_norm(x, {n}, w, b, 1e-5),
+                 1e-10, "layer_norm" + at);
+    expect_close(layer_norm_backward(dev(g), dev(x), {n}, dev(w), 1e-5),
+                 layer_norm_backward(g, x, {n}, w, 1e-5), 1e-10, "layer_norm_backward" + at);
+    const Tensor xc = reshape(x, {4, 1, n}), gc = reshape(g, {4, 1, n});
+    const BatchNormResult got = batch_norm_with_stats(dev(xc), Tensor(), Tensor(), 1e-5);
+    const BatchNormResult want = batch_norm_with_stats(xc, Tensor(), Tensor(), 1e-5);
+    expect_close(got.y, want.y, 1e-10, "batch_norm" + at);
+    expect_close(got.stats, want.stats, 1e-12, "batch_norm stats" + at);
+    expect_close(batch_norm_backward(dev(gc), dev(xc), Tensor(), 1e-5),
+                 batch_norm_backward(gc, xc, Tensor(), 1e-5), 1e-10, "batch_norm_backward" + at);
+    expect_close(batch_norm_param_grad(dev(gc), dev(xc), 1e-5), batch_norm_param_grad(gc, xc, 1e-5),
+                 1e-10, "batch_norm_param_grad" + at);
+  }
+  const Tensor x = f64(wave({5000, 6}, 2.0)), g = f64(wave({5000, 6}, 1.0, 0.41));
+  expect_close(layer_norm_param_grad(dev(g), dev(x), {6}, 1e-5),
+               layer_norm_param_grad(g, x, {6}, 1e-5), 1e-10, "layer_norm_param_grad");
+}
+
 TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
   const Tensor f64 = dev(from_vector({1, 2, 3}, {3}, DType::Float64));
-  VK_EXPECT_ERROR(amin(f64, {0}), DTypeError, "amin", "vulkan", "float64");
-  VK_EXPECT_ERROR(argmax(f64, 0), DTypeError, "argmax", "vulkan", "float64");
-  VK_EXPECT_ERROR(prod(f64, {0}), DTypeError, "prod", "vulkan", "float64");
-  VK_EXPECT_ERROR(var(f64, {0}), DTypeError, "var", "vulkan", "float64");
+  VK_EXPECT_ERROR(logsumexp(f64, {0}), DTypeError, "logsumexp", "vulkan", "float64");
   VK_EXPECT_ERROR(softmax(f64, 0), DTypeError, "softmax", "vulkan", "float64");
-  VK_EXPECT_ERROR(layer_norm(f64, {3}, Tensor(), Tensor(), 1e-5), DTypeError, "layer_norm",
-                  "vulkan", "float64");
 }
 
 // Fixed-order folds: the same inputs give the same bits every time.
@@ -512,10 +594,29 @@ TEST_F(Vulkan, SweepCasesRunForwardOnTheDevice) {
   EXPECT_GT(ran, 60);
 }
 
-// A workgroup's invocations loop at most 16384 times each (lavapipe stops a loop at 65535): a
-// longer row is an error naming the op, never a wrong result.
+// Rows of 2^20: a workgroup's invocations make 3 * 8192 loop iterations in all, well under the
+// 65535 after which lavapipe silently stops a shader; one more element is an error naming the op.
+TEST_F(Vulkan, RowsAtTheLoopBoundMatchTheCpu) {
+  const int64_t n = int64_t{1} << 20;
+  const Tensor x = wave({1, n}, 3.0), dx = dev(x);
+  expect_close(softmax(dx, 1), softmax(x, 1), 1e-5, "softmax");
+  expect_close(log_softmax_backward(dx, dx, 1), log_softmax_backward(x, x, 1), 1e-5,
+               "log_softmax_backward");
+  expect_close(layer_norm(dx, {n}, Tensor(), Tensor(), 1e-5),
+               layer_norm(x, {n}, Tensor(), Tensor(), 1e-5), 1e-4, "layer_norm");
+  const Tensor xc = reshape(x, {1024, 1, 1024});  // one channel of 2^20 values in 1024 segments
+  expect_close(batch_norm(dev(xc), Tensor(), Tensor(), 1e-5),
+               batch_norm(xc, Tensor(), Tensor(), 1e-5), 1e-4, "batch_norm");
+  // Six reduced dims that do not merge: 4096 * 7 iterations a chunk.
+  const Tensor y = wave({2, 3, 4, 5, 6, 7}, 2.0);
+  const Tensor yt = permute(y, {5, 4, 3, 2, 1, 0}), dyt = permute(dev(y), {5, 4, 3, 2, 1, 0});
+  expect_close(sum(dyt, {0, 1, 2, 3, 4, 5}), sum(yt, {0, 1, 2, 3, 4, 5}), 1e-5, "sum of 6 dims");
+  expect_same(argmin(reshape(dyt, {-1}), 0), argmin(reshape(yt, {-1}), 0), "argmin of 6 dims");
+  expect_same(amax(dyt, {0, 1, 2, 3, 4, 5}), amax(yt, {0, 1, 2, 3, 4, 5}), "amax of 6 dims");
+}
+
 TEST_F(Vulkan, RowsPastTheLoopBoundAreSizeErrors) {
-  const int64_t n = (int64_t{1} << 21) + 1;
+  const int64_t n = (int64_t{1} << 20) + 1;
   const Tensor x = full({1, n}, 0.5, DType::Float32, kVulkan);
   VK_EXPECT_ERROR(softmax(x, 1), SizeError, "softmax", "vulkan");
   VK_EXPECT_ERROR(log_softmax_backward(x, x, 1), SizeError, "log_softmax_backward", "vulkan");

@@ -1,8 +1,9 @@
-// Layer and batch normalisation on the Vulkan device, float32 (shaders/norm.comp): one workgroup
-// per group -- a row of the normalized trailing dims, or a channel -- for its mean and variance
-// (two passes, as the CPU's) and its outputs. layer_norm's weight and bias gradients are column
-// sums over the rows (shaders/norm_param.comp, chunks of rows summed again by the sum kernel).
-// The inputs are made contiguous first (a strided copy), as the CPU's kernels do.
+// Layer and batch normalisation on the Vulkan device, float32 and (with shaderFloat64) float64
+// (shaders/norm.comp): one workgroup per group -- a row of the normalized trailing dims, or a
+// channel -- for its mean and variance (two passes, as the CPU's) and its outputs. layer_norm's
+// weight and bias gradients are column sums over the rows (shaders/norm_param.comp, chunks of rows
+// summed again by the sum kernel). The inputs are made contiguous first (a strided copy), as the
+// CPU's kernels do.
 #include <limits>
 #include <string>
 #include <vector>
@@ -19,8 +20,9 @@ struct NormParams {
   uint32_t groups = 0, M = 0, S = 1, seg = 0, step = 0, flags = 0;
   float eps = 0.0f;
   int32_t x_offset = 0, g_offset = 0, w_offset = 0, b_offset = 0;
+  double eps64 = 0.0;  // the FLOAT64 variants' eps (their block alone declares it)
 };
-static_assert(sizeof(NormParams) == 44, "norm.comp's push constants");
+static_assert(sizeof(NormParams) == 56, "norm.comp's push constants");
 constexpr uint32_t kWeight = 1, kBias = 2, kGroupWeight = 4, kWriteDx = 8;
 
 // Push constants of norm_param.comp.
@@ -31,19 +33,31 @@ struct ParamGradParams {
 static_assert(sizeof(ParamGradParams) == 24, "norm_param.comp's push constants");
 
 constexpr int64_t kGroupSize = 128;  // local_size_x of norm.comp
-// The most values in a group: each invocation then loops at most 16384 times (lavapipe stops a
-// shader loop after 65535 iterations, silently).
-constexpr int64_t kMaxGroup = kGroupSize * 16384;
+// The most values in a group: each invocation then makes at most 3 * 8192 loop iterations in all
+// (lavapipe stops a shader once it has made 65535, counting all its loops together, silently).
+constexpr int64_t kMaxGroup = kGroupSize * 8192;
 // Groups up to this many values are one invocation's each (the *_short variants, 64 to a
 // workgroup): for many groups of hundreds of values that ran 2-3 times faster on lavapipe than a
 // workgroup per group (measured at 768 values).
 constexpr int64_t kShortGroup = 1024;
 constexpr int64_t kRowChunk = 4096;  // rows one invocation of norm_param.comp sums
 
-Tensor contiguous_of(const Tensor& x, const char* op) {
+// DTypeError naming op and the device unless x is float32, or float64 on a device with
+// shaderFloat64.
+void check_norm_dtype(const Tensor& x, const char* op) {
+  if (x.dtype() == DType::Float64 && context().has_float64()) return;
   check_float32(x, op);
+}
+
+// The variant of shader `name` for dtype t.
+std::string variant(const char* name, DType t) {
+  return t == DType::Float64 ? std::string(name) + "_f64" : std::string(name);
+}
+
+Tensor contiguous_of(const Tensor& x, const char* op) {
+  check_norm_dtype(x, op);
   if (x.is_contiguous()) return x;
-  Tensor c = Tensor::empty(x.shape(), DType::Float32, x.device());
+  Tensor c = Tensor::empty(x.shape(), x.dtype(), x.device());
   copy_into(c, x);
   return c;
 }
@@ -106,11 +120,12 @@ Outputs forward(NormParams p, const std::vector<Tensor>& in, const Attrs& a, con
   const Tensor x = contiguous_of(in[0], op);
   const Tensor w = has_w ? contiguous_of(in[1], op) : Tensor();
   const Tensor b = has_b ? contiguous_of(in[has_w ? 2 : 1], op) : Tensor();
-  Tensor out = Tensor::empty(m.shape, DType::Float32, m.device);
-  Tensor stats = Tensor::empty({2, p.groups}, DType::Float32, m.device);
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  Tensor stats = Tensor::empty({2, p.groups}, m.dtype, m.device);
   if (p.groups == 0) return {out, stats};
   p.flags |= (has_w ? kWeight : 0) | (has_b ? kBias : 0);
   p.eps = static_cast<float>(a.norm.eps);
+  p.eps64 = a.norm.eps;
   p.x_offset = offset_of(x, op);
   p.w_offset = offset_of(w, op);
   p.b_offset = offset_of(b, op);
@@ -118,8 +133,9 @@ Outputs forward(NormParams p, const std::vector<Tensor>& in, const Attrs& a, con
   const Tensor& wb = has_w ? w : x;
   const Tensor& bb = has_b ? b : x;
   const bool short_groups = p.M <= kShortGroup;
-  launch(short_groups ? "norm_forward_short" : "norm_forward", {&out, &stats, &x, &wb, &bb}, 2, &p,
-         sizeof(p), short_groups ? (p.groups + 63) / 64 : p.groups, op);
+  launch(variant(short_groups ? "norm_forward_short" : "norm_forward", m.dtype),
+         {&out, &stats, &x, &wb, &bb}, 2, &p, sizeof(p),
+         short_groups ? (p.groups + 63) / 64 : p.groups, op);
   return {out, stats};
 }
 
@@ -136,19 +152,21 @@ Backward backward(NormParams p, const std::vector<Tensor>& in, const Attrs& a, c
   r.g = contiguous_of(in[0], op);
   r.x = contiguous_of(in[1], op);
   const Tensor w = has_w ? contiguous_of(in[2], op) : Tensor();
-  r.dx = write_dx ? Tensor::empty(m.shape, DType::Float32, m.device) : Tensor();
-  r.pg = Tensor::empty({2, p.groups}, DType::Float32, m.device);
-  r.stats = Tensor::empty({2, p.groups}, DType::Float32, m.device);
+  const DType t = r.x.dtype();
+  r.dx = write_dx ? Tensor::empty(m.shape, t, m.device) : Tensor();
+  r.pg = Tensor::empty({2, p.groups}, t, m.device);
+  r.stats = Tensor::empty({2, p.groups}, t, m.device);
   if (p.groups == 0) return r;
   p.flags |= (has_w ? kWeight : 0) | (write_dx ? kWriteDx : 0);
   p.eps = static_cast<float>(a.norm.eps);
+  p.eps64 = a.norm.eps;
   p.x_offset = offset_of(r.x, op);
   p.g_offset = offset_of(r.g, op);
   p.w_offset = offset_of(w, op);
   const Tensor& dxb = write_dx ? r.dx : r.pg;  // bound but never written without write_dx
   const Tensor& wb = has_w ? w : r.x;
   const bool short_groups = p.M <= kShortGroup;
-  launch(short_groups ? "norm_backward_short" : "norm_backward",
+  launch(variant(short_groups ? "norm_backward_short" : "norm_backward", t),
          {&dxb, &r.pg, &r.stats, &r.g, &r.x, &wb}, 3, &p, sizeof(p),
          short_groups ? (p.groups + 63) / 64 : p.groups, op);
   return r;
@@ -159,7 +177,8 @@ Tensor layer_param_grad(const Backward& r, int64_t n, const Attrs& a, const Meta
                         const char* op) {
   Shape shape{2};
   shape.insert(shape.end(), a.shape.begin(), a.shape.end());
-  Tensor pg = Tensor::empty(shape, DType::Float32, m.device);
+  const DType t = r.x.dtype();
+  Tensor pg = Tensor::empty(shape, t, m.device);
   const int64_t rows = n == 0 ? 0 : r.x.numel() / n;
   if (n == 0) return pg;
   ParamGradParams p;
@@ -172,13 +191,13 @@ Tensor layer_param_grad(const Backward& r, int64_t n, const Attrs& a, const Meta
   p.n_chunks = static_cast<uint32_t>(n_chunks);
   p.g_offset = offset_of(r.g, op);
   p.x_offset = offset_of(r.x, op);
-  Tensor part = n_chunks == 1 ? pg : Tensor::empty({n_chunks, 2 * n}, DType::Float32, m.device);
-  launch("norm_param", {&part, &r.g, &r.x, &r.stats}, 1, &p, sizeof(p),
+  Tensor part = n_chunks == 1 ? pg : Tensor::empty({n_chunks, 2 * n}, t, m.device);
+  launch(variant("norm_param", t), {&part, &r.g, &r.x, &r.stats}, 1, &p, sizeof(p),
          (uint64_t(n) * n_chunks + 63) / 64, op);
   if (n_chunks == 1) return pg;
   Attrs sum_attrs;
   sum_attrs.dims = {0};
-  return sum({part}, sum_attrs, Meta{shape, DType::Float32, m.device})[0];
+  return sum({part}, sum_attrs, Meta{shape, t, m.device})[0];
 }
 
 }  // namespace
@@ -186,8 +205,8 @@ Tensor layer_param_grad(const Backward& r, int64_t n, const Attrs& a, const Meta
 VK_KERNEL(layer_norm) {
   const int64_t n = numel_of(a.shape);
   if (n == 0 || in[0].numel() == 0) {
-    check_float32(in[0], "layer_norm");
-    return Tensor::empty(m.shape, DType::Float32, m.device);
+    check_norm_dtype(in[0], "layer_norm");
+    return Tensor::empty(m.shape, m.dtype, m.device);
   }
   return forward(layer_groups(in[0], n, "layer_norm"), in, a, m, "layer_norm")[0];
 }

@@ -1,11 +1,11 @@
 // Reductions on the Vulkan device over any set of dims (shaders/reduce.comp): sum, mean, prod,
 // amax/amin, max/min along a dim with the first index, argmax/argmin, logsumexp and var, in
-// float32; sum, prod and the extremes in int32 and int64 too (int64 where the device has
-// shaderInt64), the extremes in bool (with 8-bit storage). Each output's elements are folded in
-// chunks of kChunk, one per invocation, in a fixed order; the partial results are folded again by
-// further passes until one is left, so results do not depend on scheduling (no atomics). logsumexp
-// is the max, then the sum of exp(x - max); var the mean, then the sum of squared deviations from
-// it: two reductions each, as the CPU's.
+// float32; all but logsumexp in float64 too (with shaderFloat64); sum, prod and the extremes in
+// int32 and int64 (int64 with shaderInt64), the extremes in bool (with 8-bit storage). Each
+// output's elements are folded in chunks of kChunk, one per invocation, in a fixed order; the
+// partial results are folded again by further passes until one is left, so results do not depend on
+// scheduling (no atomics). logsumexp is the max, then the sum of exp(x - max); var the mean, then
+// the sum of squared deviations from it: two reductions each, as the CPU's.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -123,14 +123,16 @@ std::vector<Buffer*> buffers_of(std::initializer_list<const Tensor*> ts, const c
 }
 
 // A reduction's shaders: `first` over x, `merge` over the partial results of a pass before
-// (shaders/reduce.comp's variants, with _i32, _i64 or _b8 appended for integer x when `ints`, bool
-// x when `bools`). `index`: the extreme's first index too (two outputs).
+// (shaders/reduce.comp's variants, with _i32, _i64, _b8 or _f64 appended for integer x when
+// `ints`, bool x when `bools`, float64 x when `f64`). `index`: the extreme's first index too (two
+// outputs).
 struct Recipe {
   const char* first;
   const char* merge;
   bool index = false;
   bool ints = false;
   bool bools = false;
+  bool f64 = false;
 };
 
 // The variant suffix of x's dtype, or DTypeError naming op and the device.
@@ -139,12 +141,17 @@ std::string dtype_suffix(const Recipe& r, const Tensor& x, const char* op) {
   if (t == DType::Float32) return "";
   const Context& ctx = context();
   const bool ok = (r.ints && (t == DType::Int32 || (t == DType::Int64 && ctx.has_int64()))) ||
-                  (r.bools && t == DType::Bool && ctx.has_int8_storage());
+                  (r.bools && t == DType::Bool && ctx.has_int8_storage()) ||
+                  (r.f64 && t == DType::Float64 && ctx.has_float64());
   VK_CHECK(ok, DTypeError, op, ": the vulkan device computes float32",
+           r.f64 ? ", float64 (with shaderFloat64)" : "",
            r.ints ? ", int32, int64 (with shaderInt64)" : "",
-           r.bools ? " and bool (with 8-bit storage)" : "", " tensors here, got ", dtype_name(t),
+           r.bools ? ", bool (with 8-bit storage)" : "", " tensors here, got ", dtype_name(t),
            " (move it to the cpu, or cast it)");
-  return t == DType::Int32 ? "_i32" : t == DType::Int64 ? "_i64" : "_b8";
+  return t == DType::Int32   ? "_i32"
+         : t == DType::Int64 ? "_i64"
+         : t == DType::Bool  ? "_b8"
+                             : "_f64";
 }
 
 // One pass of `shader` over `w`: into dst (and dst_index), contiguous, n_out * n_chunks results.
@@ -194,16 +201,28 @@ void run_reduce(const Recipe& r, const Tensor& x, const std::vector<int64_t>& di
   run_pass(shader, out, index, src, src_index, sh, w, scale, op);
 }
 
-const Recipe kSum{"reduce", "reduce", false, true};
-const Recipe kMean{"reduce", "reduce"};
-const Recipe kProd{"reduce_prod", "reduce_prod", false, true};
-const Recipe kMax{"reduce_max", "reduce_max", false, true, true};
-const Recipe kMin{"reduce_min", "reduce_min", false, true, true};
-const Recipe kArgMax{"reduce_argmax", "reduce_argmax_merge", true, true, true};
-const Recipe kArgMin{"reduce_argmin", "reduce_argmin_merge", true, true, true};
-const Recipe kFloatMax{"reduce_max", "reduce_max"};
-const Recipe kSumExp{"reduce_sumexp", "reduce"};
-const Recipe kSqDev{"reduce_sqdev", "reduce"};
+const Recipe kSum{.first = "reduce", .merge = "reduce", .ints = true, .f64 = true};
+const Recipe kMean{.first = "reduce", .merge = "reduce", .f64 = true};
+const Recipe kProd{.first = "reduce_prod", .merge = "reduce_prod", .ints = true, .f64 = true};
+const Recipe kMax{
+    .first = "reduce_max", .merge = "reduce_max", .ints = true, .bools = true, .f64 = true};
+const Recipe kMin{
+    .first = "reduce_min", .merge = "reduce_min", .ints = true, .bools = true, .f64 = true};
+const Recipe kArgMax{.first = "reduce_argmax",
+                     .merge = "reduce_argmax_merge",
+                     .index = true,
+                     .ints = true,
+                     .bools = true,
+                     .f64 = true};
+const Recipe kArgMin{.first = "reduce_argmin",
+                     .merge = "reduce_argmin_merge",
+                     .index = true,
+                     .ints = true,
+                     .bools = true,
+                     .f64 = true};
+const Recipe kFloatMax{.first = "reduce_max", .merge = "reduce_max"};
+const Recipe kSumExp{.first = "reduce_sumexp", .merge = "reduce"};
+const Recipe kSqDev{.first = "reduce_sqdev", .merge = "reduce", .f64 = true};
 
 int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& dims) {
   int64_t n = 1;
@@ -218,10 +237,40 @@ Tensor reduce(const Recipe& r, const Tensor& x, const std::vector<int64_t>& dims
   return out;
 }
 
-// mean of nothing is NaN, as on the CPU (0 * NaN)
-float mean_scale(int64_t n) {
-  return n == 0 ? std::numeric_limits<float>::quiet_NaN()
-                : static_cast<float>(1.0 / static_cast<double>(n));
+// Push constants of reduce_finish.comp's DIVIDE64 variant.
+struct DivideParams {
+  uint32_t n = 0, unused = 0;
+  double divisor = 1.0;
+};
+static_assert(sizeof(DivideParams) == 16, "reduce_finish.comp's DIVIDE64 push constants");
+
+// out = sums / divisor in double, as the CPU's float64 mean and var (reduce.comp's scale is a
+// float). x / 0 is inf, or NaN for 0 / 0, as there.
+void divide64(const Tensor& out, const Tensor& sums, double divisor, const char* op) {
+  DivideParams p;
+  p.n = static_cast<uint32_t>(out.numel());
+  p.divisor = divisor;
+  if (p.n == 0) return;
+  const std::vector<Buffer*> buffers = buffers_of({&out, &sums}, op);
+  Context& ctx = context();
+  const Pipeline& pipe =
+      ctx.pipeline("reduce_divide_f64", shader_spirv("reduce_divide_f64"), 2, sizeof(p));
+  ctx.dispatch(pipe, buffers, &p, (uint64_t{p.n} + kGroupSize - 1) / kGroupSize);
+}
+
+// The sum over dims of x times `scale` (float32) or divided by `divisor` (float64) into out.
+void run_scaled_sum(const Recipe& r, const Tensor& x, const std::vector<int64_t>& dims,
+                    const Tensor& out, const Tensor& shift, double divisor, const char* op) {
+  if (x.dtype() != DType::Float64) {
+    // 1/0 = inf scales a zero sum to NaN and any other to inf, as the CPU's division by 0
+    const float scale =
+        divisor == 0 ? std::numeric_limits<float>::infinity() : static_cast<float>(1.0 / divisor);
+    run_reduce(r, x, dims, out, Tensor(), shift, scale, op);
+    return;
+  }
+  Tensor sums = Tensor::empty(out.shape(), DType::Float64, out.device());
+  run_reduce(r, x, dims, sums, Tensor(), shift, 1.0f, op);
+  divide64(out, sums, divisor, op);
 }
 
 // One dim (a.dim): the dims list reduced over (none for a 0-d tensor), as the CPU's.
@@ -241,8 +290,12 @@ Outputs extreme_dim(const Recipe& r, const std::vector<Tensor>& in, const Attrs&
 }  // namespace
 
 VK_KERNEL(sum) { return reduce(kSum, in[0], a.dims, m, "sum"); }
+// mean of nothing is NaN, as on the CPU (0 * inf, 0 / 0)
 VK_KERNEL(mean) {
-  return reduce(kMean, in[0], a.dims, m, "mean", mean_scale(reduced_count(in[0], a.dims)));
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  const double n = static_cast<double>(reduced_count(in[0], a.dims));
+  run_scaled_sum(kMean, in[0], a.dims, out, Tensor(), n, "mean");
+  return out;
 }
 VK_KERNEL(amax) { return reduce(kMax, in[0], a.dims, m, "amax"); }
 VK_KERNEL(amin) { return reduce(kMin, in[0], a.dims, m, "amin"); }
@@ -271,19 +324,14 @@ VK_KERNEL(logsumexp) {
   return out;
 }
 
-// sum((x - mean)^2) / max(0, N - correction): 1/0 = inf scales a zero sum to NaN and any other
-// to inf, as the CPU's division by 0.
+// sum((x - mean)^2) / max(0, N - correction), as the CPU's.
 VK_KERNEL(var) {
   const Tensor& x = in[0];
-  check_float32(x, "var");
-  const int64_t n = reduced_count(x, a.dims);
-  Tensor mu = Tensor::empty(m.shape, DType::Float32, m.device);
+  const double n = static_cast<double>(reduced_count(x, a.dims));
+  Tensor mu = Tensor::empty(m.shape, m.dtype, m.device);
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
-  run_reduce(kMean, x, a.dims, mu, Tensor(), Tensor(), mean_scale(n), "var");
-  const double denom = std::max(0.0, static_cast<double>(n) - a.var.correction);
-  const float scale =
-      denom == 0 ? std::numeric_limits<float>::infinity() : static_cast<float>(1.0 / denom);
-  run_reduce(kSqDev, x, a.dims, out, Tensor(), mu, scale, "var");
+  run_scaled_sum(kMean, x, a.dims, mu, Tensor(), n, "var");
+  run_scaled_sum(kSqDev, x, a.dims, out, mu, std::max(0.0, n - a.var.correction), "var");
   return out;
 }
 

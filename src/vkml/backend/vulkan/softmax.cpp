@@ -24,9 +24,9 @@ constexpr int64_t kGroupSize = 128;  // local_size_x of softmax.comp
 // many rows of hundreds of elements that ran 2-3 times faster on lavapipe than a workgroup per row
 // (measured at 768 elements).
 constexpr int64_t kShortRow = 1024;
-// The longest row: each invocation then loops at most 16384 times (lavapipe stops a shader loop
-// after 65535 iterations, silently).
-constexpr int64_t kMaxRow = kGroupSize * 16384;
+// The longest row: each invocation then makes at most 3 * 8192 loop iterations in all (lavapipe
+// stops a shader once it has made 65535, counting all its loops together, silently).
+constexpr int64_t kMaxRow = kGroupSize * 8192;
 
 // x itself when contiguous (its offset goes to the shader), else a contiguous copy.
 Tensor contiguous_of(const Tensor& x, const char* op) {

@@ -2,8 +2,9 @@
 // trailing dims, or a channel of batch_norm's (N, C, S) input. Value j of group grp is element
 //   grp * seg + (j / S) * step + j % S
 // of the contiguous input (layer_norm: seg = S = M, step = 0; batch_norm: seg = S, step = C * S).
-// Each invocation folds the values t, t + 128, ... in order (at most M / 128 of them: the host
-// keeps that well under lavapipe's 65535 loop iterations), then the 128 partial sums are combined
+// Each invocation folds the values t, t + 128, ... in order (at most M / 128 of them, three times
+// over: the host keeps that well under the 65535 loop iterations lavapipe allows a shader in all),
+// then the 128 partial sums are combined
 // in shared memory in a fixed tree: results do not depend on scheduling. The variance is taken in
 // a second pass from the mean, as the CPU's.
 //   FORWARD   y = (x - mean) * rstd * w + b; stats = [mean, biased var] per group
@@ -12,7 +13,16 @@
 //             stats = [mean, rstd]; pg = [sum(u * xhat), sum(u)] per group (batch_norm's
 //             weight and bias gradients: there u = g)
 // SHORT_ROWS: one invocation per group instead (small groups: a workgroup each is slower).
+// FLOAT64: double tensors, computed in double (T), as the CPU's float64 kernels.
 #version 450
+
+#if defined(FLOAT64)
+#define T double
+#define T2 dvec2
+#else
+#define T float
+#define T2 vec2
+#endif
 
 #if defined(SHORT_ROWS)
 #define LANES 1u
@@ -34,29 +44,32 @@ layout(push_constant) uniform Params {
   int g_offset;
   int w_offset;
   int b_offset;
+#if defined(FLOAT64)
+  double eps64;  // eps as the CPU's float64 kernels add it
+#endif
 } p;
 
 #if defined(FORWARD)
-layout(std430, binding = 0) buffer Out { float o[]; };
-layout(std430, binding = 1) buffer Stats { float stats[]; };
-layout(std430, binding = 2) readonly buffer X { float x[]; };
-layout(std430, binding = 3) readonly buffer W { float w[]; };
-layout(std430, binding = 4) readonly buffer B { float b[]; };
+layout(std430, binding = 0) buffer Out { T o[]; };
+layout(std430, binding = 1) buffer Stats { T stats[]; };
+layout(std430, binding = 2) readonly buffer X { T x[]; };
+layout(std430, binding = 3) readonly buffer W { T w[]; };
+layout(std430, binding = 4) readonly buffer B { T b[]; };
 #else
-layout(std430, binding = 0) buffer Out { float o[]; };
-layout(std430, binding = 1) buffer ParamGrad { float pg[]; };
-layout(std430, binding = 2) buffer Stats { float stats[]; };
-layout(std430, binding = 3) readonly buffer G { float g[]; };
-layout(std430, binding = 4) readonly buffer X { float x[]; };
-layout(std430, binding = 5) readonly buffer W { float w[]; };
+layout(std430, binding = 0) buffer Out { T o[]; };
+layout(std430, binding = 1) buffer ParamGrad { T pg[]; };
+layout(std430, binding = 2) buffer Stats { T stats[]; };
+layout(std430, binding = 3) readonly buffer G { T g[]; };
+layout(std430, binding = 4) readonly buffer X { T x[]; };
+layout(std430, binding = 5) readonly buffer W { T w[]; };
 #endif
 
 #if defined(SHORT_ROWS)
-vec2 tree_sum(vec2 v) { return v; }
+T2 tree_sum(T2 v) { return v; }
 #else
-shared vec2 partial[128];
+shared T2 partial[128];
 
-vec2 tree_sum(vec2 v) {
+T2 tree_sum(T2 v) {
   const uint t = gl_LocalInvocationID.x;
   partial[t] = v;
   barrier();
@@ -64,7 +77,7 @@ vec2 tree_sum(vec2 v) {
     if (t < width) partial[t] += partial[t + width];
     barrier();
   }
-  const vec2 r = partial[0];
+  const T2 r = partial[0];
   barrier();  // every invocation has read partial[0] before it is written again
   return r;
 }
@@ -76,7 +89,7 @@ uint at_of(uint grp, uint j) {
 }
 
 // The weight of value j, 1 without one or where it is one per group.
-float value_weight(uint j) {
+T value_weight(uint j) {
   return (p.flags & 5u) == 1u ? w[p.w_offset + int(j % p.S)] : 1.0;
 }
 
@@ -88,31 +101,39 @@ void main() {
   const uint grp = group, t = gl_LocalInvocationID.x;
 #endif
   if (grp >= p.groups) return;  // without SHORT_ROWS the whole workgroup: barriers stay uniform
-  const float count = float(p.M);
-  vec2 s = vec2(0.0);  // sum(x), sum(u)
+  const T count = T(p.M);
+  // The mean from sums of x - x0, x0 the group's first value (0 if not finite): a plain float sum
+  // of off-centre values (1000 +- 1) rounds their spread away.
+  const T first = p.M > 0u ? x[p.x_offset + int(at_of(grp, 0u))] : 0.0;
+  const T x0 = isinf(first) || isnan(first) ? 0.0 : first;
+  precise T2 s = T2(0.0);  // sum(x - x0), sum(u)
   for (uint j = t; j < p.M; j += LANES) {
     const uint at = at_of(grp, j);
 #if defined(FORWARD)
-    s.x += x[p.x_offset + int(at)];
+    s.x += x[p.x_offset + int(at)] - x0;
 #else
-    s += vec2(x[p.x_offset + int(at)], g[p.g_offset + int(at)] * value_weight(j));
+    s += T2(x[p.x_offset + int(at)] - x0, g[p.g_offset + int(at)] * value_weight(j));
 #endif
   }
   s = tree_sum(s);
-  const float mu = s.x / count;
-  vec2 q = vec2(0.0);  // sum((x - mean)^2), sum(u * (x - mean))
+  precise const T mu = x0 + s.x / count;
+  T2 q = T2(0.0);  // sum((x - mean)^2), sum(u * (x - mean))
   for (uint j = t; j < p.M; j += LANES) {
     const uint at = at_of(grp, j);
-    const float d = x[p.x_offset + int(at)] - mu;
+    const T d = x[p.x_offset + int(at)] - mu;
 #if defined(FORWARD)
     q.x += d * d;
 #else
-    q += vec2(d * d, g[p.g_offset + int(at)] * value_weight(j) * d);
+    q += T2(d * d, g[p.g_offset + int(at)] * value_weight(j) * d);
 #endif
   }
   q = tree_sum(q);
-  const float var = q.x / count;
-  const float rs = 1.0 / sqrt(var + p.eps);
+  const T var = q.x / count;
+#if defined(FLOAT64)
+  const T rs = 1.0 / sqrt(var + p.eps64);
+#else
+  const T rs = 1.0 / sqrt(var + p.eps);
+#endif
 #if defined(FORWARD)
   if (t == 0u) {
     stats[grp] = mu;
@@ -122,7 +143,7 @@ void main() {
   for (uint j = t; j < p.M; j += LANES) {
     const uint at = at_of(grp, j);
     const uint k = per_group ? grp : j % p.S;
-    float y = (x[p.x_offset + int(at)] - mu) * rs;
+    T y = (x[p.x_offset + int(at)] - mu) * rs;
     if ((p.flags & 1u) != 0u) y *= w[p.w_offset + int(k)];
     if ((p.flags & 2u) != 0u) y += b[p.b_offset + int(k)];
     o[at] = y;
@@ -134,13 +155,13 @@ void main() {
     pg[grp] = rs * q.y;
     pg[p.groups + grp] = s.y;
   }
-  const float mean_u = s.y / count, mean_ux = rs * q.y / count;
-  const float scale = (p.flags & 5u) == 5u ? w[p.w_offset + int(grp)] * rs : rs;
+  const T mean_u = s.y / count, mean_ux = rs * q.y / count;
+  const T scale = (p.flags & 5u) == 5u ? w[p.w_offset + int(grp)] * rs : rs;
   const uint end = (p.flags & 8u) != 0u ? p.M : 0u;  // no dx: batch_norm_param_grad
   for (uint j = t; j < end; j += LANES) {
     const uint at = at_of(grp, j);
-    const float xh = (x[p.x_offset + int(at)] - mu) * rs;
-    const float u = g[p.g_offset + int(at)] * value_weight(j);
+    const T xh = (x[p.x_offset + int(at)] - mu) * rs;
+    const T u = g[p.g_offset + int(at)] * value_weight(j);
     o[at] = scale * ((u - mean_u) - xh * mean_ux);
   }
 #endif

@@ -1,7 +1,8 @@
 // One pass of a reduction over the reduced dims: invocation (i, c) folds chunk c -- elements
 // [c * chunk, (c + 1) * chunk) of output i's reduced elements in row-major order. Chunks keep
-// every invocation's loop short (lavapipe stops a loop after 65535 iterations, silently); the
-// host folds the n_chunks partial results with this shader again. The order is fixed: results do
+// every invocation's loops short (lavapipe stops a shader once it has made 65535 loop iterations,
+// all its loops together, silently: a chunk of 4096 with up to 6 reduced dims walked per element
+// makes at most 4096 * 7); the host folds the n_chunks partial results with this shader again. The order is fixed: results do
 // not depend on the device's workgroup size or scheduling.
 //   (default)   sum, times `scale` (mean), compensated (Kahan), so a long sum in float32 stays
 //               close to the CPU's double accumulation
@@ -12,8 +13,9 @@
 //               occurrence (the first NaN if any), written as int64 (lo, hi) words; MERGE_INDEX
 //               reads a previous pass's (value, index) pairs instead of x
 // INT32/INT64: the element type of x and the output (sum, prod: wrapping, as the CPU's; max, min)
-// instead of float; BOOL: bytes (8-bit storage) of 0 or 1 for max and min, compared as uint.
-// T is the type computed in, S the type stored.
+// instead of float; FLOAT64: double (sum and sqdev: the host divides for mean and var, as the
+// scale is float); BOOL: bytes (8-bit storage) of 0 or 1 for max and min, compared as uint. T is
+// the type computed in, S the type stored.
 #version 450
 #if defined(INT64)
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
@@ -24,6 +26,8 @@
 #extension GL_EXT_shader_8bit_storage : require
 #define T uint
 #define S uint8_t
+#elif defined(FLOAT64)
+#define T double
 #else
 #define T float
 #endif
@@ -63,7 +67,7 @@ layout(std430, binding = 3) readonly buffer InIndex { uint xi[]; };
 #else
 layout(std430, binding = 1) readonly buffer In { S x[]; };
 #if defined(OP_SUMEXP) || defined(OP_SQDEV)
-layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
+layout(std430, binding = 2) readonly buffer Shift { T shift[]; };
 #endif
 #endif
 
@@ -142,23 +146,23 @@ void main() {
 #if defined(OP_SUMEXP)
   const float s = isinf(shift[i]) ? 0.0 : shift[i];  // all -inf: -inf; any +inf: +inf
 #elif defined(OP_SQDEV)
-  const float mu = shift[i];
+  const T mu = shift[i];
 #endif
-  precise float sum = 0.0;
-  precise float carry = 0.0;
+  precise T sum = T(0);
+  precise T carry = T(0);
   for (uint j = first; j < last; ++j) {
 #if defined(OP_SUMEXP)
     precise float y = exp(x[at_of(base, j)] - s) - carry;
 #elif defined(OP_SQDEV)
-    precise float d = x[at_of(base, j)] - mu;
-    precise float y = d * d - carry;
+    precise T d = x[at_of(base, j)] - mu;
+    precise T y = d * d - carry;
 #else
-    precise float y = x[at_of(base, j)] - carry;
+    precise T y = x[at_of(base, j)] - carry;
 #endif
-    precise float t = sum + y;
-    carry = isinf(t) ? 0.0 : (t - sum) - y;  // past an infinity there is nothing to compensate
+    precise T t = sum + y;
+    carry = isinf(t) ? T(0) : (t - sum) - y;  // past an infinity there is nothing to compensate
     sum = t;
   }
-  o[id] = sum * p.scale;
+  o[id] = sum * T(p.scale);
 #endif
 }

@@ -1,8 +1,8 @@
 // The softmax family, one workgroup per row: x is contiguous (outer, K, inner) and row r is
 // (r / inner, :, r % inner), K elements `inner` apart. Each invocation folds the elements
-// t, t + 128, ... of the row in order (at most K / 128 of them: the host keeps that well under
-// lavapipe's 65535 loop iterations), then the 128 partial results are combined in shared memory
-// in a fixed tree, so results do not depend on scheduling.
+// t, t + 128, ... of the row in order (at most K / 128 of them, three times over: the host keeps
+// that well under the 65535 loop iterations lavapipe allows a shader in all), then the 128 partial
+// results are combined in shared memory in a fixed tree, so results do not depend on scheduling.
 //   SOFTMAX      y = exp(s - max) / sum(exp(s - max)), s = scale * x; with a causal mask (queries
 //                > 0: inner is 1) row r keeps its first (r % queries) + 1 elements, the rest 0
 //   LOG_SOFTMAX  y = (x - max) - log(sum(exp(x - max)))
