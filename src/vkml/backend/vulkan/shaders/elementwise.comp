@@ -179,8 +179,9 @@ TO compute(uint i, int ia, int ib, int ic) {
 #else
   return x * y;
 #endif
-#elif defined(OP_DIV)
-  return x / y;
+#elif defined(OP_DIV)  // precise: no driver may turn these into reciprocal estimates
+  precise TA q = x / y;
+  return q;
 #elif defined(OP_NEG)
   return -x;
 #elif defined(OP_ABS)
@@ -209,9 +210,12 @@ TO compute(uint i, int ia, int ib, int ic) {
 #elif defined(OP_SQRT)
   return sqrt(x);
 #elif defined(OP_RSQRT)
-  return TA(1) / sqrt(x);  // as the CPU: two correctly rounded steps, not inversesqrt's estimate
+  precise TA root = sqrt(x);  // as the CPU: two correctly rounded steps, not an estimate
+  precise TA r = TA(1) / root;
+  return r;
 #elif defined(OP_RECIPROCAL)
-  return TA(1) / x;
+  precise TA r = TA(1) / x;
+  return r;
 #elif defined(OP_SIN)
   return sin(x);
 #elif defined(OP_COS)
