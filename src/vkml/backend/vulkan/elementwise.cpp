@@ -105,16 +105,18 @@ VKML_VULKAN_OP(erfc)
 VKML_VULKAN_OP(gelu_backward)
 #undef VKML_VULKAN_OP
 
-// GLSL's builtins, float32 only: a device's may be less exact than the CPU's libm (Vulkan allows
-// sin/cos an absolute error of 2^-11; lavapipe's are within a few ulp), and float64 has none.
+// float32 only, computed in float64 (shaders/trig.glsl): GLSL's builtins may be far less exact
+// than the CPU's libm, and float64 would need more than float64 to round as it does.
 VK_KERNEL(sin) {
   (void)a;
   check_float32(in[0], "sin");
+  check_float64_math("sin");
   return launch("sin", in, m);
 }
 VK_KERNEL(cos) {
   (void)a;
   check_float32(in[0], "cos");
+  check_float64_math("cos");
   return launch("cos", in, m);
 }
 

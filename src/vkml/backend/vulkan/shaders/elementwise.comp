@@ -26,7 +26,8 @@
 #if DTO == 0 || DTA == 0 || DTB == 0 || DTC == 0
 #extension GL_EXT_shader_8bit_storage : require
 #endif
-#if DTO == 2 || DTA == 2 || DTB == 2 || DTO == 4 || DTA == 4 || DTB == 4 || VM_DOUBLE
+#if DTO == 2 || DTA == 2 || DTB == 2 || DTO == 4 || DTA == 4 || DTB == 4 || VM_DOUBLE || \
+    defined(OP_SIN) || defined(OP_COS)
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #endif
 
@@ -116,6 +117,9 @@ TO scalar_at(int k) {
     defined(OP_GELU_BACKWARD) || defined(OP_LOG1P) || defined(OP_EXPM1) ||               \
     (defined(OP_POW) && DTA >= 3)
 #include "vmath.glsl"
+#endif
+#if defined(OP_SIN) || defined(OP_COS)
+#include "trig.glsl"
 #endif
 #if defined(OP_FLOOR_DIVIDE) || defined(OP_REMAINDER) || defined(OP_POW) || defined(OP_LOG1P) || \
     defined(OP_EXPM1)
@@ -217,9 +221,9 @@ TO compute(uint i, int ia, int ib, int ic) {
   precise TA r = TA(1) / x;
   return r;
 #elif defined(OP_SIN)
-  return sin(x);
+  return trig(x, false);
 #elif defined(OP_COS)
-  return cos(x);
+  return trig(x, true);
 #elif defined(OP_EXP)
   return vm_exp(x);
 #elif defined(OP_LOG)
