@@ -155,7 +155,7 @@ TO convert(TA x) {
 #endif
 }
 
-TO compute(uint i, int ia, int ib, int ic) {
+TO compute(int ia, int ib, int ic) {
 #if NIN >= 1
   const TA x = XCAT(LOAD_, DTA)(a, ia);
 #endif
@@ -359,8 +359,8 @@ void main() {
     for (int k = 0; k < 3; ++k) at[k] += int(coord) * p.stride[6 * k + d];
   }
 #if NIN >= 3
-  o[io] = XCAT(STORE_, DTO)(compute(i, at[0], at[1], at[2]));
+  o[io] = XCAT(STORE_, DTO)(compute(at[0], at[1], at[2]));
 #else
-  o[at[0]] = XCAT(STORE_, DTO)(compute(i, at[1], at[2], 0));
+  o[at[0]] = XCAT(STORE_, DTO)(compute(at[1], at[2], 0));
 #endif
 }
