@@ -329,7 +329,11 @@ TO compute(int ia, int ib, int ic) {
     if (y == TA(0.5)) return sqrt(x);
     if (y == TA(-1)) return TA(1) / x;
   }
+#if DTA == 4
+  return dm_pow_f64(x, y);
+#else
   return dm_pow_f32(x, y);
+#endif
 #else
   if (y < TA(0)) {
     raise_flag();
