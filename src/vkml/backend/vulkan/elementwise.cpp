@@ -105,16 +105,18 @@ VKML_VULKAN_OP(erfc)
 VKML_VULKAN_OP(gelu_backward)
 #undef VKML_VULKAN_OP
 
-// GLSL's builtins, float32 only: a device's may be less exact than the CPU's libm (Vulkan allows
-// sin/cos an absolute error of 2^-11; lavapipe's are within a few ulp), and float64 has none.
+// float32 only, computed in float64 (shaders/trig.glsl): GLSL's builtins may be far less exact
+// than the CPU's libm, and float64 would need more than float64 to round as it does.
 VK_KERNEL(sin) {
   (void)a;
   check_float32(in[0], "sin");
+  check_float64_math("sin");
   return launch("sin", in, m);
 }
 VK_KERNEL(cos) {
   (void)a;
   check_float32(in[0], "cos");
+  check_float64_math("cos");
   return launch("cos", in, m);
 }
 
@@ -148,14 +150,13 @@ VK_KERNEL(remainder) {
   return launch_checked(s, in, m, "integer division by zero");
 }
 
-// Floats: C's pow from vmath's float64 exp and log, which float32 needs (float64 would need more
-// than float64 to round as the CPU's libm does: a DTypeError for now).
+// Floats: C's pow through vmath's float64 exp and log (float32), or exp and a double-double log
+// (float64): within an ulp of the CPU's correctly rounded libm.
 VK_KERNEL(pow) {
   (void)a;
   Strided s{.shader = "pow", .op = "pow"};
   if (!is_floating(m.dtype))
     return launch_checked(s, in, m, "integers to negative integer powers are not allowed");
-  check_float32(in[0], "pow");
   check_float64_math("pow");
   // One exponent for every element: the CPU's products and roots for the usual powers.
   s.scalar[0] = is_uniform(in[1]) ? 1u : 0u;

@@ -137,11 +137,11 @@ void run_strided(const Strided& s, std::span<const Tensor* const> ts) {
   const Pipeline& pipe = ctx.pipeline(name, shader_spirv(name),
                                       static_cast<uint32_t>(buffers.size()), sizeof(StridedParams));
   // The inner kMaxDims dims go to the shader; any outer ones are walked here, one dispatch each.
-  const size_t nd = w.sizes.size(), inner = nd > kMaxDims ? nd - kMaxDims : 0;
+  const size_t nd = w.sizes.size(), outer_dims = nd > kMaxDims ? nd - kMaxDims : 0;
   StridedParams p;
   std::memcpy(p.scalar, s.scalar, sizeof(p.scalar));
   int64_t inner_n = 1;
-  for (size_t d = inner; d < nd; ++d) {
+  for (size_t d = outer_dims; d < nd; ++d) {
     const size_t slot = kMaxDims - (nd - d);
     p.shape[slot] = static_cast<uint32_t>(w.sizes[d]);
     inner_n *= w.sizes[d];
@@ -154,7 +154,7 @@ void run_strided(const Strided& s, std::span<const Tensor* const> ts) {
   for (int64_t o = 0; o < outer_n; ++o) {
     int64_t rest = o;
     for (size_t k = 0; k < ts.size(); ++k) p.offset[k] = static_cast<int32_t>(ts[k]->offset());
-    for (size_t d = inner; d-- > 0;) {
+    for (size_t d = outer_dims; d-- > 0;) {
       const int64_t coord = rest % w.sizes[d];
       rest /= w.sizes[d];
       for (size_t k = 0; k < ts.size(); ++k)

@@ -109,6 +109,76 @@ double dm_expm1(double x) {
   return um1 * x / vm_log(u);  // (Kahan)
 }
 
+#if DTA == 4
+// Double-double arithmetic (a value as hi + lo), for float64 pow's log: each step exact or
+// rounded once below 2^-100, every operation `precise` so that no driver regroups it.
+void dd_two_sum(double a, double b, out double s, out double e) {
+  precise double ss = a + b;
+  precise double bv = ss - a;
+  precise double err = (a - (ss - bv)) + (b - bv);
+  s = ss;
+  e = err;
+}
+
+void dd_two_prod(double a, double b, out double p, out double e) {
+  precise double pp = a * b;
+  precise double ca = 134217729.0lf * a, cb = 134217729.0lf * b;  // Dekker's split
+  precise double ah = ca - (ca - a), bh = cb - (cb - b);
+  precise double al = a - ah, bl = b - bh;
+  precise double err = ((ah * bh - pp) + ah * bl + al * bh) + al * bl;
+  p = pp;
+  e = isinf(pp) || isinf(ca) || isinf(cb) ? 0.0lf : err;
+}
+
+// (ah + al) + (bh + bl), normalised.
+void dd_add(double ah, double al, double bh, double bl, out double h, out double l) {
+  double s, e;
+  dd_two_sum(ah, bh, s, e);
+  precise double rest = e + (al + bl);
+  precise double hh = s + rest;
+  precise double ll = rest - (hh - s);
+  h = hh;
+  l = ll;
+}
+
+// log(x) = hi + lo for finite x > 0, to about 2^-66 of itself: x = 2^k m, log(m) = 2 atanh(s) =
+// 2s + (2/3) s^3 + 2 s z^2 (1/5 + z/7 + ...), s = (m - 1) / (m + 1), z = s^2 <= 0.0295; the
+// first two terms in double-double, the rest (below 2^-12 of the whole) in double.
+void dm_log_dd(double x, out double hi, out double lo) {
+  const bool tiny = x < kVmMinNormal;
+  precise double xs = tiny ? x * kVmSubnormalScale : x;
+  const uint64_t ix = doubleBitsToUint64(xs) + (kVmOneBits - kVmSqrtHalfBits);
+  const double k = double(int(ix >> 52) - 1023) - (tiny ? kVmSubnormalLog2 : 0.0lf);
+  precise double f = uint64BitsToDouble((ix & kVmMantMask) + kVmSqrtHalfBits) - 1.0lf;  // exact
+  double dh, dl, p, pe, s2h, s2l, s3h, s3l, ch, cl, kh, kl, h, l;
+  dd_two_sum(2.0lf, f, dh, dl);
+  precise double sh = f / dh;
+  dd_two_prod(sh, dh, p, pe);
+  precise double sl = (((f - p) - pe) - sh * dl) / dh;
+  dd_two_prod(sh, sh, s2h, s2l);
+  s2l += 2.0lf * sh * sl;
+  dd_two_prod(s2h, sh, s3h, s3l);
+  s3l += s2h * sl + s2l * sh;
+  const double third_hi = 0.6666666666666666lf, third_lo = 3.700743415417188e-17lf;  // 2/3
+  dd_two_prod(third_hi, s3h, ch, cl);
+  cl += third_hi * s3l + third_lo * s3h;
+  const double R[12] = double[](
+      0.2lf, 0.14285714285714285lf, 0.1111111111111111lf, 0.09090909090909091lf,
+      0.07692307692307693lf, 0.06666666666666667lf, 0.058823529411764705lf,
+      0.05263157894736842lf, 0.047619047619047616lf, 0.043478260869565216lf, 0.04lf,
+      0.037037037037037035lf);
+  precise double z = sh * sh;
+  precise double r = R[11];
+  for (int j = 10; j >= 0; --j) r = r * z + R[j];
+  precise double tail = 2.0lf * sh * z * z * r;
+  dd_two_prod(k, 0.6931471805599453lf, kh, kl);  // k ln2, ln2 as double-double
+  kl += k * 2.3190468138462996e-17lf;
+  dd_add(kh, kl, 2.0lf * sh, 2.0lf * sl, h, l);
+  dd_add(h, l, ch, cl, h, l);
+  dd_add(h, l, tail, 0.0lf, hi, lo);
+}
+#endif
+
 // C's pow for float32 arguments: its special cases, then |x|^y as e^(y log |x|) in double.
 float dm_pow_f32(float x, float y) {
   if (y == 0.0 || x == 1.0) return 1.0;
@@ -127,5 +197,38 @@ float dm_pow_f32(float x, float y) {
   else
     m = float(vm_exp(double(y) * vm_log(double(ax))));
   return y_odd && floatBitsToUint(x) >= 0x80000000u ? -m : m;
+}
+#endif
+
+#if DTA == 4 && defined(OP_POW)
+// C's pow for float64: the special cases as float32's, then e^(y log |x|) with y log |x| in
+// double-double, so that only vmath's exp rounds (within an ulp of a correctly rounded pow).
+double dm_pow_f64(double x, double y) {
+  if (y == 0.0lf || x == 1.0lf) return 1.0lf;
+  if (isnan(x) || isnan(y)) return x + y;
+  const double ax = abs(x), inf = uint64BitsToDouble(0x7ff0000000000000ul);
+  if (isinf(y)) return ax == 1.0lf ? 1.0lf : ((ax < 1.0lf) == (y < 0.0lf) ? inf : 0.0lf);
+  const bool y_int = floor(y) == y;
+  if (x < 0.0lf && !isinf(x) && !y_int) return uint64BitsToDouble(0x7ff8000000000000ul);
+  const bool y_odd = y_int && floor(y * 0.5lf) * 2.0lf != y;
+  double m;
+  if (ax == 0.0lf) {
+    m = y < 0.0lf ? inf : 0.0lf;
+  } else if (isinf(ax)) {
+    m = y < 0.0lf ? 0.0lf : inf;
+  } else {
+    double lh, ll, th, tl;
+    dm_log_dd(ax, lh, ll);
+    dd_two_prod(y, lh, th, tl);
+    if (!(abs(th) < 1000.0lf)) {  // far past exp's range (and the product's error term)
+      m = th > 0.0lf ? inf : 0.0lf;
+    } else {
+      tl += y * ll;
+      precise double hi = th + tl;  // normalised: exp_impl's second part must be small
+      precise double lo = tl - (hi - th);
+      m = vm_exp_impl(hi, lo, true, true);
+    }
+  }
+  return y_odd && doubleBitsToUint64(x) >= 0x8000000000000000ul ? -m : m;
 }
 #endif

@@ -26,7 +26,8 @@
 #if DTO == 0 || DTA == 0 || DTB == 0 || DTC == 0
 #extension GL_EXT_shader_8bit_storage : require
 #endif
-#if DTO == 2 || DTA == 2 || DTB == 2 || DTO == 4 || DTA == 4 || DTB == 4 || VM_DOUBLE
+#if DTO == 2 || DTA == 2 || DTB == 2 || DTO == 4 || DTA == 4 || DTB == 4 || VM_DOUBLE || \
+    defined(OP_SIN) || defined(OP_COS)
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #endif
 
@@ -117,6 +118,9 @@ TO scalar_at(int k) {
     (defined(OP_POW) && DTA >= 3)
 #include "vmath.glsl"
 #endif
+#if defined(OP_SIN) || defined(OP_COS)
+#include "trig.glsl"
+#endif
 #if defined(OP_FLOOR_DIVIDE) || defined(OP_REMAINDER) || defined(OP_POW) || defined(OP_LOG1P) || \
     defined(OP_EXPM1)
 #include "divmod.glsl"
@@ -151,7 +155,7 @@ TO convert(TA x) {
 #endif
 }
 
-TO compute(uint i, int ia, int ib, int ic) {
+TO compute(int ia, int ib, int ic) {
 #if NIN >= 1
   const TA x = XCAT(LOAD_, DTA)(a, ia);
 #endif
@@ -179,8 +183,9 @@ TO compute(uint i, int ia, int ib, int ic) {
 #else
   return x * y;
 #endif
-#elif defined(OP_DIV)
-  return x / y;
+#elif defined(OP_DIV)  // precise: no driver may turn these into reciprocal estimates
+  precise TA q = x / y;
+  return q;
 #elif defined(OP_NEG)
   return -x;
 #elif defined(OP_ABS)
@@ -209,13 +214,16 @@ TO compute(uint i, int ia, int ib, int ic) {
 #elif defined(OP_SQRT)
   return sqrt(x);
 #elif defined(OP_RSQRT)
-  return TA(1) / sqrt(x);  // as the CPU: two correctly rounded steps, not inversesqrt's estimate
+  precise TA root = sqrt(x);  // as the CPU: two correctly rounded steps, not an estimate
+  precise TA r = TA(1) / root;
+  return r;
 #elif defined(OP_RECIPROCAL)
-  return TA(1) / x;
+  precise TA r = TA(1) / x;
+  return r;
 #elif defined(OP_SIN)
-  return sin(x);
+  return trig(x, false);
 #elif defined(OP_COS)
-  return cos(x);
+  return trig(x, true);
 #elif defined(OP_EXP)
   return vm_exp(x);
 #elif defined(OP_LOG)
@@ -321,7 +329,11 @@ TO compute(uint i, int ia, int ib, int ic) {
     if (y == TA(0.5)) return sqrt(x);
     if (y == TA(-1)) return TA(1) / x;
   }
+#if DTA == 4
+  return dm_pow_f64(x, y);
+#else
   return dm_pow_f32(x, y);
+#endif
 #else
   if (y < TA(0)) {
     raise_flag();
@@ -351,8 +363,8 @@ void main() {
     for (int k = 0; k < 3; ++k) at[k] += int(coord) * p.stride[6 * k + d];
   }
 #if NIN >= 3
-  o[io] = XCAT(STORE_, DTO)(compute(i, at[0], at[1], at[2]));
+  o[io] = XCAT(STORE_, DTO)(compute(at[0], at[1], at[2]));
 #else
-  o[at[0]] = XCAT(STORE_, DTO)(compute(i, at[1], at[2], 0));
+  o[at[0]] = XCAT(STORE_, DTO)(compute(at[1], at[2], 0));
 #endif
 }
