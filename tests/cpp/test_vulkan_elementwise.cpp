@@ -163,14 +163,20 @@ void expect_float_math(DType t) {
     expect_matches(f, {edge_values(t)}, ulps, name_of(name, t));
     expect_matches(f, {sweep}, ulps, name_of(name, t) + " sweep");
   }
+  // gelu's tails are ill-conditioned: exp(-x^2 / 2) carries the rounding of x^2, about x^2 ulp,
+  // and the CPU's own result moves that much between builds with and without FMA contraction
+  // (make test-asan builds without -march=native): the bound covers |x| up to ~10 (float32) and
+  // ~40 (float64), the sweep's range.
+  const double gelu_ulps = t == DType::Float32 ? 128 : 2048;
   for (bool approx : {false, true}) {
     const Fn f = [approx](const auto& v) { return gelu(v[0], approx); };
-    expect_matches(f, {edge_values(t)}, 1, name_of("gelu", t));
-    expect_matches(f, {sweep}, 1, name_of("gelu", t) + " sweep");
+    expect_matches(f, {edge_values(t)}, gelu_ulps, name_of("gelu", t));
+    expect_matches(f, {sweep}, gelu_ulps, name_of("gelu", t) + " sweep");
   }
-  // float64: erf and exp as the CPU's, whose sum cancels near x = -0.75 (a few ulp of the terms)
+  // float64: erf and exp as the CPU's, whose sum cancels near x = -0.75 (a few ulp of the terms);
+  // float32: up to ~5 ulp apart from a CPU build without FMA
   const Fn backward = [](const auto& v) { return gelu_backward(v[0], v[1]); };
-  const double backward_ulps = t == DType::Float32 ? 2 : 8;
+  const double backward_ulps = 8;
   expect_matches(backward, {sweep * 0.5, sweep}, backward_ulps, name_of("gelu_backward", t));
   expect_matches(backward, all_pairs(edge_values(t)), backward_ulps,
                  name_of("gelu_backward", t) + " pairs");
