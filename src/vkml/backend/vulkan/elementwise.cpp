@@ -105,8 +105,9 @@ VKML_VULKAN_OP(erfc)
 VKML_VULKAN_OP(gelu_backward)
 #undef VKML_VULKAN_OP
 
-// float32 only, computed in float64 (shaders/trig.glsl): GLSL's builtins may be far less exact
-// than the CPU's libm, and float64 would need more than float64 to round as it does.
+// float32 only, reduced exactly modulo pi/2 and computed in float64 (shaders/trig.glsl): GLSL's
+// builtins may be far less exact than the CPU's libm. float64 would need 1216 bits of 2/pi in
+// the shader, whose lookups lavapipe takes 12 s to compile: a DTypeError for now.
 VK_KERNEL(sin) {
   (void)a;
   check_float32(in[0], "sin");

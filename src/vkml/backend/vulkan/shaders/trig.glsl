@@ -9,10 +9,15 @@
 const uint TWO_OVER_PI[8] = uint[](0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
                                    0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u);
 
-// 32 bits of 2/pi from bit `first` (bit 1 is the first after the point).
+uint tp_table(int k) { return k >= 0 && k < 8 ? TWO_OVER_PI[k] : 0u; }
+
+// 32 bits of 2/pi from bit `first` on (bit 1 is the first after the point; bits before it are
+// 0): first is e - 1 for |x| = m 2^e, so that the product below always has the same number of
+// fractional bits and every shift is a constant.
 uint tp_word(int first) {
-  const int j = (first - 1) / 32, o = (first - 1) % 32;
-  return o == 0 ? TWO_OVER_PI[j] : (TWO_OVER_PI[j] << o) | (TWO_OVER_PI[j + 1] >> (32 - o));
+  const int b = first + 63;  // >= 0 for every first used (e >= -24)
+  const int j = b / 32 - 2, o = b % 32;
+  return o == 0 ? tp_table(j) : (tp_table(j) << o) | (tp_table(j + 1) >> (32 - o));
 }
 
 // |x| = (q + f) pi/2 with q an integer (returned mod 4) and |f| <= 1/2; r = f pi/2. |x| is
@@ -22,15 +27,14 @@ uint trig_reduce(float ax, out double r) {
   const uint bits = floatBitsToUint(ax);
   const int e = int(bits >> 23) - 150;
   const uint m = (bits & 0x7fffffu) | 0x800000u;
-  const int first = max(1, e - 1);
+  const int first = e - 1;
   const uint64_t p0 = uint64_t(m) * tp_word(first), p1 = uint64_t(m) * tp_word(first + 32),
                  p2 = uint64_t(m) * tp_word(first + 64);
-  // m times the 96 bits: hi * 2^64 + lo, at most 120 bits, whose last `sh` bits are fractional
+  // m times the 96 bits: hi * 2^64 + lo, at most 120 bits, whose last 94 bits are fractional
   const uint64_t lo = p2 + (p1 << 32);
   const uint64_t hi = p0 + (p1 >> 32) + (lo < p2 ? 1ul : 0ul);
-  const int sh = first + 95 - e;  // 94 to 120 for |x| >= 2^-1
-  uint q = uint(hi >> (sh - 64)) & 3u;
-  uint64_t frac = (hi << (128 - sh)) | (lo >> (sh - 64));
+  uint q = uint(hi >> 30) & 3u;
+  const uint64_t frac = (hi << 34) | (lo >> 30);
   double f;
   if ((frac >> 63) != 0ul) {  // past one half: the next quadrant, f negative
     q = (q + 1u) & 3u;
