@@ -157,9 +157,6 @@ TEST_F(Vulkan, BackwardRunsOnTheDeviceAndAccumulatesThere) {
 }
 
 TEST_F(Vulkan, OtherDtypesAreDTypeErrorsNamingOpAndDevice) {
-  // float64 sin has no GLSL builtin and no port yet (the other element-wise ops take every dtype)
-  const Tensor d = to_device(cast(arange(0, 4), DType::Float64), kVulkan);
-  VK_EXPECT_ERROR(sin(d), DTypeError, "sin", "vulkan", "float64");
   VK_EXPECT_ERROR(zeros({2}, DType::Float64, kVulkan), DTypeError, "full", "vulkan", "float64");
 }
 
