@@ -146,8 +146,9 @@ set(vkml_numeric i32-i32 i64-i64 f32-f32 f64-f64)
 foreach(op exp log sqrt rsqrt reciprocal tanh sigmoid erf erfc gelu gelu_tanh)
   vkml_elementwise_variants(${op} 1 "" ${vkml_floats})
 endforeach()
-foreach(op sin cos)  # float32 only (computed in float64; float64 itself is a DTypeError)
+foreach(op sin cos)  # float32 computed in float64; float64 reads 2/pi from a second buffer
   vkml_elementwise_variants(${op} 1 "" f32-f32)
+  vkml_elementwise_variants(${op} 2 "" f64-f64-i32)
 endforeach()
 foreach(op log1p expm1)  # float32 through vmath's float64 exp and log
   vkml_elementwise_variants(${op} 1 "VM_DOUBLE=1" f32-f32)

@@ -1,6 +1,7 @@
 // The op sweep again on the Vulkan device: every case of op_cases() runs in float32 on the CPU and
-// on the device, and the outputs and the gradients (of every input requiring one, for a fixed
-// weighting of the output) agree to float32 rounding. The CPU side is the reference the float64
+// on the device, and the outputs, the gradients (of every input requiring one, for a fixed
+// weighting of the output) and, for the cases marked second_order, the gradients of those
+// gradients agree to float32 rounding. The CPU side is the reference the float64
 // sweep checked against finite differences and the Python tests against torch.
 //
 // A case whose ops do not all have Vulkan kernels yet is reported, not failed: the device says so
@@ -61,18 +62,35 @@ std::vector<Tensor> inputs_on(const std::vector<Tensor>& in, Device device) {
 
 struct Outcome {
   Tensor y;
-  std::vector<Tensor> grads;  // of the inputs requiring grad, in order; undefined where none
+  std::vector<Tensor> grads;   // of the inputs requiring grad, in order; undefined where none
+  std::vector<Tensor> grads2;  // second order: of sum_i(grads[i] * weight_i), same inputs
 };
 
-// fn over the inputs, then (given a weight) the gradients of sum(y * weight).
+// A fixed weight per element of t (distinct values, so that every element is exercised).
+Tensor weight_like(const Tensor& t, double scale) {
+  return cast(reshape(arange(0, t.numel()), t.shape()) * scale - 1.0, t.dtype());
+}
+
+// fn over the inputs, then (given a weight) the gradients of sum(y * weight), and, when the case
+// asks for second order, the gradients of those gradients (weighted again).
 Outcome run_case(const OpCase& c, const std::vector<Tensor>& in, const Tensor& weight) {
   Outcome r;
   r.y = c.fn(in);
   std::vector<Tensor> wrt;
   for (const Tensor& x : in)
     if (x.requires_grad()) wrt.push_back(x);
-  if (weight.defined() && !wrt.empty() && r.y.requires_grad() && is_floating(r.y.dtype()))
-    r.grads = autograd::grad({r.y}, wrt, {to_device(weight, r.y.device())}, false, false, true);
+  if (!weight.defined() || wrt.empty() || !r.y.requires_grad() || !is_floating(r.y.dtype()))
+    return r;
+  const Device d = r.y.device();
+  r.grads = autograd::grad({r.y}, wrt, {to_device(weight, d)}, true, c.second_order, true);
+  if (!c.second_order) return r;
+  std::vector<Tensor> outs, weights;
+  for (const Tensor& g : r.grads)
+    if (g.defined() && g.requires_grad()) {
+      outs.push_back(g);
+      weights.push_back(to_device(weight_like(g, 0.125), d));
+    }
+  if (!outs.empty()) r.grads2 = autograd::grad(outs, wrt, weights, false, false, true);
   return r;
 }
 
@@ -111,9 +129,7 @@ TEST_P(VulkanSweep, MatchesTheCpuInFloat32) {
   Outcome want = run_case(c, on_cpu, Tensor{});
   // One weight per output element, fixed and distinct, so every gradient element is exercised.
   const Tensor weight =
-      want.y.defined() && is_floating(want.y.dtype())
-          ? cast(reshape(arange(0, want.y.numel()), want.y.shape()) * 0.25 - 1.0, want.y.dtype())
-          : Tensor{};
+      want.y.defined() && is_floating(want.y.dtype()) ? weight_like(want.y, 0.25) : Tensor{};
   if (weight.defined()) want = run_case(c, on_cpu, weight);
   Outcome got;
   try {
@@ -135,6 +151,9 @@ TEST_P(VulkanSweep, MatchesTheCpuInFloat32) {
     }
     EXPECT_EQ(compare(got.grads[i], want.grads[i], c.name + " grad " + std::to_string(i)), "");
   }
+  ASSERT_EQ(got.grads2.size(), want.grads2.size()) << c.name;
+  for (size_t i = 0; i < want.grads2.size(); ++i)
+    EXPECT_EQ(compare(got.grads2[i], want.grads2[i], c.name + " grad2 " + std::to_string(i)), "");
 }
 
 std::string case_label(const ::testing::TestParamInfo<size_t>& info) {

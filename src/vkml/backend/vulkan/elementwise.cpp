@@ -27,7 +27,7 @@ Tensor launch(const char* shader, const std::vector<Tensor>& in, const Meta& m) 
   return launch(Strided{.shader = shader, .op = shader}, in, m);
 }
 
-// Ops computed through vmath's float64 exp and log (float32 pow, log1p, expm1).
+// Ops computed in float64 whatever their dtype (float32 pow, log1p, expm1, sin, cos).
 void check_float64_math(std::string_view op) { check_dtype(DType::Float64, op); }
 
 // Runs s with a flag the shader raises on an integer error; RuntimeError `message` when raised.
@@ -60,6 +60,27 @@ void put_bound(uint32_t* words, const std::optional<Scalar>& v, bool low) {
   std::memcpy(words, &b, sizeof(b));
 }
 
+// The bits of 2/pi that float64's exact reduction modulo pi/2 reads (shaders/trig.glsl).
+constexpr uint32_t kTwoOverPi[40] = {
+    0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599, 0x3c439041, 0xfe5163ab, 0xdebbc561,
+    0xb7246e3a, 0x424dd2e0, 0x06492eea, 0x09d1921c, 0xfe1deb1c, 0xb129a73e, 0xe88235f5, 0x2ebb4484,
+    0xe99c7026, 0xb45f7e41, 0x3991d639, 0x835339f4, 0x9c845f8b, 0xbdf9283b, 0x1ff897ff, 0xde05980f,
+    0xef2f118b, 0x5a0a6d1f, 0x6d367ecf, 0x27cb09b7, 0x4f463f66, 0x9e5fea2d, 0x7527bac7, 0xebe5f17b,
+    0x3d0739f7, 0x8a5292ea, 0x6bfb5fb1, 0x1f8d5d08, 0x56033046, 0xfc7b6bab, 0xf0cfbc20, 0x9af4361d};
+
+// Reduced exactly modulo pi/2 and computed in float64 (shaders/trig.glsl): GLSL's builtins may
+// be far less exact than the CPU's libm, and float64 has none. float64 reads 2/pi from a buffer
+// (uploaded per call: as a constant array in the shader, lavapipe takes 12 s to compile it).
+Tensor trig(const char* op, const std::vector<Tensor>& in, const Meta& m) {
+  check_float64_math(op);
+  if (m.dtype == DType::Float32) return launch(op, in, m);
+  Tensor table = Tensor::empty({40}, DType::Int32, m.device);
+  copy_bytes(m.device, table.storage_data(), 0, kCPU, kTwoOverPi, 0, sizeof(kTwoOverPi));
+  // seen by the walk as a broadcast (one element everywhere); the shader reads it whole
+  const Tensor whole = table.alias(m.shape, Strides(m.shape.size(), 0), 0);
+  return launch(Strided{.shader = op, .op = op}, {in[0], whole}, m);
+}
+
 }  // namespace
 
 #define VKML_VULKAN_OP(name)     \
@@ -67,7 +88,7 @@ void put_bound(uint32_t* words, const std::optional<Scalar>& v, bool low) {
     (void)a;                     \
     return launch(#name, in, m); \
   }
-// Every dtype the CPU takes.
+// Every dtype the CPU takes, as its kernels (integers wrap, NaN propagates as there).
 VKML_VULKAN_OP(neg)
 VKML_VULKAN_OP(abs)
 VKML_VULKAN_OP(sign)
@@ -105,19 +126,13 @@ VKML_VULKAN_OP(erfc)
 VKML_VULKAN_OP(gelu_backward)
 #undef VKML_VULKAN_OP
 
-// float32 only, computed in float64 (shaders/trig.glsl): GLSL's builtins may be far less exact
-// than the CPU's libm, and float64 would need more than float64 to round as it does.
 VK_KERNEL(sin) {
   (void)a;
-  check_float32(in[0], "sin");
-  check_float64_math("sin");
-  return launch("sin", in, m);
+  return trig("sin", in, m);
 }
 VK_KERNEL(cos) {
   (void)a;
-  check_float32(in[0], "cos");
-  check_float64_math("cos");
-  return launch("cos", in, m);
+  return trig("cos", in, m);
 }
 
 VK_KERNEL(log1p) {

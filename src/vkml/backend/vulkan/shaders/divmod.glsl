@@ -110,36 +110,7 @@ double dm_expm1(double x) {
 }
 
 #if DTA == 4
-// Double-double arithmetic (a value as hi + lo), for float64 pow's log: each step exact or
-// rounded once below 2^-100, every operation `precise` so that no driver regroups it.
-void dd_two_sum(double a, double b, out double s, out double e) {
-  precise double ss = a + b;
-  precise double bv = ss - a;
-  precise double err = (a - (ss - bv)) + (b - bv);
-  s = ss;
-  e = err;
-}
-
-void dd_two_prod(double a, double b, out double p, out double e) {
-  precise double pp = a * b;
-  precise double ca = 134217729.0lf * a, cb = 134217729.0lf * b;  // Dekker's split
-  precise double ah = ca - (ca - a), bh = cb - (cb - b);
-  precise double al = a - ah, bl = b - bh;
-  precise double err = ((ah * bh - pp) + ah * bl + al * bh) + al * bl;
-  p = pp;
-  e = isinf(pp) || isinf(ca) || isinf(cb) ? 0.0lf : err;
-}
-
-// (ah + al) + (bh + bl), normalised.
-void dd_add(double ah, double al, double bh, double bl, out double h, out double l) {
-  double s, e;
-  dd_two_sum(ah, bh, s, e);
-  precise double rest = e + (al + bl);
-  precise double hh = s + rest;
-  precise double ll = rest - (hh - s);
-  h = hh;
-  l = ll;
-}
+#include "dd.glsl"
 
 // log(x) = hi + lo for finite x > 0, to about 2^-66 of itself: x = 2^k m, log(m) = 2 atanh(s) =
 // 2s + (2/3) s^3 + 2 s z^2 (1/5 + z/7 + ...), s = (m - 1) / (m + 1), z = s^2 <= 0.0295; the

@@ -1,20 +1,33 @@
-// sin and cos of float32 arguments, computed in float64 so that the result rounds as the CPU's
-// libm (sinf, cosf) does but for rare halfway cases: GLSL's builtins may be far less exact
-// (Vulkan allows them an absolute error of 2^-11, and lavapipe's are wrong for |x| of 1e20).
-// The argument is reduced modulo pi/2 exactly, with integer arithmetic on the bits of 2/pi
-// (Payne and Hanek's method), for every finite float; the reduced r (|r| <= pi/4) then goes
-// through Taylor polynomials whose first neglected term is below 2^-55 of the result.
+// sin and cos, computed in float64 for float32 arguments, so that the result rounds as the
+// CPU's libm (sinf, cosf) does but for rare halfway cases, and within 2 ulp of it for float64
+// ones: GLSL's builtins may be far less exact (Vulkan allows them an absolute error of 2^-11,
+// lavapipe's are wrong for |x| of 1e20) and float64 has none. The argument is reduced modulo
+// pi/2 exactly, with integer arithmetic on the bits of 2/pi (Payne and Hanek's method), for
+// every finite value; the reduced r (|r| <= pi/4) then goes through Taylor polynomials whose
+// first neglected term is below 2^-55 of the result.
 
-// The first 256 bits of 2/pi (all fractional: 2/pi = 0.a2f9836e... in hex).
+// The first 256 bits of 2/pi (all fractional: 2/pi = 0.a2f9836e... in hex), float32's.
 const uint TWO_OVER_PI[8] = uint[](0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
                                    0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u);
 
-// 32 bits of 2/pi from bit `first` (bit 1 is the first after the point).
+#if DTA == 4
+// float64 needs 1280 bits of 2/pi: the host passes them as the int32 buffer `b` (as a constant
+// array here, lavapipe takes 12 s to compile the variable index into it).
+uint tp_table(int k) { return k >= 0 && k < 40 ? uint(b[k]) : 0u; }
+#else
+uint tp_table(int k) { return k >= 0 && k < 8 ? TWO_OVER_PI[k] : 0u; }
+#endif
+
+// 32 bits of 2/pi from bit `first` on (bit 1 is the first after the point; bits before it are
+// 0): first is e - 1 for |x| = m 2^e, so that the product below always has the same number of
+// fractional bits and every shift is a constant.
 uint tp_word(int first) {
-  const int j = (first - 1) / 32, o = (first - 1) % 32;
-  return o == 0 ? TWO_OVER_PI[j] : (TWO_OVER_PI[j] << o) | (TWO_OVER_PI[j + 1] >> (32 - o));
+  const int at = first + 63;  // >= 0 for every first used (e >= -53)
+  const int j = at / 32 - 2, o = at % 32;
+  return o == 0 ? tp_table(j) : (tp_table(j) << o) | (tp_table(j + 1) >> (32 - o));
 }
 
+#if DTA == 3
 // |x| = (q + f) pi/2 with q an integer (returned mod 4) and |f| <= 1/2; r = f pi/2. |x| is
 // m 2^e with m an integer of 24 bits; only the bits of 2/pi from e - 1 on matter modulo 4, and
 // 96 of them leave the fraction exact to 2^-70.
@@ -22,15 +35,14 @@ uint trig_reduce(float ax, out double r) {
   const uint bits = floatBitsToUint(ax);
   const int e = int(bits >> 23) - 150;
   const uint m = (bits & 0x7fffffu) | 0x800000u;
-  const int first = max(1, e - 1);
+  const int first = e - 1;
   const uint64_t p0 = uint64_t(m) * tp_word(first), p1 = uint64_t(m) * tp_word(first + 32),
                  p2 = uint64_t(m) * tp_word(first + 64);
-  // m times the 96 bits: hi * 2^64 + lo, at most 120 bits, whose last `sh` bits are fractional
+  // m times the 96 bits: hi * 2^64 + lo, at most 120 bits, whose last 94 bits are fractional
   const uint64_t lo = p2 + (p1 << 32);
   const uint64_t hi = p0 + (p1 >> 32) + (lo < p2 ? 1ul : 0ul);
-  const int sh = first + 95 - e;  // 94 to 120 for |x| >= 2^-1
-  uint q = uint(hi >> (sh - 64)) & 3u;
-  uint64_t frac = (hi << (128 - sh)) | (lo >> (sh - 64));
+  uint q = uint(hi >> 30) & 3u;
+  const uint64_t frac = (hi << 34) | (lo >> 30);
   double f;
   if ((frac >> 63) != 0ul) {  // past one half: the next quadrant, f negative
     q = (q + 1u) & 3u;
@@ -86,3 +98,94 @@ float trig(float x, bool want_cos) {
   }
   return float(v);
 }
+#else
+#include "dd.glsl"
+
+// float64: the same reduction with a 53-bit m and 224 bits of 2/pi, in 32-bit limbs, keeping
+// 128 bits of the fraction (a double can lie within 2^-61 of a multiple of pi/2); r = rh + rl.
+uint trig_reduce(double ax, out double rh, out double rl) {
+  const uint64_t bits = doubleBitsToUint64(ax);
+  const int e = int(bits >> 52) - 1075;
+  const uint64_t m = (bits & 0xffffffffffffful) | 0x10000000000000ul;
+  const int first = e - 1;
+  uint w[7];
+  uint limb[9] = uint[](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+  for (int j = 0; j < 7; ++j) w[j] = tp_word(first + 32 * (6 - j));  // least significant first
+  const uint mpart[2] = uint[](uint(m), uint(m >> 32));
+  for (int i = 0; i < 2; ++i) {
+    uint64_t carry = 0ul;
+    for (int j = 0; j < 7; ++j) {
+      const uint64_t t = uint64_t(mpart[i]) * w[j] + limb[i + j] + carry;
+      limb[i + j] = uint(t);
+      carry = t >> 32;
+    }
+    limb[i + 7] = uint(carry);
+  }
+  // The product's last 222 bits are fractional. word[0]: the 32 bits from there up; then the
+  // fraction's, most significant first.
+  uint word[5];
+  for (int k = 0; k < 5; ++k) word[k] = (limb[6 - k] >> 30) | (limb[7 - k] << 2);
+  uint q = word[0] & 3u;
+  uint64_t hi = (uint64_t(word[1]) << 32) | word[2], lo = (uint64_t(word[3]) << 32) | word[4];
+  double sign = 1.0lf;
+  if ((hi >> 63) != 0ul) {  // past one half: the next quadrant, the fraction negated
+    q = (q + 1u) & 3u;
+    sign = -1.0lf;
+    lo = ~lo + 1ul;
+    hi = ~hi + (lo == 0ul ? 1ul : 0ul);
+  }
+  const double dh = double(hi);
+  const int64_t below = int64_t(hi - uint64_t(dh));  // what rounding hi to a double dropped
+  const double fh = sign * dh * 5.421010862427522e-20lf;  // 2^-64
+  const double fl =
+      sign * (double(below) + double(lo) * 5.421010862427522e-20lf) * 5.421010862427522e-20lf;
+  double ph, pl;
+  dd_two_prod(fh, 1.5707963267948966lf, ph, pl);  // times pi/2 as double-double
+  pl += fh * 6.123233995736766e-17lf + fl * 1.5707963267948966lf;
+  precise double h = ph + pl;
+  precise double l = pl - (h - ph);
+  rh = h;
+  rl = l;
+  return q;
+}
+
+double trig_sin_poly(double r) {
+  const double S[10] = double[](
+      -0.16666666666666666lf, 0.008333333333333333lf, -0.0001984126984126984lf,
+      2.7557319223985893e-06lf, -2.505210838544172e-08lf, 1.6059043836821613e-10lf,
+      -7.647163731819816e-13lf, 2.8114572543455206e-15lf, -8.22063524662433e-18lf,
+      1.9572941063391263e-20lf);
+  precise double z = r * r;
+  precise double s = S[9];
+  for (int k = 8; k >= 0; --k) s = s * z + S[k];
+  precise double result = r + r * z * s;
+  return result;
+}
+
+double trig_cos_poly(double r) {
+  const double C[11] = double[](
+      -0.5lf, 0.041666666666666664lf, -0.001388888888888889lf, 2.48015873015873e-05lf,
+      -2.755731922398589e-07lf, 2.08767569878681e-09lf, -1.1470745597729725e-11lf,
+      4.779477332387385e-14lf, -1.5619206968586225e-16lf, 4.110317623312165e-19lf,
+      -8.896791392450574e-22lf);
+  precise double z = r * r;
+  precise double c = C[10];
+  for (int k = 9; k >= 0; --k) c = c * z + C[k];
+  precise double result = 1.0lf + z * c;
+  return result;
+}
+
+// sin or cos of x: of rh + rl, to first order in rl.
+double trig(double x, bool want_cos) {
+  if (isnan(x) || isinf(x)) return uint64BitsToDouble(0x7ff8000000000000ul);
+  const double ax = abs(x);
+  double rh = ax, rl = 0.0lf;
+  const uint q = ax < 0.5lf ? 0u : trig_reduce(ax, rh, rl);
+  precise double s = trig_sin_poly(rh) + rl * trig_cos_poly(rh);
+  precise double c = trig_cos_poly(rh) - rl * trig_sin_poly(rh);
+  const uint k = want_cos ? q : (q + 3u) & 3u;  // sin x = cos(x - pi/2)
+  const double v = k == 0u ? c : k == 1u ? -s : k == 2u ? -c : s;
+  const bool negative = doubleBitsToUint64(x) >= 0x8000000000000000ul;
+  return !want_cos && negative ? -v : v;
+}
+#endif
