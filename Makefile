@@ -23,7 +23,7 @@ PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" scipy-openblas32 numpy pyte
            scikit-learn safetensors tqdm matplotlib
 
 .PHONY: all deps venv build test test-cpp test-asan test-tsan test-python python python-asan test-python-asan \
-        demo demo-cpp docs format clean example-install fuzz fuzz-smoke bench
+        demo demo-cpp docs format clean example-install fuzz fuzz-smoke bench bench-vulkan
 
 all: build
 
@@ -128,6 +128,18 @@ demo: python
 
 bench: python
 	PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) bench/compare.py --json $(BUILD)/bench.json $(BENCH_ARGS)
+
+# The Vulkan benchmark gathered with the shared libraries it needs into $(BUILD)/bench-vulkan,
+# for bench/gpu.sh on a lent GPU machine (nothing can be installed there); checked here on
+# lavapipe with --quick.
+bench-vulkan: build
+	@rm -rf $(BUILD)/bench-vulkan && mkdir -p $(BUILD)/bench-vulkan/lib $(BUILD)/bench-vulkan/loader
+	cp $(BUILD)/vkml_vulkan_bench $(BUILD)/bench-vulkan/
+	ldd $(BUILD)/vkml_vulkan_bench | awk '/=> \// {print $$3}' | \
+	  grep -E 'openblas|gfortran|quadmath|stdc\+\+|gcc_s' | xargs -I{} cp -L {} $(BUILD)/bench-vulkan/lib/
+	cp -L $$(ldconfig -p | awk '/libvulkan.so.1 / {print $$NF; exit}') $(BUILD)/bench-vulkan/loader/
+	du -sh $(BUILD)/bench-vulkan
+	$(BUILD)/bench-vulkan/vkml_vulkan_bench --quick
 
 demo-cpp: build
 	$(BUILD)/mlp_example

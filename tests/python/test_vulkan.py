@@ -113,7 +113,7 @@ def test_the_readme_gpu_example_runs_as_written():
         exec(compile(block, "README.md", "exec"), {})
     lines = out.getvalue().splitlines()
     assert lines[0] == vk.vulkan.device_name()
-    assert "1000, 1000" in lines[1]
+    assert "256, 256" in lines[1]
 
 
 def test_threads_share_the_device():

@@ -1,6 +1,6 @@
-// The Vulkan device's kernels, by family as the CPU's (backend/cpu/*.h). This version covers
-// creation (full), the arithmetic and the float unary element-wise ops, sum and mean, and the
-// shape ops that are views or copies.
+// The Vulkan device's kernels, by family as the CPU's (backend/cpu/*.h): one for every op of the
+// table (docs/ops.md), each family noting the dtypes it computes; the others are DTypeErrors
+// naming the op and the device.
 #pragma once
 #include "vkml/core/kernel.h"
 
