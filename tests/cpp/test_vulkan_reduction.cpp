@@ -403,18 +403,8 @@ Tensor int_rows() {
   return x;
 }
 
-// Whether the device reduces int64 (it needs shaderInt64).
-bool device_has_int64() {
-  try {
-    amax(dev(test::ints({1}, {1})), {0});
-    return true;
-  } catch (const DTypeError&) {
-    return false;
-  }
-}
-
 TEST_F(Vulkan, IntegerReductionsMatchTheCpu) {
-  if (!device_has_int64()) GTEST_SKIP() << "the device has no shaderInt64";
+  if (!test::device_has_int64()) GTEST_SKIP() << "the device has no shaderInt64";
   const Tensor x = int_rows(), d = dev(x);
   expect_same_ints(sum(d, {1}), sum(x, {1}), "sum int64 rows");
   expect_same_ints(sum(transpose(d, 0, 1), {0, 1}), sum(transpose(x, 0, 1), {0, 1}), "sum all");
@@ -464,19 +454,9 @@ TEST_F(Vulkan, BoolExtremesMatchTheCpu) {
   expect_same_ints(amax(d), amax(x), "amax all");
 }
 
-// Whether the device reduces float64 (it needs shaderFloat64).
-bool device_has_float64() {
-  try {
-    amax(dev(from_vector({1}, {1}, DType::Float64)), {0});
-    return true;
-  } catch (const DTypeError&) {
-    return false;
-  }
-}
-
 // float64 to double's rounding: sums compensated in double, mean and var divided in double.
 TEST_F(Vulkan, Float64ReductionsMatchTheCpu) {
-  if (!device_has_float64()) GTEST_SKIP() << "the device has no shaderFloat64";
+  if (!test::device_has_float64()) GTEST_SKIP() << "the device has no shaderFloat64";
   const Tensor x = cast(tricky_rows(), DType::Float64), d = dev(x);
   const Tensor w = cast(wave({3, 5000}, 1.0), DType::Float64) + 1e6, dw = dev(w);
   for (int64_t dim : {0, 1}) {
@@ -505,7 +485,7 @@ TEST_F(Vulkan, Float64ReductionsMatchTheCpu) {
 // float64 norms in double, off centre (1e4 +- 1), rows and channels both ways (an invocation, a
 // workgroup), the weight and bias gradients over two chunks of rows.
 TEST_F(Vulkan, Float64NormsMatchTheCpu) {
-  if (!device_has_float64()) GTEST_SKIP() << "the device has no shaderFloat64";
+  if (!test::device_has_float64()) GTEST_SKIP() << "the device has no shaderFloat64";
   auto f64 = [](const Tensor& t) { return cast(t, DType::Float64); };
   for (const Shape& shape : {Shape{4, 700}, Shape{4, 3000}}) {
     const Tensor x = f64(wave(shape, 1.0)) + 1e4, g = f64(wave(shape, 1.0, 0.3));

@@ -4,14 +4,9 @@
 // gradients agree to float32 rounding. The CPU side is the reference the float64
 // sweep checked against finite differences and the Python tests against torch.
 //
-// A case whose ops do not all have Vulkan kernels yet is reported, not failed: the device says so
-// with NotImplementedError, and the last test prints which ops are missing (issue #14 tracks
-// them). Any other error, or a mismatch, fails the case.
+// Every op has a Vulkan kernel: an op without one (NotImplementedError) fails its cases.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <map>
-#include <set>
 #include <sstream>
 
 #include "op_cases.h"
@@ -19,32 +14,6 @@
 
 namespace vk::test {
 namespace {
-
-// Cases that could not run on the device, by the op that had no kernel there; printed when the
-// test binary exits (after the sweep, in whatever order gtest ran it).
-struct Uncovered {
-  std::map<std::string, std::set<std::string>> by_op;
-  ~Uncovered() {
-    if (by_op.empty()) return;
-    std::string s;
-    for (const auto& [op, cases] : by_op) s += " " + op + "(" + std::to_string(cases.size()) + ")";
-    std::printf("[vulkan sweep] cases kept off the device by ops without a Vulkan kernel:%s\n",
-                s.c_str());
-  }
-};
-Uncovered& uncovered() {
-  static Uncovered u;
-  return u;
-}
-
-bool is_missing_kernel(const NotImplementedError& e) {
-  return std::string(e.what()).find("registers no kernel") != std::string::npos;
-}
-
-std::string op_of(const NotImplementedError& e) {
-  const std::string s = e.what();
-  return s.substr(0, s.find(':'));
-}
 
 // The case's inputs in float32 on `device`: floating leaves keep requiring grad, index and mask
 // tensors keep their dtype.
@@ -131,14 +100,7 @@ TEST_P(VulkanSweep, MatchesTheCpuInFloat32) {
   const Tensor weight =
       want.y.defined() && is_floating(want.y.dtype()) ? weight_like(want.y, 0.25) : Tensor{};
   if (weight.defined()) want = run_case(c, on_cpu, weight);
-  Outcome got;
-  try {
-    got = run_case(c, inputs_on(base, kVulkan), weight);
-  } catch (const NotImplementedError& e) {
-    if (!is_missing_kernel(e)) throw;
-    uncovered().by_op[op_of(e)].insert(c.name);
-    return;
-  }
+  const Outcome got = run_case(c, inputs_on(base, kVulkan), weight);
   ASSERT_TRUE(got.y.defined()) << c.name;
   if (c.kind != OpKind::ToDevice) {
     EXPECT_EQ(got.y.device(), kVulkan) << c.name;

@@ -10,6 +10,7 @@
 
 #include "test_util.h"
 #if defined(VKML_HAS_VULKAN)
+#include "vkml/backend/vulkan/context.h"
 #include "vkml/backend/vulkan/register.h"
 #endif
 
@@ -43,6 +44,13 @@ class VulkanTest : public ::testing::Test {
 #endif
   }
 };
+
+// What the device computes beyond float32, from its features (never guessed from an op's error:
+// a kernel that breaks must fail its test, not skip it). Only called once a device is known.
+#if defined(VKML_HAS_VULKAN)
+inline bool device_has_float64() { return vulkan::Context::get()->has_float64(); }
+inline bool device_has_int64() { return vulkan::Context::get()->has_int64(); }
+#endif
 
 inline std::vector<double> host(const Tensor& t) { return to_vector(to_cpu(t)); }
 
