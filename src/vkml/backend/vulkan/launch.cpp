@@ -69,18 +69,10 @@ void check_reach(const Walk& w, std::span<const Tensor* const> ts, std::string_v
 }
 
 std::vector<Buffer*> buffers_of(const Strided& s, std::span<const Tensor* const> ts) {
-  Context& ctx = context();
   std::vector<const Tensor*> bound(ts.begin(), ts.end());
   if (s.flag) bound.insert(bound.begin() + 1, s.flag);  // written buffers first
   std::vector<Buffer*> buffers;
-  for (const Tensor* t : bound) {
-    Buffer& b = buffer_of(*t);
-    VK_CHECK(b.size <= ctx.max_storage_range(), SizeError, s.op, ": ", t->describe(), " (", b.size,
-             " bytes) is larger than ", ctx.device_name(),
-             " binds in one storage buffer (maxStorageBufferRange ", ctx.max_storage_range(),
-             " bytes)");
-    buffers.push_back(&b);
-  }
+  for (const Tensor* t : bound) buffers.push_back(&bound_buffer(*t, s.op));
   return buffers;
 }
 

@@ -154,12 +154,7 @@ int32_t i32(int64_t v, std::string_view op) {
 }
 
 Buffer& checked_buffer(const Tensor& t, std::string_view op) {
-  Context& ctx = context();
-  Buffer& b = buffer_of(t);
-  VK_CHECK(b.size <= ctx.max_storage_range(), SizeError, op, ": ", t.describe(), " (", b.size,
-           " bytes) is larger than ", ctx.device_name(),
-           " binds in one storage buffer (maxStorageBufferRange ", ctx.max_storage_range(),
-           " bytes)");
+  Buffer& b = bound_buffer(t, op);
   int64_t hi = t.offset();
   if (t.numel() > 0)
     for (int64_t d = 0; d < t.ndim(); ++d) hi += (t.shape()[d] - 1) * t.strides()[d];

@@ -11,6 +11,23 @@ Context& context() {
   return *c;
 }
 
+Buffer& bound_buffer(const Tensor& t, std::string_view op) {
+  Context& ctx = context();
+  Buffer& b = buffer_of(t);
+  VK_CHECK(b.size <= ctx.max_storage_range(), SizeError, op, ": ", t.describe(), " (", b.size,
+           " bytes) is larger than ", ctx.device_name(),
+           " binds in one storage buffer (maxStorageBufferRange ", ctx.max_storage_range(),
+           " bytes)");
+  return b;
+}
+
+std::vector<Buffer*> bound_buffers(std::initializer_list<const Tensor*> ts, std::string_view op) {
+  std::vector<Buffer*> out;
+  for (const Tensor* t : ts)
+    if (t->defined()) out.push_back(&bound_buffer(*t, op));
+  return out;
+}
+
 int VulkanMemory::device_count() const {
   context();
   return 1;

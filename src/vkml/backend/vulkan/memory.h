@@ -1,6 +1,9 @@
 // The Vulkan device's memory for Storage: ranges of the context's caching sub-allocator
 // (allocator.h); the Buffer describing a range is the block Storage keeps.
 #pragma once
+#include <initializer_list>
+#include <string_view>
+#include <vector>
 
 #include "vkml/backend/vulkan/context.h"
 #include "vkml/core/device.h"
@@ -27,5 +30,10 @@ class VulkanMemory final : public DeviceMemory {
 Context& context();
 // The buffer holding t's elements (t on the Vulkan device).
 inline Buffer& buffer_of(const Tensor& t) { return *static_cast<Buffer*>(t.storage_data()); }
+// t's buffer, to bind to a shader: SizeError naming op when it is larger than the device binds
+// at once (maxStorageBufferRange).
+Buffer& bound_buffer(const Tensor& t, std::string_view op);
+// The buffers of the defined tensors of ts, in order, each as bound_buffer checks it.
+std::vector<Buffer*> bound_buffers(std::initializer_list<const Tensor*> ts, std::string_view op);
 
 }  // namespace vk::vulkan

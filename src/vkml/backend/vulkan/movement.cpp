@@ -94,16 +94,6 @@ int element_size(DType dtype, std::string_view op) {
   return es;
 }
 
-Buffer& bound_buffer(const Tensor& t, std::string_view op) {
-  Context& ctx = context();
-  Buffer& b = buffer_of(t);
-  VK_CHECK(b.size <= ctx.max_storage_range(), SizeError, op, ": ", t.describe(), " (", b.size,
-           " bytes) is larger than ", ctx.device_name(),
-           " binds in one storage buffer (maxStorageBufferRange ", ctx.max_storage_range(),
-           " bytes)");
-  return b;
-}
-
 void launch(std::string_view name, std::span<Buffer* const> buffers, const void* push,
             uint32_t push_bytes, int64_t n, uint32_t writes) {
   Context& ctx = context();

@@ -37,9 +37,6 @@ void check_reach(const Tensor& t, int64_t offset, const std::vector<int64_t>& si
 // for bool on a device without 8-bit storage.
 int element_size(DType dtype, std::string_view op);
 
-// t's buffer; SizeError naming op when it is larger than the device binds at once.
-Buffer& bound_buffer(const Tensor& t, std::string_view op);
-
 // Runs shader `name` over `buffers` (the first `writes` written) with push constants `push`, one
 // invocation per element of n (local size 256).
 void launch(std::string_view name, std::span<Buffer* const> buffers, const void* push,

@@ -74,15 +74,7 @@ int32_t offset_of(const Tensor& t, const char* op) {
 void launch(std::string shader, std::initializer_list<const Tensor*> ts, uint32_t writes,
             const void* push, uint32_t push_bytes, uint64_t groups, const char* op) {
   Context& ctx = context();
-  std::vector<Buffer*> buffers;
-  for (const Tensor* t : ts) {
-    if (!t->defined()) continue;
-    Buffer& buf = buffer_of(*t);
-    VK_CHECK(buf.size <= ctx.max_storage_range(), SizeError, op, ": ", t->describe(), " (",
-             buf.size, " bytes) is larger than ", ctx.device_name(),
-             " binds in one storage buffer");
-    buffers.push_back(&buf);
-  }
+  const std::vector<Buffer*> buffers = bound_buffers(ts, op);
   const Pipeline& pipe =
       ctx.pipeline(shader, shader_spirv(shader), static_cast<uint32_t>(buffers.size()), push_bytes);
   ctx.dispatch(pipe, buffers, push, groups, writes);

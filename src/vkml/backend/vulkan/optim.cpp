@@ -69,7 +69,8 @@ void sgd_typed(const Tensor& param, const Tensor& grad, const Tensor& buffer, co
   Context& ctx = context();
   const char* name = sizeof(T) == 8 ? "sgd_f64" : "sgd_f32";
   const Pipeline& pipe = ctx.pipeline(name, shader_spirv(name), 3, sizeof(k));
-  Buffer* buffers[] = {&buffer_of(param), &buffer_of(buf), &buffer_of(grad)};
+  Buffer* buffers[] = {&bound_buffer(param, name), &bound_buffer(buf, name),
+                       &bound_buffer(grad, name)};
   ctx.dispatch(pipe, buffers, &k, (uint64_t{k.n} + kGroupSize - 1) / kGroupSize, 2);
 }
 
@@ -96,8 +97,8 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   Context& ctx = context();
   const char* name = sizeof(T) == 8 ? "adam_f64" : "adam_f32";
   const Pipeline& pipe = ctx.pipeline(name, shader_spirv(name), 5, sizeof(k));
-  Buffer* buffers[] = {&buffer_of(param), &buffer_of(exp_avg), &buffer_of(exp_avg_sq),
-                       &buffer_of(vmax), &buffer_of(grad)};
+  const std::vector<Buffer*> buffers =
+      bound_buffers({&param, &exp_avg, &exp_avg_sq, &vmax, &grad}, name);
   ctx.dispatch(pipe, buffers, &k, (uint64_t{k.n} + kGroupSize - 1) / kGroupSize, 4);
 }
 

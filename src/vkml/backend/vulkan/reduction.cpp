@@ -108,20 +108,6 @@ ReduceParams params_of(const Walk& w, const Tensor& src, float scale, const char
   return p;
 }
 
-// Buffers of the tensors in order, each checked against the device's storage buffer range.
-std::vector<Buffer*> buffers_of(std::initializer_list<const Tensor*> ts, const char* op) {
-  Context& ctx = context();
-  std::vector<Buffer*> out;
-  for (const Tensor* t : ts) {
-    if (!t->defined()) continue;
-    Buffer* b = &buffer_of(*t);
-    VK_CHECK(b->size <= ctx.max_storage_range(), SizeError, op, ": ", t->describe(), " (", b->size,
-             " bytes) is larger than ", ctx.device_name(), " binds in one storage buffer");
-    out.push_back(b);
-  }
-  return out;
-}
-
 // A reduction's shaders: `first` over x, `merge` over the partial results of a pass before
 // (shaders/reduce.comp's variants, with _i32, _i64, _b8 or _f64 appended for integer x when
 // `ints`, bool x when `bools`, float64 x when `f64`). `index`: the extreme's first index too (two
@@ -161,7 +147,8 @@ void run_pass(const std::string& shader, const Tensor& dst, const Tensor& dst_in
               const Tensor& src, const Tensor& src_index, const Tensor& shift, const Walk& w,
               float scale, const char* op) {
   const ReduceParams p = params_of(w, src, scale, op);
-  const std::vector<Buffer*> buffers = buffers_of({&dst, &dst_index, &src, &src_index, &shift}, op);
+  const std::vector<Buffer*> buffers =
+      bound_buffers({&dst, &dst_index, &src, &src_index, &shift}, op);
   Context& ctx = context();
   const Pipeline& pipe = ctx.pipeline(shader, shader_spirv(shader),
                                       static_cast<uint32_t>(buffers.size()), sizeof(ReduceParams));
@@ -251,7 +238,7 @@ void divide64(const Tensor& out, const Tensor& sums, double divisor, const char*
   p.n = static_cast<uint32_t>(out.numel());
   p.divisor = divisor;
   if (p.n == 0) return;
-  const std::vector<Buffer*> buffers = buffers_of({&out, &sums}, op);
+  const std::vector<Buffer*> buffers = bound_buffers({&out, &sums}, op);
   Context& ctx = context();
   const Pipeline& pipe =
       ctx.pipeline("reduce_divide_f64", shader_spirv("reduce_divide_f64"), 2, sizeof(p));
@@ -316,7 +303,7 @@ VK_KERNEL(logsumexp) {
   run_reduce(kSumExp, x, a.dims, sums, Tensor(), shift, 1.0f, "logsumexp");
   const uint32_t n = static_cast<uint32_t>(out.numel());
   if (n == 0) return out;
-  const std::vector<Buffer*> buffers = buffers_of({&out, &sums, &shift}, "logsumexp");
+  const std::vector<Buffer*> buffers = bound_buffers({&out, &sums, &shift}, "logsumexp");
   Context& ctx = context();
   const Pipeline& pipe =
       ctx.pipeline("reduce_lse_finish", shader_spirv("reduce_lse_finish"), 3, sizeof(uint32_t));

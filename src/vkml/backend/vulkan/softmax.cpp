@@ -62,15 +62,7 @@ SoftmaxParams rows_of(const Tensor& a, const Tensor& b, int64_t dim, const char*
 void launch(const std::string& shader, std::initializer_list<const Tensor*> ts,
             const SoftmaxParams& p, uint64_t groups, const char* op) {
   Context& ctx = context();
-  std::vector<Buffer*> buffers;
-  for (const Tensor* t : ts) {
-    if (!t->defined()) continue;
-    Buffer& buf = buffer_of(*t);
-    VK_CHECK(buf.size <= ctx.max_storage_range(), SizeError, op, ": ", t->describe(), " (",
-             buf.size, " bytes) is larger than ", ctx.device_name(),
-             " binds in one storage buffer");
-    buffers.push_back(&buf);
-  }
+  const std::vector<Buffer*> buffers = bound_buffers(ts, op);
   const Pipeline& pipe = ctx.pipeline(shader, shader_spirv(shader),
                                       static_cast<uint32_t>(buffers.size()), sizeof(SoftmaxParams));
   ctx.dispatch(pipe, buffers, &p, groups);
