@@ -58,4 +58,31 @@ bool cat_skips(const Tensor& x, int64_t reference_ndim) {
   return reference_ndim != 1 && x.ndim() == 1 && x.shape()[0] == 0;
 }
 
+PadViews pad_views(const Tensor& x, const Tensor& out, const std::vector<int64_t>& widths) {
+  const int64_t nd = x.ndim();
+  Shape region = x.shape();
+  int64_t x_off = x.offset(), o_off = out.offset();
+  bool fill = false;
+  for (size_t k = 0; k * 2 < widths.size(); ++k) {  // widths pair up from the last dim
+    const int64_t d = nd - 1 - static_cast<int64_t>(k);
+    const int64_t before = widths[2 * k], after = widths[2 * k + 1];
+    const int64_t crop_lo = std::max<int64_t>(0, -before), crop_hi = std::max<int64_t>(0, -after);
+    region[d] = std::max<int64_t>(0, x.shape()[d] - crop_lo - crop_hi);
+    x_off += crop_lo * x.strides()[d];
+    o_off += std::max<int64_t>(0, before) * out.strides()[d];
+    fill = fill || before > 0 || after > 0;
+  }
+  return {x.alias(region, x.strides(), x_off), out.alias(region, out.strides(), o_off), fill};
+}
+
+Tensor flipped_view(const Tensor& x, const std::vector<int64_t>& dims) {
+  Strides st = x.strides();
+  int64_t offset = x.offset();
+  for (int64_t d : dims) {
+    offset += (x.shape()[d] - 1) * st[d];
+    st[d] = -st[d];
+  }
+  return x.alias(x.shape(), st, offset);
+}
+
 }  // namespace vk

@@ -27,6 +27,17 @@ SliceRange slice_range(int64_t n, int64_t start, int64_t stop, int64_t step);
 size_t cat_reference(const std::vector<Tensor>& xs);
 bool cat_skips(const Tensor& x, int64_t reference_ndim);
 
+// pad: the part of x that survives (negative widths crop it) as a view of x, the place it lands
+// as a view of out, and whether out has elements outside that place (to fill with the value).
+struct PadViews {
+  Tensor src, dst;
+  bool fill;
+};
+PadViews pad_views(const Tensor& x, const Tensor& out, const std::vector<int64_t>& widths);
+
+// flip: x viewed with `dims` reversed (negative strides), so that a copy of it is the flip.
+Tensor flipped_view(const Tensor& x, const std::vector<int64_t>& dims);
+
 // Output extent of a window sweep over `in` positions; <= 0 when the dilated kernel is larger
 // than the padded input. Expects a valid window (k, s, d >= 1, p >= 0); SizeError naming `op`
 // when the padded input or the dilated kernel does not fit in int64.

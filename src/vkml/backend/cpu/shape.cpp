@@ -145,47 +145,25 @@ VK_KERNEL(stack) {
 }
 
 VK_KERNEL(pad) {
-  const Tensor& x = in[0];
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (out.numel() == 0) return out;
-  const int64_t nd = x.ndim();
-  // The region of x that survives (negative widths crop) and where it lands in out.
-  Shape region = x.shape();
-  int64_t x_off = x.offset(), o_off = 0;
-  bool covers_all = true;
-  for (size_t k = 0; k * 2 < a.pad.widths.size(); ++k) {
-    const int64_t d = nd - 1 - static_cast<int64_t>(k);
-    const int64_t before = a.pad.widths[2 * k], after = a.pad.widths[2 * k + 1];
-    const int64_t crop_lo = std::max<int64_t>(0, -before), crop_hi = std::max<int64_t>(0, -after);
-    region[d] = std::max<int64_t>(0, x.shape()[d] - crop_lo - crop_hi);
-    x_off += crop_lo * x.strides()[d];
-    o_off += std::max<int64_t>(0, before) * out.strides()[d];
-    covers_all = covers_all && before <= 0 && after <= 0;
-  }
-  if (!covers_all) {
+  const PadViews v = pad_views(in[0], out, a.pad.widths);
+  if (v.fill) {
     VK_DISPATCH_ALL(m.dtype, "pad", {
       T* p = out.data<T>();
-      const T v = static_cast<T>(a.pad.value);
+      const T value = static_cast<T>(a.pad.value);
       parallel_for(out.numel(), kElementwiseGrain,
-                   [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
+                   [&](int64_t b, int64_t e) { std::fill(p + b, p + e, value); });
     });
   }
-  if (numel_of(region) > 0)
-    copy_into(out.alias(region, out.strides(), o_off), x.alias(region, x.strides(), x_off));
+  if (v.src.numel() > 0) copy_into(v.dst, v.src);
   return out;
 }
 
 VK_KERNEL(flip) {
-  const Tensor& x = in[0];
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (out.numel() == 0) return out;
-  Strides st = x.strides();
-  int64_t offset = x.offset();
-  for (int64_t d : a.dims) {
-    offset += (x.shape()[d] - 1) * st[d];
-    st[d] = -st[d];
-  }
-  copy_into(out, x.alias(x.shape(), st, offset));
+  copy_into(out, flipped_view(in[0], a.dims));
   return out;
 }
 
