@@ -14,7 +14,7 @@ void bind_creation(nb::module_& m) {
         name,
         [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
           return with_grad(vk::zeros(shape_from_args(size), creation_dtype(dtype, DType::Float32),
-                                     to_device_arg(device, vk::kCPU)),
+                                     to_device_arg(device, default_device())),
                            requires_grad);
         },
         "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
@@ -22,7 +22,7 @@ void bind_creation(nb::module_& m) {
       "ones",
       [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
         return with_grad(vk::ones(shape_from_args(size), creation_dtype(dtype, DType::Float32),
-                                  to_device_arg(device, vk::kCPU)),
+                                  to_device_arg(device, default_device())),
                          requires_grad);
       },
       "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
@@ -32,7 +32,7 @@ void bind_creation(nb::module_& m) {
          bool requires_grad) {
         vk::Scalar v = number_arg(value, "full");
         DType dt = creation_dtype(dtype, v.promotion_dtype());  // bool, int64 or float32
-        return with_grad(vk::full(to_shape(size), v, dt, to_device_arg(device, vk::kCPU)),
+        return with_grad(vk::full(to_shape(size), v, dt, to_device_arg(device, default_device())),
                          requires_grad);
       },
       "size"_a, "fill_value"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
@@ -49,7 +49,8 @@ void bind_creation(nb::module_& m) {
                    s = number_arg(step, "arange");
         bool ints = !a.is_floating() && !b.is_floating() && !s.is_floating();
         DType dt = creation_dtype(dtype, ints ? DType::Int64 : DType::Float32);
-        return with_grad(vk::arange(a, b, s, dt, to_device_arg(device, vk::kCPU)), requires_grad);
+        return with_grad(vk::arange(a, b, s, dt, to_device_arg(device, default_device())),
+                         requires_grad);
       },
       "start"_a, "end"_a = nb::none(), "step"_a = 1, "dtype"_a = nb::none(),
       "device"_a = nb::none(), "requires_grad"_a = false);
@@ -76,7 +77,7 @@ void bind_creation(nb::module_& m) {
       "rand",
       [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
         return with_grad(vk::rand(shape_from_args(size), creation_dtype(dtype, DType::Float32),
-                                  to_device_arg(device, vk::kCPU)),
+                                  to_device_arg(device, default_device())),
                          requires_grad);
       },
       "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
@@ -84,7 +85,7 @@ void bind_creation(nb::module_& m) {
       "randn",
       [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
         return with_grad(vk::randn(shape_from_args(size), creation_dtype(dtype, DType::Float32),
-                                   to_device_arg(device, vk::kCPU)),
+                                   to_device_arg(device, default_device())),
                          requires_grad);
       },
       "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
@@ -104,7 +105,7 @@ void bind_creation(nb::module_& m) {
         if (n == 2) low = randint_bound(args[0], "low");
         high = randint_bound(args[n - 1], "high");
         return vk::randint(low, high, to_shape(sz), creation_dtype(dtype, DType::Int64),
-                           to_device_arg(device, vk::kCPU));
+                           to_device_arg(device, default_device()));
       },
       "args"_a, "size"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none());
   auto like_dtype = [](const Tensor& t, nb::handle dtype) {
@@ -157,7 +158,7 @@ void bind_creation(nb::module_& m) {
       "tensor",
       [](nb::handle data, nb::handle dtype, nb::handle device, bool requires_grad) {
         Tensor t = tensor_from_py(data, to_dtype_opt(dtype));
-        return with_grad(on_device(t, to_device_opt(device)), requires_grad);
+        return with_grad(on_device(t, to_device_arg(device, default_device())), requires_grad);
       },
       "data"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
       "A new tensor holding a copy of `data`; the dtype is inferred as torch.tensor does.");

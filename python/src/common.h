@@ -51,7 +51,8 @@ vk::Scalar to_scalar(nb::handle h, const char* op);  // TypeError naming `op` wh
 std::optional<vk::Scalar> opt_scalar(nb::handle h, const char* op);  // None -> nullopt
 // The other operand of a binary op with tensor `like`: a Tensor as is; a Python or numpy number
 // as a 0-d tensor of the op's result dtype (vk::scalar_like: promotion by the number's kind, an
-// int exact); an array or sequence as a constant tensor (of like's dtype when like is floating).
+// int exact); an array or sequence as a constant tensor (of like's dtype when like is floating,
+// on like's device).
 // nullopt when `h` is nothing of the sort (the operator then returns NotImplemented).
 std::optional<Tensor> operand(nb::handle h, const Tensor& like, const char* op);
 // The operands of a comparison `a <op> b`, as operand(); comparisons are exact: an int32 tensor
@@ -140,6 +141,9 @@ void exclusive(const std::function<void()>& write);
 vk::Device to_device_arg(nb::handle h, vk::Device if_none);
 std::optional<vk::Device> to_device_opt(nb::handle h);  // None -> nullopt
 bool is_device_like(nb::handle h);  // a vkml.device or a string that names a device
+// Where creation functions put a tensor when no device= is given (vkml.set_default_device, as
+// torch.set_default_device); the CPU unless set. Read and written with the GIL held.
+vk::Device default_device();
 // t moved to `device` (t itself when it is there already, or when device is nullopt).
 Tensor on_device(Tensor t, std::optional<vk::Device> device);
 

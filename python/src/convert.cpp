@@ -328,7 +328,7 @@ std::optional<Tensor> operand(nb::handle h, const Tensor& like, const char* op) 
       nb::hasattr(h, "__array__") || nb::hasattr(h, "__dlpack__")) {
     std::optional<DType> dt;
     if (vk::is_floating(like.dtype())) dt = like.dtype();
-    return tensor_from_py(h, dt);
+    return vk::to_device(tensor_from_py(h, dt), like.device());  // a constant: where `like` is
   }
   return std::nullopt;
 }

@@ -109,6 +109,12 @@ bool is_device_like(nb::handle h) {
   }
 }
 
+namespace {
+vk::Device g_default_device = vk::kCPU;  // guarded by the GIL
+}  // namespace
+
+vk::Device default_device() { return g_default_device; }
+
 Tensor on_device(Tensor t, std::optional<vk::Device> device) {
   if (!device) return t;
   return without_gil(heavy(t), [&] { return vk::to_device(t, *device); });
@@ -157,6 +163,16 @@ void bind_devices(nb::module_& m) {
         return d.is_cpu() || d.index < vk::device_memory(d.type).device_count();
       },
       "device"_a, "True when tensors can be made on `device` in this build, on this machine.");
+  m.def(
+      "set_default_device",
+      [](nb::handle device) { g_default_device = to_device_arg(device, vk::kCPU); },
+      "device"_a.none(),
+      "Where creation functions (tensor, zeros, ones, full, arange, rand, ...) put tensors when "
+      "no device= is given, as torch.set_default_device; None means the CPU. *_like functions "
+      "keep their input's device.");
+  m.def(
+      "get_default_device", [] { return g_default_device; },
+      "The device creation functions use when no device= is given.");
   m.def(
       "_vulkan_device_name",
       []() -> std::string {

@@ -15,7 +15,7 @@ torch.set_num_threads(1)
 def to_np(t):
     """numpy copy of a vkml or torch tensor (detached)."""
     if isinstance(t, vk.Tensor):
-        return np.array(t.detach().numpy(), copy=True)
+        return np.array(t.detach().cpu().numpy(), copy=True)
     t = t.detach()
     if t._is_zerotensor():  # torch's symbolic zeros (some second derivatives)
         return np.zeros(tuple(t.shape), dtype=torch.empty(0, dtype=t.dtype).numpy().dtype)

@@ -12,6 +12,7 @@ test_every_op_has_a_spec fails when an op of the table has no spec here, so no o
 ops whose C++ kernels are not written yet fail their cases until they land (by design).
 """
 
+import os
 import zlib
 
 import numpy as np
@@ -745,6 +746,28 @@ def test_no_spec_for_a_missing_op():
 @pytest.mark.parametrize("op,i,dtype", list(_params()))
 def test_op_matches_torch(op, i, dtype):
     run_case(op, i, SPECS[op][i], dtype)
+
+
+def _vulkan_params():
+    for op, i, dtype in (p.values for p in _params()):
+        if dtype == "float32" and op not in ("to_device", "custom"):
+            yield pytest.param(op, i, id=f"{op}-{i}-{SPECS[op][i].label or 'base'}-vulkan")
+
+
+@pytest.mark.parametrize("op,i", list(_vulkan_params()))
+def test_op_matches_torch_on_vulkan(op, i):
+    # The same case with every vkml tensor on the Vulkan device (vk.set_default_device: the case's
+    # own constants go there too): forward, gradients and second derivatives against torch on
+    # the CPU, in float32. Without a device: skipped, and a failure under VKML_REQUIRE_VULKAN=1.
+    if not vk.vulkan.is_available():
+        if os.environ.get("VKML_REQUIRE_VULKAN") == "1":
+            pytest.fail("VKML_REQUIRE_VULKAN=1 but the vulkan device is not available")
+        pytest.skip("no vulkan device")
+    vk.set_default_device("vulkan")
+    try:
+        run_case(op, i, SPECS[op][i], "float32")
+    finally:
+        vk.set_default_device("cpu")
 
 
 def test_op_table_is_documented():

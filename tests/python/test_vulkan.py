@@ -335,3 +335,27 @@ def test_digits_trains_on_the_device_as_on_the_cpu_and_repeats_bit_for_bit():
     np.testing.assert_allclose(on_device, _digits_losses("cpu"), rtol=1e-4)
     assert on_device[-1] < 0.5 * on_device[0]
     np.testing.assert_array_equal(_digits_losses("vulkan"), on_device)  # deterministic
+
+
+def test_set_default_device_puts_new_tensors_there():
+    # As torch.set_default_device: creation functions without device= use it; *_like keep their
+    # input's device; an explicit device= wins; None (or "cpu") restores the CPU.
+    vk.set_default_device("vulkan")
+    try:
+        assert vk.get_default_device() == VK
+        assert vk.zeros(2).device == VK and vk.tensor([1.0, 2.0]).device == VK
+        assert vk.arange(3).device == VK and vk.randn(2).device == VK
+        assert vk.zeros(2, device="cpu").device == vk.device("cpu")
+        assert vk.zeros_like(vk.ones(2, device="cpu")).device == vk.device("cpu")
+    finally:
+        vk.set_default_device(None)
+    assert vk.zeros(1).device == vk.device("cpu")
+
+
+def test_an_array_operand_joins_the_tensors_device():
+    # A numpy array or a list in an op is a constant: it goes where the tensor is (it raised a
+    # DeviceError, cpu against vulkan).
+    x = vk.ones(2, 3, device="vulkan")
+    y = x @ np.ones((3, 2), dtype=np.float32)
+    assert y.device == VK and y.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    assert (x[0] + [1.0, 2.0, 3.0]).tolist() == [2.0, 3.0, 4.0]
