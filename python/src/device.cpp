@@ -218,6 +218,7 @@ void bind_devices(nb::module_& m) {
         d["device_to_host_copies"] = s.device_to_host;
         d["host_to_device_bytes"] = s.host_to_device_bytes;
         d["device_to_host_bytes"] = s.device_to_host_bytes;
+        d["staged_copies"] = s.staged;
         return d;
       },
       "The Vulkan device's memory and work so far (vkml.vulkan.memory_stats()).");

@@ -34,7 +34,8 @@ def synchronize(device=None):
 
 def memory_stats(device=None):
     """The device's memory (bytes of live tensors, bytes held from the driver) and the work
-    sent to it so far (submissions, dispatches, barriers, host <-> device copies and bytes)."""
+    sent to it so far (submissions, dispatches, barriers, host <-> device copies and bytes, and
+    how many of those copies went through staging memory)."""
     _require()
     return _C._vulkan_stats()
 

@@ -160,6 +160,31 @@ TEST_F(VulkanTest, LongChainsAreSubmittedInBatchesAndStayRight) {
   EXPECT_GE(after.submissions - before.submissions, 300u / vulkan::Context::kBatch);
 }
 
+// Without host-visible device memory (a discrete GPU; lavapipe under VKML_VULKAN_STAGING=1, as
+// ctest's vulkan_tests_staged runs every Vulkan test) each host copy goes through a staging range,
+// recorded in stream order: work recorded before an upload into a tensor still reads the old
+// values, and a read sees every write recorded before it.
+TEST_F(VulkanTest, HostCopiesThroughStagingKeepStreamOrder) {
+  const bool staged_only = vulkan::Context::get()->staged_only();
+  const vulkan::Stats before = stats();
+  const Tensor x = to_device(f32({1, 2, 3, 4}, {4}), kVulkan);
+  const Tensor doubled = x * 2.0;         // recorded, reads x
+  copy_(x, f32({10, 20, 30, 40}, {4}));   // the host writes x while that work is pending
+  const Tensor part = slice(x, 0, 1, 3);  // an upload at an offset into x's memory
+  copy_(part, f32({-5, -6}, {2}));
+  const Tensor sum_now = x + doubled;
+  EXPECT_EQ(host(doubled), (std::vector<double>{2, 4, 6, 8}));
+  EXPECT_EQ(host(x), (std::vector<double>{10, -5, -6, 40}));
+  EXPECT_EQ(host(sum_now), (std::vector<double>{12, -1, 0, 48}));
+  const vulkan::Stats after = stats();
+  const uint64_t copies = (after.host_to_device - before.host_to_device) +
+                          (after.device_to_host - before.device_to_host);
+  EXPECT_GE(copies, 6u);
+  if (staged_only) {
+    EXPECT_EQ(after.staged - before.staged, copies) << "every copy is staged";
+  }
+}
+
 // Defect guard: a tensor freed while work that reads it is still recorded must keep its memory
 // until that work has run, or a new tensor's upload would overwrite what the work reads.
 TEST_F(VulkanTest, MemoryIsReusedOnlyAfterTheGpuIsDoneWithIt) {

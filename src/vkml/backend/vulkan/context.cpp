@@ -104,6 +104,7 @@ Context::~Context() {
 bool Context::init(std::string& why) {
   if (!load_global(api_, why)) return false;
   const bool validate = env_flag("VKML_VULKAN_VALIDATE");
+  staged_only_ = env_flag("VKML_VULKAN_STAGING");
   std::vector<const char*> layers, extensions;
   if (validate) {
     uint32_t n = 0;
@@ -323,7 +324,7 @@ std::unique_ptr<Block> Context::create_block(VkDeviceSize size, bool staging) {
   api_.vkBindBufferMemory(device_, b->buffer, b->memory, 0);
   const bool host_visible =
       memory_props_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
-  if (host_visible)
+  if (host_visible && (staging || !staged_only_))
     VKML_VK_OK(api_.vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped),
                "vkMapMemory");
   return b;

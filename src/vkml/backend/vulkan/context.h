@@ -43,6 +43,7 @@ struct StreamStats {
   uint64_t submissions = 0, dispatches = 0, barriers = 0;
   uint64_t host_to_device = 0, device_to_host = 0;  // copies, and their bytes
   uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
+  uint64_t staged = 0;  // of those copies, the ones through a staging range
 };
 
 class Context final : public BlockSource {
@@ -66,6 +67,9 @@ class Context final : public BlockSource {
   bool has_int64() const { return has_int64_; }
   bool has_int8_storage() const { return has_int8_storage_; }
   VkDeviceSize max_storage_range() const { return max_storage_range_; }
+  // Tensor memory is never mapped (VKML_VULKAN_STAGING=1): every host copy goes through staging,
+  // as on a discrete GPU without host-visible device memory, so that lavapipe tests that path.
+  bool staged_only() const { return staged_only_; }
   uint32_t max_groups(int axis) const { return max_groups_[axis]; }
   // Messages the validation layers reported (VKML_VULKAN_VALIDATE=1), errors and warnings.
   int validation_messages() const;
@@ -146,6 +150,7 @@ class Context final : public BlockSource {
   VkPhysicalDeviceProperties props_{};
   std::string device_name_;
   bool has_float64_ = false, has_int64_ = false, has_int8_storage_ = false;
+  bool staged_only_ = false;
   uint32_t max_groups_[3] = {65535, 65535, 65535};
   VkDeviceSize max_storage_range_ = 0;
 

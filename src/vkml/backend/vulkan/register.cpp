@@ -136,6 +136,7 @@ Stats stats() {
   out.device_to_host = s.device_to_host;
   out.host_to_device_bytes = s.host_to_device_bytes;
   out.device_to_host_bytes = s.device_to_host_bytes;
+  out.staged = s.staged;
   return out;
 }
 

@@ -26,6 +26,7 @@ struct Stats {
   uint64_t submissions = 0, dispatches = 0, barriers = 0;
   uint64_t host_to_device = 0, device_to_host = 0;  // copies
   uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
+  uint64_t staged = 0;  // of those copies, the ones through a staging range
 };
 Stats stats();
 }  // namespace vk::vulkan

@@ -258,6 +258,7 @@ void Context::upload(Buffer& dst, size_t offset, const void* src, size_t nbytes)
   }
   // Through a staging range, copied in stream order: no wait, and the staging memory returns
   // once the copy has run.
+  ++stats_.staged;
   std::unique_ptr<Buffer> staging = allocate_locked(nbytes, true);
   std::memcpy(staging->mapped, src, nbytes);
   if (recording_ && batch_dispatches_ >= kBatch) flush();
@@ -282,6 +283,7 @@ void Context::download(void* dst, Buffer& src, size_t offset, size_t nbytes) {
     std::memcpy(dst, static_cast<const char*>(src.mapped) + offset, nbytes);
     return;
   }
+  ++stats_.staged;
   std::unique_ptr<Buffer> staging = allocate_locked(nbytes, true);
   VkCommandBuffer cb = recording();
   Buffer* reads[] = {&src};
