@@ -23,7 +23,7 @@ PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" scipy-openblas32 numpy pyte
            scikit-learn safetensors tqdm matplotlib
 
 .PHONY: all deps venv build test test-cpp test-asan test-tsan test-python python python-asan test-python-asan \
-        demo demo-cpp docs format clean example-install fuzz fuzz-smoke bench bench-vulkan
+        demo demo-cpp docs compat format clean example-install fuzz fuzz-smoke bench bench-vulkan
 
 all: build
 
@@ -111,6 +111,10 @@ test-python-asan: python-asan
 
 docs: build
 	$(BUILD)/gen_ops_doc docs/ops.md
+
+# docs/compat.md: torch's public names against vkml's (tests/python/test_compat_doc.py checks it).
+compat: python
+	PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) tools/gen_compat.py docs/compat.md
 
 # Installs the C++ library into a scratch prefix and builds examples/cpp against it, as a
 # user's project would (find_package(vkml)).

@@ -1,0 +1,185 @@
+"""Writes docs/compat.md: torch's public names against vkml's, namespace by namespace, with the
+reason each missing name is missing, and the known differences in behaviour.
+
+    PYTHONPATH=build-py/python .venv/bin/python tools/gen_compat.py docs/compat.md   (make compat)
+
+tests/python/test_compat_doc.py fails when docs/compat.md is not what this writes. torch is read,
+never imported by vkml: it is the reference of what a ported program may call."""
+import importlib
+import inspect
+import re
+import sys
+import types
+
+import torch
+
+# (torch namespace, vkml namespace, how torch's public names are listed)
+NAMESPACES = [
+    ("torch", "vkml", "torch.__all__"),
+    ("torch.Tensor", "vkml.Tensor", "attributes without a leading underscore"),
+    ("torch.nn", "vkml.nn", "classes"),
+    ("torch.nn.functional", "vkml.nn.functional", "functions"),
+    ("torch.nn.init", "vkml.nn.init", "functions"),
+    ("torch.optim", "vkml.optim", "torch.optim.__all__"),
+    ("torch.optim.lr_scheduler", "vkml.optim.lr_scheduler", "classes"),
+    ("torch.utils.data", "vkml.utils.data", "torch.utils.data.__all__"),
+]
+
+# Why a name is missing, by the first rule that matches (a regular expression over the name).
+# Names no rule covers are "not yet": work of the porting issue (#15).
+REASONS = [
+    (r"Storage$|^(Bool|Byte|Char|Double|Float|Half|BFloat16|Int|Long|Short)Tensor$|^is_storage$"
+     r"|storage|untyped",
+     "legacy typed tensors and storages: vkml has one Tensor type with a dtype"),
+    (r"^quantize|quantized|^q_|qint|quint|qscheme|per_channel|per_tensor|int_repr|^fbgemm|dequant",
+     "quantization: not planned"),
+    (r"sparse|_coo|_csr|_csc|_bsr|_bsc|to_dense|coalesce|^indices$|^values$|crow_|col_indices"
+     r"|row_indices|ccol_|smm|sspaddmm|hspmm|^dense_dim$|^is_coalesced$|^nnz$",
+     "sparse layouts: not planned"),
+    (r"complex|^conj|^resolve_conj|^resolve_neg|^is_neg$|real$|^imag|^angle|^polar|^view_as_real"
+     r"|^fft|^stft|^istft|cfloat|cdouble|chalf",
+     "complex dtypes: not planned yet"),
+    (r"^bits|^float8|^uint(1|2|3|4|5|6|7|16|32|64)$|^int(1|2|3|4|5|6|7)$",
+     "sub-byte, unsigned wide and 8-bit float dtypes: not planned"),
+    (r"float16|bfloat16|^half$|autocast|^amp$|GradScaler|^uint8$|^int8$|^int16$|^short$|^byte$"
+     r"|^char$",
+     "half precision and small integer dtypes: the half-precision issue (#19)"),
+    (r"^compile|^export|^jit|^fx$|^Sym|^sym_|^cond$|^vmap$|^func$|^library$|^compiler|^_dynamo"
+     r"|guard|^while_loop|^unravel|^Ignore|^fake|^is_inference_mode",
+     "compilation, tracing and export: not planned"),
+    (r"distributed|^DistributedSampler$|parallel|^DataParallel|^ddp|^share_memory|is_shared"
+     r"|process_group",
+     "distributed training: the distributed issue (#17)"),
+    (r"^cuda|^mps|^xpu|^mtia|^hip|^ipu|^is_cuda$|^is_mps$|^is_xpu$|^is_meta$|^is_mkldnn$"
+     r"|^to_mkldnn|mkldnn|cudnn|miopen|^pin_memory$|^is_pinned$|^is_vulkan$|^is_ipu$|^is_maia$"
+     r"|^is_mtia$|^record_stream$|^nested|^is_nested$",
+     "another device kind's API: vkml's devices are the CPU and Vulkan"),
+    (r"^(Conv1d|Conv3d|ConvTranspose\w*|Adaptive\w*|AvgPool1d|AvgPool3d|MaxPool1d|MaxPool3d|GroupNorm"
+     r"|InstanceNorm\w*|RMSNorm|Upsample\w*|interpolate|PixelShuffle|PixelUnshuffle|Dropout1d"
+     r"|Dropout2d|Dropout3d|AlphaDropout|FeatureAlphaDropout|EmbeddingBag|Identity|Unflatten|Fold"
+     r"|Unfold|\w*Pad\dd|Bilinear|RNN\w*|LSTM\w*|GRU\w*|MultiheadAttention|Transformer\w*|SiLU|Mish"
+     r"|Hardswish|Hardsigmoid|LeakyReLU|ELU|SELU|CELU|Softplus|Softsign|PReLU|Tanhshrink|Threshold"
+     r"|GLU|LogSigmoid|Softmin|Softmax2d|\w*Loss|Adadelta|Adagrad|RMSprop|Adamax|NAdam|RAdam|LBFGS"
+     r"|\w*LR|ReduceLROnPlateau|CosineAnnealingWarmRestarts|ChainedScheduler|xavier_\w*"
+     r"|kaiming_\w*|orthogonal_|trunc_normal_|sparse_|eye_|dirac_|calculate_gain)$",
+     "nn and optim breadth: the nn/optim issue (#16)"),
+]
+
+NOT_YET = "not yet (the porting issue, #15)"
+
+# Rules of one namespace, tried before the general ones.
+NAMESPACE_REASONS = {
+    "torch.nn.init": [(r"^(?!calculate_gain$).*[^_]$",
+                       "deprecated aliases of the in-place initializers (torch warns)")],
+    "torch.utils.data": [(r"DataPipe$|^DataChunk$",
+                          "DataPipes: deprecated in torch, not planned")],
+}
+
+# What a ported program may see behave differently, even where the name exists.
+DIFFERENCES = [
+    "Random numbers: the same seed gives the same numbers in vkml on every device and at any "
+    "thread count (Philox4x32-10), but not torch's numbers.",
+    "Devices: `cpu` and `vulkan`; `vk.cuda.is_available()` is False. Ops on the Vulkan device are "
+    "recorded and run in batches: errors are raised at the call, results when read.",
+    "Dtypes: bool, int32, int64, float32, float64; half precision is the half-precision issue "
+    "(#19).",
+    "Sorting is always stable (torch's `stable=False` may order ties differently).",
+    "Integer division by zero raises (torch's CPU gives undefined values or raises).",
+    "In-place ops: the same version-counter rules as torch; an in-place op on a leaf that "
+    "requires grad raises, as torch's does.",
+]
+
+
+# torch.__all__ also lists the TorchScript compiler's own types (AliasDb, ArgumentSpec, ...) and
+# submodules: not names a program calls.
+INTERNAL_TYPES = ("pybind11_type", "module", "AggregationType")
+INTERNAL_NAMES = {"DisableTorchFunction", "DisableTorchFunctionSubclass", "JITException"}
+
+
+def is_public(obj, name):
+    return (type(obj).__name__ not in INTERNAL_TYPES and name not in INTERNAL_NAMES
+            and not isinstance(obj, types.ModuleType))
+
+
+def torch_names(ns, how):
+    obj = importlib.import_module(ns) if ns != "torch.Tensor" else torch.Tensor
+    if how.endswith("__all__"):
+        return sorted(n for n in set(obj.__all__) if is_public(getattr(obj, n, None), n))
+    names = [n for n in dir(obj) if not n.startswith("_")]
+    if how == "classes":  # defined in that namespace, not imported into it (typing, functools)
+        return sorted(n for n in names if inspect.isclass(getattr(obj, n))
+                      and getattr(obj, n).__module__.startswith(ns))
+    if how == "functions":
+        return sorted(n for n in names
+                      if callable(getattr(obj, n)) and not inspect.isclass(getattr(obj, n))
+                      and getattr(getattr(obj, n), "__module__", "").startswith("torch"))
+    return sorted(names)
+
+
+def vkml_object(ns):
+    module, _, attr = ns.rpartition(".") if ns.endswith(".Tensor") else (ns, "", "")
+    try:
+        obj = importlib.import_module(module)
+    except ImportError:
+        return None
+    return getattr(obj, attr) if attr else obj
+
+
+def reason(ns, name):
+    for pattern, why in NAMESPACE_REASONS.get(ns, []) + REASONS:
+        if re.search(pattern, name):
+            return why
+    return NOT_YET
+
+
+def render():
+    import vkml  # noqa: F401  (the namespaces below are its submodules)
+    rows, sections = [], []
+    for ns, vk_ns, how in NAMESPACES:
+        names = torch_names(ns, how)
+        obj = vkml_object(vk_ns)
+        present = [n for n in names if obj is not None and hasattr(obj, n)]
+        missing = [n for n in names if n not in present]
+        rows.append(f"| `{ns}` | {how} | {len(present)} / {len(names)} |")
+        by_reason = {}
+        for n in missing:
+            by_reason.setdefault(reason(ns, n), []).append(n)
+        lines = [f"## `{ns}` -> `{vk_ns}`", "",
+                 f"{len(present)} of {len(names)} present.", "",
+                 "Present: " + (", ".join(f"`{n}`" for n in present) or "none") + ".", ""]
+        for why in sorted(by_reason, key=lambda w: (w == NOT_YET, w)):
+            lines.append(f"Missing, {why}: " + ", ".join(f"`{n}`" for n in by_reason[why]) + ".")
+            lines.append("")
+        sections.append("\n".join(lines))
+    head = [
+        "# vkml and torch: which names exist",
+        "",
+        f"Generated by `tools/gen_compat.py` against torch {torch.__version__.split('+')[0]} "
+        "(`make compat`); do not edit by hand: a test fails when it is stale.",
+        "",
+        "A name counts as present when vkml's namespace has it; what it does is checked by the "
+        "tests that compare vkml with torch op by op and program by program.",
+        "",
+        "| torch namespace | names counted | present in vkml |",
+        "|---|---|---|",
+        *rows,
+        "",
+        "## Known differences in behaviour",
+        "",
+        *[f"- {d}" for d in DIFFERENCES],
+        "",
+    ]
+    return "\n".join(head) + "\n" + "\n".join(sections)
+
+
+def main(argv):
+    text = render()
+    if len(argv) > 1:
+        with open(argv[1], "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
