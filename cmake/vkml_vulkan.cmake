@@ -56,6 +56,19 @@ list(APPEND VKML_VULKAN_SHADERS
   "pool_avg|pool|AVG" "pool_avg_f64|pool|AVG,F64" "pool_max_backward|pool_backward|"
   "pool_max_backward_i32|pool_backward|IDX32" "pool_max_backward_f64|pool_backward|F64"
   "pool_max_backward_f64_i32|pool_backward|F64,IDX32")
+# vkgaps: integer matmul, im2col and col2im (the dtypes their CPU kernels take)
+list(APPEND VKML_VULKAN_SHADERS
+  "gemm_i32|gemm|I32" "gemm_i64|gemm|I64" "im2col_i32|conv|IM2COL,I32" "im2col_i64|conv|IM2COL,I64"
+  "col2im_i32|conv|COL2IM,I32" "col2im_i64|conv|COL2IM,I64"
+  # float64 softmax family and logsumexp (exp and log by vmath.glsl)
+  "softmax_f64|softmax|SOFTMAX,FLOAT64" "log_softmax_f64|softmax|LOG_SOFTMAX,FLOAT64"
+  "softmax_backward_f64|softmax|SOFTMAX_BW,FLOAT64"
+  "log_softmax_backward_f64|softmax|LOG_BW,FLOAT64"
+  "softmax_short_f64|softmax|SOFTMAX,SHORT_ROWS,FLOAT64"
+  "log_softmax_short_f64|softmax|LOG_SOFTMAX,SHORT_ROWS,FLOAT64"
+  "softmax_backward_short_f64|softmax|SOFTMAX_BW,SHORT_ROWS,FLOAT64"
+  "log_softmax_backward_short_f64|softmax|LOG_BW,SHORT_ROWS,FLOAT64"
+  "reduce_sumexp_f64|reduce|FLOAT64,OP_SUMEXP" "reduce_lse_finish_f64|reduce_finish|LSE64")
 # Reductions, softmax and norms (reduction engineer).
 list(APPEND VKML_VULKAN_SHADERS
   "reduce_prod|reduce|OP_PROD" "reduce_max|reduce|OP_MAX" "reduce_min|reduce|OP_MIN"
@@ -83,7 +96,7 @@ foreach(bits IN ITEMS 32 64)  # the integer reductions: sum, prod and the extrem
     "reduce_argmax_merge_i${bits}|reduce|INT${bits},OP_MAX,WITH_INDEX,MERGE_INDEX"
     "reduce_argmin_merge_i${bits}|reduce|INT${bits},OP_MIN,WITH_INDEX,MERGE_INDEX")
 endforeach()
-list(APPEND VKML_VULKAN_SHADERS  # float64: all but logsumexp
+list(APPEND VKML_VULKAN_SHADERS  # float64 (logsumexp's are with vkgaps' block above)
   "reduce_f64|reduce|FLOAT64" "reduce_prod_f64|reduce|FLOAT64,OP_PROD"
   "reduce_max_f64|reduce|FLOAT64,OP_MAX" "reduce_min_f64|reduce|FLOAT64,OP_MIN"
   "reduce_argmax_f64|reduce|FLOAT64,OP_MAX,WITH_INDEX"

@@ -222,6 +222,19 @@ void bind_devices(nb::module_& m) {
         return d;
       },
       "The Vulkan device's memory and work so far (vkml.vulkan.memory_stats()).");
+  // vkgaps: the device's features, for the tests that run float64 cases on it
+  m.def(
+      "_vulkan_features",
+      [] {
+        const vk::vulkan::Features f = vk::vulkan::features();
+        nb::dict d;
+        d["float64"] = f.float64;
+        d["int64"] = f.int64;
+        d["int8_storage"] = f.int8_storage;
+        return d;
+      },
+      "What the Vulkan device computes beyond float32: float64 (shaderFloat64), int64 "
+      "(shaderInt64), int8_storage (bool tensors).");
 #endif
 }
 

@@ -14,6 +14,9 @@
 namespace vk {
 namespace {
 
+using test::dev;
+using test::expect_close;
+using test::expect_same_ints;
 using test::f32;
 using test::host;
 using test::kVulkan;
@@ -25,29 +28,6 @@ const double kInf = std::numeric_limits<double>::infinity();
 Tensor normal(const Shape& s, uint64_t seed = 7) {
   manual_seed(seed);
   return randn(s, DType::Float32);
-}
-
-Tensor dev(const Tensor& t) { return to_device(t, kVulkan); }
-
-// got (on the device) equals want (on the CPU) within `tol` relative to want's largest finite
-// magnitude; NaN and infinities exactly.
-void expect_close(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
-  ASSERT_EQ(got.device(), kVulkan) << what;
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  const std::vector<double> g = host(got), w = to_vector(want);
-  double scale = 1.0;
-  for (double v : w)
-    if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
-  int bad = 0;
-  for (size_t i = 0; i < w.size() && bad < 5; ++i) {
-    const bool ok = std::isnan(w[i])   ? std::isnan(g[i])
-                    : std::isinf(w[i]) ? g[i] == w[i]
-                                       : std::abs(g[i] - w[i]) <= tol * scale;
-    if (!ok) ++bad;
-    EXPECT_TRUE(ok) << what << " [" << i << "]: " << g[i] << " on the device, " << w[i]
-                    << " on the cpu";
-  }
 }
 
 // Restores the default K pass of the GEMM when a test ends.
@@ -172,10 +152,69 @@ TEST_F(Vulkan, MatmulInFloat64WhereTheDeviceHasIt) {
   expect_close(addmm(dev(bias), dev(a), dev(b)), addmm(bias, a, b), 1e-13, "float64 addmm");
 }
 
-TEST_F(Vulkan, IntegerProductsAreDTypeErrorsNamingTheDevice) {
-  const Tensor i = dev(reshape(arange(0, 4), {2, 2}));
-  VK_EXPECT_ERROR(matmul(i, i), DTypeError, "matmul", "vulkan", "int64");
+// ---- vkgaps: integer matmul, im2col and col2im (the dtypes their CPU kernels take) ----
+// Integers of dtype t in [-amp, amp] (distinct-ish, fixed per seed), exact in double up to 2^53.
+Tensor int_matrix(const Shape& s, DType t, double amp, int64_t seed) {
+  std::vector<double> v(static_cast<size_t>(numel_of(s)));
+  for (size_t k = 0; k < v.size(); ++k) {
+    const double u = std::sin(0.7 * static_cast<double>(k) + static_cast<double>(seed));
+    v[k] = std::round(amp * u);
+  }
+  return from_vector(v, s, t);
 }
+
+// int32 and int64 (where the device has shaderInt64), or the int64 DTypeError naming the device.
+std::vector<DType> int_dtypes_or_error() {
+  if (test::device_has_int64()) return {DType::Int32, DType::Int64};
+  const Tensor i = dev(reshape(arange(0, 4), {2, 2}));
+  VK_EXPECT_ERROR(matmul(i, i), DTypeError, "matmul", "vulkan", "shaderInt64");
+  return {DType::Int32};
+}
+
+// Integer products exactly, wrapping around as the CPU's (which computes them unsigned): across
+// the 64 x 64 tiles and 16-deep K slices, K in several passes, transposed, strided and broadcast
+// views, and the extremes of the dtype.
+TEST_F(Vulkan, IntegerMatmulMatchesTheCpuExactly) {
+  for (DType t : int_dtypes_or_error()) {
+    const std::string n(dtype_name(t));
+    const double big = t == DType::Int32 ? 1e5 : 4e12;  // products past the dtype: they wrap
+    const Tensor a = int_matrix({70, 37}, t, big, 1), b = int_matrix({37, 130}, t, big, 2);
+    expect_same_ints(matmul(dev(a), dev(b)), matmul(a, b), n + " across tiles, wrapping");
+    const Tensor sa = int_matrix({70, 37}, t, 50, 3), sb = int_matrix({37, 130}, t, 50, 4);
+    expect_same_ints(matmul(dev(sa), dev(sb)), matmul(sa, sb), n + " small values");
+    {
+      KPass pass(16);  // 3 passes: 16, 16, 5, each adding onto C
+      expect_same_ints(matmul(dev(a), dev(b)), matmul(a, b), n + " K in passes");
+    }
+    const Tensor at = transpose(int_matrix({37, 70}, t, big, 5), 0, 1);
+    expect_same_ints(matmul(transpose(dev(int_matrix({37, 70}, t, big, 5)), 0, 1),
+                            slice(dev(int_matrix({37, 260}, t, big, 6)), 1, 0, 260, 2)),
+                     matmul(at, slice(int_matrix({37, 260}, t, big, 6), 1, 0, 260, 2)),
+                     n + " transposed and strided");
+    const Tensor x = int_matrix({3, 1, 5, 9}, t, 1000, 7), y = int_matrix({4, 9, 6}, t, 1000, 8);
+    expect_same_ints(matmul(dev(x), dev(y)), matmul(x, y), n + " broadcast batch");
+    expect_same_ints(matmul(dev(int_matrix({4}, t, 9, 9)), dev(int_matrix({4, 3}, t, 9, 10))),
+                     matmul(int_matrix({4}, t, 9, 9), int_matrix({4, 3}, t, 9, 10)),
+                     n + " vector @ matrix");
+    const Tensor e = from_vector({}, {2, 0}, t), f = from_vector({}, {0, 3}, t);
+    expect_same_ints(matmul(dev(e), dev(f)), matmul(e, f), n + " empty K: zeros");
+  }
+  if (!test::device_has_int64()) return;
+  // int64's extremes: min * -1 and max * 2 wrap
+  const double lo = -9223372036854775808.0;
+  Tensor ex = from_vector({0, 1, 2, -1}, {2, 2}, DType::Int64);
+  ex.data<int64_t>()[0] = std::numeric_limits<int64_t>::max();
+  ex.data<int64_t>()[1] = static_cast<int64_t>(lo);
+  const Tensor ey = from_vector({2, -1, -1, 3}, {2, 2}, DType::Int64);
+  expect_same_ints(matmul(dev(ex), dev(ey)), matmul(ex, ey), "int64 extremes");
+}
+
+TEST_F(Vulkan, BoolMatmulIsADTypeErrorAsOnTheCpu) {
+  const Tensor b = from_vector({1, 0, 1, 1}, {2, 2}, DType::Bool);
+  EXPECT_THROW(matmul(b, b), DTypeError);
+  EXPECT_THROW(matmul(dev(b), dev(b)), DTypeError);
+}
+// ---- end vkgaps ----
 
 // Throughput on this machine's device, not a check: run with --gtest_also_run_disabled_tests.
 TEST_F(Vulkan, DISABLED_GemmThroughput) {
@@ -401,12 +440,40 @@ TEST_F(Vulkan, PoolsAndConvInFloat64WhereTheDeviceHasIt) {
                  max_pool2d_backward(g, idx, x.shape()), 1e-15, "max_pool2d_backward float64");
 }
 
+// ---- vkgaps: integer im2col and col2im exactly as the CPU's, over views and in passes ----
+TEST_F(Vulkan, IntegerIm2colAndCol2imMatchTheCpuExactly) {
+  for (DType t : int_dtypes_or_error()) {
+    const std::string n(dtype_name(t));
+    const Window2d w{3, 2, 2, 1, 1, 0, 2, 1};
+    const double big = t == DType::Int32 ? 1e9 : 4e15;
+    const Tensor xl = int_matrix({2, 9, 11, 3}, t, big, 11);
+    auto x_of = [](const Tensor& v) { return permute(v, {0, 3, 1, 2}); };  // channels-last view
+    expect_same_ints(im2col(x_of(dev(xl)), w), im2col(x_of(xl), w), n + " im2col of a view");
+    const Tensor cols = im2col(x_of(xl), w);
+    const Tensor tc = int_matrix({cols.shape()[0], cols.shape()[2], cols.shape()[1]}, t, 1e6, 12);
+    expect_same_ints(col2im(transpose(dev(tc), 1, 2), 9, 11, w),
+                     col2im(transpose(tc, 1, 2), 9, 11, w), n + " col2im of a transposed view");
+    // overlapping windows summed per output element, over several passes of taps
+    const Window2d big_w{5, 4, 1, 1, 2, 2, 1, 1};
+    const int64_t L = window_out(9, 5, 1, 2, 1) * window_out(11, 4, 1, 2, 1);
+    const Tensor g = int_matrix({2, 3 * 20, L}, t, 1e6, 13);
+    const Tensor want = col2im(g, 9, 11, big_w);
+    expect_same_ints(col2im(dev(g), 9, 11, big_w), want, n + " col2im overlaps");
+    {
+      TapsPass pass(3);
+      expect_same_ints(col2im(dev(g), 9, 11, big_w), want, n + " col2im in passes");
+    }
+    const Tensor none = from_vector({}, {0, 2, 4, 4}, t);
+    expect_same_ints(im2col(dev(none), w), im2col(none, w), n + " im2col of no images");
+  }
+}
+
 TEST_F(Vulkan, ConvAndPoolDTypeErrorsNameTheOpAndDevice) {
   const Tensor i = dev(reshape(arange(0, 16), {1, 1, 4, 4}));
-  VK_EXPECT_ERROR(im2col(i, Window2d{2, 2}), DTypeError, "im2col", "vulkan", "int64");
-  VK_EXPECT_ERROR(col2im(dev(reshape(arange(0, 36), {1, 4, 9})), 4, 4, Window2d{2, 2}), DTypeError,
-                  "col2im", "vulkan", "int64");
+  VK_EXPECT_ERROR(im2col(cast(i, DType::Bool), Window2d{2, 2}), DTypeError, "im2col", "bool");
+  EXPECT_THROW(conv2d(i, i, Tensor(), 1, 1, 0, 0), DTypeError);  // floating only, as on the CPU
 }
+// ---- end vkgaps ----
 
 }  // namespace
 }  // namespace vk

@@ -1,6 +1,7 @@
 // Reductions, softmax and norms on the Vulkan device against the CPU's kernels (float32): views,
 // keepdim, several dims, empty reductions, NaN/inf, ties, and sizes across the shaders' chunks
 // (4096 elements per invocation) and workgroups.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -14,6 +15,11 @@
 namespace vk {
 namespace {
 
+using test::dev;
+using test::expect_close;
+using test::expect_same;
+using test::expect_same_ints;
+using test::expect_ulps;
 using test::f32;
 using test::host;
 using test::kVulkan;
@@ -21,39 +27,6 @@ using Vulkan = test::VulkanTest;
 
 const double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-Tensor dev(const Tensor& t) { return to_device(t, kVulkan); }
-
-// got (on the device) equals want (on the cpu) within `rel` of each value plus `rel` of the
-// largest finite magnitude; NaN and infinities exactly; same shape and dtype.
-void expect_close(const Tensor& got, const Tensor& want, double rel, const std::string& what) {
-  ASSERT_EQ(got.device(), kVulkan) << what;
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  const std::vector<double> g = host(got), w = to_vector(want);
-  double scale = 0.0;
-  for (double v : w)
-    if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < w.size(); ++i) {
-    if (std::isnan(w[i]) || std::isinf(w[i])) {
-      EXPECT_TRUE(std::isnan(w[i]) ? std::isnan(g[i]) : g[i] == w[i])
-          << what << "[" << i << "]: " << g[i] << " vs the cpu's " << w[i];
-      continue;
-    }
-    EXPECT_NEAR(g[i], w[i], rel * (std::abs(w[i]) + scale)) << what << "[" << i << "]";
-  }
-}
-
-// Equal values (NaN matching NaN).
-void expect_same(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.device(), kVulkan) << what;
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  const std::vector<double> g = host(got), w = to_vector(want);
-  for (size_t i = 0; i < w.size(); ++i)
-    EXPECT_TRUE(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i])))
-        << what << "[" << i << "]: " << g[i] << " vs the cpu's " << w[i];
-}
 
 // Rows of distinct-ish values with ties of the extremes, NaN and infinities, 5000 long (two
 // chunks of the reduction shader), as float32.
@@ -380,16 +353,6 @@ TEST_F(Vulkan, BatchNormGradientsMatchTheCpu) {
       "2-d, transposed g");
 }
 
-// Integer results bit for bit (int64 beyond double's 2^53 too).
-void expect_same_ints(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.device(), kVulkan) << what;
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  const Tensor g = cast(to_cpu(got), DType::Int64), w = cast(want, DType::Int64);
-  for (int64_t k = 0; k < w.numel(); ++k)
-    EXPECT_EQ(g.data<int64_t>()[k], w.data<int64_t>()[k]) << what << "[" << k << "]";
-}
-
 // Rows of 5000 integers with many ties (across the 4096-element chunks), the extremes of int64,
 // and sums and products that wrap around.
 Tensor int_rows() {
@@ -511,11 +474,101 @@ TEST_F(Vulkan, Float64NormsMatchTheCpu) {
                layer_norm_param_grad(g, x, {6}, 1e-5), 1e-10, "layer_norm_param_grad");
 }
 
-TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
-  const Tensor f64 = dev(from_vector({1, 2, 3}, {3}, DType::Float64));
-  VK_EXPECT_ERROR(logsumexp(f64, {0}), DTypeError, "logsumexp", "vulkan", "float64");
-  VK_EXPECT_ERROR(softmax(f64, 0), DTypeError, "softmax", "vulkan", "float64");
+// ---- vkgaps: the softmax family and logsumexp in float64 ----
+// true where the device computes float64 exp and log (vmath.glsl: shaderFloat64 and shaderInt64);
+// elsewhere checks that the ops are DTypeErrors naming the device.
+bool float64_math_or_errors() {
+  if (test::device_has_float64() && test::device_has_int64()) return true;
+  const Tensor f = dev(from_vector({1, 2, 3}, {3}, DType::Float64));
+  VK_EXPECT_ERROR(softmax(f, 0), DTypeError, "softmax", "vulkan", "float64");
+  VK_EXPECT_ERROR(logsumexp(f, {0}), DTypeError, "logsumexp", "vulkan", "float64");
+  return false;
 }
+
+Tensor as_f64(const Tensor& t) { return cast(t, DType::Float64); }
+
+// Rows an invocation folds alone (700) and rows a workgroup shares (5000), along the last dim and
+// along dim 0, scaled (0.1: a double's scale, not a float's), causal, views at offsets, and the
+// backward ops. Only the order of the sums differs from the CPU's.
+TEST_F(Vulkan, Float64SoftmaxFamilyMatchesTheCpu) {
+  if (!float64_math_or_errors()) return;
+  const double tol = 1e-13;
+  for (const Shape& shape : {Shape{4, 700}, Shape{3, 5000}}) {
+    const Tensor x = as_f64(wave(shape, 8.0)), d = dev(x);
+    const Tensor g = as_f64(wave(shape, 2.0, 0.3)), dg = dev(g);
+    const std::string at = " of shape " + shape_str(shape);
+    for (int64_t dim : {0, 1}) {
+      const std::string on = at + " dim " + std::to_string(dim);
+      expect_close(softmax(d, dim), softmax(x, dim), tol, "softmax" + on);
+      expect_close(log_softmax(d, dim), log_softmax(x, dim), tol, "log_softmax" + on);
+      const Tensor y = softmax(x, dim), ly = log_softmax(x, dim);
+      expect_close(softmax_backward(dg, dev(y), dim), softmax_backward(g, y, dim), tol,
+                   "softmax_backward" + on);
+      expect_close(log_softmax_backward(dg, dev(ly), dim), log_softmax_backward(g, ly, dim), tol,
+                   "log_softmax_backward" + on);
+    }
+    expect_close(softmax(d, 1, 0.1), softmax(x, 1, 0.1), tol, "scaled by 0.1" + at);
+    expect_close(softmax(transpose(d, 0, 1), 0, 0.1), softmax(transpose(x, 0, 1), 0, 0.1), tol,
+                 "scaled softmax of a transposed view" + at);
+    expect_close(softmax(slice(d, 0, 1, 3), 1), softmax(slice(x, 0, 1, 3), 1), tol,
+                 "rows at an offset" + at);
+  }
+  for (const Shape& shape : {Shape{2, 3, 7, 300}, Shape{1, 1100, 1100}}) {
+    const Tensor x = as_f64(wave(shape, 6.0));
+    expect_close(softmax(dev(x), -1, 0.3, true), softmax(x, -1, 0.3, true), tol,
+                 "scaled causal of shape " + shape_str(shape));
+  }
+  // NaN, -inf and +inf rows; a row of -inf gives NaN, as on the CPU.
+  const Tensor s = as_f64(f32(
+      {1, kNaN, 2, 3, -kInf, -kInf, -kInf, -kInf, kInf, 1, -kInf, 0, 1, 2, -kInf, kInf}, {4, 4}));
+  expect_close(softmax(dev(s), 1), softmax(s, 1), tol, "softmax special values");
+  expect_close(log_softmax(dev(s), 1), log_softmax(s, 1), tol, "log_softmax special values");
+  const Tensor none = from_vector({}, {3, 0}, DType::Float64);
+  expect_close(softmax(dev(none), 1), softmax(none, 1), 0, "empty rows");
+}
+
+// Where the order of the sums cannot matter, the device's exp is the CPU's (vmath.glsl's port
+// of vmath.h) to a few ulp over its whole range: rows of two (exp(x - max) and 1 add the same
+// either way round), and log_softmax_backward with one-hot g (the sum is 1 exactly: dx = g -
+// exp(y)).
+TEST_F(Vulkan, Float64SoftmaxUsesTheCpusExp) {
+  if (!float64_math_or_errors()) return;
+  std::vector<double> pairs, ys, onehot;
+  for (int k = 0; k < 2000; ++k) {
+    const double v = -745.0 + 0.37 * k;  // down to exp's subnormal results
+    pairs.insert(pairs.end(), {v, 0.0});
+    ys.push_back(v);
+    onehot.push_back(k % 50 == 7 ? 1.0 : 0.0);
+  }
+  const Tensor p = from_vector(pairs, {2000, 2}, DType::Float64);
+  expect_ulps(softmax(dev(p), 1), softmax(p, 1), 8, "softmax of pairs");
+  const Tensor y = from_vector(ys, {40, 50}, DType::Float64);
+  const Tensor g = from_vector(onehot, {40, 50}, DType::Float64);
+  expect_ulps(log_softmax_backward(dev(g), dev(y), 1), log_softmax_backward(g, y, 1), 4,
+              "log_softmax_backward, one-hot g");
+}
+
+// logsumexp in float64: NaN, infinities, ties across the reduction's chunks, several dims.
+TEST_F(Vulkan, Float64LogSumExpMatchesTheCpu) {
+  if (!float64_math_or_errors()) return;
+  const Tensor x = as_f64(tricky_rows()), d = dev(x);
+  expect_close(logsumexp(d, {1}), logsumexp(x, {1}), 1e-14, "logsumexp rows");
+  expect_close(logsumexp(d * 30.0, {0}, true), logsumexp(x * 30.0, {0}, true), 1e-14,
+               "logsumexp columns, large values");
+  const Tensor x3 = reshape(x, {6, 50, 100});
+  expect_close(logsumexp(permute(dev(x3), {1, 0, 2}), {0, 2}),
+               logsumexp(permute(x3, {1, 0, 2}), {0, 2}), 1e-14, "logsumexp two dims");
+  const Tensor w = as_f64(wave({3, 5000}, 1.0)) * 1e-3 + 700.0;  // near exp's overflow
+  expect_close(logsumexp(dev(w), {1}), logsumexp(w, {1}), 1e-14, "logsumexp near 700");
+  const Tensor none = from_vector({}, {3, 0}, DType::Float64);
+  expect_close(logsumexp(dev(none), {1}), logsumexp(none, {1}), 0, "logsumexp empty: -inf");
+}
+
+TEST_F(Vulkan, ReductionsOfOtherDtypesAreDTypeErrors) {
+  const Tensor i = dev(arange(0, 4));
+  EXPECT_THROW(softmax(i, 0), DTypeError);  // as on the CPU
+}
+// ---- end vkgaps ----
 
 // Fixed-order folds: the same inputs give the same bits every time.
 TEST_F(Vulkan, ResultsAreBitwiseRepeatable) {
@@ -601,14 +654,45 @@ TEST_F(Vulkan, RowsAtTheLoopBoundMatchTheCpu) {
 
 TEST_F(Vulkan, RowsPastTheLoopBoundAreSizeErrors) {
   const int64_t n = (int64_t{1} << 20) + 1;
-  const Tensor x = full({1, n}, 0.5, DType::Float32, kVulkan);
-  VK_EXPECT_ERROR(softmax(x, 1), SizeError, "softmax", "vulkan");
-  VK_EXPECT_ERROR(log_softmax_backward(x, x, 1), SizeError, "log_softmax_backward", "vulkan");
+  const Tensor x = full({2, n}, 0.5, DType::Float32, kVulkan);
+  // (the softmax family goes in passes: SoftmaxRowsPastTheLoopBoundGoInPasses), but causal
+  VK_EXPECT_ERROR(softmax(x, 1, 1.0, true), SizeError, "softmax", "causal", "vulkan");
   VK_EXPECT_ERROR(layer_norm(x, {n}, Tensor(), Tensor(), 1e-5), SizeError, "layer_norm", "vulkan");
-  VK_EXPECT_ERROR(batch_norm(reshape(x, {n, 1}), Tensor(), Tensor(), 1e-5), SizeError, "batch_norm",
-                  "vulkan");
+  VK_EXPECT_ERROR(batch_norm(reshape(x, {2 * n, 1}), Tensor(), Tensor(), 1e-5), SizeError,
+                  "batch_norm", "vulkan");
   EXPECT_EQ(host(sum(x, {1}))[0], 0.5 * static_cast<double>(n));  // reductions chunk instead
 }
+
+// ---- vkgaps: the softmax family over rows past the one-pass bound, in passes ----
+// Rows of 2^20 + 1 (one past the bound): plain, with a NaN, and all -inf but one 0; along the last
+// dim and along dim 0 (rows `inner` apart), scaled, the backward ops, and float64.
+TEST_F(Vulkan, SoftmaxRowsPastTheLoopBoundGoInPasses) {
+  const int64_t n = (int64_t{1} << 20) + 1;
+  Tensor x = contiguous(wave({3, n}, 3.0));
+  float* p = x.data<float>();
+  p[n + 12345] = std::nanf("");
+  std::fill(p + 2 * n, p + 3 * n, -std::numeric_limits<float>::infinity());
+  p[2 * n + n / 2] = 0.0f;
+  const Tensor d = dev(x);
+  expect_close(softmax(d, 1), softmax(x, 1), 1e-5, "softmax");
+  expect_close(log_softmax(d, 1), log_softmax(x, 1), 1e-5, "log_softmax");
+  expect_close(softmax(d, 1, 0.3), softmax(x, 1, 0.3), 1e-5, "scaled softmax");
+  const Tensor xt = transpose(slice(x, 0, 0, 2), 0, 1);  // (n, 2): rows along dim 0, 2 apart
+  expect_close(log_softmax(transpose(slice(d, 0, 0, 2), 0, 1), 0), log_softmax(xt, 0), 1e-5,
+               "log_softmax along dim 0");
+  const Tensor w = contiguous(wave({2, n}, 3.0)), g = contiguous(wave({2, n}, 1.0, 0.3));
+  const Tensor y = softmax(w, 1), ly = log_softmax(w, 1);
+  expect_close(softmax_backward(dev(g), dev(y), 1), softmax_backward(g, y, 1), 1e-5,
+               "softmax_backward");
+  expect_close(log_softmax_backward(dev(g), dev(ly), 1), log_softmax_backward(g, ly, 1), 1e-5,
+               "log_softmax_backward");
+  if (!float64_math_or_errors()) return;
+  const Tensor w64 = as_f64(w), g64 = as_f64(g), y64 = softmax(w64, 1);
+  expect_close(softmax(dev(w64), 1, 0.1), softmax(w64, 1, 0.1), 1e-12, "float64 scaled softmax");
+  expect_close(softmax_backward(dev(g64), dev(y64), 1), softmax_backward(g64, y64, 1), 1e-12,
+               "float64 softmax_backward");
+}
+// ---- end vkgaps ----
 
 }  // namespace
 }  // namespace vk

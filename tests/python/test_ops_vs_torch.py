@@ -637,7 +637,7 @@ def _dtype_name(t):
     return t.dtype.name if isinstance(t, vk.Tensor) else str(t.dtype).replace("torch.", "")
 
 
-def run_case(op, i, case, dtype):
+def run_case(op, i, case, dtype, fd=True):
     rng = np.random.default_rng(zlib.crc32(f"{op}/{i}/{case.label}".encode()))
     np_dtype = NP_DTYPES[dtype] if dtype in ("float32", "float64") else np.float64
     arrays = [spec.make(rng, np_dtype) for spec in case.inputs]
@@ -713,7 +713,7 @@ def run_case(op, i, case, dtype):
                 assert_close(a, b, tol_dtype, what=f"{op} second derivative, input {k}")
 
     # finite differences (float64): analytic gradients and second derivatives
-    if dtype == "float64" and case.fd:
+    if dtype == "float64" and case.fd and fd:
         def f(*xs):
             full = list(vin)
             for k, x in zip(diff, xs):
@@ -749,23 +749,38 @@ def test_op_matches_torch(op, i, dtype):
 
 
 def _vulkan_params():
+    # vkgaps: the float64 cases too (on a device with shaderFloat64)
     for op, i, dtype in (p.values for p in _params()):
-        if dtype == "float32" and op not in ("to_device", "custom"):
-            yield pytest.param(op, i, id=f"{op}-{i}-{SPECS[op][i].label or 'base'}-vulkan")
+        if dtype in ("float32", "float64") and op not in ("to_device", "custom"):
+            suffix = "vulkan" if dtype == "float32" else "float64-vulkan"
+            yield pytest.param(op, i, dtype, id=f"{op}-{i}-{SPECS[op][i].label or 'base'}-{suffix}")
 
 
-@pytest.mark.parametrize("op,i", list(_vulkan_params()))
-def test_op_matches_torch_on_vulkan(op, i):
+def _require_or_skip(reason):
+    if os.environ.get("VKML_REQUIRE_VULKAN") == "1":
+        pytest.fail(f"VKML_REQUIRE_VULKAN=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.mark.parametrize("op,i,dtype", list(_vulkan_params()))
+def test_op_matches_torch_on_vulkan(op, i, dtype):
     # The same case with every vkml tensor on the Vulkan device (vk.set_default_device: the case's
     # own constants go there too): forward, gradients and second derivatives against torch on
-    # the CPU, in float32. Without a device: skipped, and a failure under VKML_REQUIRE_VULKAN=1.
+    # the CPU, in float32, and in float64 where the device has it (read from its features:
+    # shaderFloat64, and shaderInt64 for the bit casts of its float64 math). The finite differences
+    # stay with the CPU run of the case (vk.autograd.gradcheck reads its inputs on the host).
+    # Without a device, or float64 cases without float64 there: skipped, and a failure under
+    # VKML_REQUIRE_VULKAN=1.
     if not vk.vulkan.is_available():
-        if os.environ.get("VKML_REQUIRE_VULKAN") == "1":
-            pytest.fail("VKML_REQUIRE_VULKAN=1 but the vulkan device is not available")
-        pytest.skip("no vulkan device")
+        _require_or_skip("the vulkan device is not available")
+    if dtype == "float64":
+        features = vk._C._vulkan_features()
+        if not (features["float64"] and features["int64"]):
+            _require_or_skip(f"the vulkan device {vk.vulkan.device_name()} has no float64 "
+                             "(shaderFloat64 and shaderInt64)")
     vk.set_default_device("vulkan")
     try:
-        run_case(op, i, SPECS[op][i], "float32")
+        run_case(op, i, SPECS[op][i], dtype, fd=False)
     finally:
         vk.set_default_device("cpu")
 

@@ -215,7 +215,7 @@ void set_taps_per_pass(int64_t n) { taps_per_pass = n > 0 ? n : kTapsPerPass; }
 
 VK_KERNEL(im2col) {
   const Tensor& x = in[0];
-  check_float(x, "im2col");
+  check_numeric(x, "im2col");  // integers too, as on the CPU
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
   const int64_t H = x.shape()[2], W = x.shape()[3];
@@ -229,7 +229,7 @@ VK_KERNEL(im2col) {
 
 VK_KERNEL(col2im) {
   const Tensor& cols = in[0];
-  check_float(cols, "col2im");
+  check_numeric(cols, "col2im");  // integers too, as on the CPU
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
   const int64_t H = m.shape[2], W = m.shape[3];

@@ -86,7 +86,8 @@ VK_KERNEL(rand);
 VK_KERNEL(randn);
 VK_KERNEL(randint);
 // End of the index family.
-// linalg (linalg.cpp, conv.cpp): float32, and float64 where the device has it
+// linalg (linalg.cpp, conv.cpp): float32, and float64 where the device has it; matmul, im2col
+// and col2im int32 and int64 too (int64 with shaderInt64), as on the CPU
 VK_KERNEL(matmul);
 VK_KERNEL(addmm);
 VK_KERNEL(im2col);
@@ -97,7 +98,8 @@ VK_KERNEL(max_pool2d_backward);
 VK_KERNEL(avg_pool2d);
 // end linalg
 // ---- reductions, softmax and norms (reduction engineer) ----
-// reduction.cpp: float32; a.dims as for sum, a.dim for max_dim/min_dim/argmax/argmin
+// reduction.cpp: float32, float64 (integers and bool: see there); a.dims as for sum, a.dim for
+// max_dim/min_dim/argmax/argmin
 VK_KERNEL(amax);
 VK_KERNEL(amin);
 VK_KERNEL(max_dim);
@@ -107,7 +109,7 @@ VK_KERNEL(argmax);
 VK_KERNEL(argmin);
 VK_KERNEL(logsumexp);
 VK_KERNEL(var);
-// softmax.cpp: float32, along a.dim (a.softmax: scale, causal)
+// softmax.cpp: float32 and float64, along a.dim (a.softmax: scale, causal)
 VK_KERNEL(softmax);
 VK_KERNEL(log_softmax);
 VK_KERNEL(softmax_backward);

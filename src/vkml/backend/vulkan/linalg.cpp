@@ -1,5 +1,7 @@
 // Matrix products on the Vulkan device: matmul and addmm through the tiled GEMM shader
-// (shaders/gemm.comp), which reads strided, transposed and broadcast operands in place.
+// (shaders/gemm.comp), which reads strided, transposed and broadcast operands in place. float32,
+// float64 (with shaderFloat64), and for matmul int32 and int64 (with shaderInt64), wrapping as the
+// CPU's; addmm takes floating tensors only (its op's rule), as on the CPU.
 #include "vkml/backend/vulkan/linalg.h"
 
 #include <algorithm>
@@ -115,8 +117,8 @@ void run_batches(MatrixParams& p, const Tensor& A, const Tensor& B, const Tensor
 // C (B..., M, N) = A @ B (+ bias on every row) for A (B..., M, K), B (B..., K, N).
 Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta& m,
                std::string_view op) {
-  check_float(A, op);
-  check_float(B, op);
+  check_numeric(A, op);
+  check_numeric(B, op);
   if (bias) check_float(*bias, op);
   Tensor C = Tensor::empty(m.shape, m.dtype, m.device);
   if (C.numel() == 0) return C;
@@ -145,7 +147,32 @@ void check_float(const Tensor& t, std::string_view op) {
            dtype_name(t.dtype()), " (move it to the cpu, or cast it)");
 }
 
-std::string_view dtype_suffix(const Tensor& t) { return t.dtype() == DType::Float64 ? "_f64" : ""; }
+void check_numeric(const Tensor& t, std::string_view op) {
+  if (t.dtype() == DType::Int32) return;
+  if (t.dtype() == DType::Int64) {
+    VK_CHECK(context().has_int64(), DTypeError, op, ": the vulkan device ", context().device_name(),
+             " has no 64-bit integers (shaderInt64), which int64 tensors need (move them to the "
+             "cpu)");
+    return;
+  }
+  if (t.dtype() == DType::Float64 || t.dtype() == DType::Float32) return check_float(t, op);
+  throw DTypeError(detail::cat(op, ": the vulkan device computes float32, float64, int32 and ",
+                               "int64 tensors here, got ", dtype_name(t.dtype()),
+                               " (move it to the cpu, or cast it)"));
+}
+
+std::string_view dtype_suffix(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::Float64:
+      return "_f64";
+    case DType::Int32:
+      return "_i32";
+    case DType::Int64:
+      return "_i64";
+    default:
+      return "";
+  }
+}
 
 int32_t i32(int64_t v, std::string_view op) {
   VK_CHECK(v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(),

@@ -37,7 +37,10 @@ void set_taps_per_pass(int64_t n);
 
 // DTypeError naming op and the device unless t is float32, or float64 where the device has it.
 void check_float(const Tensor& t, std::string_view op);
-// The "_f64" suffix for float64 tensors: shader variants by dtype.
+// The same, int32 and int64 (where the device has shaderInt64) allowed too: matmul, im2col and
+// col2im take integer tensors, as on the CPU.
+void check_numeric(const Tensor& t, std::string_view op);
+// The suffix of t's dtype in shader variants' names: "" (float32), "_f64", "_i32" or "_i64".
 std::string_view dtype_suffix(const Tensor& t);
 // t's buffer, after checking that the device binds it whole and that every element t reaches
 // (from its offset along its strides) has a 32-bit index: SizeError naming op otherwise.

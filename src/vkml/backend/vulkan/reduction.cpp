@@ -1,7 +1,8 @@
 // Reductions on the Vulkan device over any set of dims (shaders/reduce.comp): sum, mean, prod,
 // amax/amin, max/min along a dim with the first index, argmax/argmin, logsumexp and var, in
-// float32; all but logsumexp in float64 too (with shaderFloat64); sum, prod and the extremes in
-// int32 and int64 (int64 with shaderInt64), the extremes in bool (with 8-bit storage). Each
+// float32 and float64 (with shaderFloat64; logsumexp's exp and log are vmath.glsl's, which needs
+// shaderInt64 too); sum, prod and the extremes in int32 and int64 (int64 with shaderInt64), the
+// extremes in bool (with 8-bit storage). Each
 // output's elements are folded in chunks of kChunk, one per invocation, in a fixed order; the
 // partial results are folded again by further passes until one is left, so results do not depend on
 // scheduling (no atomics). logsumexp is the max, then the sum of exp(x - max); var the mean, then
@@ -207,8 +208,8 @@ const Recipe kArgMin{.first = "reduce_argmin",
                      .ints = true,
                      .bools = true,
                      .f64 = true};
-const Recipe kFloatMax{.first = "reduce_max", .merge = "reduce_max"};
-const Recipe kSumExp{.first = "reduce_sumexp", .merge = "reduce"};
+const Recipe kFloatMax{.first = "reduce_max", .merge = "reduce_max", .f64 = true};
+const Recipe kSumExp{.first = "reduce_sumexp", .merge = "reduce", .f64 = true};
 const Recipe kSqDev{.first = "reduce_sqdev", .merge = "reduce", .f64 = true};
 
 int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& dims) {
@@ -295,9 +296,13 @@ VK_KERNEL(argmin) { return extreme_dim(kArgMin, in, a, m, "argmin")[1]; }
 // log(sum(exp(x - s))) + s with s the maximum (0 where infinite), as the CPU's.
 VK_KERNEL(logsumexp) {
   const Tensor& x = in[0];
-  check_float32(x, "logsumexp");
-  Tensor shift = Tensor::empty(m.shape, DType::Float32, m.device);
-  Tensor sums = Tensor::empty(m.shape, DType::Float32, m.device);
+  const bool f64 = x.dtype() == DType::Float64;
+  if (f64)
+    check_dtype(DType::Float64, "logsumexp");  // shaderInt64 too: vmath.glsl casts bits
+  else
+    check_float32(x, "logsumexp");
+  Tensor shift = Tensor::empty(m.shape, x.dtype(), m.device);
+  Tensor sums = Tensor::empty(m.shape, x.dtype(), m.device);
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   run_reduce(kFloatMax, x, a.dims, shift, Tensor(), Tensor(), 1.0f, "logsumexp");
   run_reduce(kSumExp, x, a.dims, sums, Tensor(), shift, 1.0f, "logsumexp");
@@ -305,8 +310,8 @@ VK_KERNEL(logsumexp) {
   if (n == 0) return out;
   const std::vector<Buffer*> buffers = bound_buffers({&out, &sums, &shift}, "logsumexp");
   Context& ctx = context();
-  const Pipeline& pipe =
-      ctx.pipeline("reduce_lse_finish", shader_spirv("reduce_lse_finish"), 3, sizeof(uint32_t));
+  const char* finish = f64 ? "reduce_lse_finish_f64" : "reduce_lse_finish";
+  const Pipeline& pipe = ctx.pipeline(finish, shader_spirv(finish), 3, sizeof(uint32_t));
   ctx.dispatch(pipe, buffers, &n, (uint64_t{n} + kGroupSize - 1) / kGroupSize);
   return out;
 }

@@ -140,6 +140,12 @@ Stats stats() {
   return out;
 }
 
+// vkgaps
+Features features() {
+  const Context& c = context();
+  return {c.has_float64(), c.has_int64(), c.has_int8_storage()};
+}
+
 int validation_messages() {
   const Context* c = Context::get();
   return c ? c->validation_messages() : 0;

@@ -29,4 +29,10 @@ struct Stats {
   uint64_t staged = 0;  // of those copies, the ones through a staging range
 };
 Stats stats();
+// vkgaps: what the device computes beyond float32 (its features), for the Python tests that run
+// the float64 cases on it; DeviceError saying why when there is no device.
+struct Features {
+  bool float64 = false, int64 = false, int8_storage = false;
+};
+Features features();
 }  // namespace vk::vulkan

@@ -1,6 +1,9 @@
 // The softmax family on the Vulkan device (shaders/softmax.comp): softmax (scaled, optionally
-// causal), log_softmax and their backward ops, float32, one workgroup per row along the dim. The
-// inputs are made contiguous first (a strided copy), as the CPU's kernels do.
+// causal), log_softmax and their backward ops, float32 and float64 (with shaderFloat64 and
+// shaderInt64: its exp and log are vmath.glsl's, which casts bits), one workgroup per row along the
+// dim, or rows past kMaxRow in passes. The inputs are made contiguous first (a strided copy), as
+// the CPU's kernels do.
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -16,23 +19,28 @@ struct SoftmaxParams {
   uint32_t rows = 0, K = 0, inner = 1, queries = 0;
   float scale = 1.0f;
   int32_t a_offset = 0, b_offset = 0;
+  uint32_t scale_lo = 0, scale_hi = 0;  // the float64 variants' scale, a double's words
 };
-static_assert(sizeof(SoftmaxParams) == 28, "softmax.comp's push constants");
+static_assert(sizeof(SoftmaxParams) == 36, "softmax.comp's push constants");
 
 constexpr int64_t kGroupSize = 128;  // local_size_x of softmax.comp
 // Rows up to this long are one invocation's each (the *_short variants, 64 to a workgroup): for
 // many rows of hundreds of elements that ran 2-3 times faster on lavapipe than a workgroup per row
 // (measured at 768 elements).
 constexpr int64_t kShortRow = 1024;
-// The longest row: each invocation then makes at most 3 * 8192 loop iterations in all (lavapipe
-// stops a shader once it has made 65535, counting all its loops together, silently).
+// The longest row of one pass: each invocation then makes at most 3 * 8192 loop iterations in all
+// (lavapipe stops a shader once it has made 65535, counting all its loops together, silently).
+// Longer rows go in passes (long_rows_*), but under a causal mask (a SizeError).
 constexpr int64_t kMaxRow = kGroupSize * 8192;
 
 // x itself when contiguous (its offset goes to the shader), else a contiguous copy.
 Tensor contiguous_of(const Tensor& x, const char* op) {
-  check_float32(x, op);
+  if (x.dtype() == DType::Float64)
+    check_dtype(DType::Float64, op);  // shaderFloat64, and shaderInt64 for vmath's bit casts
+  else
+    check_float32(x, op);
   if (x.is_contiguous()) return x;
-  Tensor c = Tensor::empty(x.shape(), DType::Float32, x.device());
+  Tensor c = Tensor::empty(x.shape(), x.dtype(), x.device());
   copy_into(c, x);
   return c;
 }
@@ -43,8 +51,8 @@ SoftmaxParams rows_of(const Tensor& a, const Tensor& b, int64_t dim, const char*
   SoftmaxParams p;
   int64_t outer = 1, K = 1, inner = 1;
   for (int64_t d = 0; d < a.ndim(); ++d) (d < dim ? outer : d == dim ? K : inner) *= a.shape()[d];
-  VK_CHECK(K <= kMaxRow, SizeError, op, ": rows of ", K, " elements are longer than the vulkan ",
-           "backend's ", kMaxRow);
+  VK_CHECK(K <= kMaxRow, SizeError, op, ": causal rows of ", K,
+           " elements are longer than the vulkan backend's ", kMaxRow);
   for (const Tensor* t : {&a, &b})
     VK_CHECK(!t->defined() || t->offset() + a.numel() <= std::numeric_limits<int32_t>::max(),
              SizeError, op, ": ", t->describe(),
@@ -68,21 +76,97 @@ void launch(const std::string& shader, std::initializer_list<const Tensor*> ts,
   ctx.dispatch(pipe, buffers, &p, groups);
 }
 
+// ---- vkgaps: rows longer than kMaxRow, in passes ----
+// The CPU's steps one pass each over the whole tensor: the row's max and sums by the reduction
+// kernels (reduction.cpp: chunked, in a fixed order), the rest by the element-wise shaders over
+// views that broadcast a row's value along the dim. Deterministic, as the one-pass shader.
+
+// A keepdim result (size 1 at dim) seen at x's shape: stride 0 along dim.
+Tensor along(const Tensor& t, const Tensor& x, int64_t dim) {
+  Strides st = t.strides();
+  st[static_cast<size_t>(dim)] = 0;
+  return t.alias(x.shape(), st, t.offset());
+}
+
+// The reduction kernel k (sum, amax) of x over dim, keepdim.
+Tensor reduce_dim(Outputs (*k)(const std::vector<Tensor>&, const Attrs&, const Meta&),
+                  const Tensor& x, int64_t dim) {
+  Attrs r;
+  r.dims = {dim};
+  r.keepdim = true;
+  Shape s = x.shape();
+  s[static_cast<size_t>(dim)] = 1;
+  return k({x}, r, Meta{s, x.dtype(), x.device()})[0];
+}
+
+Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.device()); }
+
+// out = `shader`(a, b): an element-wise op over tensors of one shape and dtype.
+Tensor binary(const char* shader, const Tensor& a, const Tensor& b, const char* op) {
+  Tensor out = like(a);
+  run_elementwise(shader, {&out, &a, &b}, op);
+  return out;
+}
+
+Tensor unary(const char* shader, const Tensor& a, const char* op) {
+  Tensor out = like(a);
+  run_elementwise(shader, {&out, &a}, op);
+  return out;
+}
+
+// softmax (scaled) or log_softmax of x along dim, rows of any length: y = exp(x - max) / sum, or
+// (x - max) - log(sum), as the CPU's (a NaN or a row of -inf gives NaN rows there and here).
+Tensor long_rows_forward(const Tensor& x_in, int64_t dim, double scale, bool log, const char* op) {
+  Tensor x = x_in;
+  if (scale != 1.0) {
+    Tensor c = Tensor::empty({}, x.dtype(), x.device());
+    fill(c, Scalar(scale), op);
+    x = binary("mul", x, c.alias(x.shape(), Strides(x.shape().size(), 0), 0), op);
+  }
+  const Tensor d = binary("sub", x, along(reduce_dim(vulkan::amax, x, dim), x, dim), op);
+  const Tensor e = unary("exp", d, op);
+  const Tensor s = reduce_dim(vulkan::sum, e, dim);
+  if (log) return binary("sub", d, along(unary("log", s, op), x, dim), op);
+  return binary("mul", e, along(unary("reciprocal", s, op), x, dim), op);
+}
+
+// softmax_backward: dx = y * (g - sum(g * y)); log_softmax_backward: dx = g - exp(y) * sum(g).
+Tensor long_rows_backward(const Tensor& g, const Tensor& y, int64_t dim, bool log, const char* op) {
+  if (log) {
+    const Tensor s = along(reduce_dim(vulkan::sum, g, dim), g, dim);
+    return binary("sub", g, binary("mul", unary("exp", y, op), s, op), op);
+  }
+  const Tensor s = along(reduce_dim(vulkan::sum, binary("mul", g, y, op), dim), g, dim);
+  return binary("mul", y, binary("sub", g, s, op), op);
+}
+// ---- end vkgaps ----
+
 // Runs variant `name` of softmax.comp over the rows along a.dim of x (and y), into a new tensor.
 Tensor run_rows(const std::string& name, const Tensor& x_in, const Tensor* y_in, const Attrs& a,
                 const Meta& m, const char* op) {
   const Tensor x = contiguous_of(x_in, op);
   const Tensor y = y_in ? contiguous_of(*y_in, op) : Tensor();
-  Tensor out = Tensor::empty(m.shape, DType::Float32, m.device);
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
-  SoftmaxParams p = rows_of(x, y, a.dim, op);
   // softmax's own attrs; log_softmax and the backward ops ignore them, as on the CPU
   const bool plain = name != "softmax";
-  p.scale = plain ? 1.0f : static_cast<float>(a.softmax.scale);
-  p.queries = !plain && a.softmax.causal ? static_cast<uint32_t>(x.shape()[x.ndim() - 2]) : 0;
+  const double scale = plain ? 1.0 : a.softmax.scale;
+  const bool causal = !plain && a.softmax.causal;
+  if (x.ndim() > 0 && x.shape()[static_cast<size_t>(a.dim)] > kMaxRow && !causal) {
+    const bool log = name.starts_with("log");
+    return y_in ? long_rows_backward(x, y, a.dim, log, op)
+                : long_rows_forward(x, a.dim, scale, log, op);
+  }
+  SoftmaxParams p = rows_of(x, y, a.dim, op);
+  p.scale = static_cast<float>(scale);
+  const auto bits = std::bit_cast<uint64_t>(scale);
+  p.scale_lo = static_cast<uint32_t>(bits), p.scale_hi = static_cast<uint32_t>(bits >> 32);
+  p.queries = causal ? static_cast<uint32_t>(x.shape()[x.ndim() - 2]) : 0;
   const bool short_rows = p.K <= kShortRow;
-  launch(short_rows ? name + "_short" : name, {&out, &x, &y}, p,
-         short_rows ? (uint64_t{p.rows} + 63) / 64 : uint64_t{p.rows}, op);
+  const std::string variant =
+      name + (short_rows ? "_short" : "") + (out.dtype() == DType::Float64 ? "_f64" : "");
+  launch(variant, {&out, &x, &y}, p, short_rows ? (uint64_t{p.rows} + 63) / 64 : uint64_t{p.rows},
+         op);
   return out;
 }
 

@@ -2,10 +2,17 @@
 // windows are gathered per output element, in the CPU's (i, j) order, with no atomics).
 // -DIM2COL: x (N, C, H, W) strided -> cols (N, C*kh*kw, OH*OW) contiguous.
 // -DCOL2IM: cols (N, C*kh*kw, OH*OW) strided -> x (N, C, H, W) contiguous, overlaps summed.
-// -DF64: float64.
+// -DF64: float64. -DI32, -DI64: int32, int64 (col2im's sums wrap around, as the CPU's).
 #version 450
+#if defined(I64)
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
 #if defined(F64)
 #define T double
+#elif defined(I64)
+#define T int64_t
+#elif defined(I32)
+#define T int
 #else
 #define T float
 #endif

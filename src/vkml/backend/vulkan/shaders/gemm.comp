@@ -8,14 +8,27 @@
 //
 // -DCONV: B is the im2col matrix of an NCHW input, read on the fly (conv2d without the column
 // matrix in memory); batch (b0, b1) is (image, group).
-// -DF64: float64 throughout.
+// -DF64: float64 throughout. -DI32, -DI64: int32, int64 (matmul only): products and sums wrap
+// around, as the CPU's (which computes them unsigned), so any order of the sums gives the same.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
+#if defined(I64)
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
 #define WG 8  // invocations per workgroup along x and y
 #if defined(F64)
 #define T double
+#elif defined(I64)
+#define T int64_t
+#elif defined(I32)
+#define T int
 #else
 #define T float
+#endif
+#if defined(I32) || defined(I64)
+#define MAC(a, b, c) ((c) + (a) * (b))
+#else
+#define MAC(a, b, c) fma(a, b, c)
 #endif
 
 layout(local_size_x = WG, local_size_y = WG) in;
@@ -125,7 +138,7 @@ void main() {
         [[unroll]] for (int i = 0; i < PER; ++i) av[i] = As[kk][ty + WG * i];
         [[unroll]] for (int j = 0; j < PER; ++j) bv[j] = Bs[kk][tx + WG * j];
         [[unroll]] for (int i = 0; i < PER; ++i)
-          [[unroll]] for (int j = 0; j < PER; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+          [[unroll]] for (int j = 0; j < PER; ++j) acc[i][j] = MAC(av[i], bv[j], acc[i][j]);
       }
     }
     barrier();

@@ -34,6 +34,14 @@
 #if !defined(S)
 #define S T
 #endif
+#if defined(OP_SUMEXP) && defined(FLOAT64)  // GLSL has no double exp: vmath.glsl's, the CPU's
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#define VM_DOUBLE 1
+#include "vmath.glsl"
+#define EXP(v) vm_exp(v)
+#else
+#define EXP(v) exp(v)
+#endif
 #if defined(INT32) || defined(INT64) || defined(BOOL)
 #define IS_NAN(v) false
 #else
@@ -144,7 +152,7 @@ void main() {
   o[id] = sum;
 #else
 #if defined(OP_SUMEXP)
-  const float s = isinf(shift[i]) ? 0.0 : shift[i];  // all -inf: -inf; any +inf: +inf
+  const T s = isinf(shift[i]) ? T(0) : shift[i];  // all -inf: -inf; any +inf: +inf
 #elif defined(OP_SQDEV)
   const T mu = shift[i];
 #endif
@@ -152,7 +160,7 @@ void main() {
   precise T carry = T(0);
   for (uint j = first; j < last; ++j) {
 #if defined(OP_SUMEXP)
-    precise float y = exp(x[at_of(base, j)] - s) - carry;
+    precise T y = EXP(x[at_of(base, j)] - s) - carry;
 #elif defined(OP_SQDEV)
     precise T d = x[at_of(base, j)] - mu;
     precise T y = d * d - carry;

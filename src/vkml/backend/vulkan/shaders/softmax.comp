@@ -10,7 +10,24 @@
 //   LOG_BW       dx = g - exp(y) * sum(g)
 // A NaN is skipped by the max but makes the sum NaN: the row comes out NaN, as on the CPU.
 // SHORT_ROWS: one invocation per row instead (short rows: a workgroup each is slower).
+// FLOAT64: double throughout, exp and log by vmath.glsl's port of the CPU's routines (GLSL has
+// none in double; the CPU's exp to the bit, so only the sums' order differs from the CPU's), the
+// scale from scale_lo and scale_hi.
 #version 450
+#if defined(FLOAT64)
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#define T double
+#define VM_DOUBLE 1
+#include "vmath.glsl"
+#define EXP(v) vm_exp(v)
+#define LOG(v) vm_log(v)
+#define SCALE packDouble2x32(uvec2(p.scale_lo, p.scale_hi))
+#else
+#define T float
+#define EXP(v) exp(v)
+#define LOG(v) log(v)
+#define SCALE p.scale
+#endif
 
 #if defined(SHORT_ROWS)
 #define LANES 1u
@@ -28,21 +45,23 @@ layout(push_constant) uniform Params {
   float scale;
   int a_offset;
   int b_offset;
+  uint scale_lo, scale_hi;  // FLOAT64's scale, a double's words (a float32 variant declares no
+                            // double, which needs shaderFloat64)
 } p;
 
-layout(std430, binding = 0) buffer Out { float o[]; };
-layout(std430, binding = 1) readonly buffer A { float a[]; };
+layout(std430, binding = 0) buffer Out { T o[]; };
+layout(std430, binding = 1) readonly buffer A { T a[]; };
 #if defined(SOFTMAX_BW) || defined(LOG_BW)
-layout(std430, binding = 2) readonly buffer B { float b[]; };
+layout(std430, binding = 2) readonly buffer B { T b[]; };
 #endif
 
 #if defined(SHORT_ROWS)
-float tree_sum(float v) { return v; }
-float tree_max(float v) { return v; }
+T tree_sum(T v) { return v; }
+T tree_max(T v) { return v; }
 #else
-shared float partial[128];
+shared T partial[128];
 
-float tree_sum(float v) {
+T tree_sum(T v) {
   const uint t = gl_LocalInvocationID.x;
   partial[t] = v;
   barrier();
@@ -50,12 +69,12 @@ float tree_sum(float v) {
     if (t < w) partial[t] += partial[t + w];
     barrier();
   }
-  const float r = partial[0];
+  const T r = partial[0];
   barrier();  // every invocation has read partial[0] before it is written again
   return r;
 }
 
-float tree_max(float v) {
+T tree_max(T v) {
   const uint t = gl_LocalInvocationID.x;
   partial[t] = v;
   barrier();
@@ -63,7 +82,7 @@ float tree_max(float v) {
     if (t < w) partial[t] = partial[t + w] > partial[t] ? partial[t + w] : partial[t];
     barrier();
   }
-  const float r = partial[0];
+  const T r = partial[0];
   barrier();
   return r;
 }
@@ -81,29 +100,29 @@ void main() {
   const uint K = p.K, step = p.inner;
 #if defined(SOFTMAX) || defined(LOG_SOFTMAX)
   const uint valid = p.queries == 0u ? K : min(K, row % p.queries + 1u);
-  float m = -1.0 / 0.0;
+  T m = T(-1.0 / 0.0);
   for (uint k = t; k < valid; k += LANES) {
-    const float v = a[p.a_offset + int(base + k * step)] * p.scale;
+    const T v = a[p.a_offset + int(base + k * step)] * SCALE;
     m = v > m ? v : m;
   }
   m = tree_max(m);
-  float s = 0.0;
+  T s = T(0);
   for (uint k = t; k < valid; k += LANES)
-    s += exp(a[p.a_offset + int(base + k * step)] * p.scale - m);
+    s += EXP(a[p.a_offset + int(base + k * step)] * SCALE - m);
   s = tree_sum(s);
 #if defined(SOFTMAX)
-  const float inv = 1.0 / s;  // a multiply per element, as the CPU's
+  const T inv = T(1) / s;  // a multiply per element, as the CPU's
   for (uint k = t; k < K; k += LANES) {
-    const float v = a[p.a_offset + int(base + k * step)];
-    o[base + k * step] = k < valid ? exp(v * p.scale - m) * inv : 0.0;
+    const T v = a[p.a_offset + int(base + k * step)];
+    o[base + k * step] = k < valid ? EXP(v * SCALE - m) * inv : T(0);
   }
 #else
-  const float ls = log(s);
+  const T ls = LOG(s);
   for (uint k = t; k < K; k += LANES)
     o[base + k * step] = (a[p.a_offset + int(base + k * step)] - m) - ls;
 #endif
 #else
-  float s = 0.0;
+  T s = T(0);
   for (uint k = t; k < K; k += LANES) {
     const int at = int(base + k * step);
 #if defined(SOFTMAX_BW)
@@ -115,11 +134,11 @@ void main() {
   s = tree_sum(s);
   for (uint k = t; k < K; k += LANES) {
     const int at = int(base + k * step);
-    const float g = a[p.a_offset + at], y = b[p.b_offset + at];
+    const T g = a[p.a_offset + at], y = b[p.b_offset + at];
 #if defined(SOFTMAX_BW)
     o[at] = y * (g - s);
 #else
-    o[at] = g - exp(y) * s;
+    o[at] = g - EXP(y) * s;
 #endif
   }
 #endif
