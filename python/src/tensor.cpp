@@ -129,6 +129,21 @@ Tensor f_and(const Tensor& a, const Tensor& b) { return vk::bitwise_and(a, b); }
 Tensor f_or(const Tensor& a, const Tensor& b) { return vk::bitwise_or(a, b); }
 Tensor f_xor(const Tensor& a, const Tensor& b) { return vk::bitwise_xor(a, b); }
 
+// ---------------------------------------------------------------- vk.Size (porting, issue #15)
+
+// The type of Tensor.shape and Tensor.size(): vk.Size (python/vkml/_porting.py, a tuple
+// subclass), registered by vkml/__init__.py through _set_size_type; a plain tuple before that.
+// Held as a new reference that is never released (it outlives the interpreter's teardown).
+PyObject* g_size_type = nullptr;
+
+nb::object size_object(const Shape& s) {
+  nb::tuple t = shape_tuple(s);
+  if (!g_size_type) return t;
+  PyObject* r = PyObject_CallOneArg(g_size_type, t.ptr());
+  if (!r) throw nb::python_error();
+  return nb::steal(r);
+}
+
 // a <op> b and b <op> a (reflected), with b a Tensor, a Python/numpy scalar, or array data. A
 // number promotes by its kind, never its value (vk::scalar_like); `op` names the op in errors.
 // Compare: comparisons, whose number operand may widen an int32 tensor (compare_operands).
@@ -241,6 +256,18 @@ std::string backward_name(const Tensor& t) {
 }
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
+  // ---- vk.Size (porting, issue #15) ----
+  m.def(
+      "_set_size_type",
+      [](nb::handle type) {
+        if (!PyType_Check(type.ptr()) ||
+            !PyType_IsSubtype((PyTypeObject*)type.ptr(), &PyTuple_Type))
+          throw nb::type_error("_set_size_type: expected a subclass of tuple");
+        Py_XDECREF(g_size_type);
+        g_size_type = type.inc_ref().ptr();
+      },
+      "type"_a, "Makes Tensor.shape and Tensor.size() return `type` (vk.Size), a tuple subclass.");
+
   // ---- grad_fn ----
   nb::class_<GradFn>(m, "Node", "The op that produced a tensor (tensor.grad_fn).")
       .def_prop_ro("name", [](const GradFn& f) { return backward_name(f.t); })
@@ -310,7 +337,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "An instance of `cls` (a Tensor subclass) sharing data's memory, as a new leaf.");
 
   // ---- properties ----
-  c.def_prop_ro("shape", [](const Tensor& t) { return shape_tuple(t.shape()); });
+  c.def_prop_ro("shape", [](const Tensor& t) { return size_object(t.shape()); });
   c.def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); });
   c.def_prop_ro("ndim", [](const Tensor& t) { return t.ndim(); });
   c.def_prop_ro("device", [](const Tensor& t) { return t.device(); });
@@ -371,7 +398,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def(
       "size",
       [](const Tensor& t, nb::handle dim) -> nb::object {
-        if (dim.is_none()) return shape_tuple(t.shape());
+        if (dim.is_none()) return size_object(t.shape());
         return nb::int_(t.size(nb::cast<int64_t>(dim)));
       },
       "dim"_a = nb::none());

@@ -93,10 +93,12 @@ def op_table():
 # ---- Tensor: the parts that are presentation or Python protocol, not computation ----
 
 
-def _format(self, spec):
-    if self.ndim == 0 and spec:
+def _format(self, spec=""):
+    # As torch: a 0-d Tensor formats its value (f"{loss}" is "6324.0", f"{loss:.2f}" works);
+    # anything else (subclasses such as Parameter too) is str(self), and a spec is a TypeError.
+    if self.ndim == 0 and type(self) is Tensor:
         return format(self.item(), spec)
-    return _tensor_str.tensor_repr(self) if not spec else format(str(self), spec)
+    return object.__format__(self, spec)
 
 
 def _deepcopy(self, memo):
@@ -139,3 +141,49 @@ if not _os.environ.get("VKML_STUBGEN"):
     Tensor.__reduce_ex__ = _reduce_ex
 
 del _name
+
+# ---- porting (issue #15): the names PyTorch programs use beside the ops ----
+# vk.Size, vk.finfo/iinfo, the dtype names vkml cannot hold yet (creating a tensor with them is a
+# vk.DTypeError), math constants, Tensor.type()/new_*(), and the modules cuda, amp, backends,
+# accelerator, distributed, nn.parallel, utils.data (see the README's "Porting" section).
+import math as _math  # noqa: E402
+from . import _porting  # noqa: E402
+from ._porting import Size, finfo, iinfo  # noqa: E402
+from ._porting import bfloat16, float16, int8, int16, uint8  # noqa: E402
+half = float16
+short = int16
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+e = _math.e
+if not _os.environ.get("VKML_STUBGEN"):
+    _porting.install()
+from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
+from .amp import autocast  # noqa: E402
+from .nn import parallel as _parallel  # noqa: E402  (vk.nn.parallel, vk.nn.DataParallel)
+from .utils import data as _data  # noqa: E402  (vk.utils.data)
+nn.DataParallel = _parallel.DataParallel
+
+
+def is_autocast_enabled(device_type=None):
+    """False: vkml has no autocast (no half precision yet)."""
+    return False
+
+
+_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted as torch's ('highest', 'high', 'medium'); vkml's float32 matmul is always full
+    float32, so this only records the value (an unknown one warns and is ignored, as torch)."""
+    global _matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision

@@ -510,7 +510,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   check_floating(x, fn, "input");
   if (!training || p == 0.0) return x;
   if (p == 1.0) return x * 0.0;  // torch: everything dropped (inf and NaN stay NaN)
-  Tensor keep = lt(rand(x.shape(), x.dtype()), scalar_like(1.0 - p, x));
+  Tensor keep = lt(rand(x.shape(), x.dtype(), x.device()), scalar_like(1.0 - p, x));
   return x * (cast(keep, x.dtype()) * (1.0 / (1.0 - p)));
 }
 

@@ -1,0 +1,9 @@
+"""vk.backends.mps: vkml has no Metal backend."""
+
+
+def is_available():
+    return False
+
+
+def is_built():
+    return False
