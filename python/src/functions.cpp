@@ -209,6 +209,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_conv(m);
   bind_norm(m);
   bind_creation(m);
+  bind_composite(m, c);  // issue #15 item 4: composite ops, vk.linalg, in-place variants
 }
 
 }  // namespace vkpy

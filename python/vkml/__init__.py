@@ -140,6 +140,47 @@ if not _os.environ.get("VKML_STUBGEN"):
     Tensor.__deepcopy__ = _deepcopy
     Tensor.__reduce_ex__ = _reduce_ex
 
+# ---- composite ops and in-place variants (issue #15 item 4) ----
+# The ops themselves are C++ (ops/composite.h, bound in python/src/bind_composite.cpp); here only
+# the vk.linalg namespace and the in-place methods: x.<op>_(*args) is _C.<op>(x, *args) written
+# into x by the core's one in-place path (_C._inplace: the in-place checks, no graph, the version
+# counter bumped), for every op below that has no in-place binding of its own.
+from . import linalg  # noqa: E402
+
+_INPLACE_OPS = (
+    "abs", "neg", "negative", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
+    "sign", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "erfc", "floor", "ceil", "round",
+    "square", "pow", "sub", "subtract", "div", "divide", "true_divide", "multiply",
+    "floor_divide", "remainder", "clip", "lerp", "addcmul", "addcdiv", "masked_fill",
+    "nan_to_num", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "maximum", "minimum", "addmv", "addr", "baddbmm", "addbmm",
+    "clamp_min", "clamp_max", "trunc", "fix", "index_fill",
+)
+
+
+def _inplace_method(name):
+    fn = getattr(_C, name)
+
+    def method(self, *args, **kwargs):
+        return _C._inplace(self, name + "_", fn, args, kwargs)
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In place: {name}(self, ...) written into self (see vkml.{name})."
+    return method
+
+
+for _name in _INPLACE_OPS:
+    if hasattr(_C, _name) and not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _inplace_method(_name))
+Tensor.fill_diagonal_ = lambda self, fill_value, wrap=False: _C._inplace(
+    self, "fill_diagonal_", _C._fill_diagonal, (fill_value, wrap), {})
+# torch's sub_ and div_ take alpha and rounding_mode: the generic form has them.
+Tensor.sub_ = _inplace_method("sub")
+Tensor.div_ = _inplace_method("div")
+Tensor.clamp_ = _inplace_method("clamp")  # tensor bounds too
+Tensor.clip_ = _inplace_method("clip")
+# ---- end of composite ops ----
+
 del _name
 
 # ---- porting (issue #15): the names PyTorch programs use beside the ops ----

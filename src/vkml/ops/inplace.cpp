@@ -90,4 +90,14 @@ void clamp_(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> ma
   write_back(x, clamp(x, min, max), "clamp_");
 }
 
+// ---- every other in-place op (issue #15, composite ops) ----
+
+void inplace(const Tensor& x, const std::vector<Tensor>& others, const char* op,
+             const std::function<Tensor()>& compute) {
+  check_target(x, nullptr, op);
+  for (const Tensor& o : others) check_target(x, &o, op);
+  NoGradGuard no_grad;
+  write_back(x, compute(), op);
+}
+
 }  // namespace vk

@@ -4,7 +4,9 @@
 // value that requires grad) raises RuntimeError: use the out-of-place op, or no_grad() for
 // updates such as optimizer steps.
 #pragma once
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include "vkml/core/scalar.h"
 #include "vkml/core/tensor.h"
@@ -21,5 +23,14 @@ void zero_(const Tensor& x);
 void fill_(const Tensor& x, Scalar value);  // converts as full() does: a value must fit x's dtype
 void copy_(const Tensor& x, const Tensor& src);  // src broadcasts to x's shape; dtype converts
 void clamp_(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+
+// ---- every other in-place op (issue #15, composite ops): one mechanism ----
+// x.<op>_(...) for any out-of-place op: `compute` (run with grad mode off, after the checks
+// above: x and every tensor in `others` must not require grad while grad mode is on) returns
+// the result, which is written into x as the ops above write (dtype must cast, shape must
+// broadcast to x's) and bumps x's version counter. E.g.
+//   inplace(x, {}, "exp_", [&] { return exp(x); });
+void inplace(const Tensor& x, const std::vector<Tensor>& others, const char* op,
+             const std::function<Tensor()>& compute);
 
 }  // namespace vk
