@@ -96,7 +96,7 @@ foreach(bits IN ITEMS 32 64)  # the integer reductions: sum, prod and the extrem
     "reduce_argmax_merge_i${bits}|reduce|INT${bits},OP_MAX,WITH_INDEX,MERGE_INDEX"
     "reduce_argmin_merge_i${bits}|reduce|INT${bits},OP_MIN,WITH_INDEX,MERGE_INDEX")
 endforeach()
-list(APPEND VKML_VULKAN_SHADERS  # float64 (logsumexp's are with vkgaps' block above)
+list(APPEND VKML_VULKAN_SHADERS  # float64 (logsumexp's two variants: the vkgaps block above)
   "reduce_f64|reduce|FLOAT64" "reduce_prod_f64|reduce|FLOAT64,OP_PROD"
   "reduce_max_f64|reduce|FLOAT64,OP_MAX" "reduce_min_f64|reduce|FLOAT64,OP_MIN"
   "reduce_argmax_f64|reduce|FLOAT64,OP_MAX,WITH_INDEX"
