@@ -188,7 +188,8 @@ def test_pending_dtypes_raise_a_dtype_error_on_use(name):
 
 def test_size_as_torch():
     v, t = vk.zeros(2, 3, 4), torch.zeros(2, 3, 4)
-    for a, b in [(v.shape, t.shape), (v.size(), t.size()), (vk.zeros(()).shape, torch.zeros(()).shape)]:
+    for a, b in [(v.shape, t.shape), (v.size(), t.size()),
+                 (vk.zeros(()).shape, torch.zeros(()).shape)]:
         assert isinstance(a, vk.Size) and isinstance(a, tuple)
         assert repr(a) == repr(b).replace("torch.", "vkml.")
         assert str(a) == str(b).replace("torch.", "vkml.")
