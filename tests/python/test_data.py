@@ -393,3 +393,11 @@ def test_a_torch_training_script_runs_with_vkml_as_torch(monkeypatch):
             correct += pred.eq(target.view_as(pred)).sum().item()
     assert correct >= 56, correct  # the classes are easy: training must have worked
     assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-2 * 0.7 ** 3)
+
+
+@pytest.mark.slow  # each spawned worker imports the test module, and so torch: ~15 s
+def test_workers_started_by_spawn():
+    ds = ListDataset([(i, float(i)) for i in range(9)])
+    v = vd.DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+    t = td.DataLoader(ds, batch_size=4)
+    assert [plain(b) for b in v] == [plain(b) for b in t]

@@ -188,7 +188,8 @@ def test_pending_dtypes_raise_a_dtype_error_on_use(name):
 
 def test_size_as_torch():
     v, t = vk.zeros(2, 3, 4), torch.zeros(2, 3, 4)
-    for a, b in [(v.shape, t.shape), (v.size(), t.size()), (vk.zeros(()).shape, torch.zeros(()).shape)]:
+    for a, b in [(v.shape, t.shape), (v.size(), t.size()),
+                 (vk.zeros(()).shape, torch.zeros(()).shape)]:
         assert isinstance(a, vk.Size) and isinstance(a, tuple)
         assert repr(a) == repr(b).replace("torch.", "vkml.")
         assert str(a) == str(b).replace("torch.", "vkml.")
@@ -460,3 +461,63 @@ def test_distributed_sampler_with_explicit_ranks_equals_torch():
         V(data)
     with pytest.raises(ValueError):
         V(data, 2, 2)
+
+
+def test_a_gpt_style_script_runs_with_vkml_as_torch(monkeypatch):
+    """The preamble and loop of a GPT training script, written for torch, run as written."""
+    import vkml as torch  # noqa: F811  (the point of the test)
+    import vkml.nn as nn
+    from contextlib import nullcontext
+    from vkml.nn import functional as F
+    from vkml.nn.parallel import DistributedDataParallel as DDP  # noqa: F401
+    from vkml.distributed import init_process_group, destroy_process_group  # noqa: F401
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+
+    ddp = False
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() \
+        else "float16"
+    torch.manual_seed(1337)
+    torch.cuda.manual_seed_all(1337)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    device_type = "cuda" if "cuda" in device else "cpu"
+    ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16,
+               "float16": torch.float16}[dtype]
+    ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type,
+                                                                          dtype=ptdtype)
+
+    class TinyLM(nn.Module):
+        def __init__(self, vocab=11, block=8, dim=16):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, dim), nn.Embedding(block, dim)
+            self.head = nn.Linear(dim, vocab)
+
+        def forward(self, idx, targets=None):
+            b, t = idx.size()
+            pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+            logits = self.head(F.gelu(self.wte(idx) + self.wpe(pos)))
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+            return logits, loss
+
+    model = TinyLM().to(device)
+    scaler = torch.cuda.amp.GradScaler(enabled=(dtype == "float16" and device_type == "cuda"))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    data = torch.tensor([i % 11 for i in range(200)], dtype=torch.long)
+    losses = []
+    for it in range(30):
+        ix = torch.randint(len(data) - 9, (4,))
+        x = torch.stack([data[i:i + 8] for i in ix.tolist()])
+        y = torch.stack([data[i + 1:i + 9] for i in ix.tolist()])
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        with ctx:
+            _, loss = model(x, y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        assert f"iter {it}: loss {loss.item():.4f}".startswith(f"iter {it}: loss ")
+    assert losses[-1] < losses[0] * 0.5, losses
+    assert not ddp and device == "cpu"

@@ -9,11 +9,9 @@ order whatever order they arrive in. pin_memory, pin_memory_device and persisten
 accepted and change nothing (workers are started for each pass over the data)."""
 
 import itertools
-import multiprocessing
 import os
 import queue
 import random
-import traceback
 
 from ... import _C as _vk
 from ._collate import default_collate, default_convert
@@ -51,6 +49,7 @@ class _WorkerError:
     """An exception raised in a worker, carried back to the main process."""
 
     def __init__(self, exc, where):
+        import traceback
         self.exc_type = type(exc)
         self.message = f"Caught {type(exc).__name__} {where}.\nOriginal " + \
             "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -172,6 +171,7 @@ class _MultiProcessIter:
         self._loader = loader
         n = loader.num_workers
         self._timeout = loader.timeout
+        import multiprocessing  # (here: importing it costs every `import vkml` a few ms)
         ctx = loader.multiprocessing_context
         if ctx is None:
             ctx = multiprocessing.get_context()
