@@ -585,3 +585,35 @@ def test_inplace_through_a_view_writes_the_base():
     v.T.sigmoid_()
     t.T.sigmoid_()
     assert_close(v, t, "float32")
+
+
+def test_where_with_one_argument_is_nonzero_as_tuple():
+    for data in ([[0, 1], [2, 0]], [0.0, 1.5, 0.0, -2.0], True, [[False, True, True]]):
+        a = vk.where(vk.tensor(data))
+        e = torch.where(torch.tensor(data))
+        assert len(a) == len(e)
+        for x, y in zip(a, e):
+            assert_close(x, y)
+
+
+def test_tensordot_dims_zero_is_an_outer_product_regression():
+    # wrap_dims reads an empty dim list as "all dims": dims=0 contracted every dim and raised
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(4.0)
+    assert_close(vk.tensordot(vk.tensor(a), vk.tensor(b), dims=0),
+                 torch.tensordot(torch.tensor(a), torch.tensor(b), dims=0))
+    assert_close(vk.tensordot(vk.tensor(a), vk.tensor(a), dims=([1, 0], [1, 0])),
+                 torch.tensordot(torch.tensor(a), torch.tensor(a), dims=([1, 0], [1, 0])))
+
+
+def test_einsum_implicit_output_leaves_out_a_repeated_subscript_regression():
+    # "ii" counts i twice: the implicit output is a trace (0-d), not the diagonal
+    a = np.arange(9.0).reshape(3, 3)
+    assert_close(vk.einsum("ii", vk.tensor(a)), torch.einsum("ii", torch.tensor(a)))
+    assert_close(vk.einsum("ij,jj", vk.tensor(a), vk.tensor(a)),
+                 torch.einsum("ij,jj", torch.tensor(a), torch.tensor(a)))
+
+
+def test_diag_embed_keeps_nan_off_the_diagonal():
+    x = np.array([[math.nan, 1.0]])
+    assert_close(vk.diag_embed(vk.tensor(x), 1), torch.diag_embed(torch.tensor(x), 1))
+    assert_close(vk.diag(vk.tensor([math.nan, INF])), torch.diag(torch.tensor([math.nan, INF])))
