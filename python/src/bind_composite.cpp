@@ -99,7 +99,7 @@ void bind_elementwise_composites(nb::module_& m, nb::class_<Tensor>& c) {
           return vk::lerp(x, end, nb::cast<const Tensor&>(weight));
         return vk::lerp(x, end, to_scalar(weight, "lerp"));
       },
-      "end"_a, "weight"_a);
+      "end"_a, "weight"_a, "input + weight * (end - input) (composite: sub, mul, add).");
   for (bool is_div : {false, true}) {
     both(
         m, c, is_div ? "addcdiv" : "addcmul",
@@ -109,7 +109,9 @@ void bind_elementwise_composites(nb::module_& m, nb::class_<Tensor>& c) {
           vk::Scalar v = to_scalar(value, op);
           return is_div ? vk::addcdiv(x, a, b, v) : vk::addcmul(x, a, b, v);
         },
-        "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = 1);
+        "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = 1,
+        "input + value * tensor1 * tensor2 (addcmul) or / tensor2 (addcdiv); composite: mul/div, "
+        "add.");
   }
   both(m, c, "logical_not", [](const Tensor& x) { return vk::logical_not(x); });
 #define VKPY_LOGICAL(NAME)                                                                \
@@ -126,20 +128,26 @@ void bind_elementwise_composites(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
         return vk::isclose(a, b, rtol, atol, equal_nan);
       },
-      "other"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8, "equal_nan"_a = false);
+      "other"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8, "equal_nan"_a = false,
+      "|input - other| <= atol + rtol * |other|, elementwise (isclose: bool tensor) or everywhere "
+      "(allclose: bool, a host read); composite: abs, sub, le, eq.");
   both(
       m, c, "allclose",
       [](const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
         return vk::allclose(a, b, rtol, atol, equal_nan);
       },
-      "other"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8, "equal_nan"_a = false);
+      "other"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8, "equal_nan"_a = false,
+      "|input - other| <= atol + rtol * |other|, elementwise (isclose: bool tensor) or everywhere "
+      "(allclose: bool, a host read); composite: abs, sub, le, eq.");
   both(
       m, c, "nan_to_num",
       [](const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
          std::optional<double> neginf) {
         return vk::nan_to_num(x, nan.value_or(0.0), posinf, neginf);
       },
-      "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none());
+      "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none(),
+      "NaN, +inf, -inf replaced (defaults 0 and the dtype's largest/lowest finite values); "
+      "composite: where.");
   for (const char* name : {"trunc", "fix"})
     both(m, c, name, [](const Tensor& x) { return vk::trunc(x); });
   both(
@@ -174,13 +182,16 @@ void bind_shape_composites(nb::module_& m, nb::class_<Tensor>& c) {
          std::optional<Tensor> append) {
         return vk::diff(x, n, dim, prepend.value_or(Tensor()), append.value_or(Tensor()));
       },
-      "n"_a = 1, "dim"_a = -1, "prepend"_a = nb::none(), "append"_a = nb::none());
+      "n"_a = 1, "dim"_a = -1, "prepend"_a = nb::none(), "append"_a = nb::none(),
+      "n-th forward difference along dim (composite: cat, slice, sub).");
   both(
       m, c, "roll",
       [](const Tensor& x, nb::handle shifts, nb::handle dims) {
         return vk::roll(x, int_or_list(shifts), int_or_list(dims));
       },
-      "shifts"_a, "dims"_a = nb::none());
+      "shifts"_a, "dims"_a = nb::none(),
+      "Elements shifted cyclically along dims; no dims: the flattened tensor (composite: slice, "
+      "cat).");
   m.def(
       "meshgrid",
       [](nb::args tensors, std::optional<std::string> indexing) {
@@ -190,7 +201,9 @@ void bind_shape_composites(nb::module_& m, nb::class_<Tensor>& c) {
                              : nb::handle(tensors);
         return to_tuple(vk::meshgrid(tensor_list(seq), indexing.value_or("ij")));
       },
-      "tensors"_a, "indexing"_a = nb::none());
+      "tensors"_a, "indexing"_a = nb::none(),
+      "Coordinate grids of 0-D/1-D tensors, indexing 'ij' (default) or 'xy' (composite: reshape, "
+      "expand).");
   m.def(
       "repeat_interleave",
       [](const Tensor& x, nb::handle repeats, nb::handle dim, nb::handle output_size) {
@@ -216,7 +229,9 @@ void bind_shape_composites(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
         return vk::diagonal(x, offset, dim1, dim2);
       },
-      "offset"_a = 0, "dim1"_a = 0, "dim2"_a = 1);
+      "offset"_a = 0, "dim1"_a = 0, "dim2"_a = 1,
+      "The offset diagonal of dims (dim1, dim2), appended as the last dim (composite: permute, "
+      "reshape, strided slice).");
   both(
       m, c, "diag", [](const Tensor& x, int64_t offset) { return vk::diag(x, offset); },
       "diagonal"_a = 0);
@@ -232,7 +247,7 @@ void bind_shape_composites(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& x, int64_t dim, nb::handle sizes) {
         return vk::unflatten(x, dim, to_shape(sizes));
       },
-      "dim"_a, "sizes"_a);
+      "dim"_a, "sizes"_a, "dim split into sizes (one may be -1); composite: reshape.");
 }
 
 void bind_reduction_composites(nb::module_& m, nb::class_<Tensor>& c) {
@@ -256,10 +271,12 @@ void bind_reduction_composites(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& a, nb::handle b, double p) {
         return vk::dist(a, tensor_arg(b, a, "dist"), p);
       },
-      "other"_a, "p"_a = 2.0);
+      "other"_a, "p"_a = 2.0, "p-norm of input - other (composite: sub, linalg.vector_norm).");
   m.def(
       "cdist", [](const Tensor& x1, const Tensor& x2, double p) { return vk::cdist(x1, x2, p); },
-      "x1"_a, "x2"_a, "p"_a = 2.0);
+      "x1"_a, "x2"_a, "p"_a = 2.0,
+      "p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M) (composite: sub, "
+      "vector_norm).");
 }
 
 void bind_product_composites(nb::module_& m, nb::class_<Tensor>& c) {
@@ -283,7 +300,9 @@ void bind_product_composites(nb::module_& m, nb::class_<Tensor>& c) {
       [](const Tensor& a, const Tensor& b, nb::handle dim) {
         return vk::cross(a, b, opt_int(dim));
       },
-      "other"_a, "dim"_a = nb::none());
+      "other"_a, "dim"_a = nb::none(),
+      "Cross product of 3-vectors along dim (None: the first dim of size 3, as torch.cross); "
+      "composite: select, mul, sub, stack.");
   m.def(
       "tensordot",
       [](const Tensor& a, const Tensor& b, nb::handle dims) {
@@ -293,7 +312,9 @@ void bind_product_composites(nb::module_& m, nb::class_<Tensor>& c) {
                  "tensordot expects dims to be an int or a pair of dim lists");
         return vk::tensordot(a, b, int_or_list(pair[0]), int_or_list(pair[1]));
       },
-      "a"_a, "b"_a, "dims"_a = 2);
+      "a"_a, "b"_a, "dims"_a = 2,
+      "Contracts the last `dims` dims of a with the first of b, or the dims listed in a pair of "
+      "lists (composite: permute, reshape, matmul).");
   both(
       m, c, "kron", [](const Tensor& a, const Tensor& b) { return vk::kron(a, b); }, "other"_a);
   m.def(
@@ -304,7 +325,29 @@ void bind_product_composites(nb::module_& m, nb::class_<Tensor>& c) {
                              : nb::handle(operands);
         return vk::einsum(equation, tensor_list(seq));
       },
-      "equation"_a, "operands"_a);
+      "equation"_a, "operands"_a,
+      "Einstein summation: '->' or implicit output, '...', repeated subscripts (diagonals and "
+      "traces). Operands contract pairwise left to right with matmul (composite: diagonal, sum, "
+      "permute, reshape, matmul).");
+}
+
+// torch.where(condition): the one-argument form, nonzero(condition, as_tuple=True) (a host read).
+void bind_where_one_arg(nb::module_& m) {
+  m.def(
+      "where",
+      [](const Tensor& condition) {
+        vk::NoGradGuard no_grad;
+        Tensor c = condition.ndim() == 0 ? vk::reshape(condition, {1}) : condition;
+        Tensor mask =
+            c.dtype() == DType::Bool ? c : vk::ne(c, vk::zeros({}, c.dtype(), c.device()));
+        Tensor nz = vk::nonzero(mask);
+        std::vector<Tensor> out;
+        for (int64_t d = 0; d < c.ndim(); ++d) out.push_back(vk::contiguous(vk::select(nz, 1, d)));
+        return to_tuple(out);
+      },
+      "condition"_a,
+      "The indices where condition is nonzero, one 1-D int64 tensor per dim (as torch.where "
+      "with one argument).");
 }
 
 void bind_linalg_namespace(nb::module_& m) {
@@ -333,6 +376,7 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& c) {
   bind_reduction_composites(m, c);
   bind_product_composites(m, c);
   bind_linalg_namespace(m);
+  bind_where_one_arg(m);
   // _inplace(x, "exp_", fn, args, kwargs): x.exp_() as fn(x, *args, **kwargs) written into x by
   // vk::inplace (its checks, no graph, the version counter). The GIL stays held: fn is Python.
   m.def(
