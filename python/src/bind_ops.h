@@ -53,5 +53,6 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& c);
 void bind_conv(nb::module_& m);
 void bind_norm(nb::module_& m);
 void bind_creation(nb::module_& m);
+void bind_random(nb::module_& m);  // issue 15 item 3, called by bind_creation
 
 }  // namespace vkpy
