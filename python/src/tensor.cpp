@@ -677,9 +677,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
                  " > to=", to);
         vk::NoGradGuard ng;
         // On x's device, from `generator` (issue 15 item 3).
-        vk::copy_(x, vk::rand(x.shape(), x.dtype(), x.device(), generator_arg(generator, "uniform_")) *
-                             (to - from) +
-                         from);
+        vk::copy_(x,
+                  vk::rand(x.shape(), x.dtype(), x.device(), generator_arg(generator, "uniform_")) *
+                          (to - from) +
+                      from);
         return nb::borrow(self);
       },
       "from"_a = 0.0, "to"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(),
@@ -690,13 +691,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         VK_CHECK(std >= 0.0, RuntimeError, "normal_ expects std >= 0.0, but found std ", std);
         vk::NoGradGuard ng;
-        vk::copy_(x, vk::randn(x.shape(), x.dtype(), x.device(),
-                               generator_arg(generator, "normal_")) *
-                         std +
-                     mean);
+        vk::copy_(
+            x,
+            vk::randn(x.shape(), x.dtype(), x.device(), generator_arg(generator, "normal_")) * std +
+                mean);
         return nb::borrow(self);
       },
-      "mean"_a = 0.0, "std"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(), "Fills with samples of N(mean, std^2) (no graph).");
+      "mean"_a = 0.0, "std"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(),
+      "Fills with samples of N(mean, std^2) (no graph).");
 
   // ---- indexing ----
   c.def(
