@@ -75,23 +75,30 @@ void bind_creation(nb::module_& m) {
       "requires_grad"_a = false);
   m.def(
       "rand",
-      [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
-        return with_grad(vk::rand(shape_from_args(size), creation_dtype(dtype, DType::Float32),
-                                  to_device_arg(device, default_device())),
-                         requires_grad);
+      [](nb::args size, nb::handle generator, nb::handle dtype, nb::handle device,
+         bool requires_grad) {
+        return with_grad(
+            vk::rand(shape_from_args(size), creation_dtype(dtype, DType::Float32),
+                     to_device_arg(device, default_device()), generator_arg(generator, "rand")),
+            requires_grad);
       },
-      "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+      "size"_a, "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
   m.def(
       "randn",
-      [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
-        return with_grad(vk::randn(shape_from_args(size), creation_dtype(dtype, DType::Float32),
-                                   to_device_arg(device, default_device())),
-                         requires_grad);
+      [](nb::args size, nb::handle generator, nb::handle dtype, nb::handle device,
+         bool requires_grad) {
+        return with_grad(
+            vk::randn(shape_from_args(size), creation_dtype(dtype, DType::Float32),
+                      to_device_arg(device, default_device()), generator_arg(generator, "randn")),
+            requires_grad);
       },
-      "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+      "size"_a, "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
   m.def(
       "randint",
-      [](nb::args args, nb::handle size, nb::handle dtype, nb::handle device) {
+      [](nb::args args, nb::handle size, nb::handle generator, nb::handle dtype, nb::handle device,
+         bool requires_grad) {
         int64_t low = 0, high;
         nb::handle sz = size;
         size_t n = args.size();
@@ -104,10 +111,13 @@ void bind_creation(nb::module_& m) {
         VK_CHECK(n == 1 || n == 2, RuntimeError, "randint(low=0, high, size): bad arguments");
         if (n == 2) low = randint_bound(args[0], "low");
         high = randint_bound(args[n - 1], "high");
-        return vk::randint(low, high, to_shape(sz), creation_dtype(dtype, DType::Int64),
-                           to_device_arg(device, default_device()));
+        return with_grad(vk::randint(low, high, to_shape(sz), creation_dtype(dtype, DType::Int64),
+                                     to_device_arg(device, default_device()),
+                                     generator_arg(generator, "randint")),
+                         requires_grad);
       },
-      "args"_a, "size"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none());
+      "args"_a, "size"_a = nb::none(), "generator"_a = nb::none(), "dtype"_a = nb::none(),
+      "device"_a = nb::none(), "requires_grad"_a = false);
   auto like_dtype = [](const Tensor& t, nb::handle dtype) {
     return creation_dtype(dtype, t.dtype());
   };
@@ -140,20 +150,26 @@ void bind_creation(nb::module_& m) {
       "requires_grad"_a = false);
   m.def(
       "rand_like",
-      [like_dtype](const Tensor& t, nb::handle dtype, nb::handle device, bool requires_grad) {
+      [like_dtype](const Tensor& t, nb::handle generator, nb::handle dtype, nb::handle device,
+                   bool requires_grad) {
         return with_grad(
-            vk::rand(t.shape(), like_dtype(t, dtype), to_device_arg(device, t.device())),
+            vk::rand(t.shape(), like_dtype(t, dtype), to_device_arg(device, t.device()),
+                     generator_arg(generator, "rand_like")),
             requires_grad);
       },
-      "input"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+      "input"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(),
+      "device"_a = nb::none(), "requires_grad"_a = false);
   m.def(
       "randn_like",
-      [like_dtype](const Tensor& t, nb::handle dtype, nb::handle device, bool requires_grad) {
+      [like_dtype](const Tensor& t, nb::handle generator, nb::handle dtype, nb::handle device,
+                   bool requires_grad) {
         return with_grad(
-            vk::randn(t.shape(), like_dtype(t, dtype), to_device_arg(device, t.device())),
+            vk::randn(t.shape(), like_dtype(t, dtype), to_device_arg(device, t.device()),
+                      generator_arg(generator, "randn_like")),
             requires_grad);
       },
-      "input"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+      "input"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(),
+      "device"_a = nb::none(), "requires_grad"_a = false);
   m.def(
       "tensor",
       [](nb::handle data, nb::handle dtype, nb::handle device, bool requires_grad) {
@@ -175,18 +191,7 @@ void bind_creation(nb::module_& m) {
   m.def(
       "from_dlpack", [](nb::handle obj) { return from_dlpack(obj); }, "ext_tensor"_a,
       "A tensor sharing the memory of any DLPack or buffer-protocol array (no copy).");
-  m.def(
-      "manual_seed", [](uint64_t seed) { vk::manual_seed(seed); }, "seed"_a);
-  m.def("get_rng_state", []() {
-    vk::RngState s = vk::get_rng_state();
-    return nb::make_tuple(s.seed, s.offset);
-  });
-  m.def(
-      "set_rng_state",
-      [](std::pair<uint64_t, uint64_t> s) {
-        vk::set_rng_state({s.first, s.second});
-      },
-      "state"_a);
+  bind_random(m);  // vk.Generator and the random functions (issue 15 item 3)
   m.def("get_num_threads", []() { return vk::cpu::num_threads(); });
   m.def(
       "set_num_threads", [](int64_t n) { vk::cpu::set_num_threads(n); }, "n"_a);

@@ -147,6 +147,10 @@ vk::Device default_device();
 // t moved to `device` (t itself when it is there already, or when device is nullopt).
 Tensor on_device(Tensor t, std::optional<vk::Device> device);
 
+// ---- random generators (issue 15 item 3; bind_random.cpp) ----
+// The vk.Generator `h` holds; nullptr (the default generator) for None; TypeError naming op else.
+vk::Generator* generator_arg(nb::handle h, const char* op);
+
 // ---- op naming ----
 std::string op_label(const Tensor& t);       // "mul", or a custom op's own name
 std::string backward_name(const Tensor& t);  // "MulBackward"

@@ -691,7 +691,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "min"_a = nb::none(), "max"_a = nb::none());
   c.def(
       "uniform_",
-      [](nb::handle self, double from, double to) {
+      [](nb::handle self, double from, double to, nb::handle generator) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         // As torch: the bounds and the width must be finite in x's dtype, and from <= to.
         const double max = x.dtype() == DType::Float32 ? std::numeric_limits<float>::max()
@@ -703,20 +703,29 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
                  "uniform_ expects to return a [from, to) range, but found from=", from,
                  " > to=", to);
         vk::NoGradGuard ng;
-        vk::copy_(x, vk::rand(x.shape(), x.dtype()) * (to - from) + from);
+        // On x's device, from `generator` (issue 15 item 3).
+        vk::copy_(x,
+                  vk::rand(x.shape(), x.dtype(), x.device(), generator_arg(generator, "uniform_")) *
+                          (to - from) +
+                      from);
         return nb::borrow(self);
       },
-      "a"_a = 0.0, "b"_a = 1.0, "Fills with samples of U[a, b) (no graph).");
+      "from"_a = 0.0, "to"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(),
+      "Fills with samples of U[from, to) (no graph).");
   c.def(
       "normal_",
-      [](nb::handle self, double mean, double std) {
+      [](nb::handle self, double mean, double std, nb::handle generator) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         VK_CHECK(std >= 0.0, RuntimeError, "normal_ expects std >= 0.0, but found std ", std);
         vk::NoGradGuard ng;
-        vk::copy_(x, vk::randn(x.shape(), x.dtype()) * std + mean);
+        vk::copy_(
+            x,
+            vk::randn(x.shape(), x.dtype(), x.device(), generator_arg(generator, "normal_")) * std +
+                mean);
         return nb::borrow(self);
       },
-      "mean"_a = 0.0, "std"_a = 1.0, "Fills with samples of N(mean, std^2) (no graph).");
+      "mean"_a = 0.0, "std"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(),
+      "Fills with samples of N(mean, std^2) (no graph).");
 
   // ---- indexing ----
   c.def(

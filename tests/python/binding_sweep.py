@@ -66,6 +66,7 @@ def arg_lists(t):
         (t["prob"], t["prob"]), (t["cols"], (32, 32), 3), (vec, x, t["square"]),
         (0.0, 1.0, ROWS * COLS), (x, y, 1), (x, y, (COLS,)), (img, img),
         (x, (ROWS, 2 * COLS), 1, 0, 2 * COLS, 2), (t["pooled"], t["argmax"], tuple(img.shape)),
+        (t["prob"], 64),  # multinomial (issue 15 item 3): non-negative weights, 2-d
         (x, {}), (x, "shape"),
         # composite ops (issue #15 item 4): addmv, addr, baddbmm, addbmm, cross, einsum,
         # index_fill, unflatten

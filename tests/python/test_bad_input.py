@@ -662,6 +662,12 @@ NANINF = {
     "rand": lambda: vk.rand(2, 3) * _f(2, 3),
     "randn": lambda: vk.randn(2, 3) * _f(2, 3),
     "randint": lambda: vk.randint(0, 3, (2, 3)) * _f(2, 3),
+    # random sampling (issue 15 item 3): NaN / Inf weights, probabilities, stds and rates raise
+    "randperm": lambda: vk.randperm(6) * _f(6),
+    "multinomial": lambda: vk.multinomial(_f(3, 4), 2),
+    "bernoulli": lambda: vk.bernoulli(_f(3, 4)),
+    "normal": lambda: vk.normal(_f(3, 4), _f(3, 4)),
+    "poisson": lambda: vk.poisson(_f(3, 4)),
     **{u: (lambda u=u: getattr(_f(3, 4), u)())
        for u in ("neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "sin",
                  "cos", "tanh", "sigmoid", "relu", "erf", "erfc", "floor", "ceil", "round")},

@@ -284,6 +284,27 @@ SPECS = {
     "randint": [Case(_seeded("randint"), [K(np.zeros(1), float_dtype=True)], check=_rng_forward("randint"),
                      forward_only=True, dtypes=("float32",))],
 
+    # ---- random sampling (issue 15 item 3): the streams differ from torch's, so the cases use
+    # inputs that make the draw certain (one-hot weights, p of 0 or 1, std 0, rate 0) and compare
+    # exactly; randperm compares what it permutes. Distributions: tests/python/test_random.py.
+    "randperm": [Case(lambda m, x: m.randperm(7), [K(np.zeros(1), float_dtype=True)], forward_only=True,
+                      check=lambda v, t, dt: (v.dtype == vk.int64 and sorted(v.tolist()) == sorted(t.tolist())
+                                              or pytest.fail(f"randperm: {v.tolist()}")))],
+    "multinomial": [Case(lambda m, p: m.multinomial(p, 1), [K(np.eye(3)[[1, 2, 0]], float_dtype=True)],
+                         forward_only=True),
+                    Case(lambda m, p: m.multinomial(p, 3), [K(np.array([[0, 2, 0], [0, 0, 1]]), float_dtype=True)],
+                         forward_only=True, label="zero-weights-last"),
+                    Case(lambda m, p: p.multinomial(4, replacement=True), [K(np.array([0, 0, 3.0]), float_dtype=True)],
+                         forward_only=True, label="replacement")],
+    "bernoulli": [Case(lambda m, p: m.bernoulli(p), [K(np.array([[0, 1, 1], [0, 0, 1.0]]), float_dtype=True)],
+                       forward_only=True),
+                  Case(lambda m, p: p.bernoulli(), [K(np.array([1.0, 0.0]), float_dtype=True)], forward_only=True,
+                       label="method")],
+    "normal": [Case(lambda m, mu, s: m.normal(mu, s * 0), [F(2, 3), F(3, lo=0.5, hi=1)], forward_only=True),
+               Case(lambda m, mu: m.normal(mu, 0.0), [F(4)], forward_only=True, label="float-std"),
+               Case(lambda m, s: m.normal(1.5, s * 0), [F(2, 2)], forward_only=True, label="float-mean")],
+    "poisson": [Case(lambda m, r: m.poisson(r * 0), [F(2, 3, lo=0.5, hi=3)], forward_only=True)],
+
     # ---- unary ----
     "neg": unary("neg") + [Case(lambda m, x: -x, [F(2, 3)], label="operator"),
                            Case(lambda m, x: -x, [idx(1, -2, 3)], label="int", dtypes=("int64",), forward_only=True)],

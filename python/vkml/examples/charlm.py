@@ -272,7 +272,7 @@ def main(argv=None):
 
     def checkpoint(next_step):
         ck = {"config": config, "model": model.state_dict(), "optimizer": opt.state_dict(),
-              "scheduler": sched.state_dict(), "rng_state": list(vk.get_rng_state()),
+              "scheduler": sched.state_dict(), "rng_state": vk.get_rng_state().tolist(),
               "sampling": {"kind": "numpy.default_rng([seed, step]).integers", "seed": args.seed,
                            "next_step": next_step},
               "pending_losses": list(pending), "log": log}

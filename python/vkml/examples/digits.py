@@ -192,7 +192,7 @@ def main(argv=None):
               f"test loss {te_loss:.4f} acc {te_acc:.4f}", flush=True)
         ck = {"config": {"model": args.model, "seed": args.seed, "epochs": epochs, "batch_size": bs},
               "epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
-              "scheduler": sched.state_dict(), "rng_state": list(vk.get_rng_state()),
+              "scheduler": sched.state_dict(), "rng_state": vk.get_rng_state().tolist(),
               "shuffle": {"kind": "numpy.default_rng([seed, epoch]).permutation", "seed": args.seed,
                           "next_epoch": epoch + 1},
               "history": history}

@@ -70,6 +70,12 @@ struct ArangeAttrs {
   double start = 0.0, step = 1.0;  // when !integers
 };
 
+// multinomial (random sampling, issue 15 item 3): samples per row, and whether with replacement.
+struct RandomAttrs {
+  int64_t num_samples = 0;
+  bool replacement = false;
+};
+
 // A user-defined op (custom functions, checkpoint): its gradient is a closure, not a table rule.
 struct TensorImpl;
 struct CustomOp {
@@ -98,6 +104,7 @@ struct Attrs {
   VarAttrs var;
   PadAttrs pad;
   ArangeAttrs arange;
+  RandomAttrs random;
   std::shared_ptr<const CustomOp> custom;
 };
 

@@ -20,6 +20,8 @@ namespace vk {
 enum class OpKind : uint16_t {
   // creation
   Full, Arange, Rand, Randn, Randint,
+  // random sampling (issue 15 item 3)
+  Randperm, Multinomial, Bernoulli, Normal, Poisson,
   // unary
   Neg, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu,
   Gelu, GeluBackward, Erf, Erfc, Floor, Ceil, Round,

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <random>
 
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
@@ -34,25 +35,17 @@ Meta infer_randint(const std::vector<Tensor>& in, const Attrs& a, std::string_vi
 
 constexpr std::string_view kCreation = "creation: no tensor inputs";
 
-struct Rng {
-  std::mutex mutex;
-  RngState state{0x5eed, 0};
-};
-Rng& rng() {
-  static Rng r;
-  return r;
-}
-
-// Reserves `n` counters of the global stream; each element of a draw uses its own counter.
-Attrs random_attrs(const Shape& shape, DType dtype, Device device, std::string_view op) {
+// Reserves the draws of one random op from `gen` (or the default generator); each element of a
+// draw uses its own counter.
+Attrs random_attrs(const Shape& shape, DType dtype, Device device, Generator* gen,
+                   std::string_view op) {
   Attrs a;
   a.shape = shape;
   a.dtype = dtype;
   a.device = device;
-  std::lock_guard<std::mutex> lock(rng().mutex);
-  a.seed = rng().state.seed;
-  a.offset = rng().state.offset;
-  rng().state.offset += static_cast<uint64_t>(numel_of(shape, op));
+  const RngState s = reserve_draws(gen, device, static_cast<uint64_t>(numel_of(shape, op)), op);
+  a.seed = s.seed;
+  a.offset = s.offset;
   return a;
 }
 
@@ -264,37 +257,76 @@ Tensor eye(int64_t n, int64_t m, DType dtype) {
   return cast(eq(rows, cols), dtype);
 }
 
-Tensor rand(const Shape& shape, DType dtype, Device device) {
-  return dispatch(OpKind::Rand, {}, random_attrs(shape, dtype, device, "rand"));
+Tensor rand(const Shape& shape, DType dtype, Device device, Generator* gen) {
+  return dispatch(OpKind::Rand, {}, random_attrs(shape, dtype, device, gen, "rand"));
 }
-Tensor randn(const Shape& shape, DType dtype, Device device) {
-  return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype, device, "randn"));
+Tensor randn(const Shape& shape, DType dtype, Device device, Generator* gen) {
+  return dispatch(OpKind::Randn, {}, random_attrs(shape, dtype, device, gen, "randn"));
 }
-Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device) {
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device,
+               Generator* gen) {
   // As PyTorch: both ends of [low, high - 1] must fit the dtype (int32: 2^40 does not).
   if (high > low)
     VK_DISPATCH_ALL(dtype, "randint", {
       (void)Scalar(low).to<T>("randint");
       (void)Scalar(high - 1).to<T>("randint");
     });
-  Attrs a = random_attrs(shape, dtype, device, "randint");
+  Attrs a = random_attrs(shape, dtype, device, gen, "randint");
   a.start = low;
   a.stop = high;
   return dispatch(OpKind::Randint, {}, a);
 }
 
-void manual_seed(uint64_t seed) {
-  std::lock_guard<std::mutex> lock(rng().mutex);
-  rng().state = {seed, 0};
+// ---- Generator (issue 15 item 3) ----
+
+void Generator::manual_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = {seed, 0};
+  initial_seed_ = seed;
 }
-RngState get_rng_state() {
-  std::lock_guard<std::mutex> lock(rng().mutex);
-  return rng().state;
+uint64_t Generator::seed() {
+  // As torch's Generator.seed(): a nondeterministic seed (here 64 bits of random_device).
+  std::random_device source;
+  const uint64_t s = (uint64_t{source()} << 32) ^ source();
+  manual_seed(s);
+  return s;
 }
-void set_rng_state(RngState state) {
-  std::lock_guard<std::mutex> lock(rng().mutex);
-  rng().state = state;
+uint64_t Generator::initial_seed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return initial_seed_;
 }
+RngState Generator::state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_;
+}
+void Generator::set_state(RngState state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = state;
+}
+RngState Generator::reserve(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const RngState before = state_;
+  state_.offset += n;
+  return before;
+}
+
+Generator& default_generator() {
+  static Generator g;
+  return g;
+}
+
+RngState reserve_draws(Generator* gen, Device device, uint64_t n, std::string_view op) {
+  if (gen == nullptr) return default_generator().reserve(n);
+  // As torch: a generator serves the device type it was made for (the default one serves all).
+  VK_CHECK(gen->device().type == device.type, RuntimeError, op, ": expected a '",
+           device_type_name(device.type), "' device type for generator but found '",
+           device_type_name(gen->device().type), "'");
+  return gen->reserve(n);
+}
+
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+RngState get_rng_state() { return default_generator().state(); }
+void set_rng_state(RngState state) { default_generator().set_state(state); }
 
 Tensor from_data(const void* data, const Shape& shape, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);

@@ -1,5 +1,6 @@
 // Creation ops and the random-number state.
 #pragma once
+#include <mutex>
 #include <string_view>
 
 #include "vkml/core/scalar.h"
@@ -37,12 +38,37 @@ Tensor arange(Scalar start, Scalar stop, Scalar step = 1, DType dtype = DType::I
 Tensor linspace(double start, double stop, int64_t steps, DType dtype = DType::Float32);
 Tensor eye(int64_t n, DType dtype = DType::Float32);
 Tensor eye(int64_t n, int64_t m, DType dtype = DType::Float32);  // n x m, ones on the diagonal
+// --- Random sampling (issue 15 item 3). Every random function draws from `gen`, or from the
+// default generator (the one manual_seed seeds) when it is null; `gen` must be made for the
+// result's device type (as torch). The same seed gives the same numbers on every device and at
+// any thread count.
+class Generator;
 // U[0, 1)
-Tensor rand(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
+Tensor rand(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU,
+            Generator* gen = nullptr);
 // N(0, 1)
-Tensor randn(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
+Tensor randn(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU,
+             Generator* gen = nullptr);
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64,
-               Device device = kCPU);
+               Device device = kCPU, Generator* gen = nullptr);
+// A random permutation of 0 .. n - 1 (Fisher-Yates).
+Tensor randperm(int64_t n, DType dtype = DType::Int64, Device device = kCPU,
+                Generator* gen = nullptr);
+// num_samples category indices (int64) per row of probs (1-d, or 2-d: one row per distribution),
+// drawn with probability proportional to the row's weights; without replacement no index repeats
+// in a row (an exponential race: the num_samples smallest of E_i / p_i, E_i ~ Exp(1)).
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
+                   Generator* gen = nullptr);
+// 1 with probability p, else 0, elementwise, in p's dtype; p in [0, 1].
+Tensor bernoulli(const Tensor& p, Generator* gen = nullptr);
+// Samples of N(mean, std^2), elementwise over mean and std broadcast together (mean's dtype).
+Tensor normal(const Tensor& mean, const Tensor& std, Generator* gen = nullptr);
+Tensor normal(const Tensor& mean, double std, Generator* gen = nullptr);
+Tensor normal(double mean, const Tensor& std, Generator* gen = nullptr);
+Tensor normal(double mean, double std, const Shape& shape, DType dtype = DType::Float32,
+              Device device = kCPU, Generator* gen = nullptr);
+// Poisson samples with the given rates (>= 0, finite), in rates' dtype.
+Tensor poisson(const Tensor& rates, Generator* gen = nullptr);
 // Copies host data of the given dtype into a new tensor.
 Tensor from_data(const void* data, const Shape& shape, DType dtype);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape,
@@ -54,6 +80,41 @@ struct RngState {
   uint64_t seed;
   uint64_t offset;
 };
+
+// A random-number generator, as torch.Generator: a seed and the position in its stream. Each
+// random op reserves as many counters as it draws (reserve), so that two ops never share one.
+// Thread-safe: ops on several threads may draw from one generator.
+class Generator {
+ public:
+  static constexpr uint64_t kDefaultSeed = 67280421310721ull;  // torch's default seed
+  explicit Generator(Device device = kCPU, uint64_t seed = kDefaultSeed)
+      : state_{seed, 0}, initial_seed_(seed), device_(device) {}
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  void manual_seed(uint64_t seed);  // restarts the stream at seed's beginning
+  uint64_t seed();                  // seeds from a nondeterministic source, returns the seed
+  uint64_t initial_seed() const;    // the last seed given (manual_seed or seed)
+  RngState state() const;
+  void set_state(RngState state);
+  Device device() const { return device_; }
+  // The state before reserving: the caller draws counters offset .. offset + n - 1.
+  RngState reserve(uint64_t n);
+
+ private:
+  mutable std::mutex mutex_;
+  RngState state_;
+  uint64_t initial_seed_;
+  Device device_;
+};
+// The generator of every device that random ops use when given none (torch's default_generator).
+Generator& default_generator();
+
+// Reserves n draws (counters) of `gen`, or of the default generator when null, for a random op
+// making its result on `device`; RuntimeError naming `op` when gen serves another device type.
+RngState reserve_draws(Generator* gen, Device device, uint64_t n, std::string_view op);
+
+// The default generator's seed and state.
 void manual_seed(uint64_t seed);
 RngState get_rng_state();
 void set_rng_state(RngState state);

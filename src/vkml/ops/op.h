@@ -125,6 +125,7 @@ class InputSubstitution {
 // The families, each in ops/<family>.cpp; table.cpp collects them.
 using OpList = std::vector<OpDef>;
 void add_creation_ops(OpList& ops);
+void add_random_ops(OpList& ops);  // issue 15 item 3
 void add_elementwise_ops(OpList& ops);
 void add_reduction_ops(OpList& ops);
 void add_shape_ops(OpList& ops);

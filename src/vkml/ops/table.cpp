@@ -18,6 +18,7 @@ namespace {
 std::vector<OpDef> build_table() {
   OpList ops;
   add_creation_ops(ops);
+  add_random_ops(ops);  // issue 15 item 3
   add_elementwise_ops(ops);
   add_reduction_ops(ops);
   add_shape_ops(ops);

@@ -7,6 +7,8 @@ VK_KERNEL(arange);
 VK_KERNEL(rand);
 VK_KERNEL(randn);
 VK_KERNEL(randint);
-// Philox4x32-10: four 32-bit random words for counter `ctr` under key `seed`.
-void philox(uint64_t seed, uint64_t ctr, uint32_t out[4]);
+// Philox4x32-10: four 32-bit random words for counter `ctr` under key `seed`. `sub` (the
+// counter's third word) numbers further blocks of one element's draws (poisson's rejection
+// loop); 0 is the block every one-draw op uses.
+void philox(uint64_t seed, uint64_t ctr, uint32_t out[4], uint32_t sub = 0);
 }  // namespace vk::cpu

@@ -12,6 +12,7 @@
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/norm.h"
 #include "vkml/backend/cpu/optim.h"
+#include "vkml/backend/cpu/random.h"
 #include "vkml/backend/cpu/reduction.h"
 #include "vkml/backend/cpu/shape.h"
 #include "vkml/backend/cpu/softmax.h"
@@ -25,6 +26,10 @@ void register_backend() {
       {OpKind::Rand, cpu::rand},
       {OpKind::Randn, cpu::randn},
       {OpKind::Randint, cpu::randint},
+      // random sampling (issue 15 item 3); bernoulli and normal run on every device
+      {OpKind::Randperm, cpu::randperm},
+      {OpKind::Multinomial, cpu::multinomial},
+      {OpKind::Poisson, cpu::poisson},
       {OpKind::Neg, cpu::neg},
       {OpKind::Exp, cpu::exp},
       {OpKind::Log, cpu::log},

@@ -86,6 +86,11 @@ VK_KERNEL(rand);
 VK_KERNEL(randn);
 VK_KERNEL(randint);
 // End of the index family.
+// random sampling (random.cpp; issue 15 item 3): the CPU's kernels, their inputs read back and
+// their results uploaded
+VK_KERNEL(randperm);
+VK_KERNEL(multinomial);
+VK_KERNEL(poisson);
 // linalg (linalg.cpp, conv.cpp): float32, and float64 where the device has it; matmul, im2col
 // and col2im int32 and int64 too (int64 with shaderInt64), as on the CPU
 VK_KERNEL(matmul);

@@ -48,6 +48,10 @@ void register_backend() {
       {OpKind::Rand, rand},
       {OpKind::Randn, randn},
       {OpKind::Randint, randint},
+      // random sampling (issue 15 item 3)
+      {OpKind::Randperm, randperm},
+      {OpKind::Multinomial, multinomial},
+      {OpKind::Poisson, poisson},
       // End of the index family.
       // linalg
       {OpKind::Matmul, matmul},

@@ -1,0 +1,219 @@
+// Random sampling kernels (issue 15 item 3). Each draws from the Philox stream at the op's
+// (seed, offset) by fixed counters (element, sample or category i uses offset + i), so the result
+// never depends on the thread count, and the Vulkan backend reproduces it by running these.
+#include "vkml/backend/cpu/random.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "vkml/backend/cpu/creation.h"
+#include "vkml/backend/cpu/elementwise.h"
+#include "vkml/backend/cpu/parallel.h"
+
+namespace vk::cpu {
+namespace {
+
+double uniform53(uint32_t hi, uint32_t lo) {  // [0, 1) with 53 random bits, as rand's float64
+  return static_cast<double>((uint64_t{hi} << 21) ^ (lo >> 11)) * 0x1.0p-53;
+}
+
+uint64_t bits64(uint64_t seed, uint64_t ctr) {
+  uint32_t w[4];
+  philox(seed, ctr, w);
+  return (uint64_t{w[0]} << 32) | w[1];
+}
+
+double uniform_at(uint64_t seed, uint64_t ctr) {
+  uint32_t w[4];
+  philox(seed, ctr, w);
+  return uniform53(w[0], w[1]);
+}
+
+// x as a contiguous float64 tensor (the sampling arithmetic is in double for every dtype).
+Tensor as_f64(const Tensor& x) {
+  if (x.dtype() == DType::Float64 && x.is_contiguous()) return x;
+  Tensor c = Tensor::empty(x.shape(), DType::Float64);
+  copy_into(c, x);
+  return c;
+}
+
+// One element's unbounded sequence of uniforms: blocks of four words at counter `ctr`, block
+// number in the counter's third word, two words per uniform.
+class UniformStream {
+ public:
+  UniformStream(uint64_t seed, uint64_t ctr) : seed_(seed), ctr_(ctr) {}
+  double next() {
+    if (pos_ == 4) {
+      philox(seed_, ctr_, w_, block_++);
+      pos_ = 0;
+    }
+    const double u = uniform53(w_[pos_], w_[pos_ + 1]);
+    pos_ += 2;
+    return u;
+  }
+
+ private:
+  uint64_t seed_, ctr_;
+  uint32_t w_[4] = {0, 0, 0, 0};
+  uint32_t block_ = 0;
+  int pos_ = 4;
+};
+
+// Knuth's product of uniforms: the count of factors before the product drops to exp(-rate)
+// (about rate + 1 uniforms: used below rate 10).
+int64_t poisson_small(double rate, UniformStream& s) {
+  const double limit = std::exp(-rate);
+  int64_t k = 0;
+  double prod = s.next();
+  while (prod > limit) {
+    ++k;
+    prod *= s.next();
+  }
+  return k;
+}
+
+// Hormann's transformed rejection with squeeze (PTRS, 1993), as numpy's: about 1.1 pairs of
+// uniforms per sample for rate >= 10.
+double poisson_ptrs(double rate, UniformStream& s) {  // a double: huge rates overflow int64
+  const double slam = std::sqrt(rate), loglam = std::log(rate);
+  const double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+  const double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+  for (;;) {
+    const double u = s.next() - 0.5, v = s.next();
+    const double us = 0.5 - std::abs(u);
+    const double k = std::floor((2 * a / us + b) * u + rate + 0.43);
+    if (us >= 0.07 && v <= vr) return k;
+    if (k < 0 || (us < 0.013 && v > us)) continue;
+    if (std::log(v) + std::log(invalpha) - std::log(a / (us * us) + b) <=
+        -rate + k * loglam - std::lgamma(k + 1))
+      return k;
+  }
+}
+
+// Row r of multinomial with replacement: each sample is the first category whose running sum
+// exceeds u * total, so a zero-weight category (no rise in the sum) is never drawn.
+void sample_with_replacement(const double* p, int64_t categories, int64_t k, uint64_t seed,
+                             uint64_t ctr, int64_t* out) {
+  std::vector<double> cum(static_cast<size_t>(categories));
+  double total = 0;
+  int64_t last_positive = 0;
+  for (int64_t c = 0; c < categories; ++c) {
+    total += p[c];
+    cum[static_cast<size_t>(c)] = total;
+    if (p[c] > 0) last_positive = c;
+  }
+  for (int64_t j = 0; j < k; ++j) {
+    const double u = uniform_at(seed, ctr + static_cast<uint64_t>(j)) * total;
+    const auto it = std::upper_bound(cum.begin(), cum.end(), u);
+    // u * total can round up to total itself: the last category with weight then.
+    out[j] = it == cum.end() ? last_positive : static_cast<int64_t>(it - cum.begin());
+  }
+}
+
+// Row r without replacement: the k smallest keys E_c / p_c (E_c ~ Exp(1)), in increasing order,
+// are distributed as k successive draws each renormalised over what is left; weight 0 gives key
+// infinity (drawn only after every positive category, lowest index first, as torch).
+void sample_without_replacement(const double* p, int64_t categories, int64_t k, uint64_t seed,
+                                uint64_t ctr, int64_t* out) {
+  std::vector<double> key(static_cast<size_t>(categories));
+  for (int64_t c = 0; c < categories; ++c) {
+    const double e = -std::log1p(-uniform_at(seed, ctr + static_cast<uint64_t>(c)));
+    key[static_cast<size_t>(c)] = p[c] > 0 ? e / p[c] : INFINITY;
+  }
+  std::vector<int64_t> order(static_cast<size_t>(categories));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t x, int64_t y) {
+    const double kx = key[static_cast<size_t>(x)], ky = key[static_cast<size_t>(y)];
+    return kx < ky || (kx == ky && x < y);
+  });
+  std::copy(order.begin(), order.begin() + k, out);
+}
+
+// torch's checks: every weight finite and >= 0, every row's sum > 0.
+void check_distribution(const double* p, int64_t rows, int64_t categories) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double total = 0;
+    for (int64_t c = 0; c < categories; ++c) {
+      const double v = p[r * categories + c];
+      VK_CHECK(std::isfinite(v) && v >= 0, RuntimeError,
+               "multinomial: probability tensor contains either `inf`, `nan` or element < 0 "
+               "(row ",
+               r, ", category ", c, ": ", v, ")");
+      total += v;
+    }
+    VK_CHECK(total > 0, RuntimeError,
+             "multinomial: invalid multinomial distribution (sum of probabilities <= 0) in row ",
+             r);
+  }
+}
+
+}  // namespace
+
+VK_KERNEL(randperm) {
+  (void)in;
+  const int64_t n = m.shape[0];
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  // Fisher-Yates from the top: position i swaps with a uniform j in [0, i], drawn at counter
+  // offset + i (the modulo's bias is below n / 2^64).
+  for (int64_t i = n - 1; i > 0; --i) {
+    const uint64_t r = bits64(a.seed, a.offset + static_cast<uint64_t>(i));
+    std::swap(perm[static_cast<size_t>(i)], perm[r % static_cast<uint64_t>(i + 1)]);
+  }
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_NUMERIC(m.dtype, "randperm", {
+    T* o = out.data<T>();
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(perm[static_cast<size_t>(i)]);
+  });
+  return out;
+}
+
+VK_KERNEL(multinomial) {
+  const Tensor p = as_f64(in[0]);
+  const int64_t categories = p.shape().back(), k = a.random.num_samples;
+  const int64_t rows = p.ndim() == 2 ? p.shape()[0] : 1;
+  const double* pp = p.data<double>();
+  check_distribution(pp, rows, categories);
+  Tensor out = Tensor::empty(m.shape, DType::Int64);
+  int64_t* o = out.data<int64_t>();
+  const uint64_t stride = static_cast<uint64_t>(a.random.replacement ? k : categories);
+  parallel_for(rows, 1, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const uint64_t ctr = a.offset + static_cast<uint64_t>(r) * stride;
+      if (a.random.replacement)
+        sample_with_replacement(pp + r * categories, categories, k, a.seed, ctr, o + r * k);
+      else
+        sample_without_replacement(pp + r * categories, categories, k, a.seed, ctr, o + r * k);
+    }
+  });
+  return out;
+}
+
+VK_KERNEL(poisson) {
+  const Tensor rates = as_f64(in[0]);
+  const double* r = rates.data<double>();
+  const int64_t n = rates.numel();
+  for (int64_t i = 0; i < n; ++i)  // torch raises for a negative or NaN rate; infinity too here
+    VK_CHECK(r[i] >= 0 && std::isfinite(r[i]), RuntimeError,
+             "poisson: invalid Poisson rate, expected rate to be non-negative and finite, got ",
+             r[i], " at element ", i);
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_FLOAT(m.dtype, "poisson", {
+    T* o = out.data<T>();
+    parallel_for(n, 1024, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        UniformStream s(a.seed, a.offset + static_cast<uint64_t>(i));
+        const double rate = r[i];
+        const double k = rate == 0   ? 0.0
+                         : rate < 10 ? static_cast<double>(poisson_small(rate, s))
+                                     : poisson_ptrs(rate, s);
+        o[i] = static_cast<T>(k);
+      }
+    });
+  });
+  return out;
+}
+
+}  // namespace vk::cpu
