@@ -121,7 +121,13 @@ def _to_vk(obj):
     return obj
 
 
-@pytest.mark.parametrize("name,kw", PARAMS, ids=IDS)
+# the fused C++ optimizers keep torch's layout too (SGD: no state without momentum; Adam: "step" a tensor)
+FUSED = [("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+         ("Adam", dict(lr=0.01, amsgrad=True)), ("Adam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+         ("AdamW", dict(lr=0.01, maximize=True))]
+
+
+@pytest.mark.parametrize("name,kw", PARAMS + FUSED, ids=IDS + [f"{n}{i}" for i, (n, _) in enumerate(FUSED)])
 def test_state_dict_layout_and_loading_torchs_state_dict(name, kw):
     vm, tm, vo, to = _pair(name, kw, split=True)
     _step_both(vm, tm, vo, to, 20)
