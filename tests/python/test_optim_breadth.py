@@ -269,7 +269,8 @@ BAD = [
     ("Adamax", dict(betas=(1.0, 0.9))), ("Adamax", dict(betas=(0.9, -0.1))), ("Adamax", dict(lr=-1.0)),
     ("NAdam", dict(momentum_decay=-1.0)), ("NAdam", dict(betas=(0.9, 1.0))), ("NAdam", dict(eps=-1.0)),
     ("RAdam", dict(betas=(-0.1, 0.9))), ("RAdam", dict(weight_decay=-1.0)), ("RAdam", dict(lr=-1e-3)),
-    ("LBFGS", dict(lr=-1.0)),
+    ("LBFGS", dict(lr=-1.0)), ("SGD", dict(lr=-0.1)), ("SGD", dict(momentum=-0.5)), ("SGD", dict(weight_decay=-0.5)),
+    ("Adam", dict(betas=(1.0, 0.9))), ("Adam", dict(eps=-1.0)), ("AdamW", dict(lr=-1.0)),
 ]
 
 
@@ -381,3 +382,19 @@ def test_step_hooks_like_torch():
         opt.step()
     assert seen == [("vkml", "pre"), ("vkml", "post"), ("vkml", "post"),
                     ("torch", "pre"), ("torch", "post"), ("torch", "post")]
+
+
+SIGNATURE_CLASSES = [("", n) for n in ("SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "RMSprop", "Adamax", "NAdam",
+                                        "RAdam", "LBFGS")] + \
+    [("lr_scheduler", n) for n in vk.optim.lr_scheduler.__all__]
+
+
+@pytest.mark.parametrize("where,name", SIGNATURE_CLASSES, ids=[n for _, n in SIGNATURE_CLASSES])
+def test_constructor_signatures_are_torchs(where, name):
+    import inspect
+
+    def sig(mod):
+        cls = getattr(getattr(mod.optim, where) if where else mod.optim, name)
+        return [(p.name, p.kind, p.default) for p in inspect.signature(cls.__init__).parameters.values()]
+
+    assert sig(vk) == sig(torch)
