@@ -160,7 +160,8 @@ def rosenbrock(mod, x):
 
 LBFGS_CASES = [dict(), dict(line_search_fn="strong_wolfe"), dict(lr=0.5, history_size=3, max_iter=7),
                dict(line_search_fn="strong_wolfe", history_size=4, max_iter=10, max_eval=12, tolerance_grad=1e-5),
-               dict(lr=0.1, max_iter=40, tolerance_change=1e-6)]
+               dict(lr=0.1, max_iter=40, tolerance_change=1e-6),
+               dict(line_search_fn="strong_wolfe", lr=3.0, history_size=2)]  # (many zoom-phase steps)
 
 
 @pytest.mark.parametrize("kw", LBFGS_CASES, ids=[f"lbfgs{i}" for i in range(len(LBFGS_CASES))])
