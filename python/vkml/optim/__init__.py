@@ -1,7 +1,11 @@
-"""vk.optim: torch.optim's SGD, Adam, AdamW over fused C++ updates, and lr schedulers."""
+"""vk.optim: torch.optim's optimizers (SGD, Adam, AdamW over fused C++ updates; Adadelta, Adagrad, RMSprop,
+Adamax, NAdam, RAdam, LBFGS composed from vkml ops) and the lr schedulers."""
 
 from . import lr_scheduler
+from .adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .sgd_adam import SGD, Adam, AdamW
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "RMSprop", "Adamax", "NAdam", "RAdam",
+           "LBFGS", "lr_scheduler"]
