@@ -53,5 +53,8 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& c);
 void bind_conv(nb::module_& m);
 void bind_norm(nb::module_& m);
 void bind_creation(nb::module_& m);
+// sort and scan families (sortscan)
+void bind_sort(nb::module_& m, nb::class_<Tensor>& c);
+void bind_scan(nb::module_& m, nb::class_<Tensor>& c);
 
 }  // namespace vkpy

@@ -209,6 +209,8 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_conv(m);
   bind_norm(m);
   bind_creation(m);
+  bind_sort(m, c);  // sort and scan families (sortscan)
+  bind_scan(m, c);
 }
 
 }  // namespace vkpy

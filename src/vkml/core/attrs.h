@@ -70,6 +70,15 @@ struct ArangeAttrs {
   double start = 0.0, step = 1.0;  // when !integers
 };
 
+// sort: descending order (NaN first) instead of ascending (NaN last); vkml's sort is always
+// stable, so `stable` is recorded only to be reported back. searchsorted: `right` counts the
+// boundaries <= each value instead of those < it (the result dtype is Attrs::dtype).
+struct SortAttrs {
+  bool descending = false;
+  bool stable = false;
+  bool right = false;
+};
+
 // A user-defined op (custom functions, checkpoint): its gradient is a closure, not a table rule.
 struct TensorImpl;
 struct CustomOp {
@@ -98,6 +107,7 @@ struct Attrs {
   VarAttrs var;
   PadAttrs pad;
   ArangeAttrs arange;
+  SortAttrs sort;
   std::shared_ptr<const CustomOp> custom;
 };
 
