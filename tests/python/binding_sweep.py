@@ -63,6 +63,7 @@ def arg_lists(t):
         (0.0, 1.0, ROWS * COLS), (x, y, 1), (x, y, (COLS,)), (img, img),
         (x, (ROWS, 2 * COLS), 1, 0, 2 * COLS, 2), (t["pooled"], t["argmax"], tuple(img.shape)),
         (x, {}), (x, "shape"),
+        (t["idx1"],),  # bincount: a 1-D non-negative integer tensor (sortscan)
         ("add",), (t["one"],), ("cpu",), (),
     ]
 
