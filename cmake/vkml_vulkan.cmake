@@ -110,6 +110,21 @@ list(APPEND VKML_VULKAN_SHADERS  # bool: the extremes
   "reduce_argmax_merge_b8|reduce|BOOL,OP_MAX,WITH_INDEX,MERGE_INDEX"
   "reduce_argmin_merge_b8|reduce|BOOL,OP_MIN,WITH_INDEX,MERGE_INDEX")
 
+# Sort and scan families (sortscan): per dtype (f32, f64, i32, i64), the sort passes, searchsorted
+# and the scans.
+foreach(dt IN ITEMS f32 f64 i32 i64)
+  set(def_f32 "F32")
+  set(def_f64 "FLOAT64")
+  set(def_i32 "INT32")
+  set(def_i64 "INT64")
+  set(d "${def_${dt}}")
+  list(APPEND VKML_VULKAN_SHADERS
+    "sort_first_${dt}|sort|${d},FIRST" "sort_merge_${dt}|sort|${d}" "sort_finish_${dt}|sort|${d},FINISH"
+    "cumsum_${dt}|scan|${d},CUMSUM" "cumprod_${dt}|scan|${d},CUMPROD"
+    "cummax_${dt}|scan|${d},CUMMAX" "cummin_${dt}|scan|${d},CUMMIN"
+    "searchsorted_${dt}|searchsorted|${d}")
+endforeach()
+
 # ---- element-wise family: every op in every dtype its CPU kernel takes ----
 # A variant is named <op> when all its tensors are float32 (the names above), else
 # <op>_<dtypes>, the short names of the output's dtype and the inputs' in order ("add_i64i64i64",

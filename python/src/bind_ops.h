@@ -55,5 +55,8 @@ void bind_norm(nb::module_& m);
 void bind_creation(nb::module_& m);
 void bind_composite(nb::module_& m, nb::class_<Tensor>& c);  // issue #15 item 4
 void bind_random(nb::module_& m);  // issue 15 item 3, called by bind_creation
+// sort and scan families (sortscan)
+void bind_sort(nb::module_& m, nb::class_<Tensor>& c);
+void bind_scan(nb::module_& m, nb::class_<Tensor>& c);
 
 }  // namespace vkpy

@@ -20,6 +20,8 @@
 #include "vkml/ops/norm.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/reduction.h"
+#include "vkml/ops/scan.h"
 #include "vkml/ops/shape.h"
 #include "vkml/ops/softmax.h"
+#include "vkml/ops/sort.h"
 #include "vkml/optim/optim.h"

@@ -77,6 +77,7 @@ def arg_lists(t):
         (t["xc"], mask, 1.0), (t["xc"], 0, t["idx1"], 1.0), (t["xc"][:, 0], t["xc"], t["xc"][0]),
         (t["xc"], t["xc"][:, 0], t["xc"][0]), (t["imgc"], t["imgc"], t["imgc"]),
         (t["imgc"][0], t["imgc"], t["imgc"]),
+        (t["idx1"],),  # bincount: a 1-D non-negative integer tensor (sortscan)
         ("add",), (t["one"],), ("cpu",), (),
     ]
 

@@ -720,6 +720,15 @@ NANINF = {
     "avg_pool2d": lambda: vk.avg_pool2d(_f(1, 2, 4, 4), 2),
     "custom": lambda: (lambda x: vk.from_op((x * x).detach(), [x], lambda g: [2.0 * x * g], op="square"))(_f(3, 2)),
 }
+# sort and scan families (sortscan)
+NANINF.update({
+    "sort": lambda: tuple(_f(3, 4).sort(1)) + tuple(_f(3, 4).sort(0, descending=True)) + tuple(_f(3, 4).topk(2)),
+    "searchsorted": lambda: vk.searchsorted(vk.tensor([NAN, 0.0, INF]), _f(3, 4, grad=False)),
+    "cumsum": lambda: _f(3, 4).cumsum(1),
+    "cumprod": lambda: _f(3, 4).cumprod(0),
+    "cummax": lambda: tuple(_f(3, 4).cummax(1)),
+    "cummin": lambda: tuple(_f(3, 4).cummin(0)),
+})
 
 
 def test_naninf_table_covers_every_op():

@@ -634,6 +634,152 @@ SPECS = {
 }
 
 
+# ---- sort and scan families (issue #15 item 4: sortscan) ----
+_NAN = float("nan")
+_TIES = np.array([[2, 1, _NAN, 1, 2, 0, 1, _NAN], [3, 3, 3, 3, -1, _NAN, -1, 0]])
+_ZEROS = np.array([[0.5, 0, 1.5, -2], [0.7, 1.1, 0, 0.9], [0, 2, 0, 0.8], [1.2, 0.6, -1, 1.3]])
+SPECS.update({
+    "sort": [
+        Case(lambda m, x: tuple(x.sort()), [F(3, 5, distinct=True)]),
+        Case(lambda m, x: tuple(m.sort(x, 0, descending=True)), [F(4, 3, distinct=True)], label="dim0-desc"),
+        Case(lambda m, x: tuple(x.transpose(0, 2).sort(dim=1)), [F(2, 3, 4, distinct=True)], label="strided"),
+        Case(lambda m, x: tuple(x.sort()), [F(distinct=True)], label="0-d"),
+        Case(lambda m, x: tuple(x.sort(dim=1)), [F(2, 70, distinct=True)], label="long-row", gg=False),
+        Case(lambda m, x: tuple(m.sort(x, stable=True)) + tuple(m.sort(x, descending=True, stable=True)),
+             [K(_TIES, float_dtype=True)], label="ties-nan-stable", forward_only=True),
+        Case(lambda m, x: tuple(x.sort(descending=True)), [K(np.array([[3, 1, 3, 2], [0, 0, -5, 7]]))],
+             label="int64", dtypes=("int64",), forward_only=True),
+        Case(lambda m, x: x.argsort(dim=0, descending=True), [F(4, 3, distinct=True)], label="argsort",
+             forward_only=True),
+        Case(lambda m, x: m.argsort(x, stable=True), [K(_TIES, float_dtype=True)], label="argsort-ties",
+             forward_only=True),
+        Case(lambda m, x: m.msort(x), [F(4, 2, distinct=True)], label="msort"),
+        Case(lambda m, x: tuple(x.topk(3)), [F(3, 6, distinct=True)], label="topk"),
+        Case(lambda m, x: tuple(m.topk(x, 2, dim=0, largest=False)), [F(5, 3, distinct=True)],
+             label="topk-smallest"),
+        Case(lambda m, x: tuple(x.topk(0)), [F(2, 3)], label="topk-0", forward_only=True),
+        Case(lambda m, x: tuple(x.kthvalue(2, 1, keepdim=True)), [F(3, 5, distinct=True)], label="kthvalue"),
+        Case(lambda m, x: tuple(m.kthvalue(x, 3, 0)), [F(4, 2, distinct=True)], label="kthvalue-dim0"),
+        Case(lambda m, x: x.median(), [F(3, 4, distinct=True)], label="median-all"),
+        Case(lambda m, x: tuple(x.median(0)), [F(4, 3, distinct=True)], label="median-even"),
+        Case(lambda m, x: tuple(m.median(x, 1, keepdim=True)), [F(2, 5, distinct=True)], label="median-odd"),
+        Case(lambda m, x: tuple(x.median(1)), [K(np.array([[4, _NAN, 3], [1, 5, 2]]), float_dtype=True)],
+             label="median-nan", forward_only=True),
+        Case(lambda m, x: tuple(x.mode(1)), [K(np.array([[1, 2, 2, 1, 3], [5, 4, 4, 5, 0], [7, 7, 7, 7, 7]]),
+                                              float_dtype=True, grad=True)], label="mode", fd=False, gg=False),
+        Case(lambda m, x: tuple(m.mode(x, 0, keepdim=True)), [K(np.array([[1, 2], [1, 3], [2, 3]]))],
+             label="mode-int", dtypes=("int64",), forward_only=True),
+    ],
+    "searchsorted": [
+        Case(lambda m, b, v: (m.searchsorted(b, v), m.searchsorted(b, v, right=True)),
+             [K(np.array([-0.5, 0, 0.25, 0.5]), float_dtype=True),
+              K(np.array([[-1, -0.5, 0, 0.1], [0.25, 0.5, 0.7, _NAN]]), float_dtype=True)]),
+        Case(lambda m, b, v: (m.searchsorted(b, v, side="right", out_int32=True), m.searchsorted(b, v)),
+             [K(np.array([[-1, 0, 1], [0.5, 0.6, 0.7]]), float_dtype=True), F(2, 5, grad=False)],
+             label="rows"),
+        Case(lambda m, b, v: m.searchsorted(b, v, sorter=m.argsort(b)),
+             [K(np.array([3.0, 1.0, 2.0]), float_dtype=True), F(4, lo=0, hi=4, grad=False)], label="sorter"),
+        Case(lambda m, b: m.searchsorted(b, 2.0), [K(np.array([1, 2, 3]))], label="int-scalar",
+             dtypes=("int64",)),
+        Case(lambda m, v, b: (m.bucketize(v, b), m.bucketize(v, b, right=True)),
+             [K(np.array([[1, 2, 2], [3, 0, 4]]), float_dtype=True), K(np.array([1.0, 2.0, 3.0]), float_dtype=True)],
+             label="bucketize"),
+    ],
+    "cumsum": [
+        Case(lambda m, x: x.cumsum(1), [F(3, 5)]),
+        Case(lambda m, x: m.cumsum(x, 0), [F(4, 3, 2)], label="dim0"),
+        Case(lambda m, x: x.transpose(0, 1).cumsum(-1), [F(4, 3)], label="strided"),
+        Case(lambda m, x: x.cumsum(0), [F()], label="0-d"),
+        Case(lambda m, x: x.cumsum(1), [K(np.array([[1, 2, 3], [4, -5, 6]]))], label="int64",
+             dtypes=("int64",), forward_only=True),
+    ],
+    "cumprod": [
+        Case(lambda m, x: x.cumprod(1), [F(3, 5, lo=0.5, hi=1.5)]),
+        Case(lambda m, x: m.cumprod(x, 1), [F(2, 4, 3, lo=-1.5, hi=1.5, avoid=(0,), gap=0.2)], label="middle"),
+        Case(lambda m, x: x.cumprod(1), [K(_ZEROS, float_dtype=True, grad=True)], label="zeros"),
+        Case(lambda m, x: x.cumprod(0), [K(_ZEROS[:3, :3], float_dtype=True, grad=True)], label="zeros-dim0"),
+    ],
+    "cummax": [
+        Case(lambda m, x: tuple(x.cummax(1)), [F(3, 6, distinct=True)]),
+        Case(lambda m, x: tuple(m.cummax(x, 0)), [F(5, 2, distinct=True)], label="dim0"),
+        Case(lambda m, x: tuple(x.cummax(1)), [K(_TIES, float_dtype=True)], label="ties-nan", forward_only=True),
+    ],
+    "cummin": [
+        Case(lambda m, x: tuple(x.cummin(1)), [F(3, 6, distinct=True)]),
+        Case(lambda m, x: tuple(x.cummin(1)), [K(_TIES, float_dtype=True)], label="ties-nan", forward_only=True),
+    ],
+})
+# tril and triu are a mask and a where: where's cases.
+SPECS["where"] = SPECS["where"] + [
+    Case(lambda m, x: x.tril(), [F(3, 4)], label="tril"),
+    Case(lambda m, x: m.tril(x, 1) + m.tril(x, -1) * 2, [F(2, 3, 4)], label="tril-diagonals"),
+    Case(lambda m, x: x.triu(-1), [F(4, 3)], label="triu"),
+    Case(lambda m, x: m.triu(x, 2), [F(2, 3, 5)], label="triu-diagonal"),
+]
+def test_sort_scan_errors_as_torch():
+    x = vk.tensor([[1.0, 2.0], [3.0, 4.0]])
+    for fn in (lambda m, t: t.sort(dim=2), lambda m, t: t.cumsum(-3), lambda m, t: t.topk(1, dim=5),
+               lambda m, t: t.cummax(2)):
+        with pytest.raises(IndexError):
+            fn(torch, torch.tensor(x.tolist()))
+        with pytest.raises(IndexError):
+            fn(vk, x)
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        x.topk(3)
+    with pytest.raises(RuntimeError, match="out of range"):
+        x.kthvalue(0)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        vk.tril(vk.tensor([1.0, 2.0]))
+    with pytest.raises(IndexError, match="median"):
+        vk.zeros(0, 2).median(0)
+    assert np.isnan(vk.zeros(0).median().item())
+    with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs"):
+        vk.tensor([1, -1]).bincount()
+    with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs"):
+        vk.tensor([[1]]).bincount()
+    with pytest.raises(NotImplementedError, match="unique"):
+        vk.tensor([1, 2]).unique(dim=0)
+    with pytest.raises(RuntimeError, match="side and right can't be set to opposites"):
+        vk.searchsorted(vk.tensor([1.0, 2.0]), vk.tensor([1.5]), side="left", right=True)
+
+
+def test_sort_scan_in_place_and_return_types():
+    x = vk.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert x.tril_(0) is x and x.tolist() == [[1.0, 0.0, 0.0], [4.0, 5.0, 0.0]]
+    assert x.triu_(1).tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    y = vk.tensor([1.0, 2.0, 3.0])
+    assert y.cumsum_(0).tolist() == [1.0, 3.0, 6.0] and y.cumprod_(0).tolist() == [1.0, 3.0, 18.0]
+    r = vk.tensor([3.0, 1.0, 2.0]).sort()
+    assert type(r).__name__ == "sort" and r.values.tolist() == [1.0, 2.0, 3.0] and r.indices.tolist() == [1, 2, 0]
+    assert type(vk.tensor([3.0]).topk(1)) is vk.return_types.topk
+    assert type(vk.tensor([3.0]).cummax(0)).__name__ == "cummax"
+    assert vk.tensor([1, 2, 3]).cumsum(0, dtype=vk.float64).dtype == vk.float64
+    assert vk.tensor([True, True]).cumsum(0).tolist() == [1, 2]
+
+
+# unique, bincount and argwhere: compositions (sort, cumsum, nonzero, scatter_add), forward only.
+SPECS["sort"] = SPECS["sort"] + [
+    Case(lambda m, x: m.unique(x), [K(np.array([[3, 1, 2], [1, 3, 0]]))], label="unique-int",
+         dtypes=("int64",), forward_only=True),
+    Case(lambda m, x: m.unique(x, return_inverse=True, return_counts=True),
+         [K(np.array([3.0, 1.0, _NAN, 1.0, _NAN, -2.0]), float_dtype=True)], label="unique-nan-inverse-counts",
+         forward_only=True),
+    Case(lambda m, x: x.unique(return_counts=True), [K(np.array([[2.0, 2.0], [2.0, 0.5]]), float_dtype=True)],
+         label="unique-counts", forward_only=True),
+]
+SPECS["scatter_add"] = SPECS["scatter_add"] + [
+    Case(lambda m, x: (m.bincount(x), x.bincount(minlength=7)), [K(np.array([1, 3, 1, 0, 3, 3]))],
+         label="bincount", dtypes=("int64",), forward_only=True),
+    Case(lambda m, x, w: x.bincount(w), [K(np.array([2, 0, 2, 5])), F(4)], label="bincount-weights",
+         forward_only=True),
+]
+SPECS["ne"] = SPECS["ne"] + [
+    Case(lambda m, x: m.argwhere(x), [K(np.array([[0.0, 1.5], [2.0, 0.0], [0.0, 0.0]]), float_dtype=True)],
+         label="argwhere", forward_only=True),
+]
+# ---- end of the sort and scan families ----
+
+
 # ---------------------------------------------------------------------------------------------
 # the runner
 

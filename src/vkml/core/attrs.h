@@ -76,6 +76,15 @@ struct RandomAttrs {
   bool replacement = false;
 };
 
+// sort: descending order (NaN first) instead of ascending (NaN last); vkml's sort is always
+// stable, so `stable` is recorded only to be reported back. searchsorted: `right` counts the
+// boundaries <= each value instead of those < it (the result dtype is Attrs::dtype).
+struct SortAttrs {
+  bool descending = false;
+  bool stable = false;
+  bool right = false;
+};
+
 // A user-defined op (custom functions, checkpoint): its gradient is a closure, not a table rule.
 struct TensorImpl;
 struct CustomOp {
@@ -105,6 +114,7 @@ struct Attrs {
   PadAttrs pad;
   ArangeAttrs arange;
   RandomAttrs random;
+  SortAttrs sort;
   std::shared_ptr<const CustomOp> custom;
 };
 

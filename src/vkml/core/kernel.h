@@ -47,6 +47,8 @@ enum class OpKind : uint16_t {
   ToDevice,
   // user-defined (custom functions, checkpoint)
   Custom,
+  // sort and scan families (issue #15 item 4: sortscan)
+  Sort, SearchSorted, CumSum, CumProd, CumMax, CumMin,
   kCount
 };
 // clang-format on

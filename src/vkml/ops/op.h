@@ -136,6 +136,9 @@ void add_conv_ops(OpList& ops);
 void add_norm_ops(OpList& ops);
 void add_device_ops(OpList& ops);
 void add_custom_ops(OpList& ops);
+// sort and scan families (issue #15 item 4: sortscan)
+void add_sort_ops(OpList& ops);
+void add_scan_ops(OpList& ops);
 
 // Shared building blocks for entries.
 std::string_view op_name(const OpDef& def);

@@ -29,6 +29,8 @@ std::vector<OpDef> build_table() {
   add_norm_ops(ops);
   add_device_ops(ops);
   add_custom_ops(ops);
+  add_sort_ops(ops);  // sort and scan families (sortscan)
+  add_scan_ops(ops);
   std::vector<OpDef> table(kNumOps);
   std::vector<bool> seen(kNumOps, false);
   for (auto& def : ops) {

@@ -14,8 +14,10 @@
 #include "vkml/backend/cpu/optim.h"
 #include "vkml/backend/cpu/random.h"
 #include "vkml/backend/cpu/reduction.h"
+#include "vkml/backend/cpu/scan.h"
 #include "vkml/backend/cpu/shape.h"
 #include "vkml/backend/cpu/softmax.h"
+#include "vkml/backend/cpu/sort.h"
 
 namespace vk::cpu {
 
@@ -115,6 +117,13 @@ void register_backend() {
       {OpKind::MaxPool2d, cpu::max_pool2d},
       {OpKind::MaxPool2dBackward, cpu::max_pool2d_backward},
       {OpKind::AvgPool2d, cpu::avg_pool2d},
+      // sort and scan families (sortscan)
+      {OpKind::Sort, cpu::sort},
+      {OpKind::SearchSorted, cpu::searchsorted},
+      {OpKind::CumSum, cpu::cumsum},
+      {OpKind::CumProd, cpu::cumprod},
+      {OpKind::CumMax, cpu::cummax},
+      {OpKind::CumMin, cpu::cummin},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);
   register_services(DeviceType::CPU, {.copy_into = copy_into,

@@ -127,4 +127,12 @@ VK_KERNEL(batch_norm);
 VK_KERNEL(batch_norm_backward);
 VK_KERNEL(batch_norm_param_grad);
 // ---- end of reductions, softmax and norms ----
+// ---- sort and scan families (sortscan): float32, int32, int64, float64 with shaderFloat64 ----
+VK_KERNEL(sort);          // a.dim, a.sort.descending; output 1: int64 indices
+VK_KERNEL(searchsorted);  // a.sort.right; int64 or int32 (m.dtype)
+VK_KERNEL(cumsum);
+VK_KERNEL(cumprod);
+VK_KERNEL(cummax);  // output 1: int64 indices
+VK_KERNEL(cummin);
+// ---- end of the sort and scan families ----
 }  // namespace vk::vulkan

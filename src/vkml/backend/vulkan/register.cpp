@@ -113,6 +113,14 @@ void register_backend() {
       {OpKind::BitwiseXor, bitwise_xor},
       {OpKind::Cast, cast},
       // ---- end of the element-wise family ----
+      // ---- sort and scan families (sortscan) ----
+      {OpKind::Sort, sort},
+      {OpKind::SearchSorted, searchsorted},
+      {OpKind::CumSum, cumsum},
+      {OpKind::CumProd, cumprod},
+      {OpKind::CumMax, cummax},
+      {OpKind::CumMin, cummin},
+      // ---- end of the sort and scan families ----
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into,

@@ -1,0 +1,32 @@
+// Rows along one dim of a contiguous tensor, for the kernels that work row by row (sort, scans):
+// the shape seen as (outer, K, inner), row r = (r / inner, :, r % inner), K elements `inner`
+// apart.
+#pragma once
+#include <cstdint>
+
+#include "vkml/backend/cpu/elementwise.h"
+#include "vkml/backend/cpu/kernel.h"
+
+namespace vk::cpu {
+
+struct Rows {
+  int64_t outer = 1, K = 1, inner = 1;
+  int64_t count() const { return outer * inner; }
+  int64_t base(int64_t r) const { return (r / inner) * K * inner + r % inner; }
+};
+
+inline Rows rows_along(const Shape& shape, int64_t dim) {
+  Rows s;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    (d < dim ? s.outer : d == dim ? s.K : s.inner) *= shape[d];
+  return s;
+}
+
+inline Tensor contiguous_copy(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor c = Tensor::empty(x.shape(), x.dtype());
+  copy_into(c, x);
+  return c;
+}
+
+}  // namespace vk::cpu

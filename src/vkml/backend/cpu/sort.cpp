@@ -1,0 +1,113 @@
+// The sort family's kernels. sort: each row along the dim is gathered into a buffer of indices,
+// stably sorted by value (std::stable_sort: ties keep their input order, so the result is one and
+// the same at any thread count) and written back; rows are independent: the pool splits them.
+// searchsorted: a binary search per value.
+#include "vkml/backend/cpu/sort.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/rows.h"
+
+namespace vk::cpu {
+namespace {
+
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  return false;
+}
+
+// a goes before b: NaN is larger than every number (last ascending, first descending).
+template <class T>
+bool before(T a, T b, bool descending) {
+  if (descending) return a > b || (is_nan(a) && !is_nan(b));
+  return a < b || (is_nan(b) && !is_nan(a));
+}
+
+template <class T>
+void sort_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t dim, bool descending) {
+  const Rows rows = rows_along(x.shape(), dim);
+  const T* src = x.data<T>();
+  T* val = values.data<T>();
+  int64_t* idx = indices.data<int64_t>();
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(rows.K, 1));
+  parallel_for(rows.count(), grain, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> order(static_cast<size_t>(rows.K));
+    for (int64_t r = begin; r < end; ++r) {
+      const T* row = src + rows.base(r);
+      std::iota(order.begin(), order.end(), int64_t{0});
+      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+        return before(row[i * rows.inner], row[j * rows.inner], descending);
+      });
+      const int64_t base = rows.base(r);
+      for (int64_t k = 0; k < rows.K; ++k) {
+        val[base + k * rows.inner] = row[order[static_cast<size_t>(k)] * rows.inner];
+        idx[base + k * rows.inner] = order[static_cast<size_t>(k)];
+      }
+    }
+  });
+}
+
+// The number of b[0..M) before v: those < v, or <= v with right. Written as "not >=" ("not >")
+// so that a NaN value counts every boundary, as PyTorch's.
+template <class T>
+int64_t insertion_point(const T* b, int64_t M, T v, bool right) {
+  int64_t lo = 0, hi = M;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const bool goes_before = right ? !(b[mid] > v) : !(b[mid] >= v);
+    if (goes_before) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+template <class T, class I>
+void search_all(const Tensor& boundaries, const Tensor& values, Tensor& out, bool right) {
+  const T* b = boundaries.data<T>();
+  const T* v = values.data<T>();
+  I* o = out.data<I>();
+  const int64_t M = boundaries.shape().back();
+  // 1-D boundaries serve every value; else value i searches row i / N of them.
+  const int64_t N = boundaries.ndim() == 1 ? values.numel() : values.shape().back();
+  parallel_for(values.numel(), 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      o[i] = static_cast<I>(insertion_point(b + (i / N) * M, M, v[i], right));
+  });
+}
+
+}  // namespace
+
+VK_KERNEL(searchsorted) {
+  const Tensor boundaries = contiguous_copy(in[0]), values = contiguous_copy(in[1]);
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (out.numel() == 0) return out;
+  VK_DISPATCH_NUMERIC(values.dtype(), "searchsorted", {
+    if (m.dtype == DType::Int32) {
+      search_all<T, int32_t>(boundaries, values, out, a.sort.right);
+    } else {
+      search_all<T, int64_t>(boundaries, values, out, a.sort.right);
+    }
+  });
+  return out;
+}
+
+VK_KERNEL(sort) {
+  const Tensor x = contiguous_copy(in[0]);
+  Tensor values = Tensor::empty(m.shape, m.dtype);
+  Tensor indices = Tensor::empty(m.shape, DType::Int64);
+  if (x.numel() == 0) return {values, indices};
+  const int64_t dim = x.ndim() == 0 ? 0 : a.dim;
+  VK_DISPATCH_ALL(x.dtype(), "sort", sort_rows<T>(x, values, indices, dim, a.sort.descending));
+  return {values, indices};
+}
+
+}  // namespace vk::cpu
