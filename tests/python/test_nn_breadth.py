@@ -559,6 +559,20 @@ def test_pad_modes_vs_torch(mode, pad, shape):
     check(lambda a: F.pad(a, pad, mode), lambda a: TF.pad(a, pad, mode), [rnd(*shape)], "float64")
 
 
+def test_aliases_vs_torch():
+    x = rnd(1, 2, 3, 4)
+    check(lambda a: F.upsample_bilinear(a, scale_factor=2), lambda a: TF.upsample_bilinear(a, scale_factor=2),
+          [x], "float64")
+    check(lambda a: F.upsample_nearest(a, size=(5, 6)), lambda a: TF.upsample_nearest(a, size=(5, 6)), [x], "float64")
+    for vf, tf in ((F.selu_, torch.selu_), (lambda a: F.celu_(a, 0.5), lambda a: TF.celu_(a, 0.5)),
+                   (F.relu_, TF.relu_), (lambda a: F.threshold_(a, 0.1, 2.0), lambda a: TF.threshold_(a, 0.1, 2.0))):
+        xv, xt = vk.tensor(x), torch.tensor(x)
+        vf(xv), tf(xt)
+        close(xv, xt, "float64", loose=True)
+    close(F.max_pool1d_with_indices(vk.tensor(x[0]), 2)[1], TF.max_pool1d_with_indices(torch.tensor(x[0]), 2)[1],
+          "float64")
+
+
 def test_max_pool1d_indices_vs_torch():
     x = rnd(2, 3, 9)
     v, vi = F.max_pool1d(vk.tensor(x), 3, 2, 1, return_indices=True)

@@ -485,4 +485,26 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         raise NotImplementedError("avg_pool1d: ceil_mode=True and count_include_pad=False are not implemented")
     one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
     return _nn.avg_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"))
+def selu_(input):
+    return selu(input, True)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, True)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+__all__ += ["selu_", "celu_", "upsample_nearest", "upsample_bilinear", "max_pool1d_with_indices"]
 # ---- end nn breadth ----
