@@ -173,6 +173,24 @@ def test_activation_inplace_writes_the_input(name):
     close(xv, xt, "float64", "the input holds the result")
 
 
+@pytest.mark.parametrize("name", ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "Hardswish", "SiLU", "Mish"])
+def test_inplace_layers_inside_a_model_train_as_torch(name):
+    """inplace=True inside a network (torchvision's habit): the gradients equal torch's."""
+    torch.manual_seed(0)
+    tm = TN.Sequential(TN.Linear(4, 6), getattr(TN, name)(inplace=True), TN.Linear(6, 2)).double()
+    vm = nn.Sequential(nn.Linear(4, 6), getattr(nn, name)(inplace=True), nn.Linear(6, 2)).double()
+    load_torch_state(vm, tm)
+    x = rnd(5, 4)
+    yv, yt = vm(vk.tensor(x)), tm(torch.tensor(x))
+    close(yv, yt, "float64")
+    yv.sum().backward()
+    yt.sum().backward()
+    for (n, pv), (_, pt) in zip(vm.named_parameters(), tm.named_parameters()):
+        close(pv.grad, pt.grad, "float64", n)
+    with pytest.raises(RuntimeError):  # the explicit in-place function on a leaf that requires grad
+        F.elu_(vk.tensor(x, requires_grad=True))
+
+
 @pytest.mark.parametrize("dt", DTS)
 @pytest.mark.parametrize("num,shape", [(1, (3, 4)), (4, (2, 4, 3)), (4, (2, 4, 3, 2)), (1, (5,)), (1, ())],
                          ids=str)

@@ -179,9 +179,12 @@ def _red(size_average, reduce, reduction, batchmean=False):
     return reduction
 
 
-def _inplace(input, out, inplace):
-    """torch's inplace=True: the result is computed out of place and copied into input."""
-    if not inplace:
+def _inplace(input, out, inplace, strict=False):
+    """torch's inplace=True: the result is computed out of place and copied into input. vkml records
+    no in-place write, so where autograd would have to (input requires grad, grad mode on) the
+    inplace=True flag of a layer returns the out-of-place result and leaves input as it is (models
+    use the returned value); the explicit F.*_ functions (strict) raise there instead."""
+    if not inplace or (not strict and input.requires_grad and _C.is_grad_enabled()):
         return out
     input.copy_(out)
     return input
@@ -206,7 +209,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return hardtanh(input, min_val, max_val, True)
+    return _inplace(input, hardtanh(input, min_val, max_val), True, True)
 
 
 def relu6(input, inplace=False):
@@ -214,7 +217,7 @@ def relu6(input, inplace=False):
 
 
 def relu_(input):
-    return _inplace(input, _nn.relu(input), True)
+    return _inplace(input, _nn.relu(input), True, True)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -222,7 +225,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return leaky_relu(input, negative_slope, True)
+    return _inplace(input, leaky_relu(input, negative_slope), True, True)
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -230,7 +233,7 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def elu_(input, alpha=1.0):
-    return elu(input, alpha, True)
+    return _inplace(input, elu(input, alpha), True, True)
 
 
 def selu(input, inplace=False):
@@ -262,7 +265,7 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def threshold_(input, threshold, value):
-    return _inplace(input, _nn.threshold(input, threshold, value), True)
+    return _inplace(input, _nn.threshold(input, threshold, value), True, True)
 
 
 def glu(input, dim=-1):
@@ -486,11 +489,11 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
     return _nn.avg_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"))
 def selu_(input):
-    return selu(input, True)
+    return _inplace(input, selu(input), True, True)
 
 
 def celu_(input, alpha=1.0):
-    return celu(input, alpha, True)
+    return _inplace(input, celu(input, alpha), True, True)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):

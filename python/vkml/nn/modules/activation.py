@@ -11,7 +11,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu_(input) if self.inplace else F.relu(input)
+        return F._inplace(input, F.relu(input), self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
