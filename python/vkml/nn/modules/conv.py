@@ -30,7 +30,8 @@ class _ConvNd(Module):
         if in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups")
         if padding_mode not in self._padding_modes:
-            raise ValueError(f"padding_mode must be one of {self._padding_modes}, but got padding_mode='{padding_mode}'")
+            raise ValueError(f"padding_mode must be one of {self._padding_modes}, "
+                             f"but got padding_mode='{padding_mode}'")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
