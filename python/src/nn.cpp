@@ -235,6 +235,13 @@ void bind_nn_breadth_layers(nb::module_& nn) {
       },
       "input"_a, "output_size"_a);
   nn.def(
+      "adaptive_max_pool",
+      [](const Tensor& x, nb::handle size) {
+        Shape s = to_shape(size);
+        return without_gil(true, [&] { return F::adaptive_max_pool(x, s); });
+      },
+      "input"_a, "output_size"_a);
+  nn.def(
       "interpolate",
       [](const Tensor& x, nb::handle size, std::vector<double> scales, const std::string& mode,
          bool align_corners) {

@@ -463,6 +463,11 @@ LAYERS = [
     ("adaptive_avg2d", lambda m: m.AdaptiveAvgPool2d((3, 5)), (2, 3, 7, 11)),
     ("adaptive_avg2d_none", lambda m: m.AdaptiveAvgPool2d((None, 2)), (3, 7, 5)),
     ("adaptive_avg2d_1", lambda m: m.AdaptiveAvgPool2d(1), (2, 4, 3, 3)),
+    ("adaptive_max1d", lambda m: m.AdaptiveMaxPool1d(4), (2, 3, 10)),
+    ("adaptive_max1d_up", lambda m: m.AdaptiveMaxPool1d(7), (2, 3, 5)),
+    ("adaptive_max2d", lambda m: m.AdaptiveMaxPool2d((3, 5)), (2, 3, 7, 11)),
+    ("adaptive_max2d_none", lambda m: m.AdaptiveMaxPool2d((None, 2)), (3, 7, 5)),
+    ("adaptive_max2d_1", lambda m: m.AdaptiveMaxPool2d(1), (2, 4, 3, 3)),
     ("upsample_nearest", lambda m: m.Upsample(scale_factor=2), (1, 2, 3, 4)),
     ("upsample_nearest_size", lambda m: m.Upsample(size=(5, 7)), (1, 2, 3, 4)),
     ("upsample_nearest_exact", lambda m: m.Upsample(size=(5, 3), mode="nearest-exact"), (1, 2, 3, 4)),
@@ -734,7 +739,8 @@ def test_loss_on_vulkan(name):
     check(vf("mean"), tf("mean"), arrays, "float32", device=dev, grads=loss_grads(name, arrays))
 
 
-@pytest.mark.parametrize("name", ["groupnorm", "rmsnorm", "conv1d_same", "adaptive_avg2d", "upsample_bilinear",
+@pytest.mark.parametrize("name", ["groupnorm", "rmsnorm", "conv1d_same", "adaptive_avg2d", "adaptive_max2d",
+                                  "upsample_bilinear",
                                   "pixel_shuffle", "reflpad2d", "instancenorm2d_affine"])
 def test_layer_on_vulkan(name):
     dev = _vulkan_or_skip()

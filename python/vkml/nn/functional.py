@@ -401,6 +401,23 @@ def adaptive_avg_pool2d(input, output_size):
     return _nn.adaptive_avg_pool(input, _adaptive_size(input, output_size, 2))
 
 
+def _adaptive_max(input, output_size, return_indices, n):
+    if return_indices:
+        raise NotImplementedError(f"adaptive_max_pool{n}d: return_indices=True is not implemented")
+    return _nn.adaptive_max_pool(input, _adaptive_size(input, output_size, n))
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 1)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 2)
+
+
+__all__ += ["adaptive_max_pool1d", "adaptive_max_pool2d"]
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     import math

@@ -194,6 +194,10 @@ Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 // Adaptive average pooling of the last k dims (k = output_size.size()) to output_size: a
 // product with a fixed (in, out) averaging matrix per dim, exact for any sizes.
 Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_size);
+// Adaptive max pooling of the last output_size.size() dims: per dim, each window's positions
+// (padded to the longest window by repeating its last one) gathered by index_select, then amax.
+// Max over a rectangle is max over rows of max over columns, so the dims go one at a time.
+Tensor adaptive_max_pool(const Tensor& x, const std::vector<int64_t>& output_size);
 // x1 (..., in1), x2 (..., in2), weight (out, in1, in2), bias (out): x1^T W x2 + b.
 Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight,
                 const Tensor& bias = Tensor());

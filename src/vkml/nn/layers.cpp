@@ -207,6 +207,36 @@ Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_siz
   return y;
 }
 
+Tensor adaptive_max_pool(const Tensor& x, const std::vector<int64_t>& output_size) {
+  constexpr const char* fn = "adaptive_max_pool";
+  check_float(x, fn, "input");
+  const int64_t k = static_cast<int64_t>(output_size.size());
+  VK_CHECK(x.ndim() == k + 1 || x.ndim() == k + 2, SizeError, fn, ": expected a ", k + 1, "-D or ",
+           k + 2, "-D input, got shape ", shape_str(x.shape()));
+  Tensor y = x;
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t d = x.ndim() - k + i, in = x.size(d), out = output_size[i];
+    VK_CHECK(in > 0 && out > 0, SizeError, fn, ": input of shape ", shape_str(x.shape()),
+             " has an empty spatial dim or output size ", out, " is not positive");
+    int64_t longest = 0;
+    for (int64_t j = 0; j < out; ++j)
+      longest = std::max(longest, ((j + 1) * in + out - 1) / out - (j * in) / out);
+    std::vector<int64_t> index;  // (out, longest), a window's last position repeated
+    for (int64_t j = 0; j < out; ++j) {
+      const int64_t start = (j * in) / out, stop = ((j + 1) * in + out - 1) / out;
+      for (int64_t t = 0; t < longest; ++t) index.push_back(std::min(start + t, stop - 1));
+    }
+    Tensor idx = to_device(
+        from_data(index.data(), {static_cast<int64_t>(index.size())}, DType::Int64), x.device());
+    Tensor picked = transpose(index_select(y, d, idx), d, -1);  // (..., out * longest)
+    Shape windows = picked.shape();
+    windows.back() = out;
+    windows.push_back(longest);
+    y = transpose(amax(reshape(picked, windows), {-1}), d, -1);
+  }
+  return y;
+}
+
 namespace {
 
 // The source coordinate of output position j along a dim (torch's coordinate maps).

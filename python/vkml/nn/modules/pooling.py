@@ -95,3 +95,25 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     _fn = "adaptive_avg_pool2d"
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _fn = None
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _fn = "adaptive_max_pool1d"
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _fn = "adaptive_max_pool2d"
