@@ -104,6 +104,202 @@ std::map<std::string, std::string> str_map(nb::handle h, const char* op) {
   return out;
 }
 
+// ---- nn breadth (issue #16): activations, losses and layers beyond the classic ones ----
+void bind_nn_breadth_activations(nb::module_& nn) {
+  nn.def("mish", &F::mish, "input"_a);
+  nn.def("hardswish", &F::hardswish, "input"_a);
+  nn.def("hardsigmoid", &F::hardsigmoid, "input"_a);
+  nn.def("hardtanh", &F::hardtanh, "input"_a, "min_val"_a = -1.0, "max_val"_a = 1.0);
+  nn.def("relu6", &F::relu6, "input"_a);
+  nn.def("leaky_relu", &F::leaky_relu, "input"_a, "negative_slope"_a = 0.01);
+  nn.def("elu", &F::elu, "input"_a, "alpha"_a = 1.0);
+  nn.def("selu", &F::selu, "input"_a);
+  nn.def("celu", &F::celu, "input"_a, "alpha"_a = 1.0);
+  nn.def("softplus", &F::softplus, "input"_a, "beta"_a = 1.0, "threshold"_a = 20.0);
+  nn.def("softsign", &F::softsign, "input"_a);
+  nn.def("prelu", &F::prelu, "input"_a, "weight"_a);
+  nn.def("tanhshrink", &F::tanhshrink, "input"_a);
+  nn.def("threshold", &F::threshold, "input"_a, "threshold"_a, "value"_a);
+  nn.def("glu", &F::glu, "input"_a, "dim"_a = -1);
+  nn.def("logsigmoid", &F::logsigmoid, "input"_a);
+  nn.def("softmin", &F::softmin, "input"_a, "dim"_a);
+  nn.def("hardshrink", &F::hardshrink, "input"_a, "lambd"_a = 0.5);
+  nn.def("softshrink", &F::softshrink, "input"_a, "lambd"_a = 0.5);
+  nn.def("pairwise_distance", &F::pairwise_distance, "x1"_a, "x2"_a, "p"_a = 2.0, "eps"_a = 1e-6,
+         "keepdim"_a = false);
+  nn.def("cosine_similarity", &F::cosine_similarity, "x1"_a, "x2"_a, "dim"_a = 1, "eps"_a = 1e-8);
+  nn.def("normalize", &F::normalize, "input"_a, "p"_a = 2.0, "dim"_a = 1, "eps"_a = 1e-12);
+}
+
+void bind_nn_breadth_losses(nb::module_& nn) {
+  using S = const std::string&;
+  nn.def(
+      "kl_div",
+      [](const Tensor& x, const Tensor& t, S r, bool lt) { return F::kl_div(x, t, r, lt); },
+      "input"_a, "target"_a, "reduction"_a = "mean", "log_target"_a = false);
+  nn.def(
+      "smooth_l1_loss",
+      [](const Tensor& x, const Tensor& t, S r, double beta) {
+        return F::smooth_l1_loss(x, t, r, beta);
+      },
+      "input"_a, "target"_a, "reduction"_a = "mean", "beta"_a = 1.0);
+  nn.def(
+      "huber_loss",
+      [](const Tensor& x, const Tensor& t, S r, double delta) {
+        return F::huber_loss(x, t, r, delta);
+      },
+      "input"_a, "target"_a, "reduction"_a = "mean", "delta"_a = 1.0);
+  nn.def(
+      "margin_ranking_loss",
+      [](const Tensor& a, const Tensor& b, const Tensor& t, double margin, S r) {
+        return F::margin_ranking_loss(a, b, t, margin, r);
+      },
+      "input1"_a, "input2"_a, "target"_a, "margin"_a = 0.0, "reduction"_a = "mean");
+  nn.def(
+      "hinge_embedding_loss",
+      [](const Tensor& x, const Tensor& t, double margin, S r) {
+        return F::hinge_embedding_loss(x, t, margin, r);
+      },
+      "input"_a, "target"_a, "margin"_a = 1.0, "reduction"_a = "mean");
+  nn.def(
+      "cosine_embedding_loss",
+      [](const Tensor& a, const Tensor& b, const Tensor& t, double margin, S r) {
+        return F::cosine_embedding_loss(a, b, t, margin, r);
+      },
+      "input1"_a, "input2"_a, "target"_a, "margin"_a = 0.0, "reduction"_a = "mean");
+  nn.def(
+      "triplet_margin_loss",
+      [](const Tensor& a, const Tensor& p, const Tensor& n, double margin, double norm, double eps,
+         bool swap, S r) { return F::triplet_margin_loss(a, p, n, margin, norm, eps, swap, r); },
+      "anchor"_a, "positive"_a, "negative"_a, "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6,
+      "swap"_a = false, "reduction"_a = "mean");
+  nn.def(
+      "poisson_nll_loss",
+      [](const Tensor& x, const Tensor& t, bool log_input, bool full, double eps, S r) {
+        return F::poisson_nll_loss(x, t, log_input, full, eps, r);
+      },
+      "input"_a, "target"_a, "log_input"_a = true, "full"_a = false, "eps"_a = 1e-8,
+      "reduction"_a = "mean");
+  nn.def(
+      "gaussian_nll_loss",
+      [](const Tensor& x, const Tensor& t, const Tensor& var, bool full, double eps, S r) {
+        return F::gaussian_nll_loss(x, t, var, full, eps, r);
+      },
+      "input"_a, "target"_a, "var"_a, "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean");
+  nn.def(
+      "multilabel_soft_margin_loss",
+      [](const Tensor& x, const Tensor& t, std::optional<Tensor> w, S r) {
+        return F::multilabel_soft_margin_loss(x, t, opt(w), r);
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "reduction"_a = "mean");
+  nn.def(
+      "soft_margin_loss",
+      [](const Tensor& x, const Tensor& t, S r) { return F::soft_margin_loss(x, t, r); }, "input"_a,
+      "target"_a, "reduction"_a = "mean");
+}
+
+void bind_nn_breadth_layers(nb::module_& nn) {
+  nn.def(
+      "group_norm",
+      [](const Tensor& x, int64_t g, std::optional<Tensor> w, std::optional<Tensor> b, double eps) {
+        return without_gil(true, [&] { return F::group_norm(x, g, opt(w), opt(b), eps); });
+      },
+      "input"_a, "num_groups"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5);
+  nn.def(
+      "rms_norm",
+      [](const Tensor& x, nb::handle shape, std::optional<Tensor> w, std::optional<double> eps) {
+        Shape s = to_shape(shape);
+        return without_gil(true, [&] { return F::rms_norm(x, s, opt(w), eps); });
+      },
+      "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none());
+  nn.def(
+      "instance_norm",
+      [](const Tensor& x, std::optional<Tensor> rm, std::optional<Tensor> rv,
+         std::optional<Tensor> w, std::optional<Tensor> b, bool use_input_stats, double momentum,
+         double eps) {
+        return without_gil(true, [&] {
+          return F::instance_norm(x, opt(rm), opt(rv), opt(w), opt(b), use_input_stats, momentum,
+                                  eps);
+        });
+      },
+      "input"_a, "running_mean"_a = nb::none(), "running_var"_a = nb::none(),
+      "weight"_a = nb::none(), "bias"_a = nb::none(), "use_input_stats"_a = true,
+      "momentum"_a = 0.1, "eps"_a = 1e-5);
+  nn.def("pixel_shuffle", &F::pixel_shuffle, "input"_a, "upscale_factor"_a);
+  nn.def("pixel_unshuffle", &F::pixel_unshuffle, "input"_a, "downscale_factor"_a);
+  nn.def(
+      "adaptive_avg_pool",
+      [](const Tensor& x, nb::handle size) {
+        Shape s = to_shape(size);
+        return without_gil(true, [&] { return F::adaptive_avg_pool(x, s); });
+      },
+      "input"_a, "output_size"_a);
+  nn.def(
+      "adaptive_max_pool",
+      [](const Tensor& x, nb::handle size) {
+        Shape s = to_shape(size);
+        return without_gil(true, [&] { return F::adaptive_max_pool(x, s); });
+      },
+      "input"_a, "output_size"_a);
+  nn.def(
+      "interpolate",
+      [](const Tensor& x, nb::handle size, std::vector<double> scales, const std::string& mode,
+         bool align_corners) {
+        Shape s = to_shape(size);
+        return without_gil(true, [&] { return F::interpolate(x, s, scales, mode, align_corners); });
+      },
+      "input"_a, "size"_a, "scales"_a, "mode"_a, "align_corners"_a = false);
+  nn.def(
+      "bilinear",
+      [](const Tensor& a, const Tensor& b, const Tensor& w, std::optional<Tensor> bias) {
+        return without_gil(true, [&] { return F::bilinear(a, b, w, opt(bias)); });
+      },
+      "input1"_a, "input2"_a, "weight"_a, "bias"_a = nb::none());
+  nn.def("feature_dropout", &F::feature_dropout, "input"_a, "p"_a, "training"_a, "batched_ndim"_a);
+  nn.def("alpha_dropout", &F::alpha_dropout, "input"_a, "p"_a = 0.5, "training"_a = false);
+  nn.def(
+      "conv1d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, int64_t stride, int64_t padding,
+         int64_t dilation, int64_t groups) {
+        return without_gil(
+            true, [&] { return F::conv1d(x, w, opt(b), stride, padding, dilation, groups); });
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+      "dilation"_a = 1, "groups"_a = 1);
+  nn.def(
+      "conv_same",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, nb::handle d, int64_t groups,
+         int spatial) {
+        auto ds = size2(d, "dilation");
+        return without_gil(true, [&] { return F::conv_same(x, w, opt(b), ds, groups, spatial); });
+      },
+      "input"_a, "weight"_a, "bias"_a, "dilation"_a, "groups"_a, "spatial"_a);
+  nn.def(
+      "max_pool1d",
+      [](const Tensor& x, int64_t k, std::optional<int64_t> s, int64_t p, int64_t d,
+         bool return_indices) -> nb::object {
+        Tensor idx;
+        Tensor v = without_gil(true, [&] { return F::max_pool1d(x, k, s, p, d, &idx); });
+        if (return_indices) return nb::make_tuple(v, idx);
+        return nb::cast(v);
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+      "return_indices"_a = false);
+  nn.def(
+      "avg_pool1d",
+      [](const Tensor& x, int64_t k, std::optional<int64_t> s, int64_t p) {
+        return without_gil(true, [&] { return F::avg_pool1d(x, k, s, p); });
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0);
+}
+
+void bind_nn_breadth(nb::module_& nn) {
+  bind_nn_breadth_activations(nn);
+  bind_nn_breadth_losses(nn);
+  bind_nn_breadth_layers(nn);
+}
+// ---- end nn breadth ----
+
 }  // namespace
 
 void bind_nn(nb::module_& m) {
@@ -269,6 +465,7 @@ void bind_nn(nb::module_& m) {
       },
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
       "count_include_pad"_a = true);
+  bind_nn_breadth(nn);
 
   nb::module_ op = m.def_submodule("_optim", "vk::optim: fused per-parameter optimizer steps");
   op.def(

@@ -78,6 +78,8 @@ def arg_lists(t):
         (t["xc"], t["xc"][:, 0], t["xc"][0]), (t["imgc"], t["imgc"], t["imgc"]),
         (t["imgc"][0], t["imgc"], t["imgc"]),
         (t["idx1"],),  # bincount: a 1-D non-negative integer tensor (sortscan)
+        # nn breadth (issue #16): cosine_embedding_loss, conv1d, bilinear
+        (x, y, x[:, 0]), (img[:, :, 0], w4[:, :, 0]), (x, y, t["square"].unsqueeze(0)),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 
@@ -128,6 +130,8 @@ def call(fn, t, args, tensor_method, inplace):
         if not isinstance(self_, vk.Tensor):
             raise TypeError("not a tensor")
         return getattr(self_, fn)(*args[1:])
+    if inplace and args and isinstance(args[0], vk.Tensor):  # F.relu_ & co. (nn breadth, #16)
+        args = (args[0].clone(),) + tuple(args[1:])
     return fn(*args)
 
 
@@ -157,7 +161,7 @@ def sweep(names, log, grad, t=None):
     outcome = {}
     for qual, fn in names:
         tensor_method = isinstance(fn, str)
-        inplace = tensor_method and writes_self(fn)
+        inplace = writes_self(fn if tensor_method else qual.split(".")[-1])
         outcome[qual] = "rejected"
         for i, args in enumerate(arg_lists(t)):
             if log:

@@ -38,4 +38,6 @@ def test_binding_sweep_calls_everything_with_big_noncontiguous_inputs():
     # The sweep reaches (nearly) every binding; what it cannot reach is listed above, by name.
     unreached = set(s["rejected"]) - UNREACHED_OK
     assert not unreached, f"bindings the sweep could not call with any argument list: {sorted(unreached)}"
-    assert len(s["ok_with_grad"]) >= s["called"] - 10, len(s["ok_with_grad"])
+    # (+6: F.elu_, selu_, celu_, hardtanh_, leaky_relu_, threshold_ (nn breadth, #16) refuse a
+    # tensor that requires grad, as every in-place write does in vkml, which records none)
+    assert len(s["ok_with_grad"]) >= s["called"] - 16, len(s["ok_with_grad"])

@@ -140,8 +140,10 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if padding == "valid":  # torch's name for no padding
         padding = 0
+    elif padding == "same":
+        return _conv2d_same(input, weight, bias, stride, dilation, groups)
     elif isinstance(padding, str):
-        raise NotImplementedError("conv2d: padding='same' is not implemented (an int, a pair or 'valid')")
+        raise RuntimeError(f"conv2d: invalid padding string '{padding}', should be one of 'valid', 'same'")
     return _nn.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -154,3 +156,375 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     if divisor_override is not None:
         raise NotImplementedError("avg_pool2d: divisor_override is not implemented")
     return _nn.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+# ---- nn breadth (issue #16): activations, distances, losses and layers beyond the classic ones ----
+
+__all__ += ["mish", "hardswish", "hardsigmoid", "hardtanh", "relu6", "leaky_relu", "elu", "selu", "celu",
+            "softplus", "softsign", "prelu", "tanhshrink", "threshold", "glu", "logsigmoid", "softmin",
+            "hardshrink", "softshrink", "pairwise_distance", "cosine_similarity", "normalize", "kl_div",
+            "smooth_l1_loss", "huber_loss", "margin_ranking_loss", "hinge_embedding_loss",
+            "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+            "multilabel_soft_margin_loss", "soft_margin_loss", "group_norm", "rms_norm", "instance_norm",
+            "pixel_shuffle", "pixel_unshuffle", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "interpolate",
+            "upsample", "bilinear", "dropout1d", "dropout2d", "alpha_dropout", "conv1d", "max_pool1d",
+            "avg_pool1d", "relu_", "elu_", "leaky_relu_", "hardtanh_", "threshold_"]
+
+
+def _red(size_average, reduce, reduction, batchmean=False):
+    """The reduction, checked as torch does (ValueError for an unknown one)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum") and not (batchmean and reduction == "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _inplace(input, out, inplace, strict=False):
+    """torch's inplace=True: the result is computed out of place and copied into input. vkml records
+    no in-place write, so where autograd would have to (input requires grad, grad mode on) the
+    inplace=True flag of a layer returns the out-of-place result and leaves input as it is (models
+    use the returned value); the explicit F.*_ functions (strict) raise there instead."""
+    if not inplace or (not strict and input.requires_grad and _C.is_grad_enabled()):
+        return out
+    input.copy_(out)
+    return input
+
+
+def mish(input, inplace=False):
+    return _inplace(input, _nn.mish(input), inplace)
+
+
+def hardswish(input, inplace=False):
+    return _inplace(input, _nn.hardswish(input), inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    return _inplace(input, _nn.hardsigmoid(input), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _inplace(input, _nn.hardtanh(input, min_val, max_val), inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _inplace(input, hardtanh(input, min_val, max_val), True, True)
+
+
+def relu6(input, inplace=False):
+    return _inplace(input, _nn.relu6(input), inplace)
+
+
+def relu_(input):
+    return _inplace(input, _nn.relu(input), True, True)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _inplace(input, _nn.leaky_relu(input, negative_slope), inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _inplace(input, leaky_relu(input, negative_slope), True, True)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _inplace(input, _nn.elu(input, alpha), inplace)
+
+
+def elu_(input, alpha=1.0):
+    return _inplace(input, elu(input, alpha), True, True)
+
+
+def selu(input, inplace=False):
+    return _inplace(input, _nn.selu(input), inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _inplace(input, _nn.celu(input, alpha), inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _nn.softplus(input, beta, threshold)
+
+
+def softsign(input):
+    return _nn.softsign(input)
+
+
+def prelu(input, weight):
+    return _nn.prelu(input, weight)
+
+
+def tanhshrink(input):
+    return _nn.tanhshrink(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _inplace(input, _nn.threshold(input, threshold, value), inplace)
+
+
+def threshold_(input, threshold, value):
+    return _inplace(input, _nn.threshold(input, threshold, value), True, True)
+
+
+def glu(input, dim=-1):
+    return _nn.glu(input, dim)
+
+
+def logsigmoid(input):
+    return _nn.logsigmoid(input)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return _nn.softmin(input, _dim(dim, input))
+
+
+def hardshrink(input, lambd=0.5):
+    return _nn.hardshrink(input, lambd)
+
+
+def softshrink(input, lambd=0.5):
+    return _nn.softshrink(input, lambd)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return _nn.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    return _nn.cosine_similarity(x1, x2, dim, eps)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    if out is not None:
+        raise NotImplementedError("normalize: out= is not supported")
+    return _nn.normalize(input, p, dim, eps)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    return _nn.kl_div(input, target, _red(size_average, reduce, reduction, True), log_target)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    return _nn.smooth_l1_loss(input, target, _red(size_average, reduce, reduction), beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if weight is not None:
+        raise NotImplementedError("huber_loss: weight is not supported")
+    return _nn.huber_loss(input, target, _red(None, None, reduction), delta)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    return _nn.margin_ranking_loss(input1, input2, target, margin, _red(size_average, reduce, reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    return _nn.hinge_embedding_loss(input, target, margin, _red(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    return _nn.cosine_embedding_loss(input1, input2, target, margin, _red(size_average, reduce, reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    return _nn.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                   _red(size_average, reduce, reduction))
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    return _nn.poisson_nll_loss(input, target, log_input, full, eps, _red(size_average, reduce, reduction))
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if isinstance(var, (int, float)):
+        var = _C.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
+    if bool((var < 0).any()):  # torch's check (a host read)
+        raise ValueError("var has negative entry/entries")
+    return _nn.gaussian_nll_loss(input, target, var, full, eps, _red(None, None, reduction))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    return _nn.multilabel_soft_margin_loss(input, target, weight, _red(size_average, reduce, reduction))
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _nn.soft_margin_loss(input, target, _red(size_average, reduce, reduction))
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    return _nn.group_norm(input, num_groups, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _nn.rms_norm(input, tuple(normalized_shape), weight, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    return _nn.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def pixel_shuffle(input, upscale_factor):
+    return _nn.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    return _nn.pixel_unshuffle(input, downscale_factor)
+
+
+def _tuple(v, n, what):
+    if isinstance(v, (list, tuple)):
+        if len(v) != n:
+            raise ValueError(f"{what} must have {n} elements, got {len(v)}")
+        return tuple(v)
+    return (v,) * n
+
+
+def _adaptive_size(input, output_size, n):
+    size = _tuple(output_size, n, "output_size")
+    return tuple(input.shape[input.ndim - n + i] if s is None else s for i, s in enumerate(size))
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _nn.adaptive_avg_pool(input, _adaptive_size(input, output_size, 1))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _nn.adaptive_avg_pool(input, _adaptive_size(input, output_size, 2))
+
+
+def _adaptive_max(input, output_size, return_indices, n):
+    if return_indices:
+        raise NotImplementedError(f"adaptive_max_pool{n}d: return_indices=True is not implemented")
+    return _nn.adaptive_max_pool(input, _adaptive_size(input, output_size, n))
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 1)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 2)
+
+
+__all__ += ["adaptive_max_pool1d", "adaptive_max_pool2d"]
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    import math
+    n = input.ndim - 2
+    if n < 1:
+        raise ValueError(f"interpolate: expected an input of at least 3 dims (N, C, *), got {input.ndim}")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    scales = []
+    if size is not None:
+        size = _tuple(size, n, "size")
+    else:
+        factors = _tuple(scale_factor, n, "scale_factor")
+        size = tuple(int(math.floor(float(input.shape[2 + i]) * f)) for i, f in enumerate(factors))
+        if not recompute_scale_factor:
+            scales = [float(f) for f in factors]
+    return _nn.interpolate(input, size, scales, mode, bool(align_corners))
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    return _nn.bilinear(input1, input2, weight, bias)
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input")
+    return _inplace(input, _nn.feature_dropout(input, p, training, 3), inplace)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    # torch reads a 3-D input as (N, C, L) here (with a warning): one draw per (N, C) either way
+    return _inplace(input, _nn.feature_dropout(input, p, training, max(input.ndim, 3)), inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    return _inplace(input, _nn.alpha_dropout(input, p, training), inplace)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    stride, dilation = _tuple(stride, 1, "stride")[0], _tuple(dilation, 1, "dilation")[0]
+    if padding == "valid":
+        padding = 0
+    elif padding == "same":
+        if stride != 1:
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        return _nn.conv_same(input, weight, bias, dilation, groups, 1)
+    elif isinstance(padding, str):
+        raise RuntimeError(f"conv1d: invalid padding string '{padding}', should be one of 'valid', 'same'")
+    return _nn.conv1d(input, weight, bias, stride, _tuple(padding, 1, "padding")[0], dilation, groups)
+
+
+def _conv2d_same(input, weight, bias, stride, dilation, groups):
+    if _tuple(stride, 2, "stride") != (1, 1):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    return _nn.conv_same(input, weight, bias, dilation, groups, 2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if ceil_mode:
+        raise NotImplementedError("max_pool1d: ceil_mode=True is not implemented")
+    one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
+    return _nn.max_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"),
+                          one(dilation, "dilation"), return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    if ceil_mode or not count_include_pad:
+        raise NotImplementedError("avg_pool1d: ceil_mode=True and count_include_pad=False are not implemented")
+    one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
+    return _nn.avg_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"))
+def selu_(input):
+    return _inplace(input, selu(input), True, True)
+
+
+def celu_(input, alpha=1.0):
+    return _inplace(input, celu(input, alpha), True, True)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+__all__ += ["selu_", "celu_", "upsample_nearest", "upsample_bilinear", "max_pool1d_with_indices"]
+# ---- end nn breadth ----

@@ -562,9 +562,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
 }
 
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, std::string_view mode, double value) {
-  if (mode != "constant")
-    throw NotImplementedError(
-        detail::cat("pad: mode '", mode, "' is not supported yet; only 'constant' is"));
+  if (mode != "constant") return pad_indexed(x, pad, mode);  // layers.cpp (nn breadth)
   return vk::pad(x, pad, value);
 }
 

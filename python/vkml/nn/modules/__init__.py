@@ -2,18 +2,42 @@
 
 One file per family, as torch.nn.modules: module.py (Parameter, Module), then the layers."""
 
-from .activation import GELU, ReLU, SiLU, Sigmoid, Tanh
+from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
+                         LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmax2d, Softmin,
+                         Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
-from .dropout import Dropout
-from .flatten import Flatten
-from .linear import Identity, Linear
-from .loss import CrossEntropyLoss, MSELoss
+from .conv import Conv1d, Conv2d
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d
+from .flatten import Flatten, Unflatten
+from .fold import Fold, Unfold
+from .linear import Bilinear, Identity, Linear
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,
+                   HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
+                   MultiLabelSoftMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
 from .module import Module, Parameter
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
-from .pooling import AvgPool2d, MaxPool2d
+from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm,
+                            RMSNorm)
+from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ReflectionPad1d, ReflectionPad2d,
+                      ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
+                      MaxPool1d, MaxPool2d)
 from .sparse import Embedding
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = ["Parameter", "Module", "Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d",
            "LayerNorm", "Embedding", "Dropout", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Flatten",
            "Identity", "Sequential", "ModuleList", "ModuleDict", "CrossEntropyLoss", "MSELoss"]
+# nn breadth (issue #16)
+__all__ += ["CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
+            "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU6", "Softmax", "Softmax2d", "Softmin", "Softplus",
+            "Softshrink", "Softsign", "Tanhshrink", "Threshold", "Conv1d", "CosineSimilarity", "PairwiseDistance",
+            "AlphaDropout", "Dropout1d", "Dropout2d", "Unflatten", "Fold", "Unfold", "Bilinear", "BCELoss",
+            "BCEWithLogitsLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss",
+            "KLDivLoss", "L1Loss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "NLLLoss", "PoissonNLLLoss",
+            "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+            "RMSNorm", "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
+            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d", "PixelShuffle",
+            "PixelUnshuffle", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "MaxPool1d", "Upsample",
+            "UpsamplingBilinear2d", "UpsamplingNearest2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]

@@ -17,3 +17,24 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+# ---- nn breadth (issue #16) ----
+
+class _DropoutNd(Dropout):
+    _fn = None
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    _fn = "dropout1d"
+
+
+class Dropout2d(_DropoutNd):
+    _fn = "dropout2d"
+
+
+class AlphaDropout(_DropoutNd):
+    _fn = "alpha_dropout"
