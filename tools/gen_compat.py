@@ -78,15 +78,23 @@ NAMESPACE_REASONS = {
 # What a ported program may see behave differently, even where the name exists.
 DIFFERENCES = [
     "Random numbers: the same seed gives the same numbers in vkml on every device and at any "
-    "thread count (Philox4x32-10), but not torch's numbers.",
-    "Devices: `cpu` and `vulkan`; `vk.cuda.is_available()` is False. Ops on the Vulkan device are "
-    "recorded and run in batches: errors are raised at the call, results when read.",
-    "Dtypes: bool, int32, int64, float32, float64; half precision is the half-precision issue "
-    "(#19).",
-    "Sorting is always stable (torch's `stable=False` may order ties differently).",
+    "thread count (Philox4x32-10), but not torch's numbers; `get_rng_state()` is an int64 tensor "
+    "[seed, offset], not torch's byte tensor.",
+    "Devices: `cpu` and `vulkan`; `vk.cuda.is_available()` is False and `vk.accelerator` is the "
+    "Vulkan device. Ops on the Vulkan device are recorded and run in batches: errors are raised "
+    "at the call, results when read.",
+    "Dtypes: bool, int32, int64, float32, float64. `vk.float16`, `bfloat16`, `uint8`, `int8`, "
+    "`int16` exist as names (dtype tables build) but a tensor of them is a `vk.DTypeError` until "
+    "the half-precision issue (#19); `GradScaler` and `autocast` run in full precision.",
+    "Sorting is always stable (torch's `stable=False` may order ties differently); `topk` and "
+    "`unique` return sorted results even with `sorted=False`.",
+    "In-place ops: the same version-counter rules as torch, but an in-place op on a tensor in the "
+    "middle of a graph that requires grad raises (torch rewires the graph); a layer's "
+    "`inplace=True` then computes out of place.",
+    "Error types: mismatched shapes raise `vk.ShapeError` (a ValueError), too-large sizes "
+    "`vk.SizeError` (a RuntimeError), where torch raises RuntimeError for both.",
     "Integer division by zero raises (torch's CPU gives undefined values or raises).",
-    "In-place ops: the same version-counter rules as torch; an in-place op on a leaf that "
-    "requires grad raises, as torch's does.",
+    "SVD-based norms (`nuc`, 2, -2) raise NotImplementedError.",
 ]
 
 
