@@ -13,12 +13,7 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
 # ---- the random draws: the only two places that call the core's random functions ----
 
 def _gen_kwargs(generator):
-    if generator is None:
-        return {}
-    if not hasattr(_vk, "Generator"):
-        raise TypeError("generator=: this vkml has no vk.Generator yet; seed with "
-                        "vk.manual_seed and pass generator=None")
-    return {"generator": generator}
+    return {} if generator is None else {"generator": generator}
 
 
 def _randint(high, n, generator=None):
@@ -27,19 +22,8 @@ def _randint(high, n, generator=None):
 
 
 def _randperm(n, generator=None):
-    """A random permutation of range(n), as a list: vk.randperm when the core has it, else a
-    Fisher-Yates shuffle driven by ints from vk.randint (one call)."""
-    kwargs = _gen_kwargs(generator)
-    if hasattr(_vk, "randperm"):
-        return _vk.randperm(n, **kwargs).tolist()
-    perm = list(range(n))
-    if n <= 1:
-        return perm
-    draws = _randint(2 ** 62, n, generator)
-    for i in range(n - 1, 0, -1):
-        j = draws[i] % (i + 1)
-        perm[i], perm[j] = perm[j], perm[i]
-    return perm
+    """A random permutation of range(n), as a list."""
+    return _vk.randperm(n, **_gen_kwargs(generator)).tolist()
 
 
 class Sampler:
@@ -134,9 +118,6 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        if not hasattr(_vk, "multinomial"):
-            raise NotImplementedError("WeightedRandomSampler needs vk.multinomial, which this "
-                                      "vkml does not have yet")
         draws = _vk.multinomial(self.weights, self.num_samples, self.replacement,
                                 **_gen_kwargs(self.generator))
         yield from draws.tolist()
