@@ -426,6 +426,10 @@ ERRORS = [
     ("tensordot size", lambda m, f64: m.tensordot(m.ones(2, 3), m.ones(4, 2), dims=([1], [0]))),
     ("diagonal same dims", lambda m, f64: m.diagonal(m.ones(2, 2), 0, 1, 1)),
     ("unflatten sizes", lambda m, f64: m.ones(2, 6).unflatten(1, (4, 2))),
+    # regression: the product of the sizes overflowed int64 (UBSan stopped the binding sweep)
+    ("unflatten sizes overflow",
+     lambda m, f64: m.ones(2, 270).unflatten(1, (135, 4374082053107712000))),
+    ("unflatten negative size", lambda m, f64: m.ones(2, 270).unflatten(1, (-2, -135))),
     ("exp_ int", lambda m, f64: m.tensor([1, 2]).exp_()),
     ("sub_ shape", lambda m, f64: m.ones(3).sub_(m.ones(2, 3))),
 ]

@@ -384,8 +384,10 @@ Tensor unflatten(const Tensor& x, int64_t dim, const std::vector<int64_t>& sizes
     if (sizes[i] == -1) {
       VK_CHECK(unknown < 0, RuntimeError, "unflatten: only one dimension can be inferred");
       unknown = static_cast<int64_t>(i);
-    } else {
-      known *= sizes[i];
+    } else {  // checked: sizes whose product overflows must be an error, not a wrapped count
+      VK_CHECK(sizes[i] >= 0, RuntimeError, "unflatten: invalid size ", sizes[i], " at index ", i,
+               " of sizes");
+      known = checked_mul(known, sizes[i], "unflatten");
     }
   }
   VK_CHECK(unknown >= 0 ? (known != 0 && x.size(d) % known == 0) : known == x.size(d), RuntimeError,
