@@ -210,7 +210,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_norm(m);
   bind_creation(m);
   bind_composite(m, c);  // issue #15 item 4: composite ops, vk.linalg, in-place variants
-  bind_sort(m, c);  // sort and scan families (sortscan)
+  bind_sort(m, c);       // sort and scan families (sortscan)
   bind_scan(m, c);
 }
 
