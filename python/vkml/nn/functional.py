@@ -528,3 +528,10 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 __all__ += ["selu_", "celu_", "upsample_nearest", "upsample_bilinear", "max_pool1d_with_indices"]
 # ---- end nn breadth ----
+
+
+# ---- attention and Transformer layers (issue #16): multi-head attention, composed in _attention.py ----
+
+from ._attention import _canonical_mask, _none_or_dtype, multi_head_attention_forward  # noqa: E402
+
+__all__ += ["multi_head_attention_forward"]
