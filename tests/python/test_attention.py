@@ -463,3 +463,20 @@ def test_encoder_inference_zeroes_padding_as_torch():
     close(yv, yt, "inference output")
     norm_of_zero = to_np(vm.norm.bias)
     np.testing.assert_allclose(to_np(yv)[pad], np.broadcast_to(norm_of_zero, (int(pad.sum()), D)), rtol=1e-12)
+
+
+def test_torch_safetensors_checkpoint_loads(tmp_path):
+    """A torch nn.Transformer's state_dict saved with safetensors loads into vkml's, and both compute the same."""
+    st = pytest.importorskip("safetensors.torch")
+    torch.manual_seed(0)
+    tm, vm = _transformer(torch, batch_first=True, norm_first=True), _transformer(vk, batch_first=True, norm_first=True)
+    randomize(tm, seed=3)
+    path = tmp_path / "transformer.safetensors"
+    st.save_file(tm.state_dict(), str(path))
+    keys = vm.load_state_dict(vk.load(path))
+    assert not keys.missing_keys and not keys.unexpected_keys
+    src, tgt = rnd(N, S, D, seed=1), rnd(N, L, D, seed=2)
+    mask = TN.Transformer.generate_square_subsequent_mask(L, dtype=torch.float64)
+    yt = tm(torch.tensor(src), torch.tensor(tgt), tgt_mask=mask)
+    yv = vm(vk.tensor(src), vk.tensor(tgt), tgt_mask=nn.Transformer.generate_square_subsequent_mask(L, dtype=vk.float64))
+    close(yv, yt, "output after loading the torch checkpoint")

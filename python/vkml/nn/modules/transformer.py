@@ -9,6 +9,7 @@ from ..._grad_mode import is_grad_enabled
 from .. import _attention
 from .. import functional as F
 from .. import init
+from .activation import GELU, ReLU
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
@@ -74,9 +75,9 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
-        if activation is F.relu or type(activation).__name__ == "ReLU":
+        if activation is F.relu or isinstance(activation, ReLU):
             self.activation_relu_or_gelu = 1
-        elif activation is F.gelu or type(activation).__name__ == "GELU":
+        elif activation is F.gelu or isinstance(activation, GELU):
             self.activation_relu_or_gelu = 2
         else:
             self.activation_relu_or_gelu = 0
