@@ -95,6 +95,11 @@ DIFFERENCES = [
     "`vk.SizeError` (a RuntimeError), where torch raises RuntimeError for both.",
     "Integer division by zero raises (torch's CPU gives undefined values or raises).",
     "SVD-based norms (`nuc`, 2, -2) raise NotImplementedError.",
+    # attention and Transformer layers (issue #16)
+    "`nn.MultiheadAttention` and the Transformer layers always compose core ops: torch's fused "
+    "inference fast path gives the same values up to rounding, and there are no nested tensors "
+    "(where torch's `TransformerEncoder` would nest at inference, the padded positions' outputs are "
+    "zero here too); `enable_nested_tensor` is accepted without torch's warning.",
 ]
 
 
