@@ -478,5 +478,6 @@ def test_torch_safetensors_checkpoint_loads(tmp_path):
     src, tgt = rnd(N, S, D, seed=1), rnd(N, L, D, seed=2)
     mask = TN.Transformer.generate_square_subsequent_mask(L, dtype=torch.float64)
     yt = tm(torch.tensor(src), torch.tensor(tgt), tgt_mask=mask)
-    yv = vm(vk.tensor(src), vk.tensor(tgt), tgt_mask=nn.Transformer.generate_square_subsequent_mask(L, dtype=vk.float64))
+    vmask = nn.Transformer.generate_square_subsequent_mask(L, dtype=vk.float64)
+    yv = vm(vk.tensor(src), vk.tensor(tgt), tgt_mask=vmask)
     close(yv, yt, "output after loading the torch checkpoint")
