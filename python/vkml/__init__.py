@@ -46,6 +46,8 @@ from . import vulkan
 # top-level names are the same functions, as torch.conv2d and torch.max_pool2d are.
 from .nn.functional import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 from .nn.functional import fold as col2im, unfold as im2col  # noqa: E402
+# conv breadth (issue #16): torch.conv_transpose1d/2d and torch.conv3d
+from .nn.functional import conv3d, conv_transpose1d, conv_transpose2d  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -4,6 +4,7 @@ No math here: every function forwards to the C++ layer (vk::nn::functional).
 """
 
 from .. import _C
+from . import _conv_pool
 
 _nn = _C._nn
 
@@ -110,10 +111,12 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not implemented")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq=True and sparse=True are not implemented")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
+    if max_norm is not None:  # torch's embedding_renorm_ of the rows looked up, in place (issue #16)
+        _conv_pool.embedding_renorm_(weight, input, max_norm, norm_type)
     return _nn.embedding(input, weight, padding_idx)
 
 
@@ -148,13 +151,16 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if ceil_mode:  # issue #16
+        return _conv_pool.max_pool2d_ext(input, kernel_size, stride, padding, dilation, True, return_indices)
     return _nn.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d: divisor_override is not implemented")
+    if ceil_mode or not count_include_pad or divisor_override is not None:  # issue #16
+        return _conv_pool.avg_pool2d_ext(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                         divisor_override)
     return _nn.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
@@ -493,16 +499,16 @@ def _conv2d_same(input, weight, bias, stride, dilation, groups):
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    if ceil_mode:
-        raise NotImplementedError("max_pool1d: ceil_mode=True is not implemented")
+    if ceil_mode:  # issue #16
+        return _conv_pool.max_pool1d_ext(input, kernel_size, stride, padding, dilation, True, return_indices)
     one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
     return _nn.max_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"),
                           one(dilation, "dilation"), return_indices)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    if ceil_mode or not count_include_pad:
-        raise NotImplementedError("avg_pool1d: ceil_mode=True and count_include_pad=False are not implemented")
+    if ceil_mode or not count_include_pad:  # issue #16
+        return _conv_pool.avg_pool1d_ext(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
     one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
     return _nn.avg_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"))
 def selu_(input):
@@ -528,3 +534,12 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 __all__ += ["selu_", "celu_", "upsample_nearest", "upsample_bilinear", "max_pool1d_with_indices"]
 # ---- end nn breadth ----
+
+
+# ---- conv/pool/embedding breadth (issue #16): transposed and 3-D convolutions, embedding_bag ----
+# (composed in _conv_pool.py; pooling's ceil_mode, count_include_pad=False and divisor_override and
+# embedding's max_norm route there from the functions above)
+from ._conv_pool import conv3d, conv_transpose1d, conv_transpose2d, embedding_bag  # noqa: E402
+
+__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "embedding_bag"]
+# ---- end conv/pool/embedding breadth ----

@@ -41,3 +41,9 @@ __all__ += ["CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswis
             "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d", "PixelShuffle",
             "PixelUnshuffle", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "MaxPool1d", "Upsample",
             "UpsamplingBilinear2d", "UpsamplingNearest2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+# conv/pool/embedding breadth (issue #16)
+from .conv_breadth import Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
+from .embedding_bag import EmbeddingBag  # noqa: E402
+from .normalization import BatchNorm3d  # noqa: E402
+
+__all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose2d", "EmbeddingBag", "BatchNorm3d"]
