@@ -133,7 +133,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             padding = (0, 0, 0)
         elif padding == "same":
             if stride != (1, 1, 1):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
             pads = []  # dilation * (k - 1) in all, the odd one at the end (torch)
             for d, k in zip(reversed(dilation), reversed(kernel)):
                 pads += [d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2]
@@ -349,7 +349,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     rows = weight.shape[0]
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:
-            raise AssertionError("padding_idx must be within num_embeddings")
+            raise RuntimeError(f"{op}: padding_idx must be within the number of embeddings, {-rows} through "
+                               f"{rows - 1}, but got {padding_idx}")
         padding_idx = padding_idx % rows
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
@@ -368,7 +369,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if padding_idx is not None:
         keep = idx != padding_idx
         valid = keep if valid is None else valid & keep
-    emb = _nn.embedding(idx, weight, padding_idx)  # (bags, longest, dim)
+    try:
+        emb = _nn.embedding(idx, weight, padding_idx)  # (bags, longest, dim)
+    except IndexError as e:  # torch's embedding_bag says RuntimeError where embedding says IndexError
+        raise RuntimeError(f"{op}: {e}") from None
     if per_sample_weights is not None:
         emb = emb * per_sample_weights.unsqueeze(-1)
     if valid is None:
