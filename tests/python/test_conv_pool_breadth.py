@@ -82,13 +82,15 @@ CONVT = [
     ("1d", 1, (2, 4, 6), (4, 2, 3), True, dict(stride=3, padding=1, output_padding=2, groups=2)),
     ("1d_dilation", 1, (2, 3, 5), (3, 2, 2), False, dict(dilation=3, padding=1)),
     ("1d_unbatched", 1, (3, 5), (3, 2, 4), True, dict(stride=2)),
+    ("3d", 3, (2, 4, 3, 4, 3), (4, 3, 3, 2, 3), True, dict(stride=2, padding=1, output_padding=1, groups=2)),
+    ("3d_dilation", 3, (1, 2, 3, 3, 2), (2, 2, 2, 3, 2), False,
+     dict(stride=(1, 2, 3), padding=(2, 0, 1), dilation=(2, 1, 1), output_padding=(1, 1, 2))),
+    ("3d_unbatched", 3, (2, 2, 3, 2), (2, 1, 2, 2, 2), True, {}),
 ]
 
 
 def _convt(lib, n):
-    if lib is torch:
-        return TF.conv_transpose1d if n == 1 else TF.conv_transpose2d
-    return F.conv_transpose1d if n == 1 else F.conv_transpose2d
+    return getattr(TF if lib is torch else F, f"conv_transpose{n}d")
 
 
 def _convt_args(shape_x, shape_w, bias, kwargs):
@@ -107,7 +109,7 @@ def test_conv_transpose_vs_torch(name, n, sx, sw, bias, kw, device):
           _convt_args(sx, sw, bias, kw), dev)
 
 
-@pytest.mark.parametrize("name", ["stride_pad_outpad", "dilation_outpad_ge_stride", "1d"])
+@pytest.mark.parametrize("name", ["stride_pad_outpad", "dilation_outpad_ge_stride", "1d", "3d"])
 def test_conv_transpose_second_order_vs_torch(name):
     _, n, sx, sw, bias, kw = next(c for c in CONVT if c[0] == name)
     arrays = _convt_args(sx, sw, bias, kw)
@@ -146,6 +148,19 @@ def test_top_level_names_are_torchs():
           torch.conv_transpose1d(torch.tensor(x[:, :, 0]), torch.tensor(w[:, :, 0])))
     close(vk.conv3d(vk.tensor(x[:, :, None]), vk.tensor(w[:, :, None])),
           torch.conv3d(torch.tensor(x[:, :, None]), torch.tensor(w[:, :, None])))
+    close(vk.conv_transpose3d(vk.tensor(x[:, :, None]), vk.tensor(w[:, :, None]), stride=2),
+          torch.conv_transpose3d(torch.tensor(x[:, :, None]), torch.tensor(w[:, :, None]), stride=2))
+    close(vk.max_pool1d(vk.tensor(x[0]), 2, ceil_mode=True), torch.max_pool1d(torch.tensor(x[0]), 2, ceil_mode=True))
+    close(vk.avg_pool1d(vk.tensor(x[0]), 2, ceil_mode=True), torch.avg_pool1d(torch.tensor(x[0]), 2, ceil_mode=True))
+    close(vk.max_pool3d(vk.tensor(x), 2, ceil_mode=True), torch.max_pool3d(torch.tensor(x), 2, ceil_mode=True))
+    for v, t in zip(vk.max_pool1d_with_indices(vk.tensor(x[0]), 2), torch.max_pool1d_with_indices(torch.tensor(x[0]), 2)):
+        close(v, t)
+    for v, t in zip(F.max_pool2d_with_indices(vk.tensor(x), 2), TF.max_pool2d_with_indices(torch.tensor(x), 2)):
+        close(v, t)
+    w2, w2t = vk.tensor(w[0, 0] * 3), torch.tensor(w[0, 0] * 3)
+    vk.embedding_renorm_(w2, vk.tensor([1]), 1.0, 2.0)
+    torch.embedding_renorm_(w2t, torch.tensor([1]), 1.0, 2.0)
+    close(w2, w2t)
 
 
 # ======================= 3-D convolution =======================
@@ -177,6 +192,9 @@ MODULES = [
     ("Conv3d", lambda m: m.Conv3d(2, 4, 3, stride=(1, 2, 1), padding=1, groups=2), (2, 2, 4, 5, 4)),
     ("Conv3d_reflect", lambda m: m.Conv3d(2, 3, 2, padding=1, padding_mode="reflect"), (1, 2, 3, 4, 3)),
     ("BatchNorm3d", lambda m: m.BatchNorm3d(3), (2, 3, 2, 3, 2)),
+    ("ConvTranspose3d", lambda m: m.ConvTranspose3d(2, 4, (2, 3, 2), stride=(2, 1, 2), groups=2), (1, 2, 2, 3, 3)),
+    ("MaxPool3d", lambda m: m.MaxPool3d(2, ceil_mode=True), (1, 2, 3, 5, 4)),
+    ("AvgPool3d", lambda m: m.AvgPool3d(3, 2, 1, ceil_mode=True, count_include_pad=False), (1, 2, 3, 5, 4)),
 ]
 
 
@@ -253,19 +271,29 @@ POOLS = [
     ("avg1d_ceil", "avg_pool1d", dict(kernel_size=3, stride=2, ceil_mode=True)),
     ("avg1d_nopad", "avg_pool1d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
                                        count_include_pad=False)),
+    ("max3d", "max_pool3d", dict(kernel_size=2)),
+    ("max3d_ceil_dil", "max_pool3d", dict(kernel_size=(2, 3, 2), stride=(2, 2, 1), padding=(1, 1, 0),
+                                          dilation=(2, 1, 1), ceil_mode=True)),
+    ("avg3d_ceil", "avg_pool3d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    ("avg3d_nopad", "avg_pool3d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+    ("avg3d_divisor", "avg_pool3d", dict(kernel_size=(2, 3, 2), stride=(2, 2, 1), padding=(1, 1, 0),
+                                         ceil_mode=True, divisor_override=7)),
 ]
+
+POOL_SHAPES = {"1d": (2, 3, 8), "2d": (2, 3, 7, 8), "3d": (2, 2, 5, 7, 6)}
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,fn,kw", POOLS, ids=[c[0] for c in POOLS])
 def test_pool_modes_vs_torch(name, fn, kw, device):
-    shape = (2, 3, 7, 8) if fn.endswith("2d") else (2, 3, 8)
+    shape = POOL_SHAPES[fn[-2:]]
     check(lambda x: getattr(F, fn)(x, **kw), lambda x: getattr(TF, fn)(x, **kw), [rnd(*shape)], device_of(device))
 
 
-@pytest.mark.parametrize("name,fn,kw", [p for p in POOLS if p[1].startswith("max")], ids=lambda v: str(v))
+@pytest.mark.parametrize("name,fn,kw", [p for p in POOLS if p[1] in ("max_pool1d", "max_pool2d")],
+                         ids=lambda v: str(v))
 def test_max_pool_ceil_mode_indices_vs_torch(name, fn, kw):
-    shape = (2, 3, 7, 8) if fn.endswith("2d") else (2, 3, 8)
+    shape = POOL_SHAPES[fn[-2:]]
     x = rnd(*shape)
     vv, vi = getattr(F, fn)(vk.tensor(x), return_indices=True, **kw)
     tv, ti = getattr(TF, fn)(torch.tensor(x), return_indices=True, **kw)
@@ -370,6 +398,32 @@ def test_embedding_max_norm_renorms_rows_in_place_like_torch(norm_type, device):
     close(vm.weight.grad, tm.weight.grad)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding_scale_grad_by_freq_vs_torch(device):
+    dev = device_of(device)
+    idx = np.array([[1, 2, 4, 2], [4, 3, 2, 9]])
+    iv = vk.tensor(idx).to(dev) if dev is not None else vk.tensor(idx)
+    for pad in (None, 3):
+        check(lambda w: F.embedding(iv, w, padding_idx=pad, scale_grad_by_freq=True),
+              lambda w: TF.embedding(torch.tensor(idx), w, padding_idx=pad, scale_grad_by_freq=True), [rnd(10, 4)], dev)
+    tm = torch.nn.Embedding(10, 4, scale_grad_by_freq=True).double()
+    vm = nn.Embedding(10, 4, scale_grad_by_freq=True).double()
+    vm.load_state_dict({"weight": vk.tensor(tm.weight.detach().numpy())})
+    (vm(vk.tensor(idx)) ** 2).sum().backward()
+    (tm(torch.tensor(idx)) ** 2).sum().backward()
+    close(vm.weight.grad, tm.weight.grad)
+
+
+def test_not_implemented_options_say_so():
+    w = vk.tensor(rnd(5, 2))
+    with pytest.raises(NotImplementedError, match="sparse"):
+        F.embedding(vk.tensor([1]), w, sparse=True)
+    with pytest.raises(NotImplementedError, match="scale_grad_by_freq"):
+        F.embedding_bag(vk.tensor([[1, 2]]), w, scale_grad_by_freq=True)
+    with pytest.raises(NotImplementedError, match="return_indices"):
+        F.max_pool3d(vk.tensor(rnd(1, 1, 2, 2, 2)), 2, return_indices=True)
+
+
 def test_embedding_bag_max_norm_like_torch():
     w = rnd(10, 4) * 2
     wv, wt = vk.tensor(w), torch.tensor(w)
@@ -414,6 +468,12 @@ BAD = [
     ("conv3d_kernel_too_big", lambda L, f: f.conv3d(_t(L, 1, 2, 2, 4, 4), _t(L, 2, 2, 3, 3, 3))),
     ("conv3d_same_strided", lambda L, f: f.conv3d(_t(L, 1, 2, 4, 4, 4), _t(L, 2, 2, 3, 3, 3), stride=2,
                                                   padding="same")),
+    ("convt3d_outpad_depth", lambda L, f: f.conv_transpose3d(_t(L, 1, 2, 3, 3, 3), _t(L, 2, 2, 2, 2, 2),
+                                                             output_padding=(1, 0, 0))),
+    ("convt3d_channels", lambda L, f: f.conv_transpose3d(_t(L, 1, 3, 3, 3, 3), _t(L, 2, 2, 2, 2, 2))),
+    ("pool3d_ndim", lambda L, f: f.max_pool3d(_t(L, 4, 4), 2)),
+    ("pool3d_too_small", lambda L, f: f.avg_pool3d(_t(L, 1, 1, 1, 4, 4), 2)),
+    ("pool3d_pad_over_half", lambda L, f: f.max_pool3d(_t(L, 1, 1, 4, 4, 4), 2, padding=(2, 0, 0))),
     ("pool_pad_over_half", lambda L, f: f.max_pool2d(_t(L, 1, 1, 5, 5), 2, padding=2, ceil_mode=True)),
     ("avg_pad_over_half", lambda L, f: f.avg_pool2d(_t(L, 1, 1, 5, 5), 2, padding=2, count_include_pad=False)),
     ("avg_divisor_zero", lambda L, f: f.avg_pool2d(_t(L, 1, 1, 5, 5), 2, divisor_override=0)),

@@ -43,16 +43,7 @@ def _check_input(input, n, op):
 
 # ======================= transposed convolution =======================
 
-def _conv_transpose2d(x, weight, stride, padding, output_padding, dilation, groups, op):
-    """x (N, C, H, W), weight (C, O/groups, kh, kw): the adjoint of conv2d with those windows."""
-    N, C, H, W = x.shape
-    if weight.shape[0] != C:
-        raise RuntimeError(f"{op}: given transposed=1, weight of size {list(weight.shape)}, expected input"
-                           f"{list(x.shape)} to have {weight.shape[0]} channels, but got {C} channels instead")
-    if groups <= 0:
-        raise RuntimeError(f"{op}: non-positive groups is not supported")
-    if C % groups:
-        raise RuntimeError(f"{op}: the input's {C} channels are not divisible by groups={groups}")
+def _check_windows(stride, padding, output_padding, dilation, op):
     if any(s <= 0 for s in stride):
         raise RuntimeError(f"{op}: non-positive stride is not supported")
     if any(p < 0 for p in padding):
@@ -63,6 +54,19 @@ def _conv_transpose2d(x, weight, stride, padding, output_padding, dilation, grou
         raise RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, but got "
                            f"output_padding={list(output_padding)}, stride={list(stride)}, "
                            f"dilation={list(dilation)}")
+
+
+def _conv_transpose2d(x, weight, stride, padding, output_padding, dilation, groups, op):
+    """x (N, C, H, W), weight (C, O/groups, kh, kw): the adjoint of conv2d with those windows."""
+    N, C, H, W = x.shape
+    if weight.shape[0] != C:
+        raise RuntimeError(f"{op}: given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(x.shape)} to have {weight.shape[0]} channels, but got {C} channels instead")
+    if groups <= 0:
+        raise RuntimeError(f"{op}: non-positive groups is not supported")
+    if C % groups:
+        raise RuntimeError(f"{op}: the input's {C} channels are not divisible by groups={groups}")
+    _check_windows(stride, padding, output_padding, dilation, op)
     G, Cg, Og = groups, C // groups, weight.shape[1]
     kernel = tuple(weight.shape[2:])
     full = [(i - 1) * s + d * (k - 1) + 1 for i, s, d, k in zip((H, W), stride, dilation, kernel)]
@@ -74,12 +78,45 @@ def _conv_transpose2d(x, weight, stride, padding, output_padding, dilation, grou
     # cols[n, g] = W_g^T @ x[n, g]: every input position's kernel-sized contribution, as a column
     wt = weight.reshape(G, Cg, Og * kk).transpose(1, 2)
     cols = (wt @ x.reshape(N, G, Cg, H * W)).reshape(N, G * Og * kk, H * W)
+    return _fold_to(cols, out, full, kernel, stride, padding, output_padding, dilation)
+
+
+def _fold_to(cols, out, full, kernel, stride, padding, output_padding, dilation):
+    """fold of the columns onto the output of a transposed conv (the full extent cropped by padding)."""
     if all(o < s for o, s in zip(output_padding, stride)):  # fold crops the padding itself
         return _nn.fold(cols, tuple(out), kernel, dilation, padding, stride)
     # output_padding >= stride (allowed when below the dilation): fold has more windows then, so
     # fold the whole extent and cut (or zero-extend) it to the output
     y = _nn.fold(cols, tuple(full), kernel, dilation, 0, stride)
     return _nn.pad(y, (-padding[1], out[1] + padding[1] - full[1], -padding[0], out[0] + padding[0] - full[0]))
+
+
+def _conv_transpose3d(x, weight, stride, padding, output_padding, dilation, groups, op):
+    """The (H, W) part as one conv_transpose2d over every depth slice, with the depth taps as extra
+    output channels, then the depth taps folded onto the output depth (a 1-D transposed conv)."""
+    N, C, D, H, W = x.shape
+    if weight.shape[0] != C:  # checked here too: the reshapes below need it
+        raise RuntimeError(f"{op}: given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(x.shape)} to have {weight.shape[0]} channels, but got {C} channels instead")
+    if groups <= 0 or C % groups:
+        raise RuntimeError(f"{op}: the input's {C} channels are not divisible by groups={groups}")
+    _check_windows(stride, padding, output_padding, dilation, op)
+    Og, kd = weight.shape[1], weight.shape[2]
+    O = Og * groups
+    # weight (C, Og, kd, kh, kw) -> (C, Og * kd, kh, kw): output channels (group, o, depth tap)
+    w2 = weight.reshape(C, Og * kd, weight.shape[3], weight.shape[4])
+    planes = x.permute(0, 2, 1, 3, 4).reshape(N * D, C, H, W)
+    y = _conv_transpose2d(planes, w2, stride[1:], padding[1:], output_padding[1:], dilation[1:], groups, op)
+    Ho, Wo = y.shape[2], y.shape[3]
+    # (N * D, O * kd, Ho, Wo) -> (N, O * Ho * Wo * kd, D): per output position, a column of depth taps
+    cols = y.reshape(N, D, O, kd, Ho, Wo).permute(0, 2, 4, 5, 3, 1).reshape(N, O * Ho * Wo * kd, D)
+    full = (D - 1) * stride[0] + dilation[0] * (kd - 1) + 1
+    out = full - 2 * padding[0] + output_padding[0]
+    if out < 1:
+        raise RuntimeError(f"{op}: given input depth {D}, calculated output depth {out}; output size is too small")
+    z = _fold_to(cols, (out, 1), (full, 1), (kd, 1), (stride[0], 1), (padding[0], 0), (output_padding[0], 0),
+                 (dilation[0], 1))
+    return z.reshape(N, O, Ho, Wo, out).permute(0, 1, 4, 2, 3)
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, n):
@@ -97,7 +134,10 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         x, w = x.unsqueeze(2), w.unsqueeze(2)
         stride, padding, output_padding, dilation = ((1,) + stride, (0,) + padding, (0,) + output_padding,
                                                      (1,) + dilation)
-    y = _conv_transpose2d(x, w, stride, padding, output_padding, dilation, groups, op)
+    if n == 3:
+        y = _conv_transpose3d(x, w, stride, padding, output_padding, dilation, groups, op)
+    else:
+        y = _conv_transpose2d(x, w, stride, padding, output_padding, dilation, groups, op)
     if n == 1:
         y = y.squeeze(2)
     if bias is not None:
@@ -114,6 +154,10 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
 
 
 # ======================= 3-D convolution =======================
@@ -280,6 +324,52 @@ def avg_pool1d_ext(input, kernel_size, stride, padding, ceil_mode, count_include
                           op).squeeze(-2)
 
 
+def _pool3d_args(input, kernel_size, stride, padding, dilation, op):
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"{op}: expected a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input, got shape "
+                           f"{list(input.shape)}")
+    k = _tup(kernel_size, 3, "kernel_size", op)
+    s = k if stride is None or stride == [] or stride == () else _tup(stride, 3, "stride", op)
+    p, d = _tup(padding, 3, "padding", op), _tup(dilation, 3, "dilation", op)
+    x = input.unsqueeze(0) if input.ndim == 4 else input
+    return x, k, s, p, d
+
+
+# 3-D pooling is separable: the (H, W) windows of every depth slice, then the depth windows over
+# their results (a max of maxima; for the mean, torch's divisor is the product of the per-dim counts)
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    op = "max_pool3d"
+    if return_indices:
+        raise NotImplementedError(f"{op}: return_indices=True is not implemented")
+    x, k, s, p, d = _pool3d_args(input, kernel_size, stride, padding, dilation, op)
+    N, C, D, H, W = x.shape
+    hw = max_pool2d_ext(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode, False, op)
+    Ho, Wo = hw.shape[2], hw.shape[3]
+    y = max_pool2d_ext(hw.reshape(N, C, D, Ho * Wo), (k[0], 1), (s[0], 1), (p[0], 0), (d[0], 1), ceil_mode, False,
+                       op)
+    y = y.reshape(N, C, y.shape[2], Ho, Wo)
+    return y.squeeze(0) if input.ndim == 4 else y
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    op = "avg_pool3d"
+    x, k, s, p, _ = _pool3d_args(input, kernel_size, stride, padding, 1, op)
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError(f"{op}: divisor must be not zero")
+    N, C, D, H, W = x.shape
+    per_dim = None if divisor_override is None else 1  # with an override: window sums, divided at the end
+    hw = avg_pool2d_ext(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, per_dim, op)
+    Ho, Wo = hw.shape[2], hw.shape[3]
+    y = avg_pool2d_ext(hw.reshape(N, C, D, Ho * Wo), (k[0], 1), (s[0], 1), (p[0], 0), ceil_mode, count_include_pad,
+                       per_dim, op)
+    y = y.reshape(N, C, y.shape[2], Ho, Wo)
+    if divisor_override is not None:
+        y = y / int(divisor_override)
+    return y.squeeze(0) if input.ndim == 4 else y
+
+
 # ======================= embeddings =======================
 
 def embedding_renorm_(weight, input, max_norm, norm_type):
@@ -293,6 +383,17 @@ def embedding_renorm_(weight, input, max_norm, norm_type):
         shrink = (norm > max_norm) & (looked_up > 0)
         weight.mul_(_C.where(shrink, max_norm / (norm + 1e-7), _C.ones_like(norm)))
     return weight
+
+
+def freq_scaled(looked_up, indices):
+    """torch's scale_grad_by_freq: looked_up (indices.shape + (dim,)) as it is, its gradient divided
+    by how often each row's index occurs in indices: the rule is a product with that constant (so
+    its own derivative scales too, where torch's double backward of embedding drops the scale)."""
+    flat = indices.reshape(-1)
+    counts = _C.bincount(flat)
+    scale = 1.0 / counts.index_select(0, flat).to(looked_up.dtype)
+    scale = scale.reshape(tuple(indices.shape) + (1,))
+    return _C.from_op(looked_up.detach(), [looked_up], lambda g: [g * scale], "scale_grad_by_freq")
 
 
 def _bags(input, offsets, include_last_offset):
@@ -344,8 +445,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
                                   f"on GitHub.")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError(f"{op}: scale_grad_by_freq=True and sparse=True are not implemented")
+    if sparse:
+        raise NotImplementedError(f"{op}: sparse=True (sparse gradients) is not implemented")
+    if scale_grad_by_freq:  # torch's CPU kernel scales some rows by another row's count: not followed
+        raise NotImplementedError(f"{op}: scale_grad_by_freq=True is not implemented (F.embedding has it)")
     rows = weight.shape[0]
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:

@@ -111,13 +111,14 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq=True and sparse=True are not implemented")
+    if sparse:
+        raise NotImplementedError("embedding: sparse=True (sparse gradients) is not implemented")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     if max_norm is not None:  # torch's embedding_renorm_ of the rows looked up, in place (issue #16)
         _conv_pool.embedding_renorm_(weight, input, max_norm, norm_type)
-    return _nn.embedding(input, weight, padding_idx)
+    out = _nn.embedding(input, weight, padding_idx)
+    return _conv_pool.freq_scaled(out, input) if scale_grad_by_freq else out
 
 
 def one_hot(tensor, num_classes=-1):
@@ -539,7 +540,15 @@ __all__ += ["selu_", "celu_", "upsample_nearest", "upsample_bilinear", "max_pool
 # ---- conv/pool/embedding breadth (issue #16): transposed and 3-D convolutions, embedding_bag ----
 # (composed in _conv_pool.py; pooling's ceil_mode, count_include_pad=False and divisor_override and
 # embedding's max_norm route there from the functions above)
-from ._conv_pool import conv3d, conv_transpose1d, conv_transpose2d, embedding_bag  # noqa: E402
+from ._conv_pool import (avg_pool3d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,  # noqa: E402
+                         embedding_bag, max_pool3d)
 
-__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "embedding_bag"]
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "embedding_bag", "max_pool3d",
+            "avg_pool3d", "max_pool2d_with_indices"]
 # ---- end conv/pool/embedding breadth ----

@@ -42,8 +42,9 @@ __all__ += ["CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswis
             "PixelUnshuffle", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "MaxPool1d", "Upsample",
             "UpsamplingBilinear2d", "UpsamplingNearest2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 # conv/pool/embedding breadth (issue #16)
-from .conv_breadth import Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
+from .conv_breadth import AvgPool3d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, MaxPool3d  # noqa: E402
 from .embedding_bag import EmbeddingBag  # noqa: E402
 from .normalization import BatchNorm3d  # noqa: E402
 
-__all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose2d", "EmbeddingBag", "BatchNorm3d"]
+__all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "EmbeddingBag", "BatchNorm3d",
+            "MaxPool3d", "AvgPool3d"]
