@@ -95,6 +95,10 @@ DIFFERENCES = [
     "`vk.SizeError` (a RuntimeError), where torch raises RuntimeError for both.",
     "Integer division by zero raises (torch's CPU gives undefined values or raises).",
     "SVD-based norms (`nuc`, 2, -2) raise NotImplementedError.",
+    # conv/pool/embedding breadth (issue #16)
+    "Embeddings: `sparse=True`, `EmbeddingBag`'s `scale_grad_by_freq` (torch's CPU kernel divides some rows by "
+    "another row's count) and `max_pool3d(return_indices=True)` raise NotImplementedError; `Embedding`'s "
+    "`scale_grad_by_freq` keeps its scale in second derivatives, where torch's double backward drops it.",
 ]
 
 

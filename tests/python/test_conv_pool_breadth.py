@@ -509,3 +509,25 @@ def test_module_bad_arguments_like_torch():
             make(nn)
     with pytest.raises(ValueError, match="5D"):
         nn.BatchNorm3d(2)(vk.tensor(rnd(2, 2, 3, 3)))
+
+
+# ======================= float32 on the Vulkan device =======================
+
+F32 = [
+    ("conv_transpose2d", lambda lib: lambda x, w, b: getattr(lib, "conv_transpose2d")(x, w, b, stride=2, padding=1,
+                                                                                       output_padding=1, groups=2),
+     [(2, 4, 4, 5), (4, 3, 3, 2), (6,)]),
+    ("conv_transpose3d", lambda lib: lambda x, w: getattr(lib, "conv_transpose3d")(x, w, stride=(1, 2, 2)),
+     [(1, 2, 3, 3, 3), (2, 2, 2, 2, 2)]),
+    ("conv3d", lambda lib: lambda x, w: getattr(lib, "conv3d")(x, w, padding=1, stride=2), [(1, 2, 4, 5, 4),
+                                                                                          (3, 2, 3, 3, 3)]),
+    ("avg_pool2d", lambda lib: lambda x: getattr(lib, "avg_pool2d")(x, 3, 2, 1, ceil_mode=True,
+                                                                    count_include_pad=False), [(2, 3, 7, 8)]),
+    ("max_pool3d", lambda lib: lambda x: getattr(lib, "max_pool3d")(x, 2, ceil_mode=True), [(1, 2, 3, 5, 4)]),
+]
+
+
+@pytest.mark.parametrize("name,make,shapes", F32, ids=[c[0] for c in F32])
+def test_float32_on_vulkan(name, make, shapes):
+    dev = _vulkan()
+    check(make(F), make(TF), [rnd(*s, seed=i) for i, s in enumerate(shapes)], dev, "float32")
