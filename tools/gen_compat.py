@@ -97,7 +97,7 @@ DIFFERENCES = [
     "SVD-based norms (`nuc`, 2, -2) raise NotImplementedError.",
     # conv/pool/embedding breadth (issue #16)
     "Embeddings: `sparse=True`, `EmbeddingBag`'s `scale_grad_by_freq` (torch's CPU kernel divides some rows by "
-    "another row's count) and `max_pool3d(return_indices=True)` raise NotImplementedError; `Embedding`'s "
+    "another row's count) raise NotImplementedError; `Embedding`'s "
     "`scale_grad_by_freq` keeps its scale in second derivatives, where torch's double backward drops it.",
 ]
 

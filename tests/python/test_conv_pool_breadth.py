@@ -290,8 +290,7 @@ def test_pool_modes_vs_torch(name, fn, kw, device):
     check(lambda x: getattr(F, fn)(x, **kw), lambda x: getattr(TF, fn)(x, **kw), [rnd(*shape)], device_of(device))
 
 
-@pytest.mark.parametrize("name,fn,kw", [p for p in POOLS if p[1] in ("max_pool1d", "max_pool2d")],
-                         ids=lambda v: str(v))
+@pytest.mark.parametrize("name,fn,kw", [p for p in POOLS if p[1].startswith("max")], ids=lambda v: str(v))
 def test_max_pool_ceil_mode_indices_vs_torch(name, fn, kw):
     shape = POOL_SHAPES[fn[-2:]]
     x = rnd(*shape)
@@ -315,6 +314,19 @@ def test_pool_modules_pass_the_modes():
     vv, vi = nn.MaxPool2d(2, ceil_mode=True, return_indices=True)(vk.tensor(x))
     tv, ti = torch.nn.MaxPool2d(2, ceil_mode=True, return_indices=True)(torch.tensor(x))
     np.testing.assert_array_equal(to_np(vi), to_np(ti))
+    vv, vi = nn.MaxPool3d(2, 1, return_indices=True)(vk.tensor(x))  # unbatched (C, D, H, W)
+    tv, ti = torch.nn.MaxPool3d(2, 1, return_indices=True)(torch.tensor(x))
+    close(vv, tv)
+    np.testing.assert_array_equal(to_np(vi), to_np(ti))
+
+
+def test_max_pool3d_indices_take_the_first_of_tied_maxima_as_torch():
+    x = np.round(rnd(1, 2, 4, 5, 4) * 0.6)  # many ties
+    for kw in (dict(kernel_size=2, stride=1), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)):
+        vv, vi = F.max_pool3d(vk.tensor(x), return_indices=True, **kw)
+        tv, ti = TF.max_pool3d(torch.tensor(x), return_indices=True, **kw)
+        close(vv, tv)
+        np.testing.assert_array_equal(to_np(vi), to_np(ti))
 
 
 def test_pool_second_order_vs_torch():
@@ -420,8 +432,6 @@ def test_not_implemented_options_say_so():
         F.embedding(vk.tensor([1]), w, sparse=True)
     with pytest.raises(NotImplementedError, match="scale_grad_by_freq"):
         F.embedding_bag(vk.tensor([[1, 2]]), w, scale_grad_by_freq=True)
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        F.max_pool3d(vk.tensor(rnd(1, 1, 2, 2, 2)), 2, return_indices=True)
 
 
 def test_embedding_bag_max_norm_like_torch():

@@ -340,15 +340,21 @@ def _pool3d_args(input, kernel_size, stride, padding, dilation, op):
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     op = "max_pool3d"
-    if return_indices:
-        raise NotImplementedError(f"{op}: return_indices=True is not implemented")
     x, k, s, p, d = _pool3d_args(input, kernel_size, stride, padding, dilation, op)
     N, C, D, H, W = x.shape
-    hw = max_pool2d_ext(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode, False, op)
+    hw, at_hw = max_pool2d_ext(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode, True, op)
     Ho, Wo = hw.shape[2], hw.shape[3]
-    y = max_pool2d_ext(hw.reshape(N, C, D, Ho * Wo), (k[0], 1), (s[0], 1), (p[0], 0), (d[0], 1), ceil_mode, False,
-                       op)
-    y = y.reshape(N, C, y.shape[2], Ho, Wo)
+    y, at_d = max_pool2d_ext(hw.reshape(N, C, D, Ho * Wo), (k[0], 1), (s[0], 1), (p[0], 0), (d[0], 1), ceil_mode,
+                             True, op)
+    Do = y.shape[2]
+    y = y.reshape(N, C, Do, Ho, Wo)
+    if return_indices:
+        # the first maximum in (d, h, w) order, as torch's: the first slice among those whose
+        # (h, w) maximum (itself the first in its slice) is the largest; flat in D * H * W
+        depth = at_d // (Ho * Wo)
+        plane = at_hw.reshape(N, C, D, Ho * Wo).gather(2, depth)
+        at = (depth * (H * W) + plane).reshape(N, C, Do, Ho, Wo)
+        return (y.squeeze(0), at.squeeze(0)) if input.ndim == 4 else (y, at)
     return y.squeeze(0) if input.ndim == 4 else y
 
 
