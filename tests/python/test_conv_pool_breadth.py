@@ -153,7 +153,8 @@ def test_top_level_names_are_torchs():
     close(vk.max_pool1d(vk.tensor(x[0]), 2, ceil_mode=True), torch.max_pool1d(torch.tensor(x[0]), 2, ceil_mode=True))
     close(vk.avg_pool1d(vk.tensor(x[0]), 2, ceil_mode=True), torch.avg_pool1d(torch.tensor(x[0]), 2, ceil_mode=True))
     close(vk.max_pool3d(vk.tensor(x), 2, ceil_mode=True), torch.max_pool3d(torch.tensor(x), 2, ceil_mode=True))
-    for v, t in zip(vk.max_pool1d_with_indices(vk.tensor(x[0]), 2), torch.max_pool1d_with_indices(torch.tensor(x[0]), 2)):
+    for v, t in zip(vk.max_pool1d_with_indices(vk.tensor(x[0]), 2),
+                    torch.max_pool1d_with_indices(torch.tensor(x[0]), 2)):
         close(v, t)
     for v, t in zip(F.max_pool2d_with_indices(vk.tensor(x), 2), TF.max_pool2d_with_indices(torch.tensor(x), 2)):
         close(v, t)
