@@ -542,3 +542,43 @@ F32 = [
 def test_float32_on_vulkan(name, make, shapes):
     dev = _vulkan()
     check(make(F), make(TF), [rnd(*s, seed=i) for i, s in enumerate(shapes)], dev, "float32")
+
+
+# ======================= torch checkpoints =======================
+
+def _net(m):
+    """Every layer type of this file with parameters or buffers, in one model."""
+    class Net(m.Module):
+        def __init__(self):
+            super().__init__()
+            self.bag = m.EmbeddingBag(10, 4, mode="sum")
+            self.up = m.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1)
+            self.up1 = m.ConvTranspose1d(3, 2, 2, stride=2)
+            self.conv3 = m.Conv3d(2, 2, 2, padding=1)
+            self.bn3 = m.BatchNorm3d(2)
+            self.up3 = m.ConvTranspose3d(2, 1, 2, stride=(1, 2, 1))
+
+        def forward(self, idx, offsets):
+            x = self.bag(idx, offsets)[:, :, None, None]                   # (B, 4, 1, 1)
+            x = self.up(x.expand(-1, -1, 2, 2))                             # (B, 3, 4, 4)
+            x = self.up1(x.reshape(x.shape[0], 3, 16))                      # (B, 2, 32)
+            x = self.bn3(self.conv3(x.reshape(x.shape[0], 2, 2, 4, 4)))     # (B, 2, 3, 5, 5)
+            return self.up3(x)
+
+    return Net()
+
+
+def test_torch_safetensors_checkpoint_loads(tmp_path):
+    st = pytest.importorskip("safetensors.torch")
+    torch.manual_seed(0)
+    tm = _net(torch.nn).double()
+    tm.train()
+    tm(torch.tensor(IDX), torch.tensor(OFFSETS))  # running stats away from their initial values
+    tm.eval()
+    path = tmp_path / "net.safetensors"
+    st.save_file({k: v.contiguous() for k, v in tm.state_dict().items()}, str(path))
+    vm = _net(nn).double()
+    assert list(vm.state_dict()) == list(tm.state_dict())
+    vm.load_state_dict(vk.load(path))
+    vm.eval()
+    close(vm(vk.tensor(IDX), vk.tensor(OFFSETS)), tm(torch.tensor(IDX), torch.tensor(OFFSETS)))
