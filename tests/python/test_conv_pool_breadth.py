@@ -342,6 +342,25 @@ def test_pool_second_order_vs_torch():
         close(vk.autograd.grad((gv ** 2).sum(), xv)[0], torch.autograd.grad((gt ** 2).sum(), xt)[0], fn.__name__)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_adaptive_max_pool_indices_vs_torch(device):
+    dev = device_of(device)
+    x = np.round(rnd(2, 3, 7, 9) * 0.7)  # ties: the first maximum in (h, w) order, as torch's
+    xv = vk.tensor(x).to(dev) if dev is not None else vk.tensor(x)
+    for size in [(3, 4), (7, 9), (1, 1), (5, 2), (4, None)]:
+        vv, vi = F.adaptive_max_pool2d(xv, size, return_indices=True)
+        tv, ti = TF.adaptive_max_pool2d(torch.tensor(x), size, return_indices=True)
+        close(vv, tv)
+        np.testing.assert_array_equal(to_np(vi), to_np(ti), err_msg=str(size))
+    for size in (3, 9, 4, 1):
+        vv, vi = F.adaptive_max_pool1d(xv[0], size, return_indices=True)
+        tv, ti = TF.adaptive_max_pool1d(torch.tensor(x[0]), size, return_indices=True)
+        np.testing.assert_array_equal(to_np(vi), to_np(ti), err_msg=str(size))
+    vv, vi = nn.AdaptiveMaxPool2d((2, 3), return_indices=True)(xv[0])
+    tv, ti = torch.nn.AdaptiveMaxPool2d((2, 3), return_indices=True)(torch.tensor(x[0]))
+    np.testing.assert_array_equal(to_np(vi), to_np(ti))
+
+
 # ======================= embeddings =======================
 
 IDX = np.array([1, 2, 4, 5, 4, 3, 2, 9])

@@ -376,6 +376,36 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return y.squeeze(0) if input.ndim == 4 else y
 
 
+def adaptive_max_indices(input, size):
+    """The indices of adaptive max pooling of the last len(size) (1 or 2) dims to `size`, flat in
+    each input plane: torch's windows [floor(i * n / out), ceil((i + 1) * n / out)), each padded to
+    the longest by repeating its first position, and the first maximum in (h, w) order."""
+    with no_grad():
+        dims = tuple(input.shape[input.ndim - len(size):])
+        windows = []
+        for n, out in zip(dims, size):
+            spans = [list(range(i * n // out, -(-(i + 1) * n // out))) for i in range(out)]
+            longest = max(len(w) for w in spans)
+            windows.append(_C.tensor([w + w[:1] * (longest - len(w)) for w in spans], dtype=_C.dtype.int64,
+                                     device=input.device))
+        lead = tuple(input.shape[:input.ndim - len(size)])
+        picked = input.detach()
+        for k, w in enumerate(windows):  # dim k of the plane -> (out_k, L_k)
+            d = len(lead) + 2 * k
+            picked = picked.index_select(d, w.reshape(-1))
+            picked = picked.reshape(tuple(picked.shape[:d]) + tuple(w.shape) + tuple(picked.shape[d + 1:]))
+        if len(size) == 1:
+            flat = windows[0]                                                 # (out, L)
+        else:
+            picked = picked.transpose(-3, -2)                                 # (.., Ho, Wo, Lh, Lw)
+            wh, ww = windows
+            flat = (wh.reshape(size[0], 1, -1, 1) * dims[1] + ww.reshape(1, size[1], 1, -1))
+            flat = flat.reshape(size[0], size[1], -1)                         # (Ho, Wo, Lh * Lw)
+        picked = picked.reshape(lead + tuple(size) + (-1,))
+        at = picked.argmax(-1).unsqueeze(-1)
+        return flat.expand(lead + tuple(flat.shape)).gather(-1, at).squeeze(-1)
+
+
 # ======================= embeddings =======================
 
 def embedding_renorm_(weight, input, max_norm, norm_type):

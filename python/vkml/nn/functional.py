@@ -409,9 +409,11 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def _adaptive_max(input, output_size, return_indices, n):
-    if return_indices:
-        raise NotImplementedError(f"adaptive_max_pool{n}d: return_indices=True is not implemented")
-    return _nn.adaptive_max_pool(input, _adaptive_size(input, output_size, n))
+    size = _adaptive_size(input, output_size, n)
+    values = _nn.adaptive_max_pool(input, size)
+    if return_indices:  # issue #16
+        return values, _conv_pool.adaptive_max_indices(input, size)
+    return values
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
