@@ -1885,14 +1885,9 @@ def _pool_common(rng, ins, mode, dil):
     p = _pool_params(rng)
     (x,) = ins
     need(x.isfloat and x.ndim in (3, 4) and x.ref.size > 0)
-    # vkml refuses (typed errors; torch accepts them): ceil_mode=True, count_include_pad=False
-    # (avg_pool2d). vk.max_pool2d/vk.avg_pool2d are F.*'s functions: 3-D and 4-D inputs.
-    errs = []
-    if p["ceil"] or (not dil and not p["cip"]):
-        errs.append("NotImplementedError")
-    err = "|".join(errs) or None
-    if err:
-        need(mode == "mixed")
+    # vk.max_pool2d/vk.avg_pool2d are F.*'s functions: 3-D and 4-D inputs. ceil_mode=True and
+    # count_include_pad=False are checked against the reference since issue #16 implemented them.
+    err = None
     (kh, kw), (ph, pw) = _pp(p["k"]), _pp(p["p"])
     s = p["k"] if p["s"] is None else p["s"]
     d = p["d"] if dil else 1

@@ -100,6 +100,10 @@ DIFFERENCES = [
     "inference fast path gives the same values up to rounding, and there are no nested tensors "
     "(where torch's `TransformerEncoder` would nest at inference, the padded positions' outputs are "
     "zero here too); `enable_nested_tensor` is accepted without torch's warning.",
+    # conv/pool/embedding breadth (issue #16)
+    "Embeddings: `sparse=True`, `EmbeddingBag`'s `scale_grad_by_freq` (torch's CPU kernel divides some rows by "
+    "another row's count) raise NotImplementedError; `Embedding`'s "
+    "`scale_grad_by_freq` keeps its scale in second derivatives, where torch's double backward drops it.",
 ]
 
 

@@ -46,6 +46,10 @@ from . import vulkan
 # top-level names are the same functions, as torch.conv2d and torch.max_pool2d are.
 from .nn.functional import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 from .nn.functional import fold as col2im, unfold as im2col  # noqa: E402
+# conv breadth (issue #16): torch.conv_transpose1d/2d/3d, torch.conv3d, the 1-D and 3-D pools, embedding_renorm_
+from .nn.functional import avg_pool1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402
+from .nn.functional import max_pool1d, max_pool1d_with_indices, max_pool3d  # noqa: E402
+from .nn._conv_pool import embedding_renorm_  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -80,6 +80,10 @@ def arg_lists(t):
         (t["idx1"],),  # bincount: a 1-D non-negative integer tensor (sortscan)
         # nn breadth (issue #16): cosine_embedding_loss, conv1d, bilinear
         (x, y, x[:, 0]), (img[:, :, 0], w4[:, :, 0]), (x, y, t["square"].unsqueeze(0)),
+        # conv/pool/embedding breadth (issue #16): conv_transpose1d/2d (weight (in, out, k...)), conv3d
+        # and embedding_bag (2-D indices: one bag per row), conv_transpose3d, embedding_renorm_
+        (img, w4.transpose(0, 1)), (img[:, :, 0], w4[:, :, 0].transpose(0, 1)), (img.unsqueeze(2), w4.unsqueeze(2)),
+        (idx, x), (img.unsqueeze(2), w4.transpose(0, 1).unsqueeze(2)), (t["xc"], t["idx1"], 1.0, 2.0),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 

@@ -4,6 +4,7 @@ No math here: every function forwards to the C++ layer (vk::nn::functional).
 """
 
 from .. import _C
+from . import _conv_pool
 
 _nn = _C._nn
 
@@ -110,11 +111,14 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not implemented")
+    if sparse:
+        raise NotImplementedError("embedding: sparse=True (sparse gradients) is not implemented")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
-    return _nn.embedding(input, weight, padding_idx)
+    if max_norm is not None:  # torch's embedding_renorm_ of the rows looked up, in place (issue #16)
+        _conv_pool.embedding_renorm_(weight, input, max_norm, norm_type)
+    out = _nn.embedding(input, weight, padding_idx)
+    return _conv_pool.freq_scaled(out, input) if scale_grad_by_freq else out
 
 
 def one_hot(tensor, num_classes=-1):
@@ -148,13 +152,16 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if ceil_mode:  # issue #16
+        return _conv_pool.max_pool2d_ext(input, kernel_size, stride, padding, dilation, True, return_indices)
     return _nn.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d: divisor_override is not implemented")
+    if ceil_mode or not count_include_pad or divisor_override is not None:  # issue #16
+        return _conv_pool.avg_pool2d_ext(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                         divisor_override)
     return _nn.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
@@ -402,9 +409,11 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def _adaptive_max(input, output_size, return_indices, n):
-    if return_indices:
-        raise NotImplementedError(f"adaptive_max_pool{n}d: return_indices=True is not implemented")
-    return _nn.adaptive_max_pool(input, _adaptive_size(input, output_size, n))
+    size = _adaptive_size(input, output_size, n)
+    values = _nn.adaptive_max_pool(input, size)
+    if return_indices:  # issue #16
+        return values, _conv_pool.adaptive_max_indices(input, size)
+    return values
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -493,16 +502,16 @@ def _conv2d_same(input, weight, bias, stride, dilation, groups):
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    if ceil_mode:
-        raise NotImplementedError("max_pool1d: ceil_mode=True is not implemented")
+    if ceil_mode:  # issue #16
+        return _conv_pool.max_pool1d_ext(input, kernel_size, stride, padding, dilation, True, return_indices)
     one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
     return _nn.max_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"),
                           one(dilation, "dilation"), return_indices)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    if ceil_mode or not count_include_pad:
-        raise NotImplementedError("avg_pool1d: ceil_mode=True and count_include_pad=False are not implemented")
+    if ceil_mode or not count_include_pad:  # issue #16
+        return _conv_pool.avg_pool1d_ext(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
     one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
     return _nn.avg_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"))
 def selu_(input):
@@ -535,3 +544,18 @@ __all__ += ["selu_", "celu_", "upsample_nearest", "upsample_bilinear", "max_pool
 from ._attention import _canonical_mask, _none_or_dtype, multi_head_attention_forward  # noqa: E402
 
 __all__ += ["multi_head_attention_forward"]
+# ---- conv/pool/embedding breadth (issue #16): transposed and 3-D convolutions, embedding_bag ----
+# (composed in _conv_pool.py; pooling's ceil_mode, count_include_pad=False and divisor_override and
+# embedding's max_norm route there from the functions above)
+from ._conv_pool import (avg_pool3d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,  # noqa: E402
+                         embedding_bag, max_pool3d)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "embedding_bag", "max_pool3d",
+            "avg_pool3d", "max_pool2d_with_indices"]
+# ---- end conv/pool/embedding breadth ----

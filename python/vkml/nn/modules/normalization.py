@@ -80,6 +80,10 @@ class BatchNorm2d(_BatchNorm):
     _expected_dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):  # issue #16
+    _expected_dims = (5,)
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()

@@ -23,6 +23,8 @@ class Embedding(Module):
                                     not _freeze)
             self.reset_parameters()
         else:
+            assert list(_weight.shape) == [num_embeddings, embedding_dim], \
+                "Shape of weight does not match num_embeddings and embedding_dim"
             self.weight = Parameter(_weight, not _freeze)
         self._place_on(device)
 
@@ -41,3 +43,12 @@ class Embedding(Module):
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
         return s
+
+    # issue #16: torch's constructor from a weight matrix
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        assert embeddings.ndim == 2, "Embeddings parameter is expected to be 2-dimensional"
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
+                   _freeze=freeze)
