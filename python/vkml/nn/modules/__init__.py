@@ -41,3 +41,6 @@ __all__ += ["CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswis
             "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d", "PixelShuffle",
             "PixelUnshuffle", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "MaxPool1d", "Upsample",
             "UpsamplingBilinear2d", "UpsamplingNearest2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+# init/utils/hooks (#16)
+from .param_container import ParameterDict, ParameterList  # noqa: E402
+__all__ += ["ParameterDict", "ParameterList"]
