@@ -193,14 +193,14 @@ def dirac_(tensor, groups=1):
     per_group = sizes[0] // groups
     min_dim = min(per_group, sizes[1])
     with no_grad():
-        tensor.zero_()
-        if min_dim == 0 or groups == 0:
-            return tensor
-        outs = [g * per_group + d for g in range(groups) for d in range(min_dim)]
-        ins = [d for _ in range(groups) for d in range(min_dim)]
-        centre = tuple([s // 2] * len(outs) for s in sizes[2:])
-        index = (_C.tensor(outs), _C.tensor(ins)) + tuple(_C.tensor(c) for c in centre)
-        tensor[index] = 1
+        # made on the CPU and copied: indexed assignment into a device tensor reads it on the host
+        delta = _C.zeros(tuple(sizes), dtype=tensor.dtype)
+        if min_dim:
+            outs = [g * per_group + d for g in range(groups) for d in range(min_dim)]
+            ins = [d for _ in range(groups) for d in range(min_dim)]
+            centre = tuple([s // 2] * len(outs) for s in sizes[2:])
+            delta[tuple(_C.tensor(i) for i in (outs, ins) + centre)] = 1
+        tensor.copy_(delta)
     return tensor
 
 

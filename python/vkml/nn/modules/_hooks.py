@@ -58,8 +58,8 @@ def add_hook(hooks, hook, prepend, extra=()):
 def _join(tensors, on_grads, name):
     """tensors (a list; entries may be non-tensors or not require grad) passed through one custom
     node: returns the list with each tensor that requires grad replaced by its slice of the node's
-    output. on_grads(grads) gets the gradient of each entry (None for entries that are not tensors
-    requiring grad) and returns the gradients to pass on (None: unchanged)."""
+    output. on_grads(grads) gets the gradient of each entry (zeros for tensors that do not require
+    grad, None for entries that are not tensors) and returns the gradients to pass on (None: unchanged)."""
     pos = [i for i, t in enumerate(tensors) if isinstance(t, Tensor) and t.requires_grad]
     parents = [tensors[i] for i in pos]
     if len({(str(p.dtype), str(p.device)) for p in parents}) > 1:
@@ -76,7 +76,8 @@ def _join(tensors, on_grads, name):
         for p, n in zip(parents, sizes):
             pieces.append(g[off:off + n].reshape(p.shape))
             off += n
-        grads = [None] * len(tensors)
+        # as torch's: zeros for the tensors that do not require grad, None for the other entries
+        grads = [_C.zeros_like(t) if isinstance(t, Tensor) else None for t in tensors]
         for i, piece in zip(pos, pieces):
             grads[i] = piece
         new = on_grads(grads)

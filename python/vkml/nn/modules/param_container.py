@@ -8,13 +8,15 @@ from ... import Tensor
 from .module import Module, Parameter
 
 
-def _param_str(p):
+def _param_str(p, typename):
+    # torch prints a list's entries with their dtype (torch.float32), a dict's with their type
+    # name (torch.FloatTensor)
     if not isinstance(p, Tensor):
         return f"Object of type: {type(p).__name__}"
     size = "x".join(str(s) for s in p.shape)
     device = f" ({p.device})" if str(p.device) != "cpu" else ""
     kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-    return f"{kind} containing: [{p.dtype} of size {size}{device}]"
+    return f"{kind} containing: [{p.type() if typename else p.dtype} of size {size}{device}]"
 
 
 class ParameterList(Module):
@@ -70,7 +72,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"  ({k}): {_param_str(p)}" for k, p in enumerate(self))
+        return "\n".join(f"  ({k}): {_param_str(p, False)}" for k, p in enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -175,7 +177,7 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self):
-        return "\n".join(f"  ({k}): {_param_str(p)}" for k, p in self.items())
+        return "\n".join(f"  ({k}): {_param_str(p, True)}" for k, p in self.items())
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")
