@@ -528,3 +528,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 __all__ += ["selu_", "celu_", "upsample_nearest", "upsample_bilinear", "max_pool1d_with_indices"]
 # ---- end nn breadth ----
+# ---- init/utils/hooks (#16) ----
+from ._ctc import ctc_loss  # noqa: E402
+
+__all__ += ["ctc_loss"]

@@ -44,3 +44,5 @@ __all__ += ["CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswis
 # init/utils/hooks (#16)
 from .param_container import ParameterDict, ParameterList  # noqa: E402
 __all__ += ["ParameterDict", "ParameterList"]
+from .ctc import CTCLoss  # noqa: E402
+__all__ += ["CTCLoss"]
