@@ -288,5 +288,7 @@ kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
 sparse = _deprecated(sparse_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
 
 __all__ += ["trunc_normal_", "eye_", "dirac_", "orthogonal_", "sparse_"]
