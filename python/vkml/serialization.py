@@ -408,6 +408,8 @@ def save(obj, f, metadata=None):
 def _refuse_torch_pickle(path):
     """torch.save writes a zip archive of pickles (or, before torch 1.6, a bare pickle); vkml reads
     safetensors only (a pickle runs code when loaded), so such a file is a clear error."""
+    if not os.path.isfile(path):  # (opening a FIFO would block) the safetensors reader says what it is
+        return
     try:
         with open(path, "rb") as fh:
             head = fh.read(9)

@@ -399,3 +399,14 @@ def test_old_style_weight_norm_equals_torch():
     close(vm.weight, tm.weight, 1e-10)
     with pytest.raises(ValueError, match="weight_norm of 'weight' not found"):
         nn.utils.remove_weight_norm(vm)
+
+
+def test_parametrized_module_deepcopies_and_refuses_pickle():
+    import copy
+    import pickle
+    m = nn.utils.parametrizations.weight_norm(nn.Linear(3, 2))
+    c = copy.deepcopy(m)
+    assert type(c) is type(m) and c.parametrizations.weight.original1 is not m.parametrizations.weight.original1
+    np.testing.assert_array_equal(to_np(c.weight), to_np(m.weight))
+    with pytest.raises(RuntimeError, match="only supported through state_dict"):
+        pickle.dumps(m)

@@ -5,6 +5,7 @@ module.parametrizations.weight.original (original0, original1, ... when p.right_
 several tensors) and makes module.weight a property that computes p(original) on each access (once
 per `cached()` block), so that state_dict keys match torch's."""
 
+import copy
 from collections.abc import Sequence
 from contextlib import contextmanager
 
@@ -143,7 +144,19 @@ def _inject_new_class(module):
         raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(). "
                            "See: https://pytorch.org/tutorials/beginner/saving_loading_models.html")
 
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": getstate})
+    def default_deepcopy(self, memo):
+        # a deepcopy keeps the injected class (which holds the properties), as torch's
+        if id(self) in memo:
+            return memo[id(self)]
+        replica = self.__new__(self.__class__)
+        memo[id(self)] = replica
+        replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+        return replica
+
+    dct = {"__getstate__": getstate}
+    if not hasattr(cls, "__deepcopy__"):
+        dct["__deepcopy__"] = default_deepcopy
+    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)
 
 
 def _inject_property(module, tensor_name):
