@@ -188,7 +188,8 @@ def test_sparse_zeros_per_column():
 
 
 @pytest.mark.parametrize("fn", [nn.init.xavier_uniform_, nn.init.kaiming_normal_, nn.init.orthogonal_,
-                                nn.init.trunc_normal_, lambda t, generator: nn.init.sparse_(t, 0.2, generator=generator)])
+                                nn.init.trunc_normal_,
+                                lambda t, generator: nn.init.sparse_(t, 0.2, generator=generator)])
 def test_generator_makes_draws_repeatable(fn):
     def draw(seed):
         t = vk.empty(6, 5)

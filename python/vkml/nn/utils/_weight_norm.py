@@ -69,7 +69,8 @@ class WeightNorm:
 def weight_norm(module, name="weight", dim=0):
     """The old-style weight normalisation (torch.nn.utils.weight_norm, deprecated there in favour of
     nn.utils.parametrizations.weight_norm): parameters name_g and name_v replace name."""
-    warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of `torch.nn.utils.parametrizations.weight_norm`.",
+    warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+                  "`torch.nn.utils.parametrizations.weight_norm`.",
                   FutureWarning, stacklevel=2)
     WeightNorm.apply(module, name, dim)
     return module
