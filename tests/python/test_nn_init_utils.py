@@ -411,3 +411,22 @@ def test_parametrized_module_deepcopies_and_refuses_pickle():
     np.testing.assert_array_equal(to_np(c.weight), to_np(m.weight))
     with pytest.raises(RuntimeError, match="only supported through state_dict"):
         pickle.dumps(m)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_old_style_spectral_norm_equals_torch(train):
+    vm, tm = nn.Conv2d(2, 3, 3).double(), TN.Conv2d(2, 3, 3).double()
+    nn.utils.spectral_norm(vm)
+    TN.utils.spectral_norm(tm)
+    assert list(vm.state_dict()) == list(tm.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    _copy_state(vm, tm)
+    vm.train(train), tm.train(train)
+    _compare_steps(vm, tm, np.random.default_rng(5).standard_normal((2, 2, 5, 5)))
+    with pytest.raises(RuntimeError, match="Cannot register two spectral_norm hooks"):
+        nn.utils.spectral_norm(vm)
+    nn.utils.remove_spectral_norm(vm)
+    TN.utils.remove_spectral_norm(tm)
+    assert list(vm.state_dict()) == list(tm.state_dict())
+    close(vm.weight, tm.weight, 1e-10)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
+        nn.utils.remove_spectral_norm(vm)

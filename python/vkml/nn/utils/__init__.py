@@ -22,6 +22,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 # ---- init/utils/hooks (#16): the rest of torch.nn.utils ----------------------------------------
 from . import parametrizations, parametrize  # noqa: E402
+from ._spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402
 from ._weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 
 
@@ -86,4 +87,4 @@ def vector_to_parameters(vec, parameters):
 
 
 __all__ += ["clip_grad_norm", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "parametrize",
-            "parametrizations", "weight_norm", "remove_weight_norm"]
+            "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
