@@ -19,6 +19,8 @@ SWEEP = os.path.join(os.path.dirname(__file__), "binding_sweep.py")
 UNREACHED_OK = {
     "Tensor._make_subclass",  # needs a Tensor subclass as its first argument (nn.Parameter uses it)
     "Tensor.cuda",            # always raises: vkml has no CUDA device
+    # init/utils/hooks (#16)
+    "F.ctc_loss",             # needs (T, N, C) log_probs with targets and lengths that fit them (test_ctc.py)
 }
 
 
