@@ -430,3 +430,15 @@ def test_old_style_spectral_norm_equals_torch(train):
     close(vm.weight, tm.weight, 1e-10)
     with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
         nn.utils.remove_spectral_norm(vm)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1, float("inf")])
+def test_get_total_norm_and_clip_grads_with_norm_equal_torch(norm_type):
+    vps, tps = _grads_pair(scale=3.0)
+    nv = nn.utils.get_total_norm([p.grad for p in vps], norm_type)
+    nt = TN.utils.get_total_norm([p.grad for p in tps], norm_type)
+    close(nv, nt)
+    nn.utils.clip_grads_with_norm_(vps, 1.0, nv)
+    TN.utils.clip_grads_with_norm_(tps, 1.0, nt)
+    for v, t in zip(vps, tps):
+        close(v.grad, t.grad)

@@ -1,4 +1,4 @@
-"""vk.nn.utils: clip_grad_norm_ (fused in C++)."""
+"""vk.nn.utils: clip_grad_norm_ (fused in C++), the other clipping and vector helpers, weight and spectral norms, parametrize."""
 
 from ... import _C, Tensor
 from ..._grad_mode import no_grad
@@ -27,14 +27,7 @@ from ._weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 
 
 def _nonfinite_check(grads, norm_type):
-    from ... import linalg
-    with no_grad():
-        norms = _C.stack([linalg.vector_norm(g.detach(), float(norm_type)).to(grads[0].dtype) for g in grads])
-        total = linalg.vector_norm(norms, float(norm_type))
-    if not bool(total.isfinite().item()):
-        raise RuntimeError(f"The total norm of order {float(norm_type)} for gradients from `parameters` is non-finite, "
-                           "so it cannot be clipped. To disable this error and scale the gradients by the non-finite "
-                           "norm anyway, set `error_if_nonfinite=False`")
+    get_total_norm(grads, norm_type, error_if_nonfinite=True)
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
@@ -43,6 +36,33 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
                   FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The norm of the tensors' norms (the norm of all their entries together), as torch's."""
+    from ... import linalg
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if not tensors:
+        return _C.tensor(0.0)
+    with no_grad():
+        norms = _C.stack([linalg.vector_norm(t, float(norm_type)).to(tensors[0].dtype) for t in tensors])
+        total = linalg.vector_norm(norms, float(norm_type))
+    if error_if_nonfinite and not bool(total.isfinite().item()):
+        raise RuntimeError(f"The total norm of order {float(norm_type)} for gradients from `parameters` is non-finite, "
+                           "so it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scales the gradients by min(1, max_norm / (total_norm + 1e-6)) in place, as torch's."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    with no_grad():
+        coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype).to(g.device))
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
@@ -87,4 +107,5 @@ def vector_to_parameters(vec, parameters):
 
 
 __all__ += ["clip_grad_norm", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "parametrize",
-            "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
+            "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm",
+            "get_total_norm", "clip_grads_with_norm_"]
