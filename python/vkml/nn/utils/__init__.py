@@ -1,4 +1,5 @@
-"""vk.nn.utils: clip_grad_norm_ (fused in C++), the other clipping and vector helpers, weight and spectral norms, parametrize."""
+"""vk.nn.utils: clip_grad_norm_ (fused in C++), the other clipping and vector helpers, weight and
+spectral norms, parametrize."""
 
 from ... import _C, Tensor
 from ..._grad_mode import no_grad
