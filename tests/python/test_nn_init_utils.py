@@ -392,7 +392,8 @@ def test_old_style_weight_norm_equals_torch():
     assert list(vm.state_dict()) == list(tm.state_dict()) == ["bias", "weight_g", "weight_v"]
     _copy_state(vm, tm)
     _compare_steps(vm, tm, np.random.default_rng(4).standard_normal((2, 4)))
-    with pytest.raises(RuntimeError, match="Cannot register two weight_norm hooks"):
+    with pytest.raises(RuntimeError, match="Cannot register two weight_norm hooks"), \
+            pytest.warns(FutureWarning):
         nn.utils.weight_norm(vm)
     nn.utils.remove_weight_norm(vm)
     TN.utils.remove_weight_norm(tm)
