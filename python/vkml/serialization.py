@@ -403,9 +403,34 @@ def save(obj, f, metadata=None):
         pending.discard()  # a no-op after the commit
 
 
+# ---- init/utils/hooks (#16): torch.save's files are named, not misread ----------------------------
+
+def _refuse_torch_pickle(path):
+    """torch.save writes a zip archive of pickles (or, before torch 1.6, a bare pickle); vkml reads
+    safetensors only (a pickle runs code when loaded), so such a file is a clear error."""
+    if not os.path.isfile(path):  # (opening a FIFO would block) the safetensors reader says what it is
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(9)
+    except OSError:
+        return  # the safetensors reader reports why the file cannot be read
+    if len(head) == 9 and head[8:] == b"{":  # a safetensors header (its length may start with 0x80)
+        return
+    if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80":
+        kind = "a zip archive of pickles" if head.startswith(b"PK") else "a pickle"
+        raise ValueError(f"vk.load({path!r}): the file is {kind}, the format torch.save writes; vkml reads "
+                         "safetensors files only. Write the state_dict with "
+                         "safetensors.torch.save_file(model.state_dict(), path) and load that file with "
+                         "vk.load(path).")
+
+
 def load(f, map_location=None, weights_only=True):
-    """Reads a file written by vk.save (or any safetensors file, as {name: Tensor})."""
+    """Reads a file written by vk.save (or any safetensors file, as {name: Tensor}: a state_dict
+    that torch wrote with safetensors.torch.save_file loads with model.load_state_dict(vk.load(path))).
+    A file written by torch.save (zip or pickle) is a ValueError that says so."""
     path = _fspath(f, "vk.load")
+    _refuse_torch_pickle(path)
     named, meta = _C._io.load_safetensors(path)
     if _META_KEY not in meta:
         return dict(named)

@@ -22,6 +22,8 @@ UNREACHED_OK = {
     # attention layers (issue #16): 13 positional arguments (projection weights of matching
     # shapes); a Python composition of swept ops, exercised by tests/python/test_attention.py
     "F.multi_head_attention_forward",
+    # init/utils/hooks (#16)
+    "F.ctc_loss",             # needs (T, N, C) log_probs with targets and lengths that fit them (test_ctc.py)
 }
 
 

@@ -559,3 +559,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 __all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "embedding_bag", "max_pool3d",
             "avg_pool3d", "max_pool2d_with_indices"]
 # ---- end conv/pool/embedding breadth ----
+# ---- init/utils/hooks (#16) ----
+from ._ctc import ctc_loss  # noqa: E402
+
+__all__ += ["ctc_loss"]

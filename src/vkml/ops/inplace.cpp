@@ -72,7 +72,9 @@ void zero_(const Tensor& x) { fill_(x, 0); }
 void fill_(const Tensor& x, Scalar value) {
   check_target(x, nullptr, "fill_");
   NoGradGuard no_grad;
-  write_back(x, scalar_tensor(value, x.dtype(), "fill_"), "fill_");
+  // The value is made on the CPU; a device tensor's copy reads its source there (init/utils/hooks
+  // (#16): fill_ and zero_ of a Vulkan tensor crashed reading the CPU scalar as device memory).
+  write_back(x, to_device(scalar_tensor(value, x.dtype(), "fill_"), x.device()), "fill_");
 }
 
 void copy_(const Tensor& x, const Tensor& src) {

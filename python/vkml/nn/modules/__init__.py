@@ -55,3 +55,8 @@ from .normalization import BatchNorm3d  # noqa: E402
 
 __all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "EmbeddingBag", "BatchNorm3d",
             "MaxPool3d", "AvgPool3d"]
+# init/utils/hooks (#16)
+from .param_container import ParameterDict, ParameterList  # noqa: E402
+__all__ += ["ParameterDict", "ParameterList"]
+from .ctc import CTCLoss  # noqa: E402
+__all__ += ["CTCLoss"]

@@ -1,9 +1,10 @@
 """vk.nn: Parameter and Module: torch.nn.Module's bookkeeping (registration, traversal, state_dict, moves)."""
 
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 from ... import _C, Tensor
 from ..._grad_mode import no_grad
+from . import _hooks  # init/utils/hooks (#16)
 
 
 class Parameter(Tensor):
@@ -31,6 +32,17 @@ class Parameter(Tensor):
     def __reduce_ex__(self, protocol):
         from .. import _rebuild
         return (_rebuild, (Parameter, self.detach().numpy().copy(), self.requires_grad, None))
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """load_state_dict's result, printed as torch's (init/utils/hooks (#16))."""
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
 
 
 def _addindent(s, n):
@@ -61,6 +73,8 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        for name, d in _hooks.new_hook_dicts().items():  # init/utils/hooks (#16)
+            object.__setattr__(self, name, d)
 
     # ---- registration ----
     def __setattr__(self, name, value):
@@ -321,9 +335,7 @@ class Module:
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(errors)))
-        from collections import namedtuple
-        Keys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
-        return Keys(missing if not strict else [], unexpected if not strict else [])
+        return _IncompatibleKeys(missing if not strict else [], unexpected if not strict else [])
 
     def _apply_tensors(self, fn):
         for m in self.modules():
@@ -393,7 +405,54 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        d = self.__dict__  # init/utils/hooks (#16): the hooks' path only when there are hooks
+        if d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks") or \
+                d.get("_backward_pre_hooks"):
+            return _hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ---- init/utils/hooks (#16): hooks, lookups by name ----
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) (or hook(module, args, kwargs) with with_kwargs) runs before forward;
+        what it returns (not None) replaces the arguments."""
+        return _hooks.add_hook(self._forward_pre_hooks, hook, prepend,
+                               [(self._forward_pre_hooks_with_kwargs, with_kwargs)])
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) (or hook(module, args, kwargs, output)) runs after forward;
+        what it returns (not None) replaces the output. always_call: it runs even when forward raises."""
+        return _hooks.add_hook(self._forward_hooks, hook, prepend,
+                               [(self._forward_hooks_with_kwargs, with_kwargs),
+                                (self._forward_hooks_always_called, always_call)])
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) runs when the gradients of the module's outputs are known; what it
+        returns (not None, a tuple as long as grad_output) replaces them."""
+        return _hooks.add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) runs when the gradients of the module's inputs are
+        known; what it returns (not None) replaces grad_input."""
+        return _hooks.add_hook(self._backward_hooks, hook, prepend)
+
+    def get_parameter(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(mod, name)
 
     # ---- repr ----
     def extra_repr(self):

@@ -1,0 +1,169 @@
+"""Issue #16 item 7: torch checkpoints load into the same vkml model. For every layer type of vk.nn
+(a table: one line per layer), torch builds the module, trains it a step (so running statistics
+move), saves its state_dict with safetensors.torch.save_file; model.load_state_dict(vk.load(path))
+loads it into the vkml module, whose outputs (training and eval mode) then equal torch's. A file
+written by torch.save is refused with an error that names the format and the alternative."""
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import save_file
+
+import vkml as vk
+from vkml import nn
+
+from conftest import to_np
+
+TN = torch.nn
+
+
+def _sequential(lib):
+    return lib.Sequential(lib.Linear(4, 5), lib.ReLU(), lib.ModuleList([lib.LayerNorm(5)]),
+                          lib.ModuleDict({"out": lib.Linear(5, 3)}))
+
+
+class _Containers:
+    """Sequential, ModuleList and ModuleDict nested, called through a small forward."""
+
+    @staticmethod
+    def make(lib):
+        m = _sequential(lib)
+        return m
+
+    @staticmethod
+    def call(m, x):
+        x = m[1](m[0](x))
+        return m[3]["out"](m[2][0](x))
+
+
+def _weight_normed(lib):
+    return lib.utils.parametrizations.weight_norm(lib.Linear(4, 3))
+
+
+# (name, constructor taking torch.nn or vk.nn, input shapes, how to call it). Adding a layer adds a line.
+LAYERS = [
+    ("Linear", lambda lib: lib.Linear(4, 3), [(2, 4)], None),
+    ("Linear_nobias", lambda lib: lib.Linear(4, 3, bias=False), [(2, 4)], None),
+    ("Conv1d", lambda lib: lib.Conv1d(2, 3, 3, padding=1), [(2, 2, 7)], None),
+    ("Conv2d", lambda lib: lib.Conv2d(2, 3, 3, stride=2), [(2, 2, 7, 7)], None),
+    ("BatchNorm1d", lambda lib: lib.BatchNorm1d(3), [(4, 3)], None),
+    ("BatchNorm2d", lambda lib: lib.BatchNorm2d(3, momentum=0.3), [(2, 3, 4, 4)], None),
+    ("LayerNorm", lambda lib: lib.LayerNorm([3, 4]), [(2, 3, 4)], None),
+    ("LayerNorm_nobias", lambda lib: lib.LayerNorm(4, bias=False), [(2, 4)], None),
+    ("GroupNorm", lambda lib: lib.GroupNorm(2, 4), [(2, 4, 3)], None),
+    ("InstanceNorm1d", lambda lib: lib.InstanceNorm1d(3, affine=True, track_running_stats=True), [(2, 3, 5)], None),
+    ("InstanceNorm2d", lambda lib: lib.InstanceNorm2d(3, track_running_stats=True), [(2, 3, 4, 4)], None),
+    ("RMSNorm", lambda lib: lib.RMSNorm(4), [(2, 4)], None),
+    ("Embedding", lambda lib: lib.Embedding(6, 3, padding_idx=0), [("int", 6, (2, 5))], None),
+    ("Bilinear", lambda lib: lib.Bilinear(3, 2, 4), [(2, 3), (2, 2)], None),
+    ("PReLU", lambda lib: lib.PReLU(3), [(2, 3, 4)], None),
+    ("containers", _Containers.make, [(2, 4)], _Containers.call),
+    ("Sequential", _sequential, [(2, 4)], lambda m, x: m[3]["out"](m[2][0](m[1](m[0](x))))),
+    ("weight_norm", _weight_normed, [(2, 4)], None),
+]
+
+
+def _inputs(shapes, rng):
+    out = []
+    for s in shapes:
+        if s[0] == "int":
+            out.append(rng.integers(0, s[1], s[2]))
+        else:
+            out.append(rng.standard_normal(s).astype(np.float32))
+    return out
+
+
+def _torch_model(make, shapes, call, rng):
+    """The torch module, after one training step (so its running statistics are not the initial ones)."""
+    torch.manual_seed(0)
+    tm = make(TN)
+    xs = [torch.tensor(a) for a in _inputs(shapes, rng)]
+    out = call(tm, *xs) if call else tm(*xs)
+    if list(tm.parameters()):  # a plain SGD step (torch.optim's first use costs seconds)
+        out.square().sum().backward()
+        with torch.no_grad():
+            for p in tm.parameters():
+                p -= 0.1 * p.grad
+    return tm
+
+
+@pytest.mark.parametrize("name,make,shapes,call", LAYERS, ids=[row[0] for row in LAYERS])
+def test_torch_safetensors_checkpoint_loads(name, make, shapes, call, tmp_path):
+    rng = np.random.default_rng(0)
+    tm = _torch_model(make, shapes, call, rng)
+    path = tmp_path / f"{name}.safetensors"
+    save_file({k: v.contiguous() for k, v in tm.state_dict().items()}, str(path))
+    vm = make(nn)
+    assert list(vm.state_dict()) == list(tm.state_dict()), "state_dict keys differ from torch's"
+    result = vm.load_state_dict(vk.load(path))
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    for k, v in tm.state_dict().items():
+        got = vm.state_dict()[k]
+        assert got.dtype == getattr(vk, str(v.dtype).split(".")[1]), k
+        np.testing.assert_array_equal(to_np(got), to_np(v), err_msg=k)
+    for train in (False, True):
+        vm.train(train), tm.train(train)
+        arrays = _inputs(shapes, rng)
+        yv = call(vm, *[vk.tensor(a) for a in arrays]) if call else vm(*[vk.tensor(a) for a in arrays])
+        yt = call(tm, *[torch.tensor(a) for a in arrays]) if call else tm(*[torch.tensor(a) for a in arrays])
+        np.testing.assert_allclose(to_np(yv), to_np(yt), rtol=1e-5, atol=1e-5, err_msg=f"{name} train={train}")
+    for k, v in tm.state_dict().items():  # the training-mode call moved the running statistics alike
+        np.testing.assert_allclose(to_np(vm.state_dict()[k]), to_np(v), rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_every_layer_of_vk_nn_with_parameters_is_in_the_table():
+    """A layer with parameters or buffers added to vk.nn needs a line in LAYERS (or a reason here)."""
+    in_table = {type(row[1](nn)).__name__.removeprefix("Parametrized") for row in LAYERS}
+    elsewhere = {"ParameterList", "ParameterDict",  # tests/python/test_module_api.py
+                 "Module", "Sequential", "ModuleList", "ModuleDict"}
+    missing = []
+    for name in nn.modules.__all__:
+        cls = getattr(nn, name)
+        if not isinstance(cls, type) or not issubclass(cls, nn.Module) or name in in_table | elsewhere:
+            continue
+        try:
+            m = cls()
+        except TypeError:
+            missing.append(name)  # needs arguments: layers with parameters do
+            continue
+        if list(m.state_dict()):
+            missing.append(name)
+    # layers that take arguments but hold no state (pooling, padding, ...) are fine: build them to tell
+    stateful = [n for n in missing if _has_state(getattr(nn, n))]
+    assert stateful == [], f"add a line to LAYERS for {stateful}"
+
+
+def _has_state(cls):
+    for args in [(2,), (2, 2), (2, 2, 2), (2, 2, 2, 2)]:
+        try:
+            return bool(list(cls(*args).state_dict()))
+        except Exception:
+            continue
+    return False
+
+
+def test_torch_save_file_is_refused_clearly(tmp_path):
+    path = tmp_path / "model.pt"
+    torch.save(TN.Linear(2, 2).state_dict(), path)
+    with pytest.raises(ValueError, match=r"zip archive of pickles, the format torch.save writes; vkml reads "
+                                         r"safetensors files only.*safetensors.torch.save_file"):
+        vk.load(path)
+    legacy = tmp_path / "legacy.pt"
+    torch.save(TN.Linear(2, 2).state_dict(), legacy, _use_new_zipfile_serialization=False)
+    with pytest.raises(ValueError, match="is a pickle, the format torch.save writes"):
+        vk.load(legacy)
+
+
+@pytest.mark.skipif(not vk.vulkan.is_available(), reason="no Vulkan device")
+def test_torch_checkpoint_loads_into_a_model_on_vulkan(tmp_path):
+    rng = np.random.default_rng(1)
+    tm = _torch_model(lambda lib: lib.Sequential(lib.Conv2d(1, 2, 3), lib.BatchNorm2d(2)), [(2, 1, 5, 5)], None, rng)
+    path = tmp_path / "m.safetensors"
+    save_file(tm.state_dict(), str(path))
+    vm = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)).to("vulkan")
+    vm.load_state_dict(vk.load(path))
+    vm.eval(), tm.eval()
+    x = rng.standard_normal((2, 1, 5, 5)).astype(np.float32)
+    assert str(vm[0].weight.device).startswith("vulkan")
+    np.testing.assert_allclose(to_np(vm(vk.tensor(x, device="vulkan"))), to_np(tm(torch.tensor(x))), rtol=1e-5,
+                               atol=1e-5)
