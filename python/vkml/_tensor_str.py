@@ -10,6 +10,7 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None  # None: chosen from the values; True/False: forced (vk.set_printoptions)
 
 _DEFAULT_DTYPES = ("float32", "int64", "bool")
 
@@ -71,6 +72,8 @@ class _Formatter:
             else:
                 for v in finite:
                     self.max_width = max(self.max_width, len(f"{v:.{PRECISION}f}"))
+        if SCI_MODE is not None:  # vk.set_printoptions(sci_mode=...), after sizing, as torch
+            self.sci_mode = SCI_MODE
 
     def width(self):
         return self.max_width
@@ -170,3 +173,27 @@ def tensor_repr(t):
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)
+
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """torch.set_printoptions: a profile first sets all four, then the given options override;
+    sci_mode=None returns to choosing from the values."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r} (default, short, "
+                             "full)")
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
+    if precision is not None:
+        PRECISION = int(precision)
+    if threshold is not None:
+        THRESHOLD = threshold
+    if edgeitems is not None:
+        EDGEITEMS = int(edgeitems)
+    if linewidth is not None:
+        LINEWIDTH = int(linewidth)
+    SCI_MODE = sci_mode
