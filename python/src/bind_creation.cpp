@@ -59,7 +59,7 @@ void bind_creation(nb::module_& m) {
       [](double start, double end, int64_t steps, nb::handle dtype, nb::handle device,
          bool requires_grad) {
         Tensor t = vk::linspace(start, end, steps, creation_dtype(dtype, DType::Float32));
-        return with_grad(on_device(t, to_device_opt(device)), requires_grad);
+        return with_grad(on_device(t, to_device_arg(device, default_device())), requires_grad);
       },
       "start"_a, "end"_a, "steps"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
       "requires_grad"_a = false);
@@ -69,7 +69,7 @@ void bind_creation(nb::module_& m) {
          bool requires_grad) {
         DType dt = creation_dtype(dtype, DType::Float32);
         Tensor t = vk::eye(n, mcols ? *mcols : n, dt);
-        return with_grad(on_device(t, to_device_opt(device)), requires_grad);
+        return with_grad(on_device(t, to_device_arg(device, default_device())), requires_grad);
       },
       "n"_a, "m"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
       "requires_grad"_a = false);

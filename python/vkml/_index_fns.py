@@ -211,6 +211,7 @@ def index_copy(input, dim, index, source):
             src.shape[k] != input.shape[k] for k in range(input.ndim) if k != d)):
         raise ShapeError(f"{op}: source of shape {list(source.shape)} does not match self of "
                          f"shape {list(input.shape)} with {index.numel()} indices along dim {d}")
+    index = _check_index(index, input.shape[d] if input.ndim else 1, op)
     if input.ndim == 0:
         return scatter(input, 0, index.reshape(-1)[:1], src.reshape(-1)[:1])
     return scatter(input, d, _along(index, d, src), src)

@@ -56,24 +56,18 @@ class _Formatter:
             if v != math.ceil(v):
                 self.int_mode = False
                 break
-        if self.int_mode:
-            if vmax / vmin > 1000.0 or vmax > 1.0e8:
-                self.sci_mode = True
-                for v in finite:
-                    self.max_width = max(self.max_width, len(f"{v:.{PRECISION}e}"))
+        # torch's order: the notation first (sci_mode forced by vk.set_printoptions, or chosen
+        # from the range), then the widths in that notation.
+        self.sci_mode = (vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4
+                         if SCI_MODE is None else SCI_MODE)
+        for v in finite:
+            if self.sci_mode:
+                text = f"{v:.{PRECISION}e}"
+            elif self.int_mode:
+                text = f"{v:.0f}" + " "
             else:
-                for v in finite:
-                    self.max_width = max(self.max_width, len(f"{v:.0f}") + 1)
-        else:
-            if vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4:
-                self.sci_mode = True
-                for v in finite:
-                    self.max_width = max(self.max_width, len(f"{v:.{PRECISION}e}"))
-            else:
-                for v in finite:
-                    self.max_width = max(self.max_width, len(f"{v:.{PRECISION}f}"))
-        if SCI_MODE is not None:  # vk.set_printoptions(sci_mode=...), after sizing, as torch
-            self.sci_mode = SCI_MODE
+                text = f"{v:.{PRECISION}f}"
+            self.max_width = max(self.max_width, len(text))
 
     def width(self):
         return self.max_width

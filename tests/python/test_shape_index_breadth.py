@@ -214,3 +214,271 @@ def on_vulkan():
 @pytest.mark.parametrize("i", [pytest.param(i, id=c.name) for i, c in enumerate(CASES)])
 def test_matches_torch_on_vulkan(i, on_vulkan):
     run_case(CASES[i], "float32")
+
+
+# ---- creation-like functions: values against torch (float64 and float32), on both devices ----
+
+CREATION = [
+    ("tril_indices", lambda L: L.tril_indices(3, 4, 1)),
+    ("triu_indices", lambda L: L.triu_indices(4, 3, -1)),
+    ("triu_indices_empty", lambda L: L.triu_indices(2, 2, 5)),
+    ("logspace", lambda L: L.logspace(-1, 2, 5, dtype=L.float64)),
+    ("logspace_base2", lambda L: L.logspace(0, 3, 4, base=2, dtype=L.float32)),
+    ("hann", lambda L: L.hann_window(6, dtype=L.float64)),
+    ("hann_sym", lambda L: L.hann_window(5, periodic=False, dtype=L.float64)),
+    ("hamming", lambda L: L.hamming_window(7, dtype=L.float64)),
+    ("hamming_ab", lambda L: L.hamming_window(5, False, 0.5, 0.4, dtype=L.float64)),
+    ("blackman", lambda L: L.blackman_window(8, dtype=L.float64)),
+    ("bartlett", lambda L: L.bartlett_window(7, periodic=False, dtype=L.float64)),
+    ("kaiser", lambda L: L.kaiser_window(9, dtype=L.float64)),
+    ("kaiser_beta", lambda L: L.kaiser_window(6, False, 3.5, dtype=L.float64)),
+    ("window_len1", lambda L: L.hann_window(1)),
+    ("window_len0", lambda L: L.blackman_window(0)),
+    ("window_f32", lambda L: L.hann_window(5)),
+]
+
+
+@pytest.mark.parametrize("name,f", CREATION, ids=[n for n, _ in CREATION])
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_creation_matches_torch(name, f, device):
+    if device == "vulkan":
+        _require_vulkan()
+    vk.set_default_device(device)
+    try:
+        v = f(vk)
+    finally:
+        vk.set_default_device("cpu")
+    t = f(torch)
+    assert v.device.type == device
+    assert str(v.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    assert_close(v, t, "float64" if t.dtype == torch.float64 else "float32", what=name)
+
+
+def test_range_includes_end_and_warns():
+    with pytest.warns(UserWarning, match="deprecated"):
+        v = vk.range(1, 4, 0.5)
+    with pytest.warns(UserWarning):
+        t = torch.range(1, 4, 0.5)
+    assert_close(v, t, "float32")
+    assert v.dtype == vk.float32
+
+
+# ---- unique over a dim, unique_consecutive ----
+
+UNIQUE = [
+    ("dim0", lambda L, x: L.unique(x, dim=0, return_inverse=True, return_counts=True)),
+    ("dim1", lambda L, x: L.unique(x, dim=1, return_inverse=True, return_counts=True)),
+    ("dim-1_plain", lambda L, x: x.unique(dim=-1)),
+    ("consecutive", lambda L, x: L.unique_consecutive(x, return_inverse=True,
+                                                      return_counts=True)),
+    ("consecutive_dim0", lambda L, x: x.unique_consecutive(return_counts=True, dim=0)),
+    ("consecutive_dim1", lambda L, x: L.unique_consecutive(x, return_inverse=True, dim=1)),
+]
+UNIQUE_INPUT = [[1, 2, 1, 1], [3, 0, 3, 3], [1, 2, 1, 1], [1, 2, 1, 1], [0, 0, 0, 5]]
+
+
+@pytest.mark.parametrize("name,f", UNIQUE, ids=[n for n, _ in UNIQUE])
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_unique_dim_and_consecutive_match_torch(name, f, dtype):
+    t = f(torch, torch.tensor(UNIQUE_INPUT, dtype=getattr(torch, dtype)))
+    v = f(vk, vk.tensor(UNIQUE_INPUT, dtype=getattr(vk, dtype)))
+    for a, e in zip(_outputs(v), _outputs(t)):
+        assert_close(a, e, "float64", what=name)
+
+
+def test_unique_dim_on_vulkan(on_vulkan):
+    x = vk.tensor(UNIQUE_INPUT)
+    t = torch.tensor(UNIQUE_INPUT)
+    for a, e in zip(vk.unique(x, dim=0, return_inverse=True, return_counts=True),
+                    torch.unique(t, dim=0, return_inverse=True, return_counts=True)):
+        assert a.device.type == "vulkan"
+        assert_close(a, e, what="unique dim=0 on vulkan")
+
+
+# ---- dtype helpers, small predicates, printing ----
+
+def test_promote_types_and_result_type_match_torch():
+    names = ["bool", "int32", "int64", "float32", "float64"]
+    for a in names:
+        for b in names:
+            assert str(vk.promote_types(getattr(vk, a), getattr(vk, b))).split(".")[-1] == \
+                str(torch.promote_types(getattr(torch, a), getattr(torch, b))).split(".")[-1]
+            assert vk.can_cast(getattr(vk, a), getattr(vk, b)) == \
+                torch.can_cast(getattr(torch, a), getattr(torch, b)), (a, b)
+    for x, y in [((), 2.5), ((2,), 2.5), ((2,), 3), ((), True)]:
+        for d in ["bool", "int32", "int64", "float32"]:
+            tv = torch.zeros(x, dtype=getattr(torch, d))
+            vv = vk.zeros(x, dtype=getattr(vk, d))
+            assert str(vk.result_type(vv, y)).split(".")[-1] == \
+                str(torch.result_type(tv, y)).split(".")[-1], (x, y, d)
+    # a 0-d tensor does not widen a dimensioned one of the same category (torch's rule)
+    assert vk.result_type(vk.zeros(2, dtype=vk.int32), vk.zeros((), dtype=vk.int64)) == vk.int32
+    assert vk.result_type(vk.zeros(2, dtype=vk.int32), vk.zeros(2, dtype=vk.int64)) == vk.int64
+
+
+def test_predicates_and_small_methods():
+    x = vk.zeros(2, 3)
+    assert vk.is_same_size(x, vk.ones(2, 3)) and not x.is_same_size(vk.ones(3, 2))
+    assert vk.is_signed(x) and vk.tensor([1]).is_signed() and not vk.tensor([True]).is_signed()
+    assert vk.is_nonzero(vk.tensor([2.0])) and not vk.tensor(0).is_nonzero()
+    with pytest.raises(RuntimeError, match="more than one value"):
+        vk.is_nonzero(x)
+    with pytest.raises(RuntimeError, match="no values"):
+        vk.is_nonzero(vk.zeros(0))
+    assert x.ndimension() == 2 and x.get_device() == -1
+    assert vk.typename(x) == "vkml.FloatTensor" and vk.typename(3) == "int"
+    y = vk.ones(2)
+    assert vk.zero_(y) is y and y.tolist() == [0.0, 0.0]
+    assert vk.fill_(y, 3) is y and y.tolist() == [3.0, 3.0]
+    z = vk.fill(vk.zeros(2, dtype=vk.int64), vk.tensor(4))
+    assert z.dtype == vk.int64 and z.tolist() == [4, 4]
+
+
+def test_get_device_on_vulkan():
+    _require_vulkan()
+    assert vk.zeros(2).to("vulkan").get_device() == 0
+
+
+def test_set_printoptions_matches_torch():
+    cases = [dict(precision=2), dict(threshold=5, edgeitems=2), dict(sci_mode=True),
+             dict(sci_mode=False), dict(linewidth=30), dict(profile="short"),
+             dict(profile="full")]
+    values = np.linspace(-3.0, 1e3, 12).reshape(3, 4)
+    try:
+        for opts in cases:
+            torch.set_printoptions(**opts)
+            vk.set_printoptions(**opts)
+            expected = repr(torch.tensor(values, dtype=torch.float32)).replace("torch", "vkml")
+            assert repr(vk.tensor(values, dtype=vk.float32)) == expected, opts
+            torch.set_printoptions(profile="default", sci_mode=None)
+            vk.set_printoptions(profile="default")
+    finally:
+        torch.set_printoptions(profile="default", sci_mode=None)
+        vk.set_printoptions(profile="default")
+    with pytest.raises(ValueError, match="profile"):
+        vk.set_printoptions(profile="wide")
+
+
+# ---- in-place forms: values as torch's, the version counter bumped, leaves refused ----
+
+INPLACE = [
+    ("scatter_", lambda L, x: x.scatter_(1, I(L, [[2, 0]]), L.ones(1, 2, dtype=x.dtype))),
+    ("scatter_value", lambda L, x: x.scatter_(0, I(L, [[1, 0, 1]]), 5.0)),
+    ("scatter_reduce_", lambda L, x: x.scatter_reduce_(1, I(L, [[0, 0], [2, 2]]),
+                                                       L.ones(2, 2, dtype=x.dtype) * 3,
+                                                       "amax")),
+    ("scatter_add_", lambda L, x: x.scatter_add_(0, I(L, [[1, 1, 0]]),
+                                                 L.ones(1, 3, dtype=x.dtype))),
+    ("index_add_", lambda L, x: x.index_add_(1, I(L, [0, 0]), L.ones(2, 2, dtype=x.dtype))),
+    ("index_copy_", lambda L, x: x.index_copy_(0, I(L, [1]), L.ones(1, 3, dtype=x.dtype))),
+    ("index_put_", lambda L, x: x.index_put_((I(L, [0, 0]), I(L, [1, 1])),
+                                             L.tensor(2.0, dtype=x.dtype), accumulate=True)),
+    ("masked_scatter_", lambda L, x: x.masked_scatter_(x > 0, L.arange(6, dtype=x.dtype))),
+    ("put_", lambda L, x: x.put_(I(L, [0, 4]), L.tensor([9.0, 8.0], dtype=x.dtype))),
+]
+
+
+@pytest.mark.parametrize("name,f", INPLACE, ids=[n for n, _ in INPLACE])
+def test_inplace_forms_match_torch(name, f):
+    a = np.random.default_rng(3).standard_normal((2, 3))
+    t, v = torch.tensor(a), vk.tensor(a)
+    before = v._version
+    assert f(vk, v) is v
+    f(torch, t)
+    assert v._version > before
+    assert_close(v, t, what=name)
+    leaf = vk.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError):
+        f(vk, leaf)
+
+
+# ---- bad input: the error torch raises, naming the op ----
+
+BAD = [
+    ("scatter index out of range", lambda: vk.scatter(vk.zeros(3), 0, vk.tensor([3]),
+                                                      vk.ones(1)), IndexError, "scatter"),
+    ("scatter negative index", lambda: vk.zeros(3).scatter(0, vk.tensor([-4]), 1.0),
+     IndexError, "scatter"),
+    ("scatter float index", lambda: vk.zeros(3).scatter(0, vk.tensor([0.0]), 1.0),
+     vk.DTypeError, "scatter"),
+    ("scatter index too big", lambda: vk.zeros(2, 2).scatter(1, vk.zeros(3, 1, dtype=vk.int64),
+                                                             vk.ones(3, 1)),
+     vk.ShapeError, "scatter"),
+    ("scatter_reduce bad reduce", lambda: vk.zeros(3).scatter_reduce(
+        0, vk.tensor([0]), vk.ones(1), "max"), RuntimeError, "scatter_reduce"),
+    ("scatter bad reduce", lambda: vk.zeros(3).scatter(0, vk.tensor([0]), vk.ones(1),
+                                                       reduce="max"), RuntimeError, "scatter"),
+    ("take out of range", lambda: vk.take(vk.zeros(2, 2), vk.tensor([4])), IndexError, "take"),
+    ("take_along_dim ndim", lambda: vk.take_along_dim(vk.zeros(2, 2), vk.tensor([0]), 0),
+     RuntimeError, "take_along_dim"),
+    ("index_copy out of range", lambda: vk.zeros(2, 3).index_copy(1, vk.tensor([3]),
+                                                                 vk.ones(2, 1)),
+     IndexError, "index_copy"),
+    ("index_copy source shape", lambda: vk.zeros(2, 3).index_copy(1, vk.tensor([0]),
+                                                                 vk.ones(3, 1)),
+     vk.ShapeError, "index_copy"),
+    ("index_put out of range", lambda: vk.zeros(2, 3).index_put((vk.tensor([2]),),
+                                                               vk.tensor(1.0)),
+     IndexError, "index_put"),
+    ("index_put value shape", lambda: vk.zeros(2, 3).index_put((vk.tensor([0, 1]),),
+                                                              vk.ones(4)),
+     vk.ShapeError, "index_put"),
+    ("masked_select float mask", lambda: vk.masked_select(vk.zeros(2), vk.zeros(2)),
+     vk.DTypeError, "masked_select"),
+    ("masked_scatter short source", lambda: vk.zeros(3).masked_scatter(
+        vk.tensor([True, True, False]), vk.ones(1)), RuntimeError, "masked_scatter"),
+    ("select_scatter index", lambda: vk.select_scatter(vk.zeros(2, 3), vk.zeros(2), 1, 3),
+     IndexError, "select_scatter"),
+    ("slice_scatter src shape", lambda: vk.slice_scatter(vk.zeros(2, 4), vk.zeros(2, 3), 1,
+                                                         0, 4, 2),
+     vk.ShapeError, "slice_scatter"),
+    ("diagonal_scatter src shape", lambda: vk.diagonal_scatter(vk.zeros(3, 3), vk.zeros(2)),
+     vk.ShapeError, "diagonal_scatter"),
+    ("put out of range", lambda: vk.zeros(2).put(vk.tensor([-3]), vk.ones(1)), IndexError,
+     "put"),
+    ("movedim repeated", lambda: vk.movedim(vk.zeros(2, 3), (0, 0), (1, 0)), RuntimeError,
+     "movedim"),
+    ("movedim dim", lambda: vk.zeros(2, 3).movedim(2, 0), IndexError, "movedim"),
+    ("broadcast_shapes", lambda: vk.broadcast_shapes((2, 3), (3, 2)), vk.ShapeError,
+     "broadcast_shapes"),
+    ("hsplit uneven", lambda: vk.hsplit(vk.zeros(2, 3), 2), RuntimeError, "hsplit"),
+    ("vsplit 1-d", lambda: vk.vsplit(vk.zeros(4), 2), RuntimeError, "vsplit"),
+    ("split_with_sizes sum", lambda: vk.zeros(4).split_with_sizes([1, 2]), RuntimeError,
+     "split_with_sizes"),
+    ("tensor_split 0-d", lambda: vk.tensor_split(vk.tensor(1.0), 2), RuntimeError,
+     "tensor_split"),
+    ("rot90 same dims", lambda: vk.rot90(vk.zeros(2, 2), 1, (0, 0)), RuntimeError, "rot90"),
+    ("block_diag 3-d", lambda: vk.block_diag(vk.zeros(1, 1, 1)), RuntimeError, "block_diag"),
+    ("cartesian_prod 2-d", lambda: vk.cartesian_prod(vk.zeros(2, 2)), RuntimeError,
+     "cartesian_prod"),
+    ("inner shapes", lambda: vk.inner(vk.zeros(2, 3), vk.zeros(2)), vk.ShapeError, "inner"),
+    ("chain_matmul 1-d", lambda: vk.chain_matmul(vk.zeros(2)), RuntimeError, "chain_matmul"),
+    ("cov 3-d", lambda: vk.cov(vk.zeros(1, 1, 1)), RuntimeError, "cov"),
+    ("trapezoid x length", lambda: vk.trapezoid(vk.zeros(3), vk.zeros(2)), vk.ShapeError,
+     "trapezoid"),
+    ("sum_to_size", lambda: vk.zeros(2, 3).sum_to_size(2), RuntimeError, "expandable"),
+    ("window negative", lambda: vk.hann_window(-1), RuntimeError, "hann_window"),
+    ("window int dtype", lambda: vk.hann_window(3, dtype=vk.int64), vk.DTypeError,
+     "hann_window"),
+    ("vander 2-d", lambda: vk.vander(vk.zeros(2, 2)), RuntimeError, "one-dimensional"),
+    ("unique dim", lambda: vk.unique(vk.zeros(2, 2), dim=2), IndexError, "unique"),
+]
+
+
+@pytest.mark.parametrize("name,f,err,match", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_raises_like_torch(name, f, err, match):
+    with pytest.raises(err, match=match):
+        f()
+
+
+def test_linspace_and_eye_follow_the_default_device():
+    # Regression: vk.linspace and vk.eye made CPU tensors after vk.set_default_device("vulkan")
+    # (their bindings ignored the default device), so vk.logspace mixed devices there.
+    _require_vulkan()
+    vk.set_default_device("vulkan")
+    try:
+        made = [vk.linspace(0, 1, 3), vk.eye(2), vk.logspace(0, 1, 3)]
+    finally:
+        vk.set_default_device("cpu")
+    assert all(t.device.type == "vulkan" for t in made)
+    assert vk.linspace(0, 1, 3).device.type == "cpu"
