@@ -95,6 +95,16 @@ DIFFERENCES = [
     "`vk.SizeError` (a RuntimeError), where torch raises RuntimeError for both.",
     "Integer division by zero raises (torch's CPU gives undefined values or raises).",
     "SVD-based norms (`nuc`, 2, -2) raise NotImplementedError.",
+    # shape/index breadth (#15)
+    "`scatter`, `index_copy`, `index_put` and `put` with repeated indices: the last writer in "
+    "row-major order wins (torch: unspecified) and only it gets a gradient (torch gives every "
+    "writer `gather(grad)`). `scatter_reduce`, `unique(dim=...)`, `masked_select`/"
+    "`masked_scatter` and bounds checks of index arguments read the indices on the host.",
+    "`vk.set_default_dtype(vk.float64)` changes creation, `vk.tensor` of Python floats and "
+    "int-to-float ops, but an integer tensor times a Python float is still float32 (torch: the "
+    "default dtype).",
+    "`transpose_`, `t_`, `squeeze_`, `unsqueeze_`, `swapaxes_`, `swapdims_` (in-place changes of "
+    "a tensor's shape) are not provided: vkml's tensors do not change shape in place.",
 ]
 
 

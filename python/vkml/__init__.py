@@ -66,11 +66,17 @@ bool_ = dtype.bool
 globals().update({"bool": dtype.bool, "float": dtype.float32, "double": dtype.float64,
                   "long": dtype.int64, "int": dtype.int32})
 
-_DEFAULT_FLOAT = dtype.float32
-
-
 def get_default_dtype():
-    return _DEFAULT_FLOAT
+    """The default floating dtype (float32 unless set_default_dtype changed it); the core holds
+    it (core/default_dtype.h)."""
+    return _C._get_default_dtype()
+
+
+def set_default_dtype(d):
+    """torch.set_default_dtype: float32 or float64. Creation functions without dtype= and Python
+    floats (vk.tensor([1.5])) give it, and integer tensors become it where an op needs a float
+    (sqrt, true division); integer and bool creation are unchanged."""
+    _C._set_default_dtype(d)
 
 
 def is_tensor(obj):

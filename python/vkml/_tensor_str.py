@@ -12,7 +12,12 @@ EDGEITEMS = 3
 LINEWIDTH = 80
 SCI_MODE = None  # None: chosen from the values; True/False: forced (vk.set_printoptions)
 
-_DEFAULT_DTYPES = ("float32", "int64", "bool")
+
+
+def _default_dtypes(t):
+    # torch leaves out the dtype it would infer: the default float dtype, int64 and bool.
+    from . import get_default_dtype
+    return (get_default_dtype().name, "int64", "bool")
 
 
 # The nested lists are walked with a stack, not by recursion: a tensor may have more dims than
@@ -150,12 +155,12 @@ def tensor_repr(t):
         if t.ndim != 1:
             suffixes.append("size=" + str(tuple(t.shape)))
         suffixes += device
-        if dtype_name != "float32":
+        if dtype_name != _default_dtypes(t)[0]:
             suffixes.append(f"dtype=vkml.{dtype_name}")
         body = "[]"
     else:
         suffixes += device
-        if dtype_name not in _DEFAULT_DTYPES:
+        if dtype_name not in _default_dtypes(t):
             suffixes.append(f"dtype=vkml.{dtype_name}")
         values = t.detach().tolist()
         summarize = t.numel() > THRESHOLD

@@ -482,3 +482,56 @@ def test_linspace_and_eye_follow_the_default_device():
         vk.set_default_device("cpu")
     assert all(t.device.type == "vulkan" for t in made)
     assert vk.linspace(0, 1, 3).device.type == "cpu"
+
+
+# ---- the default dtype ----
+
+DEFAULT_DTYPE_MAKERS = [
+    ("zeros", lambda L: L.zeros(2)), ("empty", lambda L: L.empty(2)),
+    ("ones", lambda L: L.ones(2, 1)), ("full_float", lambda L: L.full((2,), 1.5)),
+    ("full_int", lambda L: L.full((2,), 3)), ("full_bool", lambda L: L.full((2,), True)),
+    ("arange_float", lambda L: L.arange(0.0, 3)), ("arange_int", lambda L: L.arange(3)),
+    ("linspace", lambda L: L.linspace(0, 1, 3)), ("logspace", lambda L: L.logspace(0, 1, 3)),
+    ("eye", lambda L: L.eye(2)), ("rand", lambda L: L.rand(2)), ("randn", lambda L: L.randn(2)),
+    ("randint", lambda L: L.randint(0, 3, (2,))),
+    ("normal", lambda L: L.normal(0.0, 1.0, (2,))),
+    ("tensor_float", lambda L: L.tensor([1.5, 2])), ("tensor_scalar", lambda L: L.tensor(2.5)),
+    ("tensor_int", lambda L: L.tensor([1, 2])), ("tensor_bool", lambda L: L.tensor([True])),
+    ("tensor_numpy_f32", lambda L: L.tensor(np.zeros(2, np.float32))),
+    ("Tensor", lambda L: L.Tensor([1, 2])),
+    ("hann_window", lambda L: L.hann_window(4)), ("kaiser_window", lambda L: L.kaiser_window(4)),
+    ("sqrt_of_int", lambda L: L.sqrt(L.tensor([4]))),
+    ("true_division_of_ints", lambda L: L.tensor([3]) / L.tensor([2])),
+    ("tril_indices", lambda L: L.tril_indices(2, 2)),
+]
+
+
+@pytest.mark.parametrize("default", ["float64", "float32"])
+def test_every_creation_function_follows_the_default_dtype(default):
+    before = vk.get_default_dtype()
+    try:
+        torch.set_default_dtype(getattr(torch, default))
+        vk.set_default_dtype(getattr(vk, default))
+        assert vk.get_default_dtype() == getattr(vk, default)
+        for name, f in DEFAULT_DTYPE_MAKERS:
+            with torch.device("cpu"):
+                expected = str(f(torch).dtype).split(".")[-1]
+            assert f(vk).dtype.name == expected, (name, default)
+        # printing leaves out the default dtype, as torch
+        assert repr(vk.tensor([1.5])) == repr(torch.tensor([1.5])).replace("torch", "vkml")
+        other = vk.float32 if default == "float64" else vk.float64
+        assert repr(vk.tensor([1.5], dtype=other)) == repr(
+            torch.tensor([1.5], dtype=getattr(torch, other.name))).replace("torch", "vkml")
+    finally:
+        torch.set_default_dtype(torch.float32)
+        vk.set_default_dtype(before)
+    # resetting restores what every function makes
+    assert vk.get_default_dtype() == vk.float32
+    assert vk.zeros(1).dtype == vk.float32 and vk.tensor([1.5]).dtype == vk.float32
+    assert vk.sqrt(vk.tensor([4])).dtype == vk.float32
+
+
+def test_set_default_dtype_refuses_non_float():
+    with pytest.raises(vk.DTypeError, match="set_default_dtype"):
+        vk.set_default_dtype(vk.int64)
+    assert vk.get_default_dtype() == vk.float32
