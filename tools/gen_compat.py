@@ -103,8 +103,6 @@ DIFFERENCES = [
     "`vk.set_default_dtype(vk.float64)` changes creation, `vk.tensor` of Python floats and "
     "int-to-float ops, but an integer tensor times a Python float is still float32 (torch: the "
     "default dtype).",
-    "`transpose_`, `t_`, `squeeze_`, `unsqueeze_`, `swapaxes_`, `swapdims_` (in-place changes of "
-    "a tensor's shape) are not provided: vkml's tensors do not change shape in place.",
 ]
 
 

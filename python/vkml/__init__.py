@@ -325,6 +325,19 @@ def _tensor_methods():
         if not hasattr(Tensor, name):
             setattr(Tensor, name, inplace(name, fn))
 
+    def inplace_view(name, fn):
+        def method(self, *args):
+            return _C._inplace_view(self, name, fn, args)
+        method.__name__ = method.__qualname__ = name
+        return method
+
+    views = {"t_": Tensor.t, "transpose_": Tensor.transpose, "swapaxes_": Tensor.transpose,
+             "swapdims_": Tensor.transpose, "squeeze_": Tensor.squeeze,
+             "unsqueeze_": Tensor.unsqueeze}
+    for name, fn in views.items():
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, inplace_view(name, fn))
+
 
 if not _os.environ.get("VKML_STUBGEN"):
     _tensor_methods()

@@ -535,3 +535,48 @@ def test_set_default_dtype_refuses_non_float():
     with pytest.raises(vk.DTypeError, match="set_default_dtype"):
         vk.set_default_dtype(vk.int64)
     assert vk.get_default_dtype() == vk.float32
+
+
+# ---- in-place view ops: the tensor's own shape changes, its memory stays ----
+
+VIEW_INPLACE = [
+    ("t_", lambda x: x.t_()), ("transpose_", lambda x: x.transpose_(0, 2)),
+    ("swapaxes_", lambda x: x.swapaxes_(1, 2)), ("swapdims_", lambda x: x.swapdims_(0, 1)),
+    ("squeeze_", lambda x: x.squeeze_()), ("squeeze_dim", lambda x: x.squeeze_(1)),
+    ("unsqueeze_", lambda x: x.unsqueeze_(-1)),
+]
+
+
+@pytest.mark.parametrize("name,f", VIEW_INPLACE, ids=[n for n, _ in VIEW_INPLACE])
+def test_inplace_view_ops_match_torch(name, f):
+    a = np.arange(6.0).reshape((1, 2, 3) if name != "t_" else (2, 3))
+    t, v = torch.tensor(a), vk.tensor(a)
+    before = v._version
+    assert f(v) is v
+    f(t)
+    assert tuple(v.shape) == tuple(t.shape) and v._version > before
+    assert_close(v, t, what=name)
+    v.add_(1.0)  # still the same memory: a view taken before sees the write
+    leaf = vk.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match=name.split("_dim")[0].rstrip("_") + "_"):
+        f(leaf)
+    with vk.no_grad():
+        f(leaf)
+    assert tuple(leaf.shape) == tuple(t.shape)
+
+
+def test_inplace_view_of_a_saved_tensor_makes_backward_raise():
+    a = vk.ones(2, 2, requires_grad=True)
+    b = vk.tensor([[1.0, 2.0], [3.0, 4.0]])
+    y = (a * b).sum()
+    b.t_()  # square: without the version counter the gradient would silently be b.T
+    with pytest.raises(RuntimeError, match="modified|version"):
+        y.backward()
+
+
+def test_inplace_view_shares_memory_with_earlier_views():
+    x = vk.zeros(2, 3)
+    row = x[0]
+    x.t_()
+    x[1, 0] = 5.0
+    assert row.tolist() == [0.0, 5.0, 0.0]
