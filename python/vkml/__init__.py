@@ -241,8 +241,8 @@ def get_float32_matmul_precision():
 from . import _index_fns, _shape_fns  # noqa: E402
 from ._shape_fns import *  # noqa: E402,F401,F403
 from ._shape_fns import promote_types  # noqa: E402
-from ._index_fns import (diagonal_scatter, index_copy, index_put, masked_scatter,  # noqa: E402
-                         masked_select, scatter, scatter_reduce, select_scatter, slice_scatter,
+from ._index_fns import (diagonal_scatter, index_copy, index_put, index_reduce,  # noqa: E402
+                         masked_scatter, masked_select, scatter, scatter_reduce, select_scatter, slice_scatter,
                          take, take_along_dim, unique_consecutive)
 from ._tensor_str import set_printoptions  # noqa: E402
 
@@ -312,7 +312,8 @@ def _tensor_methods():
         "index_put": I.index_put, "masked_select": I.masked_select,
         "masked_scatter": I.masked_scatter, "select_scatter": I.select_scatter,
         "slice_scatter": I.slice_scatter, "diagonal_scatter": I.diagonal_scatter,
-        "put": I.put, "unique": unique, "unique_consecutive": I.unique_consecutive,
+        "put": I.put, "index_reduce": I.index_reduce, "unique": unique,
+        "unique_consecutive": I.unique_consecutive,
     }
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
@@ -320,6 +321,7 @@ def _tensor_methods():
         "scatter_": I.scatter, "scatter_reduce_": I.scatter_reduce, "scatter_add_":
         _C.scatter_add, "index_add_": _C.index_add, "index_copy_": I.index_copy,
         "index_put_": I.index_put, "masked_scatter_": I.masked_scatter, "put_": I.put,
+        "index_reduce_": I.index_reduce,
     }
     for name, fn in inplace_forms.items():
         if not hasattr(Tensor, name):

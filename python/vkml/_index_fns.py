@@ -282,6 +282,24 @@ def masked_scatter(input, mask, source):
     return index_copy(input.reshape(-1), 0, pos, src).reshape(input.shape)
 
 
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """torch.index_reduce: source's slices reduced into input's slices at index along dim
+    (prod, mean, amax, amin), as scatter_reduce with the index spread over source's shape."""
+    op = "index_reduce"
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"{op}: reduce argument must be either prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = _wrap_dim(dim, input.ndim, op)
+    if index.ndim > 1:
+        raise IndexError(f"{op}: index should have dimension 1 or 0 (got {index.ndim})")
+    if input.ndim and (source.ndim != input.ndim or source.shape[d] != index.numel() or any(
+            source.shape[k] != input.shape[k] for k in range(input.ndim) if k != d)):
+        raise ShapeError(f"{op}: source of shape {list(source.shape)} does not match self of "
+                         f"shape {list(input.shape)} with {index.numel()} indices along dim {d}")
+    index = _check_index(index, input.shape[d] if input.ndim else 1, op)
+    return _scatter_reduce(input, d, _along(index, d, source), source, reduce, include_self, op)
+
+
 def _view_scatter(input, src, view, op):
     """input with src written where view (a view op) reads: the positions come from applying the
     view to a tensor of flat positions."""

@@ -144,6 +144,13 @@ for _red in ("sum", "prod", "mean", "amax", "amin"):
                            1, I(L, [[0, 0, 2, 0], [1, 1, 1, 2]]), s, r, include_self=inc),
                        [R(2, 4), R(2, 4)]))
 
+for _red in ("prod", "mean", "amax", "amin"):
+    for _inc in (True, False):
+        CASES.append(C(f"index_reduce_{_red}_{_inc}",
+                       lambda L, a, s, r=_red, inc=_inc: a.index_reduce(
+                           0, I(L, [0, 2, 0, 0]), s, r, include_self=inc),
+                       [R(3, 2), R(4, 2)]))
+
 
 def _outputs(r):
     return list(r) if isinstance(r, (tuple, list)) else [r]
@@ -375,6 +382,8 @@ INPLACE = [
                                              L.tensor(2.0, dtype=x.dtype), accumulate=True)),
     ("masked_scatter_", lambda L, x: x.masked_scatter_(x > 0, L.arange(6, dtype=x.dtype))),
     ("put_", lambda L, x: x.put_(I(L, [0, 4]), L.tensor([9.0, 8.0], dtype=x.dtype))),
+    ("index_reduce_", lambda L, x: x.index_reduce_(1, I(L, [2, 2]),
+                                                   L.ones(2, 2, dtype=x.dtype) * 4, "amin")),
 ]
 
 
@@ -462,6 +471,10 @@ BAD = [
      "hann_window"),
     ("vander 2-d", lambda: vk.vander(vk.zeros(2, 2)), RuntimeError, "one-dimensional"),
     ("unique dim", lambda: vk.unique(vk.zeros(2, 2), dim=2), IndexError, "unique"),
+    ("index_reduce sum", lambda: vk.zeros(2).index_reduce(0, vk.tensor([0]), vk.ones(1), "sum"),
+     RuntimeError, "index_reduce"),
+    ("index_reduce out of range", lambda: vk.zeros(2).index_reduce(
+        0, vk.tensor([2]), vk.ones(1), "amax"), IndexError, "index_reduce"),
 ]
 
 
