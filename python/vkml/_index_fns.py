@@ -241,6 +241,9 @@ def _flat_positions(input, indices, op):
 
 def index_put(input, indices, values, accumulate=False):
     op = "index_put"
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'indices' must be a tuple of Tensors, not "
+                        f"{type(indices).__name__}")
     key, k = _flat_positions(input, list(indices), op)
     rest = list(input.shape[k:])
     lead = 1

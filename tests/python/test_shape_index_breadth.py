@@ -432,6 +432,9 @@ BAD = [
     ("index_put value shape", lambda: vk.zeros(2, 3).index_put((vk.tensor([0, 1]),),
                                                               vk.ones(4)),
      vk.ShapeError, "index_put"),
+    ("index_put indices not a tuple", lambda: vk.zeros(2).index_put(vk.tensor([0]),
+                                                                   vk.tensor(1.0)),
+     TypeError, "index_put"),
     ("masked_select float mask", lambda: vk.masked_select(vk.zeros(2), vk.zeros(2)),
      vk.DTypeError, "masked_select"),
     ("masked_scatter short source", lambda: vk.zeros(3).masked_scatter(
