@@ -12,6 +12,9 @@ import torch
 import vkml as vk
 from conftest import assert_close, check_fd, to_np
 
+# torch's own notice on its index_reduce (the oracle's, not vkml's)
+pytestmark = pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+
 
 def R(*shape):
     return ("randn", shape)
