@@ -391,11 +391,19 @@ INPLACE = [
 
 
 @pytest.mark.parametrize("name,f", INPLACE, ids=[n for n, _ in INPLACE])
-def test_inplace_forms_match_torch(name, f):
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_inplace_forms_match_torch(name, f, device):
+    if device == "vulkan":
+        _require_vulkan()
     a = np.random.default_rng(3).standard_normal((2, 3))
-    t, v = torch.tensor(a), vk.tensor(a)
+    t, v = torch.tensor(a), vk.tensor(a, device=device)
     before = v._version
-    assert f(vk, v) is v
+    vk.set_default_device(device)
+    try:
+        assert f(vk, v) is v
+    finally:
+        vk.set_default_device("cpu")
+    assert v.device.type == device
     f(torch, t)
     assert v._version > before
     assert_close(v, t, what=name)
