@@ -104,6 +104,14 @@ DIFFERENCES = [
     "Embeddings: `sparse=True`, `EmbeddingBag`'s `scale_grad_by_freq` (torch's CPU kernel divides some rows by "
     "another row's count) raise NotImplementedError; `Embedding`'s "
     "`scale_grad_by_freq` keeps its scale in second derivatives, where torch's double backward drops it.",
+    # shape/index breadth (#15)
+    "`scatter`, `index_copy`, `index_put` and `put` with repeated indices: the last writer in "
+    "row-major order wins (torch: unspecified) and only it gets a gradient (torch gives every "
+    "writer `gather(grad)`). `scatter_reduce`, `unique(dim=...)`, `masked_select`/"
+    "`masked_scatter` and bounds checks of index arguments read the indices on the host.",
+    "`vk.set_default_dtype(vk.float64)` changes creation, `vk.tensor` of Python floats and "
+    "int-to-float ops, but an integer tensor times a Python float is still float32 (torch: the "
+    "default dtype).",
 ]
 
 

@@ -1,29 +1,35 @@
 // Bindings: Creation functions (ops/creation.cpp) with device= and dtype=, the random generator's
 // state, the thread count.
 #include "bind_ops.h"
+#include "vkml/core/default_dtype.h"
 
 namespace vkpy {
 
 using namespace bindings;
 
 void bind_creation(nb::module_& m) {
+  // ---- shape/index breadth (#15): the default floating dtype, held by the core ----
+  m.def("_set_default_dtype", [](nb::handle d) { vk::set_default_float_dtype(to_dtype(d)); });
+  m.def("_get_default_dtype", [] { return vk::default_float_dtype(); });
   // ---- creation ----
   // device=: where the result is made (None: the CPU; the *_like functions: the input's device).
   for (const char* name : {"zeros", "empty"})
     m.def(
         name,
         [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
-          return with_grad(vk::zeros(shape_from_args(size), creation_dtype(dtype, DType::Float32),
-                                     to_device_arg(device, default_device())),
-                           requires_grad);
+          return with_grad(
+              vk::zeros(shape_from_args(size), creation_dtype(dtype, vk::default_float_dtype()),
+                        to_device_arg(device, default_device())),
+              requires_grad);
         },
         "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
   m.def(
       "ones",
       [](nb::args size, nb::handle dtype, nb::handle device, bool requires_grad) {
-        return with_grad(vk::ones(shape_from_args(size), creation_dtype(dtype, DType::Float32),
-                                  to_device_arg(device, default_device())),
-                         requires_grad);
+        return with_grad(
+            vk::ones(shape_from_args(size), creation_dtype(dtype, vk::default_float_dtype()),
+                     to_device_arg(device, default_device())),
+            requires_grad);
       },
       "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
   m.def(
@@ -31,7 +37,8 @@ void bind_creation(nb::module_& m) {
       [](nb::handle size, nb::handle value, nb::handle dtype, nb::handle device,
          bool requires_grad) {
         vk::Scalar v = number_arg(value, "full");
-        DType dt = creation_dtype(dtype, v.promotion_dtype());  // bool, int64 or float32
+        DType dt = creation_dtype(
+            dtype, v.is_floating() ? vk::default_float_dtype() : v.promotion_dtype());
         return with_grad(vk::full(to_shape(size), v, dt, to_device_arg(device, default_device())),
                          requires_grad);
       },
@@ -48,7 +55,7 @@ void bind_creation(nb::module_& m) {
         vk::Scalar a = number_arg(start, "arange"), b = number_arg(end, "arange"),
                    s = number_arg(step, "arange");
         bool ints = !a.is_floating() && !b.is_floating() && !s.is_floating();
-        DType dt = creation_dtype(dtype, ints ? DType::Int64 : DType::Float32);
+        DType dt = creation_dtype(dtype, ints ? DType::Int64 : vk::default_float_dtype());
         return with_grad(vk::arange(a, b, s, dt, to_device_arg(device, default_device())),
                          requires_grad);
       },
@@ -58,8 +65,9 @@ void bind_creation(nb::module_& m) {
       "linspace",
       [](double start, double end, int64_t steps, nb::handle dtype, nb::handle device,
          bool requires_grad) {
-        Tensor t = vk::linspace(start, end, steps, creation_dtype(dtype, DType::Float32));
-        return with_grad(on_device(t, to_device_opt(device)), requires_grad);
+        Tensor t =
+            vk::linspace(start, end, steps, creation_dtype(dtype, vk::default_float_dtype()));
+        return with_grad(on_device(t, to_device_arg(device, default_device())), requires_grad);
       },
       "start"_a, "end"_a, "steps"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
       "requires_grad"_a = false);
@@ -67,9 +75,9 @@ void bind_creation(nb::module_& m) {
       "eye",
       [](int64_t n, std::optional<int64_t> mcols, nb::handle dtype, nb::handle device,
          bool requires_grad) {
-        DType dt = creation_dtype(dtype, DType::Float32);
+        DType dt = creation_dtype(dtype, vk::default_float_dtype());
         Tensor t = vk::eye(n, mcols ? *mcols : n, dt);
-        return with_grad(on_device(t, to_device_opt(device)), requires_grad);
+        return with_grad(on_device(t, to_device_arg(device, default_device())), requires_grad);
       },
       "n"_a, "m"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
       "requires_grad"_a = false);
@@ -78,7 +86,7 @@ void bind_creation(nb::module_& m) {
       [](nb::args size, nb::handle generator, nb::handle dtype, nb::handle device,
          bool requires_grad) {
         return with_grad(
-            vk::rand(shape_from_args(size), creation_dtype(dtype, DType::Float32),
+            vk::rand(shape_from_args(size), creation_dtype(dtype, vk::default_float_dtype()),
                      to_device_arg(device, default_device()), generator_arg(generator, "rand")),
             requires_grad);
       },
@@ -89,7 +97,7 @@ void bind_creation(nb::module_& m) {
       [](nb::args size, nb::handle generator, nb::handle dtype, nb::handle device,
          bool requires_grad) {
         return with_grad(
-            vk::randn(shape_from_args(size), creation_dtype(dtype, DType::Float32),
+            vk::randn(shape_from_args(size), creation_dtype(dtype, vk::default_float_dtype()),
                       to_device_arg(device, default_device()), generator_arg(generator, "randn")),
             requires_grad);
       },

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "bind_ops.h"
+#include "vkml/core/default_dtype.h"
 
 namespace vkpy {
 
@@ -138,8 +139,8 @@ Tensor normal_any(nb::handle mean, nb::handle std, nb::handle size, vk::Generato
         "Tensor std), (Tensor mean, float std), (float mean, Tensor std) or (float mean, float "
         "std, tuple of ints size)");
   return vk::normal(scalar_value(mean), scalar_value(std), to_shape(size),
-                    creation_dtype(dtype, DType::Float32), to_device_arg(device, default_device()),
-                    gen);
+                    creation_dtype(dtype, vk::default_float_dtype()),
+                    to_device_arg(device, default_device()), gen);
 }
 
 }  // namespace

@@ -1,10 +1,48 @@
 // Bindings: Shape ops (ops/shape.cpp): views, reshapes, cat/stack/split, padding, flips,
 // repeats.
 #include "bind_ops.h"
+#include "vkml/core/grad_mode.h"
 
 namespace vkpy {
 
 using namespace bindings;
+
+namespace {
+
+// ---- shape/index breadth (#15): in-place view ops (t_, transpose_, squeeze_, ...) ----
+// _inplace_view(x, "t_", fn, args): x takes the geometry of the view fn(x, *args) over its own
+// storage, as torch's in-place metadata ops. Refused while grad mode is on and x requires grad
+// (vkml's in-place rule; torch refuses a leaf too); the version counter is bumped, so a graph
+// that saved x raises in backward instead of reading the new shape. The GIL stays held: fn is
+// Python.
+void bind_inplace_view(nb::module_& m) {
+  m.def(
+      "_inplace_view",
+      [](nb::handle self, const char* op, nb::callable fn, nb::tuple args) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        VK_CHECK(!vk::GradMode::is_enabled() || !x.requires_grad(), RuntimeError, op,
+                 ": in-place change of the shape of a tensor that requires grad while grad "
+                 "mode is on; use the out-of-place op, or no_grad()");
+        Tensor v;
+        {
+          vk::NoGradGuard no_grad;
+          v = nb::cast<Tensor>(fn(x.detach(), *args));
+        }
+        VK_CHECK(v.storage() == x.storage(), RuntimeError, op,
+                 ": the view does not share the tensor's memory");
+        exclusive([&] {
+          vk::TensorImpl* impl = x.impl();
+          impl->shape = v.shape();
+          impl->strides = v.strides();
+          impl->offset = v.offset();
+        });
+        x.bump_version();
+        return nb::borrow(self);
+      },
+      "self"_a, "op"_a, "fn"_a, "args"_a);
+}
+
+}  // namespace
 
 void bind_shape(nb::module_& m, nb::class_<Tensor>& c) {
   // ---- shape ----
@@ -157,6 +195,7 @@ void bind_shape(nb::module_& m, nb::class_<Tensor>& c) {
         return vk::slice_backward(g, to_shape(input_shape), dim, start, stop, step);
       },
       "grad"_a, "input_shape"_a, "dim"_a, "start"_a, "stop"_a, "step"_a = 1);
+  bind_inplace_view(m);
 }
 
 }  // namespace vkpy

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common.h"
+#include "vkml/core/default_dtype.h"
 
 namespace vkpy {
 
@@ -218,7 +219,8 @@ Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype) {
     Tensor src = t.detach();
     return dtype && *dtype != src.dtype() ? vk::cast(src, *dtype) : vk::clone(src);
   }
-  // Python's own scalars and containers follow torch.tensor's default dtype (float32); numpy
+  // Python's own scalars and containers follow torch.tensor's default dtype (float32 unless
+  // vk.set_default_dtype changed it); numpy
   // arrays and scalars, and foreign arrays, keep the dtype they have.
   PyObject* p = data.ptr();
   // (exact checks: numpy.float64 is a subclass of float, and keeps float64)
@@ -227,7 +229,8 @@ Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype) {
   nb::object arr = np().asarray(data);
   const DType source = source_dtype(arr, data, python_data, dtype);
   const DType target =
-      dtype ? *dtype : (python_data && source == DType::Float64 ? DType::Float32 : source);
+      dtype ? *dtype
+            : (python_data && source == DType::Float64 ? vk::default_float_dtype() : source);
   // Into an integer dtype, values are checked (vk.tensor([2**40], dtype=vk.int32) and NaN into
   // int64 raise, as in torch); otherwise numpy converts directly.
   const bool checked = vk::is_integral(target) && target != source;

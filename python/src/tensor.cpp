@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common.h"
+#include "vkml/core/default_dtype.h"
 
 namespace vkpy {
 
@@ -309,7 +310,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def(
       "__init__",
       [](Tensor* self, nb::handle data, bool requires_grad, nb::handle dtype) {
-        DType dt = dtype.is_none() ? DType::Float32 : to_dtype(dtype);
+        DType dt = dtype.is_none() ? vk::default_float_dtype() : to_dtype(dtype);
         VK_CHECK(vk::is_floating(dt), DTypeError,
                  "Tensor(): dtype must be float32 or float64, got ", vk::dtype_name(dt),
                  "; use vkml.tensor() for integer or bool data");

@@ -70,11 +70,17 @@ bool_ = dtype.bool
 globals().update({"bool": dtype.bool, "float": dtype.float32, "double": dtype.float64,
                   "long": dtype.int64, "int": dtype.int32})
 
-_DEFAULT_FLOAT = dtype.float32
-
-
 def get_default_dtype():
-    return _DEFAULT_FLOAT
+    """The default floating dtype (float32 unless set_default_dtype changed it); the core holds
+    it (core/default_dtype.h)."""
+    return _C._get_default_dtype()
+
+
+def set_default_dtype(d):
+    """torch.set_default_dtype: float32 or float64. Creation functions without dtype= and Python
+    floats (vk.tensor([1.5])) give it, and integer tensors become it where an op needs a float
+    (sqrt, true division); integer and bool creation are unchanged."""
+    _C._set_default_dtype(d)
 
 
 def is_tensor(obj):
@@ -232,3 +238,113 @@ def set_float32_matmul_precision(precision):
 
 def get_float32_matmul_precision():
     return _matmul_precision
+
+# ---- shape/index breadth (#15): shape, view, indexing, scatter and dtype functions ----
+# Compositions of the op table's ops (vkml/_shape_fns.py, vkml/_index_fns.py); in-place forms
+# go through the core's one in-place path (_C._inplace), as the composite ops' do.
+from . import _index_fns, _shape_fns  # noqa: E402
+from ._shape_fns import *  # noqa: E402,F401,F403
+from ._shape_fns import promote_types  # noqa: E402
+from ._index_fns import (diagonal_scatter, index_copy, index_put, index_reduce,  # noqa: E402
+                         masked_scatter, masked_select, scatter, scatter_reduce, select_scatter, slice_scatter,
+                         take, take_along_dim, unique_consecutive)
+from ._tensor_str import set_printoptions  # noqa: E402
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """torch.unique; dim= groups equal slices along dim (vkml/_index_fns.py)."""
+    if dim is None:
+        return _C.unique(input, sorted, return_inverse, return_counts)
+    return _index_fns.unique_dim(input, sorted, return_inverse, return_counts, dim)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    return input.index_put_(indices, values, accumulate)
+
+
+def result_type(tensor1, tensor2):
+    """The dtype torch's promotion gives these operands (tensors or Python numbers): the core's
+    where() of them, on empty proxies of the same dtype and dim category, computes nothing."""
+    def proxy(v):
+        if isinstance(v, Tensor):
+            return _C.zeros(() if v.ndim == 0 else (0,), dtype=v.dtype)
+        return v
+    return _C.where(_C.zeros((), dtype=dtype.bool), proxy(tensor1), proxy(tensor2)).dtype
+
+
+_KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2}
+
+
+def can_cast(from_, to):
+    """torch.can_cast: casting never goes to a lower kind (float -> int, int -> bool)."""
+    def kind(d):
+        name = getattr(d, "name", None)
+        if name in _KIND:
+            return _KIND[name]
+        return 0 if name == "bool" else 2 if getattr(d, "is_floating_point", False) else 1
+    return kind(from_) <= kind(to)
+
+
+def typename(obj):
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(type(obj), "__module__", "") or ""
+    name = type(obj).__qualname__
+    return name if module in ("", "builtins") else f"{module}.{name}"
+
+
+def _tensor_methods():
+    S, I = _shape_fns, _index_fns
+
+    def inplace(name, fn):
+        def method(self, *args, **kwargs):
+            return _C._inplace(self, name, fn, args, kwargs)
+        method.__name__ = method.__qualname__ = name
+        return method
+
+    methods = {
+        "tile": S.tile, "movedim": S.movedim, "moveaxis": S.movedim, "swapdims": S.swapdims,
+        "ravel": S.ravel, "tensor_split": S.tensor_split, "hsplit": S.hsplit,
+        "vsplit": S.vsplit, "dsplit": S.dsplit, "split_with_sizes": S.split_with_sizes,
+        "rot90": S.rot90, "fliplr": S.fliplr, "flipud": S.flipud, "diagflat": S.diagflat,
+        "inner": S.inner, "vdot": S.vdot, "cov": S.cov, "corrcoef": S.corrcoef,
+        "is_nonzero": S.is_nonzero, "is_same_size": S.is_same_size, "is_signed": S.is_signed,
+        "sum_to_size": S.sum_to_size, "ndimension": lambda self: self.ndim,
+        "get_device": lambda self: -1 if self.device.type == "cpu" else self.device.index or 0,
+        "scatter": I.scatter, "scatter_reduce": I.scatter_reduce, "take": I.take,
+        "take_along_dim": I.take_along_dim, "index_copy": I.index_copy,
+        "index_put": I.index_put, "masked_select": I.masked_select,
+        "masked_scatter": I.masked_scatter, "select_scatter": I.select_scatter,
+        "slice_scatter": I.slice_scatter, "diagonal_scatter": I.diagonal_scatter,
+        "put": I.put, "index_reduce": I.index_reduce, "unique": unique,
+        "unique_consecutive": I.unique_consecutive,
+    }
+    for name, fn in methods.items():
+        setattr(Tensor, name, fn)
+    inplace_forms = {
+        "scatter_": I.scatter, "scatter_reduce_": I.scatter_reduce, "scatter_add_":
+        _C.scatter_add, "index_add_": _C.index_add, "index_copy_": I.index_copy,
+        "index_put_": I.index_put, "masked_scatter_": I.masked_scatter, "put_": I.put,
+        "index_reduce_": I.index_reduce,
+    }
+    for name, fn in inplace_forms.items():
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, inplace(name, fn))
+
+    def inplace_view(name, fn):
+        def method(self, *args):
+            return _C._inplace_view(self, name, fn, args)
+        method.__name__ = method.__qualname__ = name
+        return method
+
+    views = {"t_": Tensor.t, "transpose_": Tensor.transpose, "swapaxes_": Tensor.transpose,
+             "swapdims_": Tensor.transpose, "squeeze_": Tensor.squeeze,
+             "unsqueeze_": Tensor.unsqueeze}
+    for name, fn in views.items():
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, inplace_view(name, fn))
+
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _tensor_methods()
+# ---- end of shape/index breadth (#15) ----

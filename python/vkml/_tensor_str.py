@@ -10,8 +10,14 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None  # None: chosen from the values; True/False: forced (vk.set_printoptions)
 
-_DEFAULT_DTYPES = ("float32", "int64", "bool")
+
+
+def _default_dtypes(t):
+    # torch leaves out the dtype it would infer: the default float dtype, int64 and bool.
+    from . import get_default_dtype
+    return (get_default_dtype().name, "int64", "bool")
 
 
 # The nested lists are walked with a stack, not by recursion: a tensor may have more dims than
@@ -55,22 +61,18 @@ class _Formatter:
             if v != math.ceil(v):
                 self.int_mode = False
                 break
-        if self.int_mode:
-            if vmax / vmin > 1000.0 or vmax > 1.0e8:
-                self.sci_mode = True
-                for v in finite:
-                    self.max_width = max(self.max_width, len(f"{v:.{PRECISION}e}"))
+        # torch's order: the notation first (sci_mode forced by vk.set_printoptions, or chosen
+        # from the range), then the widths in that notation.
+        self.sci_mode = (vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4
+                         if SCI_MODE is None else SCI_MODE)
+        for v in finite:
+            if self.sci_mode:
+                text = f"{v:.{PRECISION}e}"
+            elif self.int_mode:
+                text = f"{v:.0f}" + " "
             else:
-                for v in finite:
-                    self.max_width = max(self.max_width, len(f"{v:.0f}") + 1)
-        else:
-            if vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4:
-                self.sci_mode = True
-                for v in finite:
-                    self.max_width = max(self.max_width, len(f"{v:.{PRECISION}e}"))
-            else:
-                for v in finite:
-                    self.max_width = max(self.max_width, len(f"{v:.{PRECISION}f}"))
+                text = f"{v:.{PRECISION}f}"
+            self.max_width = max(self.max_width, len(text))
 
     def width(self):
         return self.max_width
@@ -153,12 +155,12 @@ def tensor_repr(t):
         if t.ndim != 1:
             suffixes.append("size=" + str(tuple(t.shape)))
         suffixes += device
-        if dtype_name != "float32":
+        if dtype_name != _default_dtypes(t)[0]:
             suffixes.append(f"dtype=vkml.{dtype_name}")
         body = "[]"
     else:
         suffixes += device
-        if dtype_name not in _DEFAULT_DTYPES:
+        if dtype_name not in _default_dtypes(t):
             suffixes.append(f"dtype=vkml.{dtype_name}")
         values = t.detach().tolist()
         summarize = t.numel() > THRESHOLD
@@ -170,3 +172,27 @@ def tensor_repr(t):
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)
+
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """torch.set_printoptions: a profile first sets all four, then the given options override;
+    sci_mode=None returns to choosing from the values."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r} (default, short, "
+                             "full)")
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
+    if precision is not None:
+        PRECISION = int(precision)
+    if threshold is not None:
+        THRESHOLD = threshold
+    if edgeitems is not None:
+        EDGEITEMS = int(edgeitems)
+    if linewidth is not None:
+        LINEWIDTH = int(linewidth)
+    SCI_MODE = sci_mode

@@ -84,6 +84,16 @@ def arg_lists(t):
         # and embedding_bag (2-D indices: one bag per row), conv_transpose3d, embedding_renorm_
         (img, w4.transpose(0, 1)), (img[:, :, 0], w4[:, :, 0].transpose(0, 1)), (img.unsqueeze(2), w4.unsqueeze(2)),
         (idx, x), (img.unsqueeze(2), w4.transpose(0, 1).unsqueeze(2)), (t["xc"], t["idx1"], 1.0, 2.0),
+        # shape/index breadth (#15): scatter_reduce, index_reduce, index_put, masked_scatter,
+        # put, select_scatter (and their in-place forms, on xc), promote_types
+        (x, 0, idx, y, "amax"), (x, 0, t["idx1"], t["square"], "amax"), (x, (t["idx1"],), 1.0),
+        (x, mask, y), (x, idx, y), (x, vec, 0, 0), (t["xc"], 0, idx, y, "amax"),
+        (t["xc"], 0, t["idx1"], t["square"], "amax"), (t["xc"], (t["idx1"],), 1.0),
+        (t["xc"], mask, y), (t["xc"], idx, y), (vk.float32, vk.int64),
+        # ... and with constant values, for the in-place forms in the grad pass
+        (t["xc"], 0, idx, t["xc"]), (t["xc"], 0, idx, t["xc"], "amax"),
+        (t["xc"], 1, t["idx1"], t["xc"]), (t["xc"], 1, t["idx1"], t["xc"], "amax"),
+        (t["xc"], mask, t["xc"]), (t["xc"], idx, t["xc"]), (t["xc"], 0, 1), (t["xc"], 0),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 
@@ -96,7 +106,10 @@ SKIP = {"save", "load", "set_num_threads", "set_default_dtype", "manual_seed", "
         "set_flush_denormal", "use_deterministic_algorithms",
         # composite ops (issue #15 item 4): kron(x, y) of two (192, 256) inputs is a 2.4e9-element
         # result (as torch's); tests/python/test_composite_ops.py exercises it
-        "kron"}
+        "kron",
+        # shape/index breadth (#15): diagflat of a (192, 256) input is a 49152 x 49152 result
+        # (as torch's); tests/python/test_shape_index_breadth.py exercises it
+        "diagflat"}
 
 EXPECTED = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError, KeyError,
             AttributeError, OverflowError, ZeroDivisionError, MemoryError)

@@ -737,8 +737,8 @@ def test_sort_scan_errors_as_torch():
         vk.tensor([1, -1]).bincount()
     with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs"):
         vk.tensor([[1]]).bincount()
-    with pytest.raises(NotImplementedError, match="unique"):
-        vk.tensor([1, 2]).unique(dim=0)
+    # shape/index breadth (#15): unique(dim=...) exists now (test_shape_index_breadth.py)
+    assert vk.tensor([2, 1, 2]).unique(dim=0).tolist() == [1, 2]
     with pytest.raises(RuntimeError, match="side and right can't be set to opposites"):
         vk.searchsorted(vk.tensor([1.0, 2.0]), vk.tensor([1.5]), side="left", right=True)
 

@@ -2,6 +2,7 @@
 #include <array>
 #include <string>
 
+#include "vkml/core/default_dtype.h"
 #include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/device_ops.h"
@@ -331,13 +332,13 @@ void prepare_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op
 }
 
 void prepare_float_unary(std::vector<Tensor>& in, const Attrs&, std::string_view) {
-  if (!is_floating(in[0].dtype())) in[0] = cast(in[0], DType::Float32);
+  if (!is_floating(in[0].dtype())) in[0] = cast(in[0], default_float_dtype());
 }
 
 void prepare_float_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
   prepare_common_dtype(in, a, op);
   for (auto& t : in)
-    if (!is_floating(t.dtype())) t = cast(t, DType::Float32);
+    if (!is_floating(t.dtype())) t = cast(t, default_float_dtype());
   prepare_broadcast(in, a, op);
 }
 

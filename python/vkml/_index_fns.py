@@ -1,0 +1,411 @@
+"""Indexing and scatter functions of torch as compositions of vkml's index ops (issue #15,
+"shape/index breadth"): scatter (src or value, last writer wins as torch's CPU), scatter_reduce
+(sum, prod, mean, amax, amin, include_self), take, take_along_dim, index_copy, index_put,
+masked_select, masked_scatter, select/slice/diagonal_scatter, put, unique(dim=...) and
+unique_consecutive.
+
+Every value is computed by the op table's ops (gather, index_select, scatter_add, sort, cummax,
+amax, prod ...), so gradients are theirs: the element a scatter keeps gets the gradient, an
+overwritten one none, amax/amin split among ties as torch's scatter_reduce does. Index bounds
+are checked on the host (one read of the indices, as the core's indexing does) so that a bad
+index is an IndexError naming the op."""
+
+from . import _C
+from ._C import DTypeError, ShapeError, Tensor, dtype
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+_INTS = (dtype.int32, dtype.int64)
+
+
+def _wrap_dim(d, n, op):
+    m = max(n, 1)
+    if not -m <= d < m:
+        raise IndexError(f"{op}: dim {d} is out of range for a tensor with {n} dims")
+    return d % m
+
+
+def _check_index(index, size, op, what="index"):
+    """index as int64 with negative entries wrapped; IndexError naming op when one is outside
+    [-size, size)."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}: {what} must be a Tensor, got {type(index).__name__}")
+    if index.dtype not in _INTS:
+        raise DTypeError(f"{op}: {what} must be an int64 or int32 tensor, got {index.dtype}")
+    index = index.to(dtype.int64)
+    if index.numel():
+        lo, hi = int(index.min().item()), int(index.max().item())
+        if lo < -size or hi >= size:
+            bad = lo if lo < -size else hi
+            raise IndexError(f"{op}: index {bad} is out of bounds for size {size}")
+        if lo < 0:
+            index = _C.where(index < 0, index + size, index)
+    return index
+
+
+def _check_scatter_shapes(x, d, index, src, op):
+    if index.ndim != x.ndim and not (x.ndim == 0 and index.ndim <= 1):
+        raise ShapeError(f"{op}: index of shape {list(index.shape)} must have as many dims as "
+                         f"self of shape {list(x.shape)}")
+    for k, n in enumerate(index.shape):
+        if (k != d and x.ndim and n > x.shape[k]) or (src is not None and n > src.shape[k]):
+            raise ShapeError(f"{op}: index of shape {list(index.shape)} does not fit self of "
+                             f"shape {list(x.shape)} (or src of shape "
+                             f"{list(src.shape) if src is not None else None}) in dim {k}")
+
+
+def _src_like_index(src, index):
+    """The part of src that index addresses (torch reads src only where index has elements)."""
+    for k, n in enumerate(index.shape):
+        if src.shape[k] != n:
+            src = src.narrow(k, 0, n)
+    return src
+
+
+def _destinations(x, d, index):
+    """For each element of index, the flat (row-major) position in x it writes to."""
+    n = x.ndim
+    if n == 0:
+        return index.reshape(-1) * 0
+    strides = [1] * n
+    for k in range(n - 2, -1, -1):
+        strides[k] = strides[k + 1] * x.shape[k + 1]
+    key = index * strides[d]
+    for k in range(n):
+        if k != d:
+            shape = [1] * n
+            shape[k] = index.shape[k]
+            pos = _C.arange(0, index.shape[k], dtype=dtype.int64, device=index.device)
+            key = key + pos.reshape(shape) * strides[k]
+    return key.reshape(-1)
+
+
+def _slots(x, keys, values):
+    """The values grouped by destination: a (numel(x), L) buffer (L the most values one
+    destination receives) holding destination p's values in row-major order at [p, 0..], the
+    mask of the filled slots, and each destination's count. One host read (L)."""
+    m = keys.numel()
+    order = _C.argsort(keys, stable=True)
+    ks = keys.index_select(0, order)
+    pos = _C.arange(0, m, dtype=dtype.int64, device=keys.device)
+    new = _C.ones(m, dtype=dtype.bool, device=keys.device)
+    if m > 1:
+        new = _C.cat([new[:1], ks[1:] != ks[:-1]])
+    start = _C.cummax(_C.where(new, pos, pos * 0), 0)[0]
+    rank = pos - start
+    width = int(rank.max().item()) + 1 if m else 1
+    n = max(x.numel(), 1)
+    flat = ks * width + rank
+    buf = _C.scatter_add(_C.zeros(n * width, dtype=values.dtype, device=values.device), 0, flat,
+                         values.reshape(-1).index_select(0, order))
+    filled = _C.scatter_add(_C.zeros(n * width, dtype=dtype.int64, device=keys.device), 0, flat,
+                            _C.ones_like(flat)) > 0
+    count = filled.reshape(n, width).to(dtype.int64).sum(1)
+    return buf.reshape(n, width), filled.reshape(n, width), count
+
+
+def _identity(reduce, dt):
+    big = float("inf") if dt in (dtype.float32, dtype.float64) else (
+        2 ** 31 - 1 if dt == dtype.int32 else 2 ** 63 - 1)
+    return {"prod": 1, "amax": -big, "amin": big}.get(reduce, 0)
+
+
+def _scatter_reduce(x, dim, index, src, reduce, include_self, op):
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"{op}: reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    d = _wrap_dim(dim, x.ndim, op)
+    _check_scatter_shapes(x, d, index, src, op)
+    index = _check_index(index, x.shape[d] if x.ndim else 1, op)
+    src = _src_like_index(src, index).to(x.dtype)
+    if src.dtype == dtype.bool:
+        raise DTypeError(f"{op}: bool tensors cannot be reduced")
+    keys = _destinations(x, d, index)
+    buf, filled, count = _slots(x, keys, src)
+    flat = x.reshape(-1, 1) if x.numel() else x.reshape(0, 1)
+    if reduce in ("sum", "mean"):
+        r = buf.sum(1, keepdim=True)
+    else:
+        r = _C.where(filled, buf, _identity(reduce, x.dtype))
+    if include_self:
+        r = _C.cat([r, flat], 1)
+        count = count + 1
+    if reduce in ("sum", "mean"):
+        r = r.sum(1)
+        if reduce == "mean":
+            c = _C.clamp(count, min=1)
+            r = r / c.to(r.dtype) if r.is_floating_point() else _C.floor_divide(r, c)
+    else:
+        r = getattr(r, reduce)(1)
+    hit = (count > 0).reshape(x.shape)
+    return _C.where(hit, r.reshape(x.shape), x)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    return _scatter_reduce(input, dim, index, src, reduce, include_self, "scatter_reduce")
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """torch.scatter: src's (or value's) elements written into input at index along dim; where
+    several write one place the last in row-major order wins (torch's CPU order, made
+    deterministic). reduce='add'/'multiply' is scatter_reduce's sum/prod with include_self."""
+    op = "scatter"
+    if src is None and value is None:
+        raise TypeError("scatter() missing required argument 'src' or 'value'")
+    if not isinstance(src, Tensor):
+        value, src = (src if value is None else value), None
+    d = _wrap_dim(dim, input.ndim, op)
+    if src is None:
+        src = _C.full(list(index.shape), value, dtype=input.dtype, device=input.device)
+    if reduce is not None:
+        names = {"add": "sum", "multiply": "prod"}
+        if reduce not in names:
+            raise RuntimeError(f"{op}: reduce argument must be either add or multiply, got "
+                               f"{reduce}")
+        return _scatter_reduce(input, d, index, src, names[reduce], True, op)
+    _check_scatter_shapes(input, d, index, src, op)
+    index = _check_index(index, input.shape[d] if input.ndim else 1, op)
+    src = _src_like_index(src, index).to(input.dtype)
+    buf, filled, count = _slots(input, _destinations(input, d, index), src)
+    last = _C.clamp(count - 1, min=0).reshape(-1, 1)
+    r = _C.gather(buf, 1, last).reshape(input.shape)
+    return _C.where((count > 0).reshape(input.shape), r, input)
+
+
+def take(input, index):
+    idx = _check_index(index, input.numel(), "take")
+    return input.reshape(-1).index_select(0, idx.reshape(-1)).reshape(index.shape)
+
+
+def take_along_dim(input, indices, dim=None):
+    if dim is None:
+        return take(input, indices)
+    d = _wrap_dim(dim, input.ndim, "take_along_dim")
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {input.ndim} dimensions for input, "
+                           f"and {indices.ndim} dimensions for indices")
+    idx = _check_index(indices, input.shape[d], "take_along_dim")
+    xs, ids = list(input.shape), list(idx.shape)
+    xs[d] = ids[d] = 1
+    from ._shape_fns import broadcast_shapes
+    common = list(broadcast_shapes(xs, ids))
+    xs_shape, id_shape = list(common), list(common)
+    xs_shape[d], id_shape[d] = input.shape[d], idx.shape[d]
+    return _C.gather(input.broadcast_to(xs_shape), d, idx.broadcast_to(id_shape))
+
+
+def _along(index, d, like):
+    """A 1-D index placed along dim d and expanded to like's shape (index_copy's scatter)."""
+    shape = [1] * like.ndim
+    shape[d] = index.numel()
+    return index.reshape(shape).broadcast_to(list(like.shape))
+
+
+def index_copy(input, dim, index, source):
+    op = "index_copy"
+    d = _wrap_dim(dim, input.ndim, op)
+    if index.ndim > 1:
+        raise IndexError(f"{op}: index should have dimension 1 or 0 (got {index.ndim})")
+    src = source.reshape([1] * input.ndim) if source.ndim == 0 and input.ndim else source
+    if input.ndim and (src.ndim != input.ndim or src.shape[d] != index.numel() or any(
+            src.shape[k] != input.shape[k] for k in range(input.ndim) if k != d)):
+        raise ShapeError(f"{op}: source of shape {list(source.shape)} does not match self of "
+                         f"shape {list(input.shape)} with {index.numel()} indices along dim {d}")
+    index = _check_index(index, input.shape[d] if input.ndim else 1, op)
+    if input.ndim == 0:
+        return scatter(input, 0, index.reshape(-1)[:1], src.reshape(-1)[:1])
+    return scatter(input, d, _along(index, d, src), src)
+
+
+def _flat_positions(input, indices, op):
+    """index_put's tensor indices (ints or bool masks over the leading dims) as flat positions
+    over those dims, and the number of dims they cover."""
+    idx = []
+    for t in indices:
+        if t is None:
+            raise NotImplementedError(f"{op}: None in indices is not supported by vkml")
+        if t.dtype == dtype.bool:
+            idx.extend(t.nonzero(as_tuple=True))
+        else:
+            idx.append(t)
+    k = len(idx)
+    if k > input.ndim:
+        raise IndexError(f"{op}: too many indices for tensor of dimension {input.ndim} (got {k})")
+    from ._shape_fns import broadcast_tensors
+    idx = broadcast_tensors(*[_check_index(t, input.shape[j], op) for j, t in enumerate(idx)])
+    key = idx[0] * 0
+    for j, t in enumerate(idx):
+        key = key * input.shape[j] + t
+    return key, k
+
+
+def index_put(input, indices, values, accumulate=False):
+    op = "index_put"
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'indices' must be a tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    key, k = _flat_positions(input, list(indices), op)
+    rest = list(input.shape[k:])
+    lead = 1
+    for s in input.shape[:k]:
+        lead *= s
+    x2 = input.reshape([lead] + rest)
+    vals = values.to(input.dtype) if isinstance(values, Tensor) else _C.full(
+        [], values, dtype=input.dtype, device=input.device)
+    try:
+        vals = vals.broadcast_to(list(key.shape) + rest)
+    except Exception:
+        raise ShapeError(f"{op}: shape mismatch: value tensor of shape {list(vals.shape)} cannot "
+                         f"be broadcast to indexing result of shape {list(key.shape) + rest}")
+    vals = vals.reshape([key.numel()] + rest)
+    if accumulate:
+        return _C.index_add(x2, 0, key.reshape(-1), vals).reshape(input.shape)
+    return index_copy(x2, 0, key.reshape(-1), vals).reshape(input.shape)
+
+
+def masked_select(input, mask):
+    if mask.dtype != dtype.bool:
+        raise DTypeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
+    from ._shape_fns import broadcast_tensors
+    x, m = broadcast_tensors(input, mask)
+    return x.reshape(-1)[m.reshape(-1)]
+
+
+def masked_scatter(input, mask, source):
+    op = "masked_scatter"
+    if mask.dtype != dtype.bool:
+        raise DTypeError(f"{op}: expected BoolTensor for mask, got {mask.dtype}")
+    m = mask.broadcast_to(list(input.shape)).reshape(-1)
+    pos = m.nonzero().reshape(-1)
+    n = pos.numel()
+    if source.numel() < n:
+        raise RuntimeError(f"{op}: Number of elements of source < number of ones in mask "
+                           f"({source.numel()} < {n})")
+    src = source.reshape(-1).narrow(0, 0, n).to(input.dtype)
+    return index_copy(input.reshape(-1), 0, pos, src).reshape(input.shape)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """torch.index_reduce: source's slices reduced into input's slices at index along dim
+    (prod, mean, amax, amin), as scatter_reduce with the index spread over source's shape."""
+    op = "index_reduce"
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"{op}: reduce argument must be either prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = _wrap_dim(dim, input.ndim, op)
+    if index.ndim > 1:
+        raise IndexError(f"{op}: index should have dimension 1 or 0 (got {index.ndim})")
+    if input.ndim and (source.ndim != input.ndim or source.shape[d] != index.numel() or any(
+            source.shape[k] != input.shape[k] for k in range(input.ndim) if k != d)):
+        raise ShapeError(f"{op}: source of shape {list(source.shape)} does not match self of "
+                         f"shape {list(input.shape)} with {index.numel()} indices along dim {d}")
+    index = _check_index(index, input.shape[d] if input.ndim else 1, op)
+    return _scatter_reduce(input, d, _along(index, d, source), source, reduce, include_self, op)
+
+
+def _view_scatter(input, src, view, op):
+    """input with src written where view (a view op) reads: the positions come from applying the
+    view to a tensor of flat positions."""
+    pos = view(_C.arange(0, input.numel(), dtype=dtype.int64,
+                         device=input.device).reshape(input.shape))
+    if list(src.shape) != list(pos.shape):
+        raise ShapeError(f"{op}: expected src to have a size equal to the slice of self. src "
+                         f"size = {list(src.shape)}, slice size = {list(pos.shape)}")
+    flat = input.reshape(-1)
+    return scatter(flat, 0, pos.reshape(-1), src.reshape(-1).to(input.dtype)).reshape(input.shape)
+
+
+def select_scatter(input, src, dim, index):
+    d = _wrap_dim(dim, input.ndim, "select_scatter")
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select_scatter: index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {dim}")
+    return _view_scatter(input, src, lambda p: p.select(d, index), "select_scatter")
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    d = _wrap_dim(dim, input.ndim, "slice_scatter")
+    if step <= 0:
+        raise ValueError("slice_scatter: slice step must be positive")
+    sl = [slice(None)] * input.ndim
+    sl[d] = slice(start, end, step)
+    return _view_scatter(input, src, lambda p: p[tuple(sl)], "slice_scatter")
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    return _view_scatter(input, src, lambda p: _C.diagonal(p, offset, dim1, dim2),
+                         "diagonal_scatter")
+
+
+def put(input, index, source, accumulate=False):
+    idx = _check_index(index, input.numel(), "put").reshape(-1)
+    src = source.reshape(-1).to(input.dtype)
+    if src.numel() != idx.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {src.numel()}, index.numel() = "
+                           f"{idx.numel()}")
+    flat = input.reshape(-1)
+    r = _C.index_add(flat, 0, idx, src) if accumulate else index_copy(flat, 0, idx, src)
+    return r.reshape(input.shape)
+
+
+# ---- unique over a dim and unique_consecutive: groups of equal slices, by the op table ----
+
+
+def _rows(input, dim, op):
+    if dim is None:
+        return input.reshape(-1, 1), None
+    d = _wrap_dim(dim, input.ndim, op)
+    moved = input.movedim(d, 0) if hasattr(input, "movedim") else input.transpose(0, d)
+    return moved.reshape(moved.shape[0], -1), d
+
+
+def _group(rows, op):
+    """Start-of-group mask of consecutive equal rows (all elements equal)."""
+    n = rows.shape[0]
+    new = _C.ones(n, dtype=dtype.bool, device=rows.device)
+    if n > 1 and rows.shape[1]:
+        new = _C.cat([new[:1], (rows[1:] != rows[:-1]).any(1)])
+    elif n > 1:
+        new = _C.cat([new[:1], _C.zeros(n - 1, dtype=dtype.bool, device=rows.device)])
+    return new
+
+
+def _finish(input, rows, d, order, new, return_inverse, return_counts):
+    ids = _C.cumsum(new.to(dtype.int64), 0) - 1
+    first = new.nonzero().reshape(-1)
+    vals = rows.index_select(0, first)
+    if d is None:
+        values = vals.reshape(-1)
+    else:
+        moved_shape = [first.numel()] + [s for k, s in enumerate(input.shape) if k != d]
+        values = vals.reshape(moved_shape)
+        values = values.movedim(0, d) if hasattr(values, "movedim") else values.transpose(0, d)
+    out = [values]
+    if return_inverse:
+        inv = ids if order is None else _C.scatter_add(_C.zeros_like(ids), 0, order, ids)
+        out.append(inv.reshape(input.shape) if d is None else inv)
+    if return_counts:
+        out.append(_C.bincount(ids, minlength=first.numel()) if ids.numel() else
+                   _C.zeros(0, dtype=dtype.int64, device=input.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unique_dim(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """unique over slices along dim: rows sorted lexicographically (a stable argsort per column,
+    last column first), then grouped."""
+    rows, d = _rows(input, dim, "unique")
+    n = rows.shape[0]
+    order = _C.arange(0, n, dtype=dtype.int64, device=input.device)
+    for c in range(rows.shape[1] - 1, -1, -1):
+        col = rows[:, c].index_select(0, order)
+        order = order.index_select(0, _C.argsort(col, stable=True))
+    srt = rows.index_select(0, order)
+    return _finish(input, srt, d, order, _group(srt, "unique"), return_inverse, return_counts)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    rows, d = _rows(input, dim, "unique_consecutive")
+    return _finish(input, rows, d, None, _group(rows, "unique_consecutive"), return_inverse,
+                   return_counts)
