@@ -42,6 +42,7 @@ list(APPEND VKML_VULKAN_SHADERS
   "index_gather_8_i32|index_gather|ES=8,IDX32" "index_gather_8_i64|index_gather|ES=8,IDX64"
   "index_scatter_f32|index_scatter|F32" "index_scatter_f64|index_scatter|F64"
   "index_scatter_i32|index_scatter|I32" "index_scatter_i64|index_scatter|I64"
+  "index_invert|index_invert|INVERT"
   "rand_f32|creation|RAND,F32" "rand_f64|creation|RAND,F64"
   "randint_b8|creation|RANDINT,B8" "randint_i32|creation|RANDINT,I32"
   "randint_i64|creation|RANDINT,I64" "randint_f32|creation|RANDINT,F32"

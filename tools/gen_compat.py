@@ -82,7 +82,8 @@ DIFFERENCES = [
     "[seed, offset], not torch's byte tensor.",
     "Devices: `cpu` and `vulkan`; `vk.cuda.is_available()` is False and `vk.accelerator` is the "
     "Vulkan device. Ops on the Vulkan device are recorded and run in batches: errors are raised "
-    "at the call, results when read.",
+    "at the call, results when read; an index out of range (index_select, gather, scatter_add, "
+    "embedding, cross_entropy) is an IndexError raised at the next read or synchronize().",
     "Dtypes: bool, int32, int64, float32, float64. `vk.float16`, `bfloat16`, `uint8`, `int8`, "
     "`int16` exist as names (dtype tables build) but a tensor of them is a `vk.DTypeError` until "
     "the half-precision issue (#19); `GradScaler` and `autocast` run in full precision.",

@@ -219,6 +219,7 @@ void bind_devices(nb::module_& m) {
         d["host_to_device_bytes"] = s.host_to_device_bytes;
         d["device_to_host_bytes"] = s.device_to_host_bytes;
         d["staged_copies"] = s.staged;
+        d["host_waits"] = s.host_waits;  // vkfix: times the host blocked on the device
         return d;
       },
       "The Vulkan device's memory and work so far (vkml.vulkan.memory_stats()).");

@@ -4,7 +4,8 @@ there with .to("vulkan") or device="vulkan".
 
 Ops on the device are recorded as they are called and run in batches: errors are raised at the
 call, but the host waits only when it reads a result (item(), tolist(), numpy(), cpu(), printing)
-or calls synchronize()."""
+or calls synchronize(). An index out of range (index_select, gather, scatter_add, embedding,
+cross_entropy) is found on the device: its IndexError is raised by the next read or synchronize()."""
 from . import _C
 
 __all__ = ["is_available", "device_name", "synchronize", "memory_allocated", "memory_reserved",

@@ -652,15 +652,21 @@ TEST_F(Vulkan, RowsAtTheLoopBoundMatchTheCpu) {
   expect_same(amax(dyt, {0, 1, 2, 3, 4, 5}), amax(yt, {0, 1, 2, 3, 4, 5}), "amax of 6 dims");
 }
 
-TEST_F(Vulkan, RowsPastTheLoopBoundAreSizeErrors) {
+// vkfix: these were SizeErrors; they run in passes now (against the CPU in
+// test_vulkan_limits.cpp), here on constant rows whose results are known exactly.
+TEST_F(Vulkan, RowsPastTheLoopBoundRunInPasses) {
   const int64_t n = (int64_t{1} << 20) + 1;
   const Tensor x = full({2, n}, 0.5, DType::Float32, kVulkan);
-  // (the softmax family goes in passes: SoftmaxRowsPastTheLoopBoundGoInPasses), but causal
-  VK_EXPECT_ERROR(softmax(x, 1, 1.0, true), SizeError, "softmax", "causal", "vulkan");
-  VK_EXPECT_ERROR(layer_norm(x, {n}, Tensor(), Tensor(), 1e-5), SizeError, "layer_norm", "vulkan");
-  VK_EXPECT_ERROR(batch_norm(reshape(x, {2 * n, 1}), Tensor(), Tensor(), 1e-5), SizeError,
-                  "batch_norm", "vulkan");
-  EXPECT_EQ(host(sum(x, {1}))[0], 0.5 * static_cast<double>(n));  // reductions chunk instead
+  const std::vector<double> causal = host(softmax(x, 1, 1.0, true));
+  EXPECT_EQ(causal[0], 1.0);
+  EXPECT_EQ(causal[1], 0.0);
+  EXPECT_EQ(causal[n], 0.5);
+  EXPECT_EQ(causal[n + 1], 0.5);
+  EXPECT_EQ(causal[n + 2], 0.0);
+  EXPECT_EQ(host(amax(layer_norm(x, {n}, Tensor(), Tensor(), 1e-5), {0, 1}))[0], 0.0);
+  EXPECT_EQ(host(amax(batch_norm(reshape(x, {2 * n, 1}), Tensor(), Tensor(), 1e-5), {0, 1}))[0],
+            0.0);
+  EXPECT_EQ(host(sum(x, {1}))[0], 0.5 * static_cast<double>(n));  // reductions chunk
 }
 
 // ---- vkgaps: the softmax family over rows past the one-pass bound, in passes ----

@@ -176,6 +176,13 @@ struct ClassTargets {
 // IndexError naming fn, the class and C (torch: "Target 5 is out of bounds.").
 ClassTargets prepare_class_targets(const Tensor& target, int64_t classes, int64_t ignore_index,
                                    const char* fn) {
+  if (!target.device().is_cpu()) {
+    // vkfix: no read-back on a device (it would wait for it): ignored positions point at class
+    // 0 there, and a class out of range raises gather's IndexError at the next host read.
+    Tensor t64 = cast(target, DType::Int64);
+    Tensor valid = ne(t64, full({}, ignore_index, DType::Int64));
+    return {where(valid, t64, zeros_like(t64)), valid};
+  }
   std::vector<int64_t> values = read_indices(target);
   for (int64_t& v : values) {
     if (v == ignore_index) {
@@ -524,7 +531,9 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
            ": weight must be 2-D (num_embeddings, embedding_dim), got shape ",
            shape_str(weight.shape()));
   const int64_t rows = weight.size(0);
-  for (int64_t i : read_indices(indices))
+  // vkfix: on a device, index_select raises an index out of range at the next host read (a
+  // check here would read the indices back and wait for the device).
+  for (int64_t i : indices.device().is_cpu() ? read_indices(indices) : std::vector<int64_t>{})
     VK_CHECK(i >= 0 && i < rows, IndexError, fn, ": index ", i, " is out of range for ", rows,
              " embeddings (weight of shape ", shape_str(weight.shape()), ")");
   Tensor flat = reshape(indices, {-1});

@@ -83,6 +83,7 @@ int Context::validation_messages() const { return g_validation_messages.load(); 
 Context::~Context() {
   if (device_) {
     api_.vkDeviceWaitIdle(device_);
+    if (error_word_) allocator_->release(std::move(error_word_), last_serial_);
     allocator_.reset();
     for (auto& [name, p] : pipelines_) {
       api_.vkDestroyPipeline(device_, p->pipeline, nullptr);

@@ -2,8 +2,9 @@
 // stream of work sent to it.
 //
 // Execution: ops are recorded into a command buffer as they are called (their errors are raised
-// at the call: everything that can fail is checked while recording) and submitted in batches: when
-// a batch holds kBatch dispatches, when the host reads a buffer the batch writes, and on
+// at the call: everything that can fail is checked while recording, but for the values only the
+// device sees, such as an index out of range: deferred errors, below) and submitted in batches:
+// when a batch holds kBatch dispatches, when the host reads a buffer the batch writes, and on
 // synchronize(). Barriers go only between commands with a hazard (one reads or writes what an
 // earlier one of the batch wrote, or writes what it read). Up to kFrames batches are in flight
 // while the next one records; the host waits only for the batch whose results it reads. Memory a
@@ -43,7 +44,8 @@ struct StreamStats {
   uint64_t submissions = 0, dispatches = 0, barriers = 0;
   uint64_t host_to_device = 0, device_to_host = 0;  // copies, and their bytes
   uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
-  uint64_t staged = 0;  // of those copies, the ones through a staging range
+  uint64_t staged = 0;      // of those copies, the ones through a staging range
+  uint64_t host_waits = 0;  // times the host blocked on the device (fence waits)
 };
 
 class Context final : public BlockSource {
@@ -105,6 +107,16 @@ class Context final : public BlockSource {
                 uint64_t groups, uint32_t writes = 1);
   // Submits what is recorded and waits for all of it.
   void synchronize();
+
+  // Deferred errors (vkfix): a shader that finds a bad value (an index out of range) raises it in
+  // the error word instead of the host reading the value back, which would wait for the device.
+  // The word is checked at the next host read (download) and at synchronize(), which raise the
+  // error recorded for the launch that set it: IndexError "<op>: index <v><rest>". The launch
+  // binds error_word() among its written buffers and passes the slot of expect_in_range() to the
+  // shader, which sets word[0] = slot (the first to do so wins), word[1..2] = the value's low and
+  // high 32 bits. The shader must clamp so that nothing is read or written out of bounds.
+  Buffer& error_word();
+  uint32_t expect_in_range(std::string op, std::string rest);
   StreamStats stats();
   // Where pipelines are cached on disk ("" when nowhere).
   const std::string& pipeline_cache_path() const { return cache_path_; }
@@ -137,6 +149,9 @@ class Context final : public BlockSource {
   void wait_for(uint64_t serial);  // until that batch (and those before it) completed
   void poll();                     // notes the batches that have completed, without waiting
   void load_pipeline_cache();
+  // The deferred error raised since the last check, if any (then after waiting for all the work,
+  // so that the word is complete); forgets the checks of completed work.
+  void raise_deferred();
   void save_pipeline_cache();
 
   Api api_;
@@ -163,6 +178,15 @@ class Context final : public BlockSource {
   std::unordered_set<const Buffer*> read_, written_;  // since the batch's last barrier
   std::unique_ptr<Allocator> allocator_;
   StreamStats stats_;
+  // vkfix: deferred errors: the word (host-visible) and, per slot, the op and the error's rest
+  // with the serial its launch completes by at the latest.
+  struct Deferred {
+    std::string op, rest;
+    uint64_t serial = 0;
+  };
+  std::unique_ptr<Buffer> error_word_;
+  std::map<uint32_t, Deferred> deferred_;
+  uint32_t next_slot_ = 0;
 
   std::mutex pipeline_mutex_;  // the pipeline map and the cache file
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;

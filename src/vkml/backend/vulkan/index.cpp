@@ -1,7 +1,8 @@
 // Index kernels on the Vulkan device. index_select and gather move elements of any dtype
 // (shaders/index_gather.comp); scatter_add adds without atomics (shaders/index_scatter.comp), so
-// its sums are the CPU's, in the CPU's order: the host reads the index once, checks it as the
-// CPU does, and inverts it into buckets the shader walks.
+// its sums are the CPU's, in the CPU's order: the index is inverted into buckets the shader walks,
+// on the device (index_invert.comp and the sort). None reads the index back: an index out of
+// range raises a deferred IndexError at the next host read (Context::expect_in_range).
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -19,7 +20,7 @@ namespace {
 struct GatherParams {
   uint32_t n = 0, ndim = 0;
   int32_t size = 0, x_offset = 0, i_offset = 0, x_dim_stride = 0;
-  uint32_t unused = 0;
+  uint32_t slot = 0;  // the deferred IndexError (Context::expect_in_range)
   uint32_t shape[kMoveDims] = {};
   int32_t x_stride[kMoveDims] = {};
   int32_t i_stride[kMoveDims] = {};
@@ -46,6 +47,13 @@ void check_index_dtype(const Tensor& index, std::string_view op) {
            ": index must be an int64 or int32 tensor, got ", dtype_name(index.dtype()));
 }
 
+// The deferred IndexError of an index out of [0, size) along dim (Context::expect_in_range):
+// the shader raises it, the host at its next read.
+uint32_t expect_in_range(std::string_view op, int64_t dim, int64_t size) {
+  return context().expect_in_range(
+      std::string(op), detail::cat(" is out of range for dim ", dim, " of size ", size));
+}
+
 // out (fresh, contiguous, index's shape) [p] = x[p with p[dim] = index[p]].
 void gather_into(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
                  std::string_view op) {
@@ -64,6 +72,7 @@ void gather_into(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& 
   p.n = static_cast<uint32_t>(w.numel);
   p.ndim = static_cast<uint32_t>(w.sizes.size());
   p.size = static_cast<int32_t>(std::min<int64_t>(size, std::numeric_limits<int32_t>::max()));
+  p.slot = expect_in_range(op, dim, size);
   p.x_offset = static_cast<int32_t>(x.offset());
   p.i_offset = static_cast<int32_t>(index.offset());
   p.x_dim_stride = static_cast<int32_t>(dim_stride);
@@ -72,52 +81,36 @@ void gather_into(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& 
     p.x_stride[d] = static_cast<int32_t>(w.strides[1][d]);
     p.i_stride[d] = static_cast<int32_t>(w.strides[2][d]);
   }
-  Buffer* buffers[] = {&bound_buffer(out, op), &bound_buffer(x, op), &bound_buffer(index, op)};
+  Buffer* buffers[] = {&bound_buffer(out, op), &context().error_word(), &bound_buffer(x, op),
+                       &bound_buffer(index, op)};
   const std::string name =
       "index_gather_" + std::to_string(es) + (index.dtype() == DType::Int64 ? "_i64" : "_i32");
-  launch(name, buffers, &p, sizeof(p), w.numel);
+  launch(name, buffers, &p, sizeof(p), w.numel, 2);
 }
 
-// The index values in index's row-major order, read from the device in one copy of the span its
-// view covers.
-std::vector<int64_t> read_index(const Tensor& index) {
-  const int64_t es = static_cast<int64_t>(dtype_size(index.dtype()));
-  int64_t lo = index.offset(), hi = index.offset();
-  for (int64_t d = 0; d < index.ndim(); ++d) {
-    const int64_t reach = (index.shape()[d] - 1) * index.strides()[d];
-    (reach > 0 ? hi : lo) += reach;
-  }
-  std::vector<unsigned char> bytes(static_cast<size_t>((hi - lo + 1) * es));
-  copy_bytes(kCPU, bytes.data(), 0, index.device(), index.storage_data(),
-             static_cast<size_t>(lo * es), bytes.size());
-  std::vector<int64_t> values(static_cast<size_t>(index.numel()));
-  std::vector<int64_t> c(static_cast<size_t>(index.ndim()), 0);  // odometer over index's shape
-  int64_t at = index.offset() - lo;
-  for (int64_t& v : values) {
-    if (es == 8) {
-      std::memcpy(&v, bytes.data() + at * es, 8);
-    } else {
-      int32_t v32;
-      std::memcpy(&v32, bytes.data() + at * es, 4);
-      v = v32;
-    }
-    for (int64_t d = index.ndim() - 1; d >= 0; --d) {
-      at += index.strides()[d];
-      if (++c[d] < index.shape()[d]) break;
-      at -= c[d] * index.strides()[d];
-      c[d] = 0;
-    }
-  }
-  return values;
+// Push constants of index_invert.comp (std430).
+struct InvertParams {
+  uint32_t n = 0, mode = 0, ndim = 0, size = 0, len = 0, inner = 1, slot = 0, idx64 = 0;
+  int32_t i_offset = 0;
+  uint32_t keys = 0;
+  uint32_t shape[kMoveDims] = {};
+  int32_t i_stride[kMoveDims] = {};
+};
+static_assert(sizeof(InvertParams) == 104, "index_invert.comp's push constants");
+enum : uint32_t { kKeys = 0, kOffsets = 1, kOrder = 2 };
+
+void invert_pass(const Tensor& out, const Tensor& in, const InvertParams& p, std::string_view op) {
+  Buffer* buffers[] = {&bound_buffer(out, op), &context().error_word(), &bound_buffer(in, op)};
+  launch("index_invert", buffers, &p, sizeof(p), p.n, 2);
 }
 
-// The index inverted: for bucket (line, v), the positions j along dim whose index value is v,
-// ascending (a stable counting sort of index's row-major order). A line is a position in index's
-// other dims (row-major); `one_line` when index is broadcast along all of them, so that line 0
-// stands for every line (index_select's and index_add's gradients).
+// The index inverted on the device: for bucket (line, v), the positions j along dim whose index
+// value is v, ascending. A line is a position in index's other dims (row-major); `one_line` when
+// index is broadcast along all of them, so that line 0 stands for every line (index_select's and
+// index_add's gradients). Bucket keys sorted stably (sort.cpp's merge sort) keep index's
+// row-major order within a bucket, so j ascends there: the CPU's order of the sums.
 struct Buckets {
-  std::vector<uint32_t> offsets, order;
-  uint32_t largest = 0;
+  Tensor offsets, order;  // int32: lines * size + 1 offsets into order; order: the j's
   bool one_line = false;
 };
 
@@ -131,46 +124,38 @@ Buckets invert(const Tensor& index, int64_t dim, int64_t size, std::string_view 
   const Tensor view =
       b.one_line ? index.alias({len}, {index.strides()[dim]}, index.offset()) : index;
   const int64_t vdim = b.one_line ? 0 : dim;
-  const std::vector<int64_t> values = read_index(view);
-  int64_t inner = 1;  // positions after dim, per step along it
-  for (int64_t d = vdim + 1; d < view.ndim(); ++d) inner *= view.shape()[d];
-  const int64_t lines = static_cast<int64_t>(values.size()) / len;
-  b.offsets.assign(static_cast<size_t>(lines * size + 1), 0);
-  std::vector<uint32_t> bucket(values.size());
-  for (size_t k = 0; k < values.size(); ++k) {
-    const int64_t v = values[k];
-    VK_CHECK(v >= 0 && v < size, IndexError, op, ": index ", v, " is out of range for dim ", dim,
-             " of size ", size);
-    const int64_t pos = static_cast<int64_t>(k);
-    const int64_t line = (pos / (len * inner)) * inner + pos % inner;
-    bucket[k] = static_cast<uint32_t>(line * size + v);
-    ++b.offsets[bucket[k] + 1];
+  InvertParams p;
+  p.n = static_cast<uint32_t>(view.numel());
+  p.ndim = static_cast<uint32_t>(view.ndim());
+  p.size = static_cast<uint32_t>(size);
+  p.len = static_cast<uint32_t>(len);
+  for (int64_t d = vdim + 1; d < view.ndim(); ++d)
+    p.inner *= static_cast<uint32_t>(view.shape()[d]);
+  p.idx64 = index.dtype() == DType::Int64 ? 1 : 0;
+  p.i_offset = static_cast<int32_t>(view.offset());
+  for (int64_t d = 0; d < view.ndim(); ++d) {
+    p.shape[d] = static_cast<uint32_t>(view.shape()[d]);
+    p.i_stride[d] = static_cast<int32_t>(view.strides()[d]);
   }
-  for (size_t i = 1; i < b.offsets.size(); ++i) {
-    b.largest = std::max(b.largest, b.offsets[i]);
-    b.offsets[i] += b.offsets[i - 1];
-  }
-  std::vector<uint32_t> next(b.offsets.begin(), b.offsets.end() - 1);
-  b.order.resize(values.size());
-  for (size_t k = 0; k < values.size(); ++k)  // row-major: j ascends within each bucket
-    b.order[next[bucket[k]]++] = static_cast<uint32_t>((static_cast<int64_t>(k) / inner) % len);
+  check_reach(view, view.offset(), view.shape(), view.strides(), 0, op);
+  const Device device = index.device();
+  const Tensor keys = Tensor::empty({view.numel()}, DType::Int32, device);
+  p.slot = expect_in_range(op, dim, size);
+  invert_pass(keys, view, p, op);
+  Attrs sa;
+  sa.dim = 0;
+  Outputs sorted = sort({keys}, sa, Meta{keys.shape(), DType::Int32, device});
+  const int64_t lines = view.numel() / len;
+  b.offsets = Tensor::empty({lines * size + 1}, DType::Int32, device);
+  p.mode = kOffsets;
+  p.keys = p.n;
+  p.n = static_cast<uint32_t>(lines * size + 1);
+  invert_pass(b.offsets, sorted[0], p, op);
+  b.order = Tensor::empty({view.numel()}, DType::Int32, device);
+  p.mode = kOrder;
+  p.n = p.keys;
+  invert_pass(b.order, sorted[1], p, op);
   return b;
-}
-
-// IndexError as the CPU's unless every value of index is in [0, size). The values are read back
-// (a wait for the work that wrote them): an index out of range must never give a silent value.
-// A check on the device, raised at the next host read, is the faster follow-up.
-void check_in_range(const Tensor& index, int64_t dim, int64_t size, std::string_view op) {
-  for (const int64_t v : read_index(index))
-    VK_CHECK(v >= 0 && v < size, IndexError, op, ": index ", v, " is out of range for dim ", dim,
-             " of size ", size);
-}
-
-// v as an int32 tensor on `device`.
-Tensor upload_u32(const std::vector<uint32_t>& v, Device device) {
-  Tensor t = Tensor::empty({static_cast<int64_t>(v.size())}, DType::Int32, device);
-  copy_bytes(device, t.storage_data(), 0, kCPU, v.data(), 0, v.size() * sizeof(uint32_t));
-  return t;
 }
 
 std::string scatter_variant(DType dtype, std::string_view op) {
@@ -200,7 +185,6 @@ VK_KERNEL(index_select) {
   const int64_t dim = in[0].ndim() == 0 ? 0 : a.dim;
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
-  check_in_range(index, dim, x.shape()[dim], op);
   // A gather whose index is broadcast along every other dim.
   Shape oshape = x.shape();
   oshape[dim] = index.numel();
@@ -216,14 +200,13 @@ VK_KERNEL(gather) {
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
   if (out.numel() == 0) return out;
   const Tensor x = as_1d(in[0]);
-  check_in_range(in[1], dim, x.shape()[dim], "gather");
   gather_into(as_1d(out), x, dim, as_1d(in[1]), "gather");
   return out;
 }
 
-// Cost: one read of the index to the host (a wait for the device) and a counting sort there,
-// O(index); on the device O(out + src) per pass, and one pass per kScatterChunk repeats of the
-// most repeated (line, value).
+// Cost, all on the device: the inversion (a sort of the index's bucket keys, O(index log index)),
+// then O(out + src) per pass, one pass per kScatterChunk positions along dim (the most a bucket
+// can hold: the host does not know the largest bucket without reading it back).
 VK_KERNEL(scatter_add) {
   const char* op = "scatter_add";
   const std::string shader = scatter_variant(m.dtype, op);
@@ -241,7 +224,6 @@ VK_KERNEL(scatter_add) {
   check_reach(src, src.offset(), index.shape(), src.strides(), 0, op);
   const int64_t size = o1.shape()[dim];
   const Buckets b = invert(index, dim, size, op);
-  const Tensor offsets = upload_u32(b.offsets, m.device), order = upload_u32(b.order, m.device);
   ScatterParams p;
   p.n = static_cast<uint32_t>(o1.numel());
   p.ndim = static_cast<uint32_t>(o1.ndim());
@@ -254,10 +236,11 @@ VK_KERNEL(scatter_add) {
     p.extent[d] = static_cast<uint32_t>(index.shape()[d]);
     p.src_stride[d] = static_cast<int32_t>(index.shape()[d] > 1 ? src.strides()[d] : 0);
   }
-  Buffer* buffers[] = {&bound_buffer(out, op), &bound_buffer(src, op), &bound_buffer(offsets, op),
-                       &bound_buffer(order, op)};
-  for (uint32_t first = 0; first < b.largest; first += kScatterChunk) {
-    p.first = first;
+  Buffer* buffers[] = {&bound_buffer(out, op), &bound_buffer(src, op), &bound_buffer(b.offsets, op),
+                       &bound_buffer(b.order, op)};
+  const int64_t largest = index.shape()[dim];
+  for (int64_t first = 0; first < largest; first += kScatterChunk) {
+    p.first = static_cast<uint32_t>(first);
     launch(shader, buffers, &p, sizeof(p), o1.numel());
   }
   return out;

@@ -3,7 +3,7 @@
 // channel -- for its mean and variance (two passes, as the CPU's) and its outputs. layer_norm's
 // weight and bias gradients are column sums over the rows (shaders/norm_param.comp, chunks of rows
 // summed again by the sum kernel). The inputs are made contiguous first (a strided copy), as the
-// CPU's kernels do.
+// CPU's kernels do. Groups past kMaxGroup values go in passes (vkfix: long_groups_*).
 #include <limits>
 #include <string>
 #include <vector>
@@ -80,7 +80,8 @@ void launch(std::string shader, std::initializer_list<const Tensor*> ts, uint32_
   ctx.dispatch(pipe, buffers, push, groups, writes);
 }
 
-// The groups of x: layer_norm's rows of n values, or batch_norm's channels.
+// The groups of x: layer_norm's rows of n values, or batch_norm's channels (callers send
+// groups past kMaxGroup values to the long_groups_* passes).
 NormParams layer_groups(const Tensor& x, int64_t n, const char* op) {
   NormParams p;
   VK_CHECK(n <= kMaxGroup, SizeError, op, ": rows of ", n, " values are longer than the vulkan ",
@@ -192,6 +193,149 @@ Tensor layer_param_grad(const Backward& r, int64_t n, const Attrs& a, const Meta
   return sum({part}, sum_attrs, Meta{shape, t, m.device})[0];
 }
 
+// ---- vkfix: groups past kMaxGroup values, in passes ----
+// The CPU's formulas one pass each over the whole tensor: the groups' sums by the sum kernel
+// (reduction.cpp: chunked, in a fixed order, so deterministic), the rest by the element-wise
+// shaders over views that broadcast a group's value. Not bitwise the one-pass shader's.
+
+// x seen as the groups: layer_norm's (rows, n) reduced over dim 1 with a weight per column;
+// batch_norm's (N, C, S) reduced over dims 0 and 2 with a weight per channel.
+struct LongGroups {
+  Shape shape;
+  std::vector<int64_t> dims;  // reduced
+  Shape param;                // a weight's view
+  int64_t groups = 0, count = 0;
+  bool layer = true;
+};
+
+LongGroups long_layer(const Tensor& x, int64_t n) {
+  const int64_t rows = x.numel() / n;
+  return {{rows, n}, {1}, {1, n}, rows, n, true};
+}
+
+LongGroups long_channels(const Tensor& x) {
+  const int64_t N = x.shape()[0], C = x.shape()[1], S = x.numel() / std::max<int64_t>(N * C, 1);
+  return {{N, C, S}, {0, 2}, {1, C, 1}, C, N * S, false};
+}
+
+bool is_long(const LongGroups& l) { return l.count > kMaxGroup; }
+
+Tensor view_as(const Tensor& t, const Shape& s) {
+  return t.alias(s, contiguous_strides(s), t.offset());
+}
+
+// t (contiguous, shaped s with 1s where `to` is wider) seen at `to`, stride 0 where s is 1.
+Tensor spread(const Tensor& t, const Shape& s, const Shape& to) {
+  Strides st = contiguous_strides(s);
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] == 1) st[d] = 0;
+  return t.alias(to, st, t.offset());
+}
+
+Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.device()); }
+
+Tensor binary(const char* shader, const Tensor& a, const Tensor& b, const char* op) {
+  Tensor out = like(a);
+  run_elementwise(shader, {&out, &a, &b}, op);
+  return out;
+}
+
+// The constant v at t's shape.
+Tensor constant(double v, const Tensor& t, const char* op) {
+  Tensor c = Tensor::empty({}, t.dtype(), t.device());
+  fill(c, Scalar(v), op);
+  return c.alias(t.shape(), Strides(t.shape().size(), 0), 0);
+}
+
+// l.shape with the reduced dims 1: a group value per element, contiguous.
+Shape kept(const LongGroups& l) {
+  Shape s = l.shape;
+  for (int64_t d : l.dims) s[static_cast<size_t>(d)] = 1;
+  return s;
+}
+
+// The group means of x (l.shape), at kept(l).
+Tensor group_mean(const Tensor& x, const LongGroups& l, const char* op) {
+  Attrs r;
+  r.dims = l.dims;
+  r.keepdim = true;
+  const Tensor total = sum({x}, r, Meta{kept(l), x.dtype(), x.device()})[0];
+  return binary("mul", total, constant(1.0 / static_cast<double>(l.count), total, op), op);
+}
+
+// A group value (at kept(l)) seen at l.shape.
+Tensor wide(const Tensor& v, const LongGroups& l) { return spread(v, kept(l), l.shape); }
+
+// Row k of the (2, groups) stats = v (a group value at kept(l)).
+void put_stat(const Tensor& stats, int64_t k, const Tensor& v, const LongGroups& l) {
+  copy_into(stats.alias({l.groups}, {1}, stats.offset() + k * l.groups),
+            v.alias({l.groups}, {1}, v.offset()));
+}
+
+// d = x - mean, rstd = 1 / sqrt(var + eps), and the stats' rows: mean, then var (forward) or rstd.
+struct Centered {
+  Tensor d, rstd;
+};
+
+Centered centered(const Tensor& x, const LongGroups& l, double eps, const Tensor& stats,
+                  bool var_row, const char* op) {
+  const Tensor mean = group_mean(x, l, op);
+  Centered c;
+  c.d = binary("sub", x, wide(mean, l), op);
+  const Tensor var = group_mean(binary("mul", c.d, c.d, op), l, op);
+  Tensor shifted = binary("add", var, constant(eps, var, op), op);
+  c.rstd = like(shifted);
+  run_elementwise("rsqrt", {&c.rstd, &shifted}, op);
+  put_stat(stats, 0, mean, l);
+  put_stat(stats, 1, var_row ? var : c.rstd, l);
+  return c;
+}
+
+Outputs long_groups_forward(const LongGroups& l, const std::vector<Tensor>& in, const Attrs& a,
+                            const Meta& m, const char* op) {
+  const bool has_w = a.norm.has_weight, has_b = a.norm.has_bias;
+  const Tensor x = view_as(contiguous_of(in[0], op), l.shape);
+  Tensor stats = Tensor::empty({2, l.groups}, m.dtype, m.device);
+  const Centered c = centered(x, l, a.norm.eps, stats, true, op);
+  Tensor y = binary("mul", c.d, wide(c.rstd, l), op);
+  if (has_w) y = binary("mul", y, spread(contiguous_of(in[1], op), l.param, l.shape), op);
+  if (has_b)
+    y = binary("add", y, spread(contiguous_of(in[has_w ? 2 : 1], op), l.param, l.shape), op);
+  return {view_as(y, m.shape), stats};
+}
+
+// dx = rstd * (u - mean(u) - xhat * mean(u * xhat)), u = g * w (layer_norm; batch_norm's w
+// multiplies dx), pg = [sum(g * xhat), sum(g)] per group, stats = [mean, rstd].
+Backward long_groups_backward(const LongGroups& l, const std::vector<Tensor>& in, const Attrs& a,
+                              const Meta& m, bool write_dx, const char* op) {
+  const bool has_w = a.norm.has_weight && in.size() > 2;
+  Backward r;
+  r.g = contiguous_of(in[0], op);
+  r.x = contiguous_of(in[1], op);
+  const Tensor g = view_as(r.g, l.shape), x = view_as(r.x, l.shape);
+  r.stats = Tensor::empty({2, l.groups}, r.x.dtype(), m.device);
+  r.pg = Tensor::empty({2, l.groups}, r.x.dtype(), m.device);
+  const Centered c = centered(x, l, a.norm.eps, r.stats, false, op);
+  const Tensor xhat = binary("mul", c.d, wide(c.rstd, l), op);
+  const Tensor w = has_w ? spread(contiguous_of(in[2], op), l.param, l.shape) : Tensor();
+  const Tensor u = has_w && l.layer ? binary("mul", g, w, op) : g;
+  const Tensor mean_u = group_mean(u, l, op),
+               mean_ux = group_mean(binary("mul", u, xhat, op), l, op);
+  if (!l.layer) {  // the sums of g and g * xhat: the means times the count
+    const Tensor n = constant(static_cast<double>(l.count), mean_ux, op);
+    put_stat(r.pg, 0, binary("mul", mean_ux, n, op), l);
+    put_stat(r.pg, 1, binary("mul", mean_u, n, op), l);
+  }
+  if (!write_dx) return r;
+  const Tensor inner = binary("sub", binary("sub", u, wide(mean_u, l), op),
+                              binary("mul", xhat, wide(mean_ux, l), op), op);
+  Tensor dx = binary("mul", inner, wide(c.rstd, l), op);
+  if (has_w && !l.layer) dx = binary("mul", dx, w, op);
+  r.dx = view_as(dx, m.shape);
+  return r;
+}
+// ---- end vkfix ----
+
 }  // namespace
 
 VK_KERNEL(layer_norm) {
@@ -200,14 +344,18 @@ VK_KERNEL(layer_norm) {
     check_norm_dtype(in[0], "layer_norm");
     return Tensor::empty(m.shape, m.dtype, m.device);
   }
+  if (is_long(long_layer(in[0], n)))
+    return long_groups_forward(long_layer(in[0], n), in, a, m, "layer_norm")[0];
   return forward(layer_groups(in[0], n, "layer_norm"), in, a, m, "layer_norm")[0];
 }
 
 VK_KERNEL(layer_norm_backward) {
   const char* op = "layer_norm_backward";
   const int64_t n = numel_of(a.shape);
-  const NormParams p = n == 0 ? NormParams{} : layer_groups(in[1], n, op);
-  const Backward r = backward(p, in, a, m, true, op);
+  const bool long_rows = n > 0 && in[1].numel() > 0 && is_long(long_layer(in[1], n));
+  const NormParams p = n == 0 || long_rows ? NormParams{} : layer_groups(in[1], n, op);
+  const Backward r = long_rows ? long_groups_backward(long_layer(in[1], n), in, a, m, true, op)
+                               : backward(p, in, a, m, true, op);
   if (!a.norm.with_param_grad) return {r.dx, Tensor()};
   return {r.dx, layer_param_grad(r, n, a, m, op)};
 }
@@ -215,17 +363,24 @@ VK_KERNEL(layer_norm_backward) {
 VK_KERNEL(layer_norm_param_grad) {
   const char* op = "layer_norm_param_grad";
   const int64_t n = numel_of(a.shape);
+  if (n > 0 && in[1].numel() > 0 && is_long(long_layer(in[1], n)))
+    return layer_param_grad(long_groups_backward(long_layer(in[1], n), in, a, m, false, op), n, a,
+                            m, op);
   const NormParams p = n == 0 ? NormParams{} : layer_groups(in[1], n, op);
   return layer_param_grad(backward(p, in, a, m, false, op), n, a, m, op);
 }
 
 VK_KERNEL(batch_norm) {
+  if (is_long(long_channels(in[0])))
+    return long_groups_forward(long_channels(in[0]), in, a, m, "batch_norm");
   return forward(channel_groups(in[0], "batch_norm"), in, a, m, "batch_norm");
 }
 
 VK_KERNEL(batch_norm_backward) {
   const char* op = "batch_norm_backward";
-  const Backward r = backward(channel_groups(in[1], op), in, a, m, true, op);
+  const Backward r = is_long(long_channels(in[1]))
+                         ? long_groups_backward(long_channels(in[1]), in, a, m, true, op)
+                         : backward(channel_groups(in[1], op), in, a, m, true, op);
   return {r.dx, a.norm.with_param_grad ? r.pg : Tensor()};
 }
 
@@ -233,6 +388,8 @@ VK_KERNEL(batch_norm_param_grad) {
   const char* op = "batch_norm_param_grad";
   Attrs without_weight = a;
   without_weight.norm.has_weight = false;
+  if (is_long(long_channels(in[1])))
+    return long_groups_backward(long_channels(in[1]), in, without_weight, m, false, op).pg;
   return backward(channel_groups(in[1], op), in, without_weight, m, false, op).pg;
 }
 

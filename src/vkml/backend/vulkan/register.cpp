@@ -149,6 +149,7 @@ Stats stats() {
   out.host_to_device_bytes = s.host_to_device_bytes;
   out.device_to_host_bytes = s.device_to_host_bytes;
   out.staged = s.staged;
+  out.host_waits = s.host_waits;  // vkfix
   return out;
 }
 

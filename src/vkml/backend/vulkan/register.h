@@ -26,7 +26,8 @@ struct Stats {
   uint64_t submissions = 0, dispatches = 0, barriers = 0;
   uint64_t host_to_device = 0, device_to_host = 0;  // copies
   uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
-  uint64_t staged = 0;  // of those copies, the ones through a staging range
+  uint64_t staged = 0;      // of those copies, the ones through a staging range
+  uint64_t host_waits = 0;  // vkfix: times the host blocked on the device
 };
 Stats stats();
 // vkgaps: what the device computes beyond float32 (its features), for the Python tests that run

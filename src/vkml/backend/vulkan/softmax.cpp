@@ -30,7 +30,8 @@ constexpr int64_t kGroupSize = 128;  // local_size_x of softmax.comp
 constexpr int64_t kShortRow = 1024;
 // The longest row of one pass: each invocation then makes at most 3 * 8192 loop iterations in all
 // (lavapipe stops a shader once it has made 65535, counting all its loops together, silently).
-// Longer rows go in passes (long_rows_*), but under a causal mask (a SizeError).
+// Longer rows go in passes (long_rows_*), under a causal mask too (vkfix: the masked keys set to
+// -inf first, which the passes then give 0, as the CPU).
 constexpr int64_t kMaxRow = kGroupSize * 8192;
 
 // x itself when contiguous (its offset goes to the shader), else a contiguous copy.
@@ -114,20 +115,46 @@ Tensor unary(const char* shader, const Tensor& a, const char* op) {
   return out;
 }
 
+// x * scale (x itself when scale is 1).
+Tensor scale_of(const Tensor& x, double scale, const char* op) {
+  if (scale == 1.0) return x;
+  Tensor c = Tensor::empty({}, x.dtype(), x.device());
+  fill(c, Scalar(scale), op);
+  return binary("mul", x, c.alias(x.shape(), Strides(x.shape().size(), 0), 0), op);
+}
+
 // softmax (scaled) or log_softmax of x along dim, rows of any length: y = exp(x - max) / sum, or
 // (x - max) - log(sum), as the CPU's (a NaN or a row of -inf gives NaN rows there and here).
 Tensor long_rows_forward(const Tensor& x_in, int64_t dim, double scale, bool log, const char* op) {
-  Tensor x = x_in;
-  if (scale != 1.0) {
-    Tensor c = Tensor::empty({}, x.dtype(), x.device());
-    fill(c, Scalar(scale), op);
-    x = binary("mul", x, c.alias(x.shape(), Strides(x.shape().size(), 0), 0), op);
-  }
+  const Tensor x = scale_of(x_in, scale, op);
   const Tensor d = binary("sub", x, along(reduce_dim(vulkan::amax, x, dim), x, dim), op);
   const Tensor e = unary("exp", d, op);
   const Tensor s = reduce_dim(vulkan::sum, e, dim);
   if (log) return binary("sub", d, along(unary("log", s, op), x, dim), op);
   return binary("mul", e, along(unary("reciprocal", s, op), x, dim), op);
+}
+
+// vkfix: x (contiguous, rows along its last dim, queries = its dim -2) with the keys a causal
+// mask hides set to -inf: row q of each (queries, keys) matrix keeps its first q + 1 keys. The
+// mask is k <= q, from two aranges seen at x's shape, on the device.
+Tensor causal_masked(const Tensor& x, const char* op) {
+  const Shape& s = x.shape();
+  const size_t last = s.size() - 1;
+  auto iota = [&](int64_t n, size_t dim) {
+    Attrs r;
+    r.start = 0, r.step = 1, r.stop = n;
+    r.arange.integers = true;
+    const Tensor t = vulkan::arange({}, r, Meta{{n}, DType::Int32, x.device()})[0];
+    Strides st(s.size(), 0);
+    st[dim] = 1;
+    return t.alias(s, st, 0);
+  };
+  const Tensor keys = iota(s[last], last), queries = iota(s[last - 1], last - 1);
+  const Tensor keep = vulkan::le({keys, queries}, {}, Meta{s, DType::Bool, x.device()})[0];
+  Tensor minus_inf = Tensor::empty({}, x.dtype(), x.device());
+  fill(minus_inf, Scalar(-std::numeric_limits<double>::infinity()), op);
+  return vulkan::where({keep, x, minus_inf.alias(s, Strides(s.size(), 0), 0)}, {},
+                       Meta{s, x.dtype(), x.device()})[0];
 }
 
 // softmax_backward: dx = y * (g - sum(g * y)); log_softmax_backward: dx = g - exp(y) * sum(g).
@@ -152,10 +179,13 @@ Tensor run_rows(const std::string& name, const Tensor& x_in, const Tensor* y_in,
   const bool plain = name != "softmax";
   const double scale = plain ? 1.0 : a.softmax.scale;
   const bool causal = !plain && a.softmax.causal;
-  if (x.ndim() > 0 && x.shape()[static_cast<size_t>(a.dim)] > kMaxRow && !causal) {
+  if (x.ndim() > 0 && x.shape()[static_cast<size_t>(a.dim)] > kMaxRow) {
     const bool log = name.starts_with("log");
-    return y_in ? long_rows_backward(x, y, a.dim, log, op)
-                : long_rows_forward(x, a.dim, scale, log, op);
+    if (y_in) return long_rows_backward(x, y, a.dim, log, op);
+    // The mask after the scale, as the CPU's (a masked key is -inf whatever its value).
+    if (causal)
+      return long_rows_forward(causal_masked(scale_of(x, scale, op), op), a.dim, 1.0, log, op);
+    return long_rows_forward(x, a.dim, scale, log, op);
   }
   SoftmaxParams p = rows_of(x, y, a.dim, op);
   p.scale = static_cast<float>(scale);

@@ -148,6 +148,7 @@ void Context::wait_for(uint64_t serial) {
     if (f.in_flight && f.serial <= serial) waiting.push_back(&f);
   std::sort(waiting.begin(), waiting.end(),
             [](const Frame* a, const Frame* b) { return a->serial < b->serial; });
+  if (!waiting.empty()) ++stats_.host_waits;
   for (Frame* f : waiting) {
     VKML_VK_OK(api_.vkWaitForFences(device_, 1, &f->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     f->in_flight = false;
@@ -174,6 +175,51 @@ void Context::synchronize() {
   std::lock_guard<std::mutex> lock(mutex_);
   flush();
   wait_for(last_serial_);
+  raise_deferred();
+}
+
+// ---- deferred errors (vkfix) ----
+
+Buffer& Context::error_word() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_word_) {
+    // Host-visible, coherent memory: the host reads the word without a copy.
+    error_word_ = allocate_locked(4 * sizeof(uint32_t), true);
+    std::memset(error_word_->mapped, 0, 4 * sizeof(uint32_t));
+  }
+  return *error_word_;
+}
+
+uint32_t Context::expect_in_range(std::string op, std::string rest) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (++next_slot_ == 0) ++next_slot_;  // 0 is "no error"
+  // The launch that follows lands in the batch being recorded or, when that one is full, the
+  // next: by last_serial_ + 1 at the latest.
+  deferred_[next_slot_] = {std::move(op), std::move(rest), last_serial_ + 1};
+  return next_slot_;
+}
+
+void Context::raise_deferred() {
+  if (!error_word_) return;
+  volatile uint32_t* word = static_cast<volatile uint32_t*>(error_word_->mapped);
+  if (word[0] == 0) {
+    // Nothing raised by the completed work: forget its checks.
+    std::erase_if(deferred_, [&](const auto& kv) { return kv.second.serial <= completed_; });
+    return;
+  }
+  // A shader raised one: wait for all the work, so that the value beside the slot is written.
+  flush();
+  wait_for(last_serial_);
+  const uint32_t slot = word[0];
+  const int64_t value =
+      static_cast<int64_t>((static_cast<uint64_t>(word[2]) << 32) | static_cast<uint64_t>(word[1]));
+  for (int k = 0; k < 3; ++k) word[k] = 0;
+  const auto it = deferred_.find(slot);
+  const Deferred d = it != deferred_.end() ? it->second : Deferred{"vulkan", "", 0};
+  deferred_.clear();  // everything recorded has completed
+  throw IndexError(detail::cat(d.op, ": index ", value, d.rest,
+                               " (raised by the device when the result was read: ops on the "
+                               "vulkan device run in batches)"));
 }
 
 // ---- commands ----
@@ -281,6 +327,7 @@ void Context::download(void* dst, Buffer& src, size_t offset, size_t nbytes) {
   if (src.mapped) {
     wait_for(src.last_use);
     std::memcpy(dst, static_cast<const char*>(src.mapped) + offset, nbytes);
+    raise_deferred();
     return;
   }
   ++stats_.staged;
@@ -295,6 +342,7 @@ void Context::download(void* dst, Buffer& src, size_t offset, size_t nbytes) {
   wait_for(staging->last_use);
   std::memcpy(dst, staging->mapped, nbytes);
   allocator_->release(std::move(staging), completed_);
+  raise_deferred();
 }
 
 }  // namespace vk::vulkan

@@ -3,8 +3,9 @@
 // other dim (stride 0). x and index are walked by their own offsets and strides, x with stride 0
 // along dim (the index value steps along it by x_dim_stride). Elements of ES bytes (any dtype,
 // moved as bits); IDX64: int64 indices read as uint pairs, else int32.
-// The host does not check the indices here (that would need a read-back and a wait): an index
-// out of [0, size) gives a zero element rather than a read outside x.
+// The host does not check the indices (that would need a read-back and a wait): an index out of
+// [0, size) gives a zero element rather than a read outside x, and raises the error word (the
+// host's deferred IndexError, context.h): word[0] = slot, word[1..2] = the value.
 #version 450
 #if ES == 1
 #extension GL_EXT_shader_8bit_storage : require
@@ -27,18 +28,19 @@ layout(push_constant) uniform Params {
   int x_offset;
   int i_offset;
   int x_dim_stride;
-  uint unused;
+  uint slot;  // this launch's deferred error (Context::expect_in_range)
   uint shape[8];
   int x_stride[8];
   int i_stride[8];
 } p;
 
 layout(std430, binding = 0) writeonly buffer Out { ELEM o[]; };
-layout(std430, binding = 1) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) buffer Err { uint word[]; };
+layout(std430, binding = 2) readonly buffer X { ELEM x[]; };
 #if defined(IDX64)
-layout(std430, binding = 2) readonly buffer I { uvec2 idx[]; };
+layout(std430, binding = 3) readonly buffer I { uvec2 idx[]; };
 #else
-layout(std430, binding = 2) readonly buffer I { int idx[]; };
+layout(std430, binding = 3) readonly buffer I { int idx[]; };
 #endif
 
 void main() {
@@ -65,5 +67,14 @@ void main() {
     o[i] = x[ix + v * p.x_dim_stride];
   } else {
     o[i] = ZERO;
+    if (atomicCompSwap(word[0], 0u, p.slot) == 0u) {
+#if defined(IDX64)
+      word[1] = w.x;
+      word[2] = w.y;
+#else
+      word[1] = uint(v);
+      word[2] = v < 0 ? 0xffffffffu : 0u;
+#endif
+    }
   }
 }

@@ -1,12 +1,12 @@
 // scatter_add without atomics: one invocation per element of out (already a contiguous copy of
 // base) adds, in index order, the src elements whose index points at it, so every sum runs in the
 // CPU's order (base, then src along dim by ascending position) and matches it bit for bit.
-// The host inverts the index first (index.cpp, Buckets): bucket (line, v) lists, ascending, the
-// positions j along dim whose index value is v, for each line (the position in index's other
-// dims; one line for all when index is broadcast along them): `offsets` (lines * size + 1 entries)
+// The index is inverted first, on the device (index.cpp, Buckets): bucket (line, v) lists,
+// ascending, the positions j along dim whose index value is v, for each line (the position in
+// index's other dims; one line for all when index is broadcast along them): `offsets` (lines * size + 1 entries)
 // and `order` (the j's). A dispatch adds at most CHUNK entries of each bucket, starting at
 // `first`: lavapipe stops a shader loop after 65535 iterations, so the host runs as many passes as
-// the largest bucket needs. TYPE: F32, F64 (shaderFloat64), I32, or I64 (two's complement on
+// the largest bucket may need (index.shape[dim] / CHUNK, rounded up). TYPE: F32, F64 (shaderFloat64), I32, or I64 (two's complement on
 // uint pairs, no shaderInt64).
 #version 450
 #if defined(F64)

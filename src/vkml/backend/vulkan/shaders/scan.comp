@@ -1,5 +1,7 @@
-// The scan family: one invocation per row along a dim, walking its K elements in order (the host
-// keeps K under lavapipe's 65535 loop iterations). x and the outputs are contiguous
+// The scan family: one invocation per row along a dim, walking its K elements in order. A
+// dispatch walks k in [start, stop) (the host keeps stop - start under lavapipe's 65535 loop
+// iterations, and runs as many as a row needs), carrying on from the outputs at start - 1: the
+// same sequence of operations as one walk of the whole row. x and the outputs are contiguous
 // (outer, K, inner); row r is (r / inner, :, r % inner), K elements `inner` apart.
 //   CUMSUM / CUMPROD   the running sum / product
 //   CUMMAX / CUMMIN    the running extreme and its index as int64 (lo, hi) words: an element at
@@ -29,11 +31,13 @@ layout(push_constant) uniform Params {
   uint K;
   uint inner;
   int x_offset;
+  uint start;  // this pass's first k
+  uint stop;   // and the k after its last
 } p;
 
-layout(std430, binding = 0) writeonly buffer Out { T o[]; };
+layout(std430, binding = 0) buffer Out { T o[]; };
 #if defined(CUMMAX) || defined(CUMMIN)
-layout(std430, binding = 1) writeonly buffer OutIndex { uint oi[]; };
+layout(std430, binding = 1) buffer OutIndex { uint oi[]; };
 layout(std430, binding = 2) readonly buffer X { T x[]; };
 #else
 layout(std430, binding = 1) readonly buffer X { T x[]; };
@@ -47,7 +51,12 @@ void main() {
 #if defined(CUMMAX) || defined(CUMMIN)
   T best = x[p.x_offset + int(base)];
   uint at_best = 0u;
-  for (uint k = 0u; k < p.K; ++k) {
+  if (p.start > 0u) {  // carry on from the previous pass
+    const uint prev = base + (p.start - 1u) * p.inner;
+    best = o[prev];
+    at_best = oi[2u * prev];
+  }
+  for (uint k = p.start; k < p.stop; ++k) {
     const uint at = base + k * p.inner;
     const T v = x[p.x_offset + int(at)];
 #if defined(CUMMAX)
@@ -69,7 +78,8 @@ void main() {
 #else
   T acc = T(0);
 #endif
-  for (uint k = 0u; k < p.K; ++k) {
+  if (p.start > 0u) acc = o[base + (p.start - 1u) * p.inner];  // carry on from the previous pass
+  for (uint k = p.start; k < p.stop; ++k) {
     const uint at = base + k * p.inner;
 #if defined(CUMPROD)
     acc *= x[p.x_offset + int(at)];
