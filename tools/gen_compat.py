@@ -110,9 +110,6 @@ DIFFERENCES = [
     "row-major order wins (torch: unspecified) and only it gets a gradient (torch gives every "
     "writer `gather(grad)`). `scatter_reduce`, `unique(dim=...)`, `masked_select`/"
     "`masked_scatter` and bounds checks of index arguments read the indices on the host.",
-    "`vk.set_default_dtype(vk.float64)` changes creation, `vk.tensor` of Python floats and "
-    "int-to-float ops, but an integer tensor times a Python float is still float32 (torch: the "
-    "default dtype).",
 ]
 
 

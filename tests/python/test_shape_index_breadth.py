@@ -530,6 +530,10 @@ DEFAULT_DTYPE_MAKERS = [
     ("sqrt_of_int", lambda L: L.sqrt(L.tensor([4]))),
     ("true_division_of_ints", lambda L: L.tensor([3]) / L.tensor([2])),
     ("tril_indices", lambda L: L.tril_indices(2, 2)),
+    # an integer tensor with a Python float, and where() of two Python numbers
+    ("int_tensor_times_float", lambda L: L.tensor([3]) * 2.5),
+    ("float_plus_int_tensor", lambda L: 0.5 + L.tensor([3])),
+    ("where_of_numbers", lambda L: L.where(L.tensor([True, False]), 1, 2.5)),
 ]
 
 

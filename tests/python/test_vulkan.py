@@ -357,3 +357,48 @@ def test_an_array_operand_joins_the_tensors_device():
     y = x @ np.ones((3, 2), dtype=np.float32)
     assert y.device == VK and y.tolist() == [[3.0, 3.0], [3.0, 3.0]]
     assert (x[0] + [1.0, 2.0, 3.0]).tolist() == [2.0, 3.0, 4.0]
+
+
+# Index assignment into a Vulkan tensor: `t[1:3] = 4.0` read the CPU scalar as device memory and
+# crashed the process; an integer-tensor or mask index raised DeviceError (the values were written
+# through host pointers).
+SETITEM_CASES = [
+    ("slice_number", lambda t, L: t.__setitem__(slice(1, 3), 4.0)),
+    ("int_number", lambda t, L: t.__setitem__(0, -1.0)),
+    ("slice_tensor", lambda t, L: t.__setitem__(slice(2, 4), L.tensor([5.0, 6.0]))),
+    ("index_tensor", lambda t, L: t.__setitem__(L.tensor([1, 3]), 2.0)),
+    ("repeated_index_last_wins", lambda t, L: t.__setitem__(L.tensor([1, 1, 4]), L.tensor([7.0, 8.0, 9.0]))),
+    ("mask", lambda t, L: t.__setitem__(t > 0.5, 3.0)),
+    ("rows_and_cols", lambda t, L: t.view(2, 3).__setitem__((L.tensor([0, 1]), slice(None, 2)), L.tensor([[1.0], [2.0]]))),
+]
+
+
+@pytest.mark.parametrize("name,assign", SETITEM_CASES, ids=[c[0] for c in SETITEM_CASES])
+@pytest.mark.parametrize("index_on_device", [False, True])
+def test_index_assignment_on_the_device_regression(name, assign, index_on_device):
+    base = np.array([0.25, 1.5, -2.0, 0.75, 3.0, -0.5], dtype=np.float32)
+    expected = torch.tensor(base)
+    assign(expected, torch)
+    t = vk.tensor(base).to("vulkan")
+
+    class OnDevice:  # vk with tensor() making the index/value on the device
+        def __getattr__(self, name):
+            return getattr(vk, name)
+
+        def tensor(self, data):
+            made = vk.tensor(data)
+            return made.to("vulkan") if index_on_device else made
+
+    assign(t, OnDevice())
+    assert t.device == VK
+    np.testing.assert_array_equal(t.cpu().numpy(), expected.numpy())
+
+
+def test_index_assignment_on_the_device_bool_and_int64_regression():
+    for dtype in ("bool", "int64"):
+        base = np.array([0, 1, 0, 1, 1], dtype=dtype)
+        t, expected = vk.tensor(base).to("vulkan"), torch.tensor(base)
+        idx = [0, 2, 2]
+        t[vk.tensor(idx).to("vulkan")] = 1
+        expected[torch.tensor(idx)] = 1
+        np.testing.assert_array_equal(t.cpu().numpy(), expected.numpy())

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string_view>
 
+#include "vkml/core/default_dtype.h"
 #include "vkml/core/dtype.h"
 #include "vkml/core/error.h"
 
@@ -44,7 +45,7 @@ class Scalar {
 
   // The dtype that stands for the scalar in promotion: bool, int64, or the default float dtype.
   DType promotion_dtype() const {
-    return kind_ == Kind::Bool ? DType::Bool : kind_ == Kind::Int ? DType::Int64 : DType::Float32;
+    return kind_ == Kind::Bool ? DType::Bool : kind_ == Kind::Int ? DType::Int64 : default_float_dtype();
   }
 
   bool to_bool() const { return uses_double() ? d_ != 0 : i_ != 0; }  // NaN is true, as torch

@@ -13,6 +13,7 @@
 #include "vkml/ops/index.h"
 #include "vkml/ops/reduction.h"
 #include "vkml/ops/shape.h"
+#include "vkml/ops/sort.h"
 
 namespace vk {
 
@@ -199,7 +200,44 @@ Tensor fit_value(const Tensor& value, const Shape& region) {
   return expand(v, region);
 }
 
+// The items with their index tensors on `device` (an index may come from the CPU, as in torch).
+std::vector<IndexItem> items_on(const std::vector<IndexItem>& items, Device device) {
+  std::vector<IndexItem> moved = items;
+  for (auto& it : moved)
+    if (it.kind == Kind::Tensor) it.tensor = to_device(it.tensor, device);
+  return moved;
+}
+
 }  // namespace
+
+// index_put_ on a device, without reading its memory on the host: the same indexing applied to
+// the flat positions of x says where each value goes; a stable sort by position keeps only the
+// last writer of a repeated position (the CPU's rule); scatter_add then places the values and
+// `where` keeps x's other elements. Costs O(x.numel()) where the CPU path costs what is written.
+static void put_on_device(const Tensor& x, const std::vector<IndexItem>& items,
+                          const Tensor& value) {
+  const int64_t n = x.numel();
+  Tensor positions = reshape(arange(0, n, 1, DType::Int64, x.device()), x.shape());
+  Tensor pos = index(positions, items_on(items, x.device()));
+  Tensor vals = reshape(contiguous(fit_value(value, pos.shape())), {-1});
+  pos = reshape(contiguous(pos), {-1});
+  const int64_t k = pos.numel();
+  if (k == 0) return;
+  Tensor order = argsort(pos, 0, false, /*stable=*/true);
+  Tensor sorted_pos = gather(pos, 0, order);
+  Tensor next_pos = cat({narrow(sorted_pos, 0, 1, k - 1), full({1}, -1, DType::Int64, x.device())});
+  Tensor last = ne(sorted_pos, next_pos);  // the last writer of each position
+  const DType acc = x.dtype() == DType::Bool ? DType::Int32 : x.dtype();
+  Tensor src = where(last, cast(gather(vals, 0, order), acc), zeros({1}, acc, x.device()));
+  Tensor placed = scatter_add(zeros({n}, acc, x.device()), 0, sorted_pos, src);
+  Tensor hit =
+      scatter_add(zeros({n}, DType::Int32, x.device()), 0, sorted_pos, cast(last, DType::Int32));
+  Tensor flat = reshape(contiguous(x), {-1});
+  Tensor result =
+      where(ne(hit, zeros({1}, DType::Int32, x.device())), cast(placed, x.dtype()), flat);
+  in_place::copy(x, reshape(result, x.shape()));
+  x.bump_version();
+}
 
 Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
   std::vector<Advanced> adv;
@@ -243,14 +281,20 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
   Tensor r = apply_basic(x, items, adv);
   Tensor v = value.dtype() == x.dtype() ? value : cast(value, x.dtype());
   if (v.storage() == x.storage()) v = clone(v);  // x[1:] = x[:-1]: read everything first
+  // A number arrives as a CPU scalar; copying it into device memory reads it there (a Vulkan
+  // tensor's t[1:3] = 4.0 read the CPU scalar as device memory and crashed).
+  v = to_device(v, x.device());
   if (adv.empty()) {
     check_no_internal_overlap(r, "index_put_");
     in_place::copy(r, fit_value(v, r.shape()));
     x.bump_version();
     return;
   }
-  // Written through host pointers (data<T>() refuses memory the host cannot reach): a scatter
-  // kernel per device is the Vulkan backend's (issue #14).
+  if (!x.device().is_cpu()) {
+    put_on_device(x, items, v);
+    return;
+  }
+  // The CPU writes through host pointers, costing what is written.
   Tensor where_to = contiguous(storage_positions(r, adv));
   v = contiguous(fit_value(v, where_to.shape()));
   const int64_t* pos = where_to.data<int64_t>();
