@@ -16,3 +16,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if error_if_nonfinite and not bool(total.isfinite().item()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite")
     return total
+
+
+
+# nn.utils.rnn (issue #16 item 2: rnn): this module stands in for torch's nn.utils package, so the
+# submodule is registered by name: `import vkml.nn.utils.rnn` and `from vkml.nn.utils.rnn import
+# pad_sequence` find it in sys.modules.
+import sys as _sys  # noqa: E402
+
+from . import _rnn_utils as rnn  # noqa: E402
+
+_sys.modules[__name__ + ".rnn"] = rnn
