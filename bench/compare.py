@@ -200,6 +200,20 @@ def gpt_model(L, vocab=96, context=64, d=128, layers=2, heads=4):  # python/vkml
     return GPT()
 
 
+def lstm_lm_model(L, vocab=64, d=64, hidden=128):  # tests/programs/lstm_lm.py's shape (issue #16, rnn)
+    nn = L.nn
+
+    class LSTMLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.rnn, self.head = nn.Embedding(vocab, d), nn.LSTM(d, hidden), nn.Linear(hidden, vocab)
+
+        def forward(self, idx):  # (T, B) token ids -> (T * B, vocab) logits
+            out, _ = self.rnn(self.emb(idx))
+            return self.head(out).reshape(-1, vocab)
+    return LSTMLM()
+
+
 def train_setup(kind, L, np):
     """(step function, its model): one optimizer step over pre-built batches, as the examples train."""
     F = L.nn.functional
@@ -214,6 +228,10 @@ def train_setup(kind, L, np):
         opt = L.optim.Adam(model.parameters(), lr=2e-3)
         batches = [(_t(L, rng.random((64, 1, 8, 8), dtype=np.float32)), _t(L, rng.integers(0, 10, 64)))
                    for _ in range(8)]
+    elif kind == "lstm":  # one step of a small LSTM language model: 32 steps of 16 sequences
+        model = lstm_lm_model(L)
+        opt = L.optim.SGD(model.parameters(), lr=1.0)
+        batches = [(_t(L, rng.integers(0, 64, (32, 16))), _t(L, rng.integers(0, 64, 32 * 16))) for _ in range(4)]
     else:
         model = gpt_model(L)
         decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -296,11 +314,12 @@ WORKLOADS = {
     "train.mlp": (w_train("mlp"), {}),
     "train.cnn": (w_train("cnn"), {}),
     "train.transformer": (w_train("transformer"), {"heavy": True}),
+    "train.lstm": (w_train("lstm"), {}),  # issue #16 item 2 (rnn)
     "engine.chain10k": (w_chain_backward, {}),
     "engine.build_free": (w_build_free, {}),
 }
 RSS_WORKLOADS = ["rss.mlp", "rss.transformer"]
-ALL_IDS = list(WORKLOADS)[:21] + RSS_WORKLOADS + list(WORKLOADS)[21:]  # the issue's order
+ALL_IDS = list(WORKLOADS)[:22] + RSS_WORKLOADS + list(WORKLOADS)[22:]  # the issue's order
 QUICK = ["overhead.add.1", "overhead.add.1.grad", "overhead.graph_backward", "matmul.1024", "matmul.batched",
          "eltwise.add", "eltwise.gelu", "fused.softmax", "fused.cross_entropy", "conv.large", "train.mlp",
          "train.transformer", "rss.mlp", "engine.chain10k"]

@@ -125,6 +125,10 @@ foreach(dt IN ITEMS f32 f64 i32 i64)
     "cummax_${dt}|scan|${d},CUMMAX" "cummin_${dt}|scan|${d},CUMMIN"
     "searchsorted_${dt}|searchsorted|${d}")
 endforeach()
+# Recurrent cells (issue #16 item 2: rnn): lstm_cell and its backward, float32 and float64.
+list(APPEND VKML_VULKAN_SHADERS
+  "lstm_cell_f32|lstm|" "lstm_cell_f64|lstm|FLOAT64"
+  "lstm_cell_backward_f32|lstm|BACKWARD" "lstm_cell_backward_f64|lstm|BACKWARD,FLOAT64")
 
 # ---- element-wise family: every op in every dtype its CPU kernel takes ----
 # A variant is named <op> when all its tensors are float32 (the names above), else

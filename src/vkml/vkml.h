@@ -20,6 +20,7 @@
 #include "vkml/ops/norm.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/reduction.h"
+#include "vkml/ops/rnn.h"
 #include "vkml/ops/scan.h"
 #include "vkml/ops/shape.h"
 #include "vkml/ops/softmax.h"

@@ -729,6 +729,11 @@ NANINF.update({
     "cummax": lambda: tuple(_f(3, 4).cummax(1)),
     "cummin": lambda: tuple(_f(3, 4).cummin(0)),
 })
+# recurrent cells (issue #16 item 2: rnn)
+NANINF.update({
+    "lstm_cell": lambda: tuple(vk._C._lstm_cell(_f(3, 8), _f(3, 2))),
+    "lstm_cell_backward": lambda: vk._C._lstm_cell_backward(_f(2, 3, 2), _f(3, 8), _f(3, 2)),
+})
 
 
 def test_naninf_table_covers_every_op():

@@ -792,6 +792,36 @@ def _lib_tensor(m, a, grad):
     return torch.tensor(a, requires_grad=grad)
 
 
+# ---- recurrent cells (issue #16 item 2: rnn) ----
+def _lstm_cell_spec(m, gates, c):
+    if m is vk:
+        return tuple(vk._C._lstm_cell(gates, c))
+    i, f, g, o = gates.chunk(4, 1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def _lstm_cell_backward_spec(m, grad, gates, c):
+    if m is vk:
+        return vk._C._lstm_cell_backward(grad, gates, c)
+    i, f, g, o = (torch.sigmoid(a) if k != 2 else torch.tanh(a) for k, a in enumerate(gates.chunk(4, 1)))
+    tc = torch.tanh(f * c + i * g)
+    e = grad[1] + grad[0] * o * (1 - tc * tc)
+    dgates = torch.cat([e * g * i * (1 - i), e * c * f * (1 - f), e * i * (1 - g * g), grad[0] * tc * o * (1 - o)], 1)
+    return torch.cat([dgates.reshape(-1), (e * f).reshape(-1)])
+
+
+SPECS.update({
+    "lstm_cell": [
+        Case(_lstm_cell_spec, [F(3, 8), F(3, 2)]),
+        Case(lambda m, g, c: _lstm_cell_spec(m, g.transpose(0, 1), c), [F(12, 2), F(2, 3)], label="strided"),
+    ],
+    "lstm_cell_backward": [
+        Case(_lstm_cell_backward_spec, [F(2, 3, 2), F(3, 8), F(3, 2)]),
+    ],
+})
+
+
 def _outputs(r):
     return list(r) if isinstance(r, (tuple, list)) else [r]
 

@@ -49,6 +49,8 @@ enum class OpKind : uint16_t {
   Custom,
   // sort and scan families (issue #15 item 4: sortscan)
   Sort, SearchSorted, CumSum, CumProd, CumMax, CumMin,
+  // recurrent cells (issue #16 item 2: rnn)
+  LstmCell, LstmCellBackward,
   kCount
 };
 // clang-format on

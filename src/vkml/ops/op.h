@@ -139,6 +139,8 @@ void add_custom_ops(OpList& ops);
 // sort and scan families (issue #15 item 4: sortscan)
 void add_sort_ops(OpList& ops);
 void add_scan_ops(OpList& ops);
+// recurrent cells (issue #16 item 2: rnn)
+void add_rnn_ops(OpList& ops);
 
 // Shared building blocks for entries.
 std::string_view op_name(const OpDef& def);

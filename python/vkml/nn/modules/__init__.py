@@ -21,6 +21,8 @@ from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d,
 from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ReflectionPad1d, ReflectionPad2d,
                       ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
+# recurrent layers (issue #16 item 2: rnn)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
                       MaxPool1d, MaxPool2d)
 from .sparse import Embedding
@@ -60,3 +62,5 @@ from .param_container import ParameterDict, ParameterList  # noqa: E402
 __all__ += ["ParameterDict", "ParameterList"]
 from .ctc import CTCLoss  # noqa: E402
 __all__ += ["CTCLoss"]
+# recurrent layers (issue #16 item 2: rnn)
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]

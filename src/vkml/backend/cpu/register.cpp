@@ -14,6 +14,7 @@
 #include "vkml/backend/cpu/optim.h"
 #include "vkml/backend/cpu/random.h"
 #include "vkml/backend/cpu/reduction.h"
+#include "vkml/backend/cpu/rnn.h"  // recurrent cells (rnn)
 #include "vkml/backend/cpu/scan.h"
 #include "vkml/backend/cpu/shape.h"
 #include "vkml/backend/cpu/softmax.h"
@@ -124,6 +125,9 @@ void register_backend() {
       {OpKind::CumProd, cpu::cumprod},
       {OpKind::CumMax, cpu::cummax},
       {OpKind::CumMin, cpu::cummin},
+      // recurrent cells (issue #16 item 2: rnn)
+      {OpKind::LstmCell, cpu::lstm_cell},
+      {OpKind::LstmCellBackward, cpu::lstm_cell_backward},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);
   register_services(DeviceType::CPU, {.copy_into = copy_into,

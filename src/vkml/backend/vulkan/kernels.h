@@ -135,4 +135,7 @@ VK_KERNEL(cumprod);
 VK_KERNEL(cummax);  // output 1: int64 indices
 VK_KERNEL(cummin);
 // ---- end of the sort and scan families ----
+// ---- recurrent cells (issue #16 item 2: rnn), rnn.cpp: float32, float64 ----
+VK_KERNEL(lstm_cell);
+VK_KERNEL(lstm_cell_backward);
 }  // namespace vk::vulkan

@@ -121,6 +121,9 @@ void register_backend() {
       {OpKind::CumMax, cummax},
       {OpKind::CumMin, cummin},
       // ---- end of the sort and scan families ----
+      // recurrent cells (issue #16 item 2: rnn)
+      {OpKind::LstmCell, lstm_cell},
+      {OpKind::LstmCellBackward, lstm_cell_backward},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into,

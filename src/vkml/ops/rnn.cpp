@@ -1,0 +1,135 @@
+// The recurrent cells (issue #16 item 2: rnn): lstm_cell, one LSTM time step from the gates'
+// pre-activations (computed by one GEMM outside), and lstm_cell_backward, its gradient as one
+// fused op. lstm_cell_backward's own rule is written with element-wise ops, so second and higher
+// derivatives work through it.
+#include "vkml/ops/rnn.h"
+
+#include <string>
+
+#include "vkml/ops/elementwise.h"
+#include "vkml/ops/op.h"
+#include "vkml/ops/shape.h"
+
+namespace vk {
+namespace {
+
+// gates (B, 4H) and c_prev (B, H) of one floating dtype; returns H.
+int64_t check_cell(const Tensor& gates, const Tensor& c_prev, std::string_view op) {
+  VK_CHECK(is_floating(gates.dtype()), DTypeError, op, ": expected floating gates, got ",
+           dtype_name(gates.dtype()));
+  VK_CHECK(gates.dtype() == c_prev.dtype(), DTypeError, op, ": gates (", dtype_name(gates.dtype()),
+           ") and c_prev (", dtype_name(c_prev.dtype()), ") must have the same dtype");
+  VK_CHECK(gates.ndim() == 2 && gates.shape()[1] % 4 == 0, ShapeError, op,
+           ": expected gates of shape (B, 4 * hidden_size), got ", shape_str(gates.shape()));
+  const int64_t h = gates.shape()[1] / 4;
+  VK_CHECK(c_prev.shape() == Shape({gates.shape()[0], h}), ShapeError, op,
+           ": expected c_prev of shape ", shape_str({gates.shape()[0], h}), " for gates of shape ",
+           shape_str(gates.shape()), ", got ", shape_str(c_prev.shape()));
+  return h;
+}
+
+Meta infer_lstm_cell(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  const int64_t h = check_cell(in[0], in[1], op);
+  return {{2, in[0].shape()[0], h}, in[0].dtype()};
+}
+
+// (g, gates, c_prev): g is the gradient of lstm_cell's (2, B, H) output.
+Meta infer_lstm_cell_backward(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  const Tensor &g = in[0], &gates = in[1];
+  const int64_t h = check_cell(gates, in[2], op);
+  const int64_t b = gates.shape()[0];
+  VK_CHECK(g.dtype() == gates.dtype(), DTypeError, op, ": the gradient (", dtype_name(g.dtype()),
+           ") and the gates (", dtype_name(gates.dtype()), ") must have the same dtype");
+  VK_CHECK(g.shape() == Shape({2, b, h}), ShapeError, op, ": expected a gradient of shape ",
+           shape_str({2, b, h}), ", got ", shape_str(g.shape()));
+  return {{b * 5 * h}, gates.dtype()};
+}
+
+struct CellGrads {
+  Tensor gates, c_prev;
+};
+// lstm_cell_backward's flat result split into dgates (B, 4H) and dc_prev (B, H), both views.
+CellGrads split_flat(const Tensor& d, int64_t b, int64_t h) {
+  return {reshape(narrow(d, 0, 0, b * 4 * h), {b, 4 * h}),
+          reshape(narrow(d, 0, b * 4 * h, b * h), {b, h})};
+}
+
+Grads lstm_cell_grad(const GradCtx& c) {
+  const Tensor &gates = c.in[0], &c_prev = c.in[1];
+  const int64_t b = gates.shape()[0], h = c_prev.shape()[1];
+  const CellGrads d = split_flat(lstm_cell_backward(c.grad, gates, c_prev), b, h);
+  return {c.needs[0] ? d.gates : Tensor(), c.needs[1] ? d.c_prev : Tensor()};
+}
+
+// lstm_cell_backward is linear in g: D = J^T g, with J the Jacobian of lstm_cell at (gates,
+// c_prev). So with q arriving at D, dg = J q (the cell's forward derivative along q), and
+// d(gates, c_prev) = the gradient of S = <g, J q> there, written out per element below
+// (s* are the sigmoids' derivatives, tg and dc1 the tanhs').
+Grads lstm_cell_backward_grad(const GradCtx& c) {
+  const Tensor &g = c.in[0], &gates = c.in[1], &cp = c.in[2];
+  const int64_t b = gates.shape()[0], h = cp.shape()[1];
+  const CellGrads q = split_flat(c.grad, b, h);
+  auto part = [&](const Tensor& t, int64_t k) { return narrow(t, 1, k * h, h); };
+  const Tensor i = sigmoid(part(gates, 0)), f = sigmoid(part(gates, 1));
+  const Tensor gg = tanh(part(gates, 2)), o = sigmoid(part(gates, 3));
+  const Tensor qi = part(q.gates, 0), qf = part(q.gates, 1), qg = part(q.gates, 2),
+               qo = part(q.gates, 3), qc = q.c_prev;
+  const Tensor tc = tanh(f * cp + i * gg), dc1 = 1.0 - tc * tc;
+  const Tensor si = i * (1.0 - i), sf = f * (1.0 - f), so = o * (1.0 - o), tg = 1.0 - gg * gg;
+  // The forward derivative of c and h along q.
+  const Tensor dc = sf * qf * cp + f * qc + si * qi * gg + i * tg * qg;
+  const Tensor dh = so * qo * tc + o * dc1 * dc;
+  Grads out(3);
+  if (c.needs[0]) out[0] = stack({dh, dc}, 0);
+  if (!c.needs[1] && !c.needs[2]) return out;
+  const Tensor gh = select(g, 0, 0), gc = select(g, 0, 1);
+  const Tensor e = gh * o * dc1 + gc;                         // dS/d(dc)
+  const Tensor k = gh * dc1 * (so * qo - 2.0 * o * tc * dc);  // dS/dc through tc
+  if (c.needs[1]) {
+    const Tensor dai = si * (k * gg + e * (qi * gg * (1.0 - 2.0 * i) + tg * qg));
+    const Tensor daf = sf * (k * cp + e * (qf * cp * (1.0 - 2.0 * f) + qc));
+    const Tensor dag = tg * (k * i + e * (si * qi - 2.0 * i * qg * gg));
+    const Tensor dao = gh * so * (qo * tc * (1.0 - 2.0 * o) + dc * dc1);
+    out[1] = cat({dai, daf, dag, dao}, 1);
+  }
+  if (c.needs[2]) out[2] = k * f + e * sf * qf;
+  return out;
+}
+
+}  // namespace
+
+void add_rnn_ops(OpList& ops) {
+  ops.push_back(
+      {.kind = OpKind::LstmCell,
+       .name = "lstm_cell",
+       .arity = 2,
+       .signature = "lstm_cell(gates, c_prev) -> (2, B, H)",
+       .summary = "one LSTM step from gates (B, 4H) = x W_ih^T + h W_hh^T + biases in torch's "
+                  "order (i, f, g, o) and c_prev (B, H): [h, c] with c = sigmoid(f) c_prev + "
+                  "sigmoid(i) tanh(g), h = sigmoid(o) tanh(c); fused, one element per (b, j)",
+       .infer = infer_lstm_cell,
+       .grad = lstm_cell_grad,
+       .grad_doc = "(dgates, dc_prev) = the two parts of lstm_cell_backward(g, gates, c_prev)"});
+  ops.push_back(
+      {.kind = OpKind::LstmCellBackward,
+       .name = "lstm_cell_backward",
+       .arity = 3,
+       .signature = "lstm_cell_backward(g, gates, c_prev) -> (B * 5H)",
+       .summary = "the gradient of lstm_cell, g (2, B, H) arriving at [h, c]: with e = g_c + g_h "
+                  "o (1 - tanh(c)^2), dgates = [e tanh(g) i(1-i), e c_prev f(1-f), e i (1 - "
+                  "tanh(g)^2), g_h tanh(c) o(1-o)] and dc_prev = e f, flat: dgates (B, 4H) then "
+                  "dc_prev (B, H); fused (the gates' activations recomputed)",
+       .infer = infer_lstm_cell_backward,
+       .grad = lstm_cell_backward_grad,
+       .grad_doc = "linear in g: dg = stack(dh, dc), the cell's forward derivative along gg; "
+                   "dgates and dc_prev = the gradient of <g, that derivative>, element-wise ops"});
+}
+
+Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
+  return dispatch(OpKind::LstmCell, {gates, c_prev});
+}
+Tensor lstm_cell_backward(const Tensor& g, const Tensor& gates, const Tensor& c_prev) {
+  return dispatch(OpKind::LstmCellBackward, {g, gates, c_prev});
+}
+
+}  // namespace vk
