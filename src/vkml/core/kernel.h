@@ -49,6 +49,9 @@ enum class OpKind : uint16_t {
   Custom,
   // sort and scan families (issue #15 item 4: sortscan)
   Sort, SearchSorted, CumSum, CumProd, CumMax, CumMin,
+  // math ops (#15): the elementwise math torch has beyond the basics
+  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Lgamma, Digamma, Polygamma, Erfinv,
+  Atan2, Fmod,
   kCount
 };
 // clang-format on

@@ -139,6 +139,7 @@ void add_custom_ops(OpList& ops);
 // sort and scan families (issue #15 item 4: sortscan)
 void add_sort_ops(OpList& ops);
 void add_scan_ops(OpList& ops);
+void add_math_ops(OpList& ops);  // math ops (#15)
 
 // Shared building blocks for entries.
 std::string_view op_name(const OpDef& def);
