@@ -58,5 +58,6 @@ void bind_random(nb::module_& m);  // issue 15 item 3, called by bind_creation
 // sort and scan families (sortscan)
 void bind_sort(nb::module_& m, nb::class_<Tensor>& c);
 void bind_scan(nb::module_& m, nb::class_<Tensor>& c);
+void bind_math(nb::module_& m, nb::class_<Tensor>& c);  // math ops (#15)
 
 }  // namespace vkpy

@@ -212,6 +212,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_composite(m, c);  // issue #15 item 4: composite ops, vk.linalg, in-place variants
   bind_sort(m, c);       // sort and scan families (sortscan)
   bind_scan(m, c);
+  bind_math(m, c);  // math ops (#15)
 }
 
 }  // namespace vkpy
