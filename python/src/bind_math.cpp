@@ -107,6 +107,12 @@ void bind_math_reductions(nb::module_& m, nb::class_<Tensor>& c) {
       m, c, "count_nonzero",
       [](const Tensor& x, nb::handle dim) { return vk::count_nonzero(x, to_dims(dim)); },
       "dim"_a = nb::none());
+  both(
+      m, c, "logcumsumexp",
+      [](const Tensor& x, int64_t dim) {
+        return without_gil(heavy(x), [&] { return vk::logcumsumexp(x, dim); });
+      },
+      "dim"_a);
 }
 
 }  // namespace

@@ -477,3 +477,32 @@ def test_in_place_checks():
     w = vk.tensor([0.5, 1.5], dtype=vk.float64)
     w.polygamma_(1)
     _close(w, torch.tensor([0.5, 1.5], dtype=torch.float64).polygamma_(1), "float64", rtol=2e-9)
+
+
+# ---- logcumsumexp: a scan, stable whatever a row's range ----
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_logcumsumexp_matches_torch(dtype, device):
+    _check_device(device, dtype)
+    rng = np.random.default_rng(6)
+    wide = np.array([[-1000.0, 0.0, -2000.0, 5.0, 1000.0, -INF, 3.0],
+                     [-INF, -INF, 2.0, 1e-3, -50.0, 80.0, 79.0]])
+    for a, dims in [(wide, (1, -1, 0)), (rng.uniform(-5, 5, size=(3, 9, 2)), (0, 1, 2)),
+                    (np.array(2.5), (0, -1)), (np.zeros((0, 3)), (0, 1))]:
+        a = a.astype(dtype)
+        for d in dims:
+            got = vk.logcumsumexp(_vk(a, device), d).cpu()
+            want = torch.logcumsumexp(torch.tensor(a), d)
+            _close(got, want, dtype, rtol=2e-6 if dtype == "float32" else 2e-15,
+                   what=f"logcumsumexp dim {d} of {a.shape} on {device}")
+    x = _vk(rng.uniform(-3, 3, size=(4, 6)), device, True)
+    t = torch.tensor(to_np(x), requires_grad=True)
+    g = rng.uniform(-1, 1, size=(4, 6))
+    x.logcumsumexp(1).backward(_vk(g, device))
+    t.logcumsumexp(1).backward(torch.tensor(g))
+    _close(x.grad.cpu(), t.grad, "float64", rtol=1e-12, what="d logcumsumexp")
+    with pytest.raises(NotImplementedError, match="logcumsumexp"):
+        vk.logcumsumexp(vk.tensor([1, 2]), 0)
+    with pytest.raises(IndexError):
+        vk.logcumsumexp(vk.tensor([1.0, 2.0]), 1)

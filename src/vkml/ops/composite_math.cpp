@@ -11,6 +11,7 @@
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/math.h"
 #include "vkml/ops/op.h"
+#include "vkml/ops/shape.h"
 
 namespace vk {
 namespace {
@@ -194,6 +195,29 @@ Tensor nanmean(const Tensor& x, const Dims& dims, bool keepdim) {
 Tensor count_nonzero(const Tensor& x, const Dims& dims) {
   Tensor nz = x.dtype() == DType::Bool ? x : ne(x, zeros({}, x.dtype(), x.device()));
   return sum(cast(nz, DType::Int64), dims, false);
+}
+
+// A log-space prefix scan (Hillis-Steele): log2(n) rounds of y[i] = logaddexp(y[i], y[i - k]),
+// k = 1, 2, 4, ...: every combination is logaddexp's, stable whatever the range of a row (a
+// cumsum of exp(x - max) would lose the prefix far below the row's maximum), and the same order
+// on every device.
+Tensor logcumsumexp(const Tensor& x, int64_t dim) {
+  VK_CHECK(is_floating(x.dtype()), NotImplementedError, "logcumsumexp: not implemented for ",
+           dtype_name(x.dtype()), " tensors (as in PyTorch)");
+  if (x.ndim() == 0) {
+    (void)wrap_dim(dim, 1, "logcumsumexp");
+    return x * 1.0;
+  }
+  const int64_t d = wrap_dim(dim, x.ndim(), "logcumsumexp");
+  const int64_t n = x.shape()[d];
+  Tensor y = x;
+  for (int64_t k = 1; k < n; k *= 2) {
+    Shape head_shape = x.shape();
+    head_shape[d] = k;
+    Tensor head = full(head_shape, -kInf, x.dtype(), x.device());
+    y = logaddexp(y, cat({head, slice(y, d, 0, n - k)}, d));
+  }
+  return y;
 }
 
 }  // namespace vk

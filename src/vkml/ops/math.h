@@ -51,5 +51,6 @@ Tensor isneginf(const Tensor& x);
 Tensor nansum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor nanmean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor count_nonzero(const Tensor& x, const Dims& dims = {});
+Tensor logcumsumexp(const Tensor& x, int64_t dim);
 
 }  // namespace vk
