@@ -221,6 +221,21 @@ foreach(to b8 i32 i64 f32 f64)
 endforeach()
 # ---- end of the element-wise family ----
 
+# ---- math ops (#15): shaders/math.comp, its variants named as the element-wise family's ----
+foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygamma erfinv)
+  string(TOUPPER "OP_${op}" op_define)
+  list(APPEND VKML_VULKAN_SHADERS "${op}|math|NIN=1,${op_define}")
+  if(NOT op STREQUAL "tan")
+    list(APPEND VKML_VULKAN_SHADERS "${op}_f64f64|math|NIN=1,${op_define},DTO=4")
+  endif()
+endforeach()
+list(APPEND VKML_VULKAN_SHADERS
+  "tan_f64f64i32|math|NIN=2,OP_TAN,DTO=4,DTB=1"  # float64 reads 2/pi from a second buffer
+  "atan2|math|NIN=2,OP_ATAN2" "atan2_f64f64f64|math|NIN=2,OP_ATAN2,DTO=4"
+  "fmod|math|NIN=2,OP_FMOD" "fmod_f64f64f64|math|NIN=2,OP_FMOD,DTO=4"
+  "fmod_i32i32i32|math|NIN=2,OP_FMOD,DTO=1,FLAG" "fmod_i64i64i64|math|NIN=2,OP_FMOD,DTO=2,FLAG")
+# ---- end of math ops (#15) ----
+
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/vulkan_shaders)

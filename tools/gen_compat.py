@@ -110,6 +110,17 @@ DIFFERENCES = [
     "row-major order wins (torch: unspecified) and only it gets a gradient (torch gives every "
     "writer `gather(grad)`). `scatter_reduce`, `unique(dim=...)`, `masked_select`/"
     "`masked_scatter` and bounds checks of index arguments read the indices on the host.",
+    # math ops (#15)
+    "Element-wise math (#15): float32 results of the special functions are the float64 result "
+    "rounded (torch's float32 digamma and trigamma are a few ulp to 1e-6 off, vkml's not); "
+    "`polygamma(1, x)` (trigamma) is within ulps in float64 where torch's is ~1e-9 off; "
+    "`polygamma(1, -k)` is +inf at the poles (torch: 1.3e15); `polygamma(n, inf)` is 0 for "
+    "every n (torch: NaN for n >= 2); `polygamma(n >= 2, x)` is NaN for x < -50000, and on "
+    "the Vulkan device n is at most 1000; `cosh`/`sinh` in float64 are finite up to 710.47 "
+    "(torch's CPU: inf from 710); float32 `fmod` is C's exact fmod (torch's vectorised float32 "
+    "`fmod(1e30, 1e-30)` is NaN); `copysign` reads a NaN divisor as positive and gives its "
+    "second operand no gradient (torch: zeros); `heaviside` does not raise in backward (torch "
+    "has no derivative for it).",
 ]
 
 

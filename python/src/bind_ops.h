@@ -60,5 +60,6 @@ void bind_sort(nb::module_& m, nb::class_<Tensor>& c);
 void bind_scan(nb::module_& m, nb::class_<Tensor>& c);
 // recurrent cells (issue #16 item 2: rnn)
 void bind_rnn(nb::module_& m);
+void bind_math(nb::module_& m, nb::class_<Tensor>& c);  // math ops (#15)
 
 }  // namespace vkpy

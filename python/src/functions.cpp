@@ -213,6 +213,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_sort(m, c);       // sort and scan families (sortscan)
   bind_scan(m, c);
   bind_rnn(m);  // recurrent cells (issue #16 item 2: rnn)
+  bind_math(m, c);  // math ops (#15)
 }
 
 }  // namespace vkpy

@@ -191,6 +191,11 @@ Tensor.clamp_ = _inplace_method("clamp")  # tensor bounds too
 Tensor.clip_ = _inplace_method("clip")
 # ---- end of composite ops ----
 
+# ---- math ops (#15): in-place forms, aliases, aminmax/isin/sgn/positive (vkml/_math.py) ----
+from . import _math  # noqa: E402
+_math.install(globals())
+# ---- end of math ops (#15) ----
+
 del _name
 
 # ---- porting (issue #15): the names PyTorch programs use beside the ops ----

@@ -734,6 +734,14 @@ NANINF.update({
     "lstm_cell": lambda: tuple(vk._C._lstm_cell(_f(3, 8), _f(3, 2))),
     "lstm_cell_backward": lambda: vk._C._lstm_cell_backward(_f(2, 3, 2), _f(3, 8), _f(3, 2)),
 })
+# math ops (#15)
+NANINF.update({
+    **{u: (lambda u=u: getattr(_f(3, 4), u)())
+       for u in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "lgamma",
+                 "digamma", "erfinv")},
+    "polygamma": lambda: (_f(3, 4).polygamma(1), vk.polygamma(3, _f(3, 4))),
+    **{b: (lambda b=b: getattr(vk, b)(_f(3, 4), _f(4)[[3, 2, 1, 0]])) for b in ("atan2", "fmod")},
+})
 
 
 def test_naninf_table_covers_every_op():

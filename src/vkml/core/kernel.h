@@ -51,6 +51,9 @@ enum class OpKind : uint16_t {
   Sort, SearchSorted, CumSum, CumProd, CumMax, CumMin,
   // recurrent cells (issue #16 item 2: rnn)
   LstmCell, LstmCellBackward,
+  // math ops (#15): the elementwise math torch has beyond the basics
+  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Lgamma, Digamma, Polygamma, Erfinv,
+  Atan2, Fmod,
   kCount
 };
 // clang-format on

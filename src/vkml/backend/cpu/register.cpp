@@ -10,6 +10,7 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/index.h"
 #include "vkml/backend/cpu/linalg.h"
+#include "vkml/backend/cpu/math.h"  // math ops (#15)
 #include "vkml/backend/cpu/norm.h"
 #include "vkml/backend/cpu/optim.h"
 #include "vkml/backend/cpu/random.h"
@@ -128,6 +129,22 @@ void register_backend() {
       // recurrent cells (issue #16 item 2: rnn)
       {OpKind::LstmCell, cpu::lstm_cell},
       {OpKind::LstmCellBackward, cpu::lstm_cell_backward},
+      // math ops (#15)
+      {OpKind::Tan, cpu::tan},
+      {OpKind::Asin, cpu::asin},
+      {OpKind::Acos, cpu::acos},
+      {OpKind::Atan, cpu::atan},
+      {OpKind::Sinh, cpu::sinh},
+      {OpKind::Cosh, cpu::cosh},
+      {OpKind::Asinh, cpu::asinh},
+      {OpKind::Acosh, cpu::acosh},
+      {OpKind::Atanh, cpu::atanh},
+      {OpKind::Lgamma, cpu::lgamma},
+      {OpKind::Digamma, cpu::digamma},
+      {OpKind::Polygamma, cpu::polygamma},
+      {OpKind::Erfinv, cpu::erfinv},
+      {OpKind::Atan2, cpu::atan2},
+      {OpKind::Fmod, cpu::fmod},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);
   register_services(DeviceType::CPU, {.copy_into = copy_into,

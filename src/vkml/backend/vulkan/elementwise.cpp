@@ -9,6 +9,7 @@
 
 #include "vkml/backend/vulkan/kernels.h"
 #include "vkml/backend/vulkan/launch.h"
+#include "vkml/backend/vulkan/math.h"  // math ops (#15): two_over_pi_table
 #include "vkml/core/error.h"
 
 namespace vk::vulkan {
@@ -74,14 +75,17 @@ constexpr uint32_t kTwoOverPi[40] = {
 Tensor trig(const char* op, const std::vector<Tensor>& in, const Meta& m) {
   check_float64_math(op);
   if (m.dtype == DType::Float32) return launch(op, in, m);
-  Tensor table = Tensor::empty({40}, DType::Int32, m.device);
-  copy_bytes(m.device, table.storage_data(), 0, kCPU, kTwoOverPi, 0, sizeof(kTwoOverPi));
-  // seen by the walk as a broadcast (one element everywhere); the shader reads it whole
-  const Tensor whole = table.alias(m.shape, Strides(m.shape.size(), 0), 0);
-  return launch(Strided{.shader = op, .op = op}, {in[0], whole}, m);
+  return launch(Strided{.shader = op, .op = op}, {in[0], two_over_pi_table(m)}, m);
 }
 
 }  // namespace
+
+Tensor two_over_pi_table(const Meta& m) {
+  Tensor table = Tensor::empty({40}, DType::Int32, m.device);
+  copy_bytes(m.device, table.storage_data(), 0, kCPU, kTwoOverPi, 0, sizeof(kTwoOverPi));
+  // seen by the walk as a broadcast (one element everywhere); the shader reads it whole
+  return table.alias(m.shape, Strides(m.shape.size(), 0), 0);
+}
 
 #define VKML_VULKAN_OP(name)     \
   VK_KERNEL(name) {              \

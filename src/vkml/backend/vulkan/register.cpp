@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "vkml/backend/vulkan/kernels.h"
+#include "vkml/backend/vulkan/math.h"  // math ops (#15)
 #include "vkml/backend/vulkan/memory.h"
 
 namespace vk::vulkan {
@@ -124,6 +125,23 @@ void register_backend() {
       // recurrent cells (issue #16 item 2: rnn)
       {OpKind::LstmCell, lstm_cell},
       {OpKind::LstmCellBackward, lstm_cell_backward},
+      // ---- math ops (#15) ----
+      {OpKind::Tan, tan},
+      {OpKind::Asin, asin},
+      {OpKind::Acos, acos},
+      {OpKind::Atan, atan},
+      {OpKind::Sinh, sinh},
+      {OpKind::Cosh, cosh},
+      {OpKind::Asinh, asinh},
+      {OpKind::Acosh, acosh},
+      {OpKind::Atanh, atanh},
+      {OpKind::Lgamma, lgamma},
+      {OpKind::Digamma, digamma},
+      {OpKind::Polygamma, polygamma},
+      {OpKind::Erfinv, erfinv},
+      {OpKind::Atan2, atan2},
+      {OpKind::Fmod, fmod},
+      // ---- end of math ops (#15) ----
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into,

@@ -1,0 +1,262 @@
+// The math family's CPU kernels. The functions C++ has (tan, asin, ..., lgamma, atan2, fmod) are
+// libm's, as PyTorch's CPU kernels; digamma, polygamma and erfinv are computed here in double
+// (float32 rounded from the double result), with the algorithms the Vulkan shader uses
+// (shaders/math.comp), so both devices agree to rounding.
+#include "vkml/backend/cpu/math.h"
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include "vkml/backend/cpu/loops.h"
+
+namespace vk::cpu {
+namespace {
+
+constexpr double kPi = std::numbers::pi;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Elements per thread: each element costs tens of nanoseconds (libm calls, loops).
+constexpr int64_t kGrain = kElementwiseGrain / 8;
+
+template <class F>
+Tensor unary(const Tensor& x, const Meta& m, const char* name, F f) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_FLOAT(x.dtype(), name,
+                    map_elements<T, T>(
+                        out, {&x}, [&](T v) -> T { return f(v); }, kGrain));
+  return out;
+}
+
+// f evaluated in double, rounded once to the element type.
+template <class F>
+Tensor unary_in_double(const Tensor& x, const Meta& m, const char* name, F f) {
+  return unary(x, m, name,
+               [&](auto v) { return static_cast<decltype(v)>(f(static_cast<double>(v))); });
+}
+
+// sin(pi x) and cos(pi x) with the argument reduced exactly (pi x itself would round).
+double sinpi(double x) {
+  double r = std::fmod(x, 2.0);  // exact
+  if (r < 0) r += 2.0;
+  const double sign = r >= 1.0 ? -1.0 : 1.0;
+  if (r >= 1.0) r -= 1.0;
+  if (r > 0.5) r = 1.0 - r;
+  return sign * (r > 0.25 ? std::cos(kPi * (0.5 - r)) : std::sin(kPi * r));
+}
+double cospi(double x) { return sinpi(x + 0.5); }  // x + 1/2 is exact where it matters (|x| < 2^51)
+
+double digamma_positive(double x) {
+  double result = 0;
+  while (x < 10) {  // psi(x) = psi(x + 1) - 1/x, at most 10 steps
+    result -= 1 / x;
+    x += 1;
+  }
+  // psi(x) ~ log x - 1/(2x) - sum B_2k / (2k x^2k)
+  const double z = 1 / (x * x);
+  const double tail =
+      z * (1.0 / 12 - z * (1.0 / 120 -
+                           z * (1.0 / 252 -
+                                z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12))))));
+  return result + std::log(x) - 0.5 / x - tail;
+}
+
+// The Hurwitz zeta function zeta(s, x) = sum_k (x + k)^-s for an integer s >= 2: the terms up to
+// x + k >= 10 + s summed, the rest by Euler-Maclaurin. NaN where x lies past -kMaxTerms (a sum
+// that long would take too long; the shader has the same limit).
+constexpr double kMaxTerms = 50000;
+double hurwitz_zeta(double s, double x) {
+  if (x < -kMaxTerms) return kNaN;
+  double sum = 0, y = x;
+  while (y < 10 + s) {
+    sum += std::pow(y, -s);
+    y += 1;
+  }
+  // B_2j / (2j)!, j = 1..7
+  static constexpr double kC[7] = {1.0 / 12,         -1.0 / 720,     1.0 / 30240,
+                                   -1.0 / 1209600,   1.0 / 47900160, -691.0 / 1307674368000,
+                                   1.0 / 74724249600};
+  double p = s * std::pow(y, -s - 1), tail = 0;
+  for (int j = 0; j < 7; ++j) {
+    tail += kC[j] * p;
+    p *= (s + 2 * j + 1) * (s + 2 * j + 2) / (y * y);
+  }
+  return sum + std::pow(y, 1 - s) / (s - 1) + 0.5 * std::pow(y, -s) + tail;
+}
+
+double trigamma(double x) {
+  if (x <= 0 && x == std::floor(x)) return kInf;
+  if (x < 0) {  // reflection: psi1(x) + psi1(1 - x) = pi^2 / sin^2(pi x)
+    const double s = sinpi(x);
+    return kPi * kPi / (s * s) - hurwitz_zeta(2, 1 - x);
+  }
+  return hurwitz_zeta(2, x);
+}
+
+// Giles' single-precision approximation (2010), a start for Newton's method.
+double erfinv_start(double x) {
+  double w = -std::log((1.0 - x) * (1.0 + x)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  return p * x;
+}
+
+}  // namespace
+
+double digamma_value(double x) {
+  if (x == 0) return std::copysign(kInf, -x);  // as torch (and SciPy)
+  if (x < 0) {
+    if (x == std::floor(x)) return kNaN;
+    // reflection: psi(x) = psi(1 - x) - pi / tan(pi x), with x's fraction (exact) in the tangent
+    const double r = x - std::trunc(x);
+    return digamma_positive(1 - x) - kPi * cospi(r) / sinpi(r);
+  }
+  return digamma_positive(x);
+}
+
+double polygamma_value(int64_t n, double x) {
+  if (n == 1) return trigamma(x);
+  if (std::isnan(x)) return x;
+  if (x == kInf) return 0;
+  double factorial = 1;  // n!, inf past 170
+  for (int64_t k = 2; k <= n && factorial < kInf; ++k) factorial *= static_cast<double>(k);
+  const double sign = n % 2 == 1 ? 1.0 : -1.0;
+  if (x <= 0 && x == std::floor(x)) return sign * kInf;
+  return sign * factorial * hurwitz_zeta(static_cast<double>(n + 1), x);
+}
+
+// Newton's method from Giles' start: two steps double its 7 digits twice over. Past |x| = 1/2
+// the residual is taken as erfc(|y|) - (1 - |x|), where 1 - |x| is exact and erfc keeps its
+// relative accuracy, so the result stays accurate next to +-1.
+double erfinv_value(double x) {
+  if (std::isnan(x) || x < -1 || x > 1) return kNaN;
+  if (x == 1 || x == -1) return std::copysign(kInf, x);
+  const double ax = std::fabs(x);
+  double t = std::fabs(erfinv_start(x));
+  for (int k = 0; k < 2; ++k) {
+    const double residual = ax <= 0.5 ? std::erf(t) - ax : (1.0 - ax) - std::erfc(t);
+    t -= residual * (std::sqrt(kPi) / 2) * std::exp(t * t);
+  }
+  return std::copysign(t, x);
+}
+
+VK_KERNEL(tan) {
+  (void)a;
+  return unary(in[0], m, "tan", [](auto v) { return std::tan(v); });
+}
+VK_KERNEL(asin) {
+  (void)a;
+  return unary(in[0], m, "asin", [](auto v) { return std::asin(v); });
+}
+VK_KERNEL(acos) {
+  (void)a;
+  return unary(in[0], m, "acos", [](auto v) { return std::acos(v); });
+}
+VK_KERNEL(atan) {
+  (void)a;
+  return unary(in[0], m, "atan", [](auto v) { return std::atan(v); });
+}
+VK_KERNEL(sinh) {
+  (void)a;
+  return unary(in[0], m, "sinh", [](auto v) { return std::sinh(v); });
+}
+VK_KERNEL(cosh) {
+  (void)a;
+  return unary(in[0], m, "cosh", [](auto v) { return std::cosh(v); });
+}
+VK_KERNEL(asinh) {
+  (void)a;
+  return unary(in[0], m, "asinh", [](auto v) { return std::asinh(v); });
+}
+VK_KERNEL(acosh) {
+  (void)a;
+  return unary(in[0], m, "acosh", [](auto v) { return std::acosh(v); });
+}
+VK_KERNEL(atanh) {
+  (void)a;
+  return unary(in[0], m, "atanh", [](auto v) { return std::atanh(v); });
+}
+// lgamma_r: std::lgamma writes the global signgam, a data race between the pool's threads.
+VK_KERNEL(lgamma) {
+  (void)a;
+  return unary(in[0], m, "lgamma", [](auto v) {
+    int sign;
+    if constexpr (std::is_same_v<decltype(v), float>)
+      return ::lgammaf_r(v, &sign);
+    else
+      return ::lgamma_r(v, &sign);
+  });
+}
+VK_KERNEL(digamma) {
+  (void)a;
+  return unary_in_double(in[0], m, "digamma", [](double v) { return digamma_value(v); });
+}
+VK_KERNEL(polygamma) {
+  const int64_t n = a.order;
+  return unary_in_double(in[0], m, "polygamma", [n](double v) { return polygamma_value(n, v); });
+}
+VK_KERNEL(erfinv) {
+  (void)a;
+  return unary_in_double(in[0], m, "erfinv", [](double v) { return erfinv_value(v); });
+}
+
+VK_KERNEL(atan2) {
+  (void)a;
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_FLOAT(
+      in[0].dtype(), "atan2",
+      map_elements<T, T, T>(
+          out, {&in[0], &in[1]}, [](T y, T x) -> T { return std::atan2(y, x); }, kGrain));
+  return out;
+}
+
+// Floats: C's fmod, exact. Integers: C++'s %, the sign of a (the minimum value % -1 is 0, not a
+// trap); a zero divisor raises after the loop, as torch.
+template <class T>
+void fmod_into(const Tensor& out, const std::vector<Tensor>& in, std::atomic<bool>& by_zero) {
+  if constexpr (std::is_floating_point_v<T>) {
+    map_elements<T, T, T>(out, {&in[0], &in[1]}, [](T x, T y) -> T { return std::fmod(x, y); });
+  } else {
+    map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) -> T {
+      if (y == T(0)) {
+        by_zero.store(true, std::memory_order_relaxed);
+        return T(0);
+      }
+      return y == T(-1) ? T(0) : T(x % y);
+    });
+  }
+}
+
+VK_KERNEL(fmod) {
+  (void)a;
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  std::atomic<bool> by_zero{false};
+  VK_DISPATCH_NUMERIC(in[0].dtype(), "fmod", fmod_into<T>(out, in, by_zero));
+  VK_CHECK(!by_zero.load(), RuntimeError, "fmod: ZeroDivisionError (integer division by zero)");
+  return out;
+}
+
+}  // namespace vk::cpu

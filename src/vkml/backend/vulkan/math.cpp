@@ -1,0 +1,80 @@
+// The math family's kernels on the Vulkan device (ops/math.cpp; issue #15): one strided shader
+// variant per op and dtype (shaders/math.comp), laid out and launched as the element-wise
+// family's (launch.h). Every float op computes in double (float32 results rounded once), so the
+// device needs float64 for float32 tensors too, as log1p, expm1 and pow do.
+#include "vkml/backend/vulkan/math.h"
+
+#include <vector>
+
+#include "vkml/backend/vulkan/launch.h"
+#include "vkml/core/error.h"
+
+namespace vk::vulkan {
+namespace {
+
+Tensor launch(const Strided& s, const std::vector<Tensor>& in, const Meta& m) {
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  std::vector<const Tensor*> ts{&out};
+  for (const Tensor& t : in) ts.push_back(&t);
+  run_strided(s, ts);
+  return out;
+}
+
+Tensor float_op(const char* op, const std::vector<Tensor>& in, const Meta& m,
+                uint32_t scalar0 = 0) {
+  check_dtype(DType::Float64, op);  // computed in double, float32 included
+  Strided s{.shader = op, .op = op};
+  s.scalar[0] = scalar0;
+  return launch(s, in, m);
+}
+
+}  // namespace
+
+#define VKML_VULKAN_MATH_OP(name)  \
+  VK_KERNEL(name) {                \
+    (void)a;                       \
+    return float_op(#name, in, m); \
+  }
+VKML_VULKAN_MATH_OP(asin)
+VKML_VULKAN_MATH_OP(acos)
+VKML_VULKAN_MATH_OP(atan)
+VKML_VULKAN_MATH_OP(sinh)
+VKML_VULKAN_MATH_OP(cosh)
+VKML_VULKAN_MATH_OP(asinh)
+VKML_VULKAN_MATH_OP(acosh)
+VKML_VULKAN_MATH_OP(atanh)
+VKML_VULKAN_MATH_OP(lgamma)
+VKML_VULKAN_MATH_OP(digamma)
+VKML_VULKAN_MATH_OP(erfinv)
+VKML_VULKAN_MATH_OP(atan2)
+#undef VKML_VULKAN_MATH_OP
+
+// Reduced exactly modulo pi/2 as sin and cos are (trig.glsl); float64 reads 2/pi from a buffer.
+VK_KERNEL(tan) {
+  (void)a;
+  if (m.dtype == DType::Float32) return float_op("tan", in, m);
+  return float_op("tan", {in[0], two_over_pi_table(m)}, m);
+}
+
+VK_KERNEL(polygamma) {
+  // n bounds the shader's loops (n + 10 terms summed before the asymptotic tail)
+  const int64_t n = a.order;
+  VK_CHECK(n >= 1 && n <= 1000, RuntimeError, "polygamma: n = ", n,
+           " is out of the range the Vulkan kernel takes (1 to 1000)");
+  return float_op("polygamma", in, m, static_cast<uint32_t>(n));
+}
+
+VK_KERNEL(fmod) {
+  (void)a;
+  if (is_floating(m.dtype)) return float_op("fmod", in, m);
+  check_dtype(m.dtype, "fmod");
+  Tensor flag = Tensor::empty({1}, DType::Int32, m.device);
+  fill(flag, Scalar(0), "fmod");
+  Strided s{.shader = "fmod", .op = "fmod"};
+  s.flag = &flag;
+  Tensor out = launch(s, in, m);
+  VK_CHECK(flag.item() == 0, RuntimeError, "fmod: ZeroDivisionError (integer division by zero)");
+  return out;
+}
+
+}  // namespace vk::vulkan

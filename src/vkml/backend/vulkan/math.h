@@ -1,0 +1,25 @@
+// The math family's Vulkan kernels (ops/math.cpp; issue #15), shaders/math.comp.
+#pragma once
+#include "vkml/core/kernel.h"
+
+namespace vk::vulkan {
+VK_KERNEL(tan);
+VK_KERNEL(asin);
+VK_KERNEL(acos);
+VK_KERNEL(atan);
+VK_KERNEL(sinh);
+VK_KERNEL(cosh);
+VK_KERNEL(asinh);
+VK_KERNEL(acosh);
+VK_KERNEL(atanh);
+VK_KERNEL(lgamma);
+VK_KERNEL(digamma);
+VK_KERNEL(polygamma);
+VK_KERNEL(erfinv);
+VK_KERNEL(atan2);
+VK_KERNEL(fmod);
+
+// The bits of 2/pi as an int32 tensor on m's device, viewed at m's shape (every element the whole
+// table): what trig.glsl's float64 argument reduction reads (backend/vulkan/elementwise.cpp).
+Tensor two_over_pi_table(const Meta& m);
+}  // namespace vk::vulkan

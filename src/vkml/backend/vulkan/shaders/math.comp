@@ -1,0 +1,523 @@
+// The math family's shader (issue #15; ops/math.cpp, backend/vulkan/math.cpp): element i of the
+// output's shape, located in each tensor by its own offset and strides as in elementwise.comp
+// (the same push constants and bindings, launch.h's StridedParams), for one op chosen at compile
+// time (-DOP_ASIN, ...). DTO, DTA, DTB are dtype codes as there (3 float32, 4 float64; fmod also
+// 1 int32, 2 int64). Every float op computes in double whatever its dtype, with vmath.glsl's
+// exp/log/erf (GLSL has none in double; the float builtins may be far less exact than the CPU's
+// libm): float32 results are the double result rounded once; float64 results are within a few
+// ulp. Every loop is bounded (lavapipe allows 65535 iterations per invocation in all).
+#version 450
+
+#ifndef DTO
+#define DTO 3
+#endif
+#ifndef DTA
+#define DTA DTO
+#endif
+#ifndef DTB
+#define DTB DTA
+#endif
+#define VM_DOUBLE 1
+
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+
+#define CAT(a, b) a##b
+#define XCAT(a, b) CAT(a, b)
+#define TYPE_1 int
+#define TYPE_2 int64_t
+#define TYPE_3 float
+#define TYPE_4 double
+#define UTYPE_1 uint
+#define UTYPE_2 uint64_t
+#define TO XCAT(TYPE_, DTO)
+#define TA XCAT(TYPE_, DTA)
+#define TB XCAT(TYPE_, DTB)
+
+layout(local_size_x = 256) in;
+
+layout(push_constant) uniform Params {
+  uint shape[6];
+  int offset[4];
+  int stride[18];
+  uint scalar[4];  // scalar[0]: polygamma's n
+} p;
+
+#if defined(FLAG)
+#define IN_BINDING(k) (2 + k)
+#else
+#define IN_BINDING(k) (1 + k)
+#endif
+
+layout(std430, binding = 0) buffer Out { TO o[]; };
+#if defined(FLAG)
+layout(std430, binding = 1) buffer Flag { uint flag[]; };
+#endif
+layout(std430, binding = IN_BINDING(0)) readonly buffer A { TA a[]; };
+#if NIN >= 2
+layout(std430, binding = IN_BINDING(1)) readonly buffer B { TB b[]; };
+#endif
+
+#if DTA >= 3
+#include "vmath.glsl"
+#define OP_LOG1P  // divmod.glsl's double log1p and expm1 are compiled under this name
+#endif
+#include "divmod.glsl"
+#if defined(OP_TAN)
+#include "trig.glsl"
+#endif
+
+void raise_flag() {
+#if defined(FLAG)
+  atomicOr(flag[0], 1u);
+#endif
+}
+
+#if DTA >= 3
+const double MT_PI = 3.141592653589793lf;
+const double MT_PI_LO = 1.2246467991473532e-16lf;  // pi - MT_PI
+const double MT_PI_2 = 1.5707963267948966lf;
+const double MT_PI_2_LO = 6.123233995736766e-17lf;
+const double MT_LN2 = 0.6931471805599453lf;
+
+double mt_inf() { return uint64BitsToDouble(0x7ff0000000000000ul); }
+double mt_nan() { return uint64BitsToDouble(0x7ff8000000000000ul); }
+bool mt_negative(double x) { return doubleBitsToUint64(x) >= 0x8000000000000000ul; }
+
+// ---- trigonometric ----
+
+// sin(u) and cos(u) for |u| <= pi/4 by their Taylor series (to u^21, u^20: below 2^-60).
+double mt_sin_series(double u) {
+  precise double z = u * u;
+  precise double s = 1.9572941063391263e-20lf;
+  s = -8.22063524662433e-18lf + z * s;
+  s = 2.8114572543455206e-15lf + z * s;
+  s = -7.647163731819816e-13lf + z * s;
+  s = 1.6059043836821613e-10lf + z * s;
+  s = -2.505210838544172e-08lf + z * s;
+  s = 2.7557319223985893e-06lf + z * s;
+  s = -0.0001984126984126984lf + z * s;
+  s = 0.008333333333333333lf + z * s;
+  s = -0.16666666666666666lf + z * s;
+  s = 1.0lf + z * s;
+  precise double r = u * s;
+  return r;
+}
+double mt_cos_series(double u) {
+  precise double z = u * u;
+  precise double c = 4.110317623312165e-19lf;
+  c = -1.5619206968586225e-16lf + z * c;
+  c = 4.779477332387385e-14lf + z * c;
+  c = -1.1470745597729725e-11lf + z * c;
+  c = 2.08767569878681e-09lf + z * c;
+  c = -2.755731922398589e-07lf + z * c;
+  c = 2.48015873015873e-05lf + z * c;
+  c = -0.001388888888888889lf + z * c;
+  c = 0.041666666666666664lf + z * c;
+  c = -0.5lf + z * c;
+  c = 1.0lf + z * c;
+  return c;
+}
+
+// sin(pi x) with the argument reduced exactly (pi x itself would round): x mod 2, then the
+// symmetries of sine down to [0, 1/4].
+double mt_sinpi(double x) {
+  precise double r = x - 2.0lf * floor(x * 0.5lf);  // in [0, 2), exact
+  const double sign = r >= 1.0lf ? -1.0lf : 1.0lf;
+  r = r >= 1.0lf ? r - 1.0lf : r;
+  r = r > 0.5lf ? 1.0lf - r : r;
+  return sign * (r > 0.25lf ? mt_cos_series(MT_PI * (0.5lf - r)) : mt_sin_series(MT_PI * r));
+}
+double mt_cospi(double x) { return mt_sinpi(x + 0.5lf); }
+
+// atan(t) for t >= 0 (inf included): 1/t past 1, then twice atan(u) = 2 atan(u / (1 + sqrt(1 +
+// u^2))) down to u <= tan(pi/16), then the series u (1 - z/3 + z^2/5 - ...) to z^12.
+double mt_atan_pos(double t) {
+  const bool inv = t > 1.0lf;
+  precise double u = inv ? 1.0lf / t : t;
+  for (int k = 0; k < 2; ++k) u = u / (1.0lf + sqrt(1.0lf + u * u));
+  precise double z = u * u;
+  precise double s = 1.0lf / 25.0lf;
+  for (int k = 11; k >= 0; --k) s = ((k & 1) == 0 ? 1.0lf : -1.0lf) / double(2 * k + 1) + z * s;
+  precise double r = 4.0lf * (u * s);
+  precise double inverted = (MT_PI_2 - r) + MT_PI_2_LO;
+  return inv ? inverted : r;
+}
+
+// C's atan2, its signed zeros and infinities included.
+double mt_atan2(double y, double x) {
+  if (isnan(x) || isnan(y)) return x + y;
+  const bool xneg = mt_negative(x);
+  double r;
+  if (y == 0.0lf) {
+    r = xneg ? MT_PI : 0.0lf;
+  } else if (isinf(x) && isinf(y)) {
+    r = xneg ? 2.356194490192345lf : 0.7853981633974483lf;
+  } else if (x == 0.0lf || isinf(y)) {
+    r = MT_PI_2;
+  } else if (isinf(x)) {
+    r = xneg ? MT_PI : 0.0lf;
+  } else {
+    const double t = mt_atan_pos(abs(y) / abs(x));
+    precise double from_pi = (MT_PI - t) + MT_PI_LO;
+    r = xneg ? from_pi : t;
+  }
+  return vm_with_sign_of(r, y);
+}
+
+// asin(x) = atan2(x, sqrt((1 - x)(1 + x))), acos(x) = atan2(sqrt((1 - x)(1 + x)), x): 1 - x is
+// exact near 1, where 1 - x^2 would cancel. NaN outside [-1, 1] (the square root's).
+double mt_cosine_side(double x) {
+  precise double q = (1.0lf - x) * (1.0lf + x);
+  return sqrt(q);
+}
+
+#if defined(OP_TAN) && DTA == 3
+float mt_tan(float x) {
+  if (isnan(x) || isinf(x)) return uintBitsToFloat(0x7fc00000u);
+  const float ax = abs(x);
+  double r = double(ax);
+  const uint q = ax < 0.5 ? 0u : trig_reduce(ax, r);
+  const double s = trig_sin_poly(r), c = trig_cos_poly(r);
+  precise double t = (q & 1u) == 0u ? s / c : -c / s;
+  return float(floatBitsToUint(x) >= 0x80000000u ? -t : t);
+}
+#elif defined(OP_TAN)
+double mt_tan(double x) {
+  if (isnan(x) || isinf(x)) return mt_nan();
+  const double ax = abs(x);
+  double rh = ax, rl = 0.0lf;
+  const uint q = ax < 0.5lf ? 0u : trig_reduce(ax, rh, rl);
+  precise double s = trig_sin_poly(rh) + rl * trig_cos_poly(rh);
+  precise double c = trig_cos_poly(rh) - rl * trig_sin_poly(rh);
+  precise double t = (q & 1u) == 0u ? s / c : -c / s;
+  return mt_negative(x) ? -t : t;
+}
+#endif
+
+// ---- hyperbolic ----
+
+double mt_sinh(double x) {
+  const double ax = abs(x);
+  precise double r;
+  if (ax < 1.0lf) {
+    const double e = dm_expm1(ax);
+    r = 0.5lf * (e + e / (e + 1.0lf));
+  } else if (ax < 22.0lf) {
+    const double e = vm_exp(ax);
+    r = 0.5lf * (e - 1.0lf / e);
+  } else {  // e^-x is below an ulp; e^(x/2) squared reaches the top of the range
+    const double h = vm_exp(0.5lf * ax);
+    r = (0.5lf * h) * h;
+  }
+  return vm_with_sign_of(r, x);
+}
+
+double mt_cosh(double x) {
+  const double ax = abs(x);
+  precise double r;
+  if (ax < 22.0lf) {
+    const double e = vm_exp(ax);
+    r = 0.5lf * (e + 1.0lf / e);
+  } else {
+    const double h = vm_exp(0.5lf * ax);
+    r = (0.5lf * h) * h;
+  }
+  return r;
+}
+
+double mt_asinh(double x) {
+  const double ax = abs(x);
+  precise double r;
+  if (ax > 268435456.0lf) {  // 2^28: sqrt(1 + x^2) is |x| to double precision
+    r = vm_log(ax) + MT_LN2;
+  } else {
+    precise double x2 = ax * ax;
+    r = dm_log1p(ax + x2 / (1.0lf + sqrt(1.0lf + x2)));
+  }
+  return vm_with_sign_of(r, x);
+}
+
+double mt_acosh(double x) {
+  if (x < 1.0lf) return mt_nan();
+  if (x > 268435456.0lf) return vm_log(x) + MT_LN2;
+  precise double t = x - 1.0lf;
+  precise double r = dm_log1p(t + sqrt(2.0lf * t + t * t));
+  return r;
+}
+
+double mt_atanh(double x) {
+  const double ax = abs(x);
+  precise double r = 0.5lf * dm_log1p(2.0lf * ax / (1.0lf - ax));
+  return vm_with_sign_of(r, x);
+}
+
+// ---- gamma and its derivatives ----
+
+// lgamma(2 + z) = (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) / k z^k for |z| <= 1/2: the terms
+// fall as (z/2)^k (to z^31 here), and none cancels another.
+double mt_lgamma2p(double z) {
+  precise double s = -1.5021384080754142e-11lf;
+  s = 3.1044247747322276e-11lf + z * s;
+  s = -6.4229645638381e-11lf + z * s;
+  s = 1.330476437424449e-10lf + z * s;
+  s = -2.7595228851242334e-10lf + z * s;
+  s = 5.731367241678862e-10lf + z * s;
+  s = -1.1921401405860912e-09lf + z * s;
+  s = 2.4836745438024785e-09lf + z * s;
+  s = -5.183475041970047e-09lf + z * s;
+  s = 1.0838659214896955e-08lf + z * s;
+  s = -2.2711094608943164e-08lf + z * s;
+  s = 4.7698101693639804e-08lf + z * s;
+  s = -1.0043224823968099e-07lf + z * s;
+  s = 2.1207184805554665e-07lf + z * s;
+  s = -4.492469198764566e-07lf + z * s;
+  s = 9.55141213040742e-07lf + z * s;
+  s = -2.039215753801366e-06lf + z * s;
+  s = 4.374866789907488e-06lf + z * s;
+  s = -9.439488275268397e-06lf + z * s;
+  s = 2.050721277567069e-05lf + z * s;
+  s = -4.492623673813314e-05lf + z * s;
+  s = 9.945751278180853e-05lf + z * s;
+  s = -0.00022315475845357939lf + z * s;
+  s = 0.0005096695247430425lf + z * s;
+  s = -0.001192753911703261lf + z * s;
+  s = 0.0028905103307415234lf + z * s;
+  s = -0.007385551028673986lf + z * s;
+  s = 0.020580808427784546lf + z * s;
+  s = -0.0673523010531981lf + z * s;
+  s = 0.3224670334241132lf + z * s;
+  precise double r = z * (0.42278433509846713lf + z * s);
+  return r;
+}
+
+// lgamma for x > 0, finite: near [1.5, 2.5] by the series above (below 1.5 by lgamma(x) =
+// lgamma(x + 1) - log(x), with x - 1 exact; above 2.5 by lgamma(x) = lgamma(x - 1) + log(x - 1),
+// at most 8 steps, none cancelling); from 10 on, Stirling's series.
+double mt_lgamma_pos(double x) {
+  if (x >= 10.0lf) {
+    precise double z = 1.0lf / (x * x);
+    precise double series =
+        (0.08333333333333333lf +
+         z * (-0.002777777777777778lf +
+              z * (0.0007936507936507937lf +
+                   z * (-0.0005952380952380953lf +
+                        z * (0.0008417508417508417lf +
+                             z * (-0.0019175269175269176lf + z * 0.00641025641025641lf)))))) / x;
+    precise double r = (x - 0.5lf) * vm_log(x) - x + 0.9189385332046728lf + series;
+    return r;
+  }
+  if (x < 0.5lf) {
+    precise double z = (x + 2.0lf) - 2.0lf;
+    precise double r = mt_lgamma2p(z) - vm_log(x * (x + 1.0lf));
+    return r;
+  }
+  if (x < 1.5lf) {
+    precise double z = x - 1.0lf;  // exact
+    precise double r = mt_lgamma2p(z) - dm_log1p(z);
+    return r;
+  }
+  precise double y = x;
+  precise double up = 1.0lf;
+  for (int k = 0; k < 10 && y > 2.5lf; ++k) {
+    y -= 1.0lf;
+    up *= y;
+  }
+  precise double r = mt_lgamma2p(y - 2.0lf) + vm_log(up);
+  return r;
+}
+
+// inf at 0, the negative integers and +-inf; below 0 by reflection: lgamma(x) =
+// log(pi / |sin(pi x)|) - lgamma(1 - x).
+double mt_lgamma(double x) {
+  if (isnan(x)) return x;
+  if (isinf(x) || (x <= 0.0lf && x == floor(x))) return mt_inf();
+  if (x > 0.0lf) return mt_lgamma_pos(x);
+  precise double r = vm_log(MT_PI / abs(mt_sinpi(x))) - mt_lgamma_pos(1.0lf - x);
+  return r;
+}
+
+// backend/cpu/math.cpp's digamma: up to 10 steps psi(x) = psi(x + 1) - 1/x, then the asymptotic
+// series; below 0 by reflection.
+double mt_digamma_pos(double x) {
+  precise double result = 0.0lf;
+  precise double y = x;
+  for (int k = 0; k < 12 && y < 10.0lf; ++k) {
+    result -= 1.0lf / y;
+    y += 1.0lf;
+  }
+  precise double z = 1.0lf / (y * y);
+  precise double tail =
+      z * (1.0lf / 12.0lf -
+           z * (1.0lf / 120.0lf -
+                z * (1.0lf / 252.0lf -
+                     z * (1.0lf / 240.0lf -
+                          z * (1.0lf / 132.0lf - z * (691.0lf / 32760.0lf - z / 12.0lf))))));
+  precise double r = result + vm_log(y) - 0.5lf / y - tail;
+  return r;
+}
+
+double mt_digamma(double x) {
+  if (x == 0.0lf) return mt_negative(x) ? mt_inf() : -mt_inf();
+  if (x < 0.0lf) {
+    if (x == floor(x)) return mt_nan();
+    const double r = x - trunc(x);
+    precise double v = mt_digamma_pos(1.0lf - x) - MT_PI * mt_cospi(r) / mt_sinpi(r);
+    return v;
+  }
+  return mt_digamma_pos(x);
+}
+
+// y^-s for an integer s and y != 0 (negative y too).
+double mt_pow_neg(double y, double s) {
+  const double m = vm_exp(-s * vm_log(abs(y)));
+  const bool odd = floor(s * 0.5lf) * 2.0lf != s;
+  return y < 0.0lf && odd ? -m : m;
+}
+
+// backend/cpu/math.cpp's hurwitz_zeta: zeta(s, x) for an integer s >= 2; NaN below -50000.
+double mt_hurwitz_zeta(double s, double x) {
+  if (x < -50000.0lf) return mt_nan();
+  precise double sum = 0.0lf;
+  precise double y = x;
+  for (int k = 0; k < 65000 && y < 10.0lf + s; ++k) {
+    sum += mt_pow_neg(y, s);
+    y += 1.0lf;
+  }
+  const double C[7] = double[](0.08333333333333333lf, -0.001388888888888889lf,
+                               3.3068783068783067e-05lf, -8.267195767195767e-07lf,
+                               2.08767569878681e-08lf, -5.284190138687493e-10lf,
+                               1.3382536530684679e-11lf);
+  precise double pw = s * mt_pow_neg(y, s + 1.0lf);
+  precise double tail = 0.0lf;
+  for (int j = 0; j < 7; ++j) {
+    tail += C[j] * pw;
+    pw *= (s + double(2 * j + 1)) * (s + double(2 * j + 2)) / (y * y);
+  }
+  precise double r = sum + mt_pow_neg(y, s - 1.0lf) / (s - 1.0lf) + 0.5lf * mt_pow_neg(y, s) + tail;
+  return r;
+}
+
+double mt_polygamma(uint n, double x) {
+  if (isnan(x)) return x;
+  const double sign = (n & 1u) == 1u ? 1.0lf : -1.0lf;
+  if (x <= 0.0lf && x == floor(x)) return sign * mt_inf();
+  if (n == 1u) {
+    if (x < 0.0lf) {  // psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x)
+      const double sp = mt_sinpi(x);
+      precise double v = MT_PI * MT_PI / (sp * sp) - mt_hurwitz_zeta(2.0lf, 1.0lf - x);
+      return v;
+    }
+    return isinf(x) ? 0.0lf : mt_hurwitz_zeta(2.0lf, x);
+  }
+  if (isinf(x)) return 0.0lf;
+  precise double factorial = 1.0lf;
+  for (uint k = 2u; k <= n && k < 172u; ++k) factorial *= double(k);
+  if (n >= 172u) factorial = mt_inf();
+  precise double v = sign * factorial * mt_hurwitz_zeta(double(n + 1u), x);
+  return v;
+}
+
+// backend/cpu/math.cpp's erfinv: Giles' single-precision approximation, then two Newton steps,
+// past |x| = 1/2 on erfc(|y|) - (1 - |x|) (1 - |x| exact).
+double mt_erfinv(double x) {
+  if (isnan(x) || x < -1.0lf || x > 1.0lf) return mt_nan();
+  if (abs(x) == 1.0lf) return vm_with_sign_of(mt_inf(), x);
+  precise double w = -vm_log((1.0lf - x) * (1.0lf + x));
+  precise double q;
+  if (w < 5.0lf) {
+    w = w - 2.5lf;
+    q = 2.81022636e-08lf;
+    q = 3.43273939e-07lf + q * w;
+    q = -3.5233877e-06lf + q * w;
+    q = -4.39150654e-06lf + q * w;
+    q = 0.00021858087lf + q * w;
+    q = -0.00125372503lf + q * w;
+    q = -0.00417768164lf + q * w;
+    q = 0.246640727lf + q * w;
+    q = 1.50140941lf + q * w;
+  } else {
+    w = sqrt(w) - 3.0lf;
+    q = -0.000200214257lf;
+    q = 0.000100950558lf + q * w;
+    q = 0.00134934322lf + q * w;
+    q = -0.00367342844lf + q * w;
+    q = 0.00573950773lf + q * w;
+    q = -0.0076224613lf + q * w;
+    q = 0.00943887047lf + q * w;
+    q = 1.00167406lf + q * w;
+    q = 2.83297682lf + q * w;
+  }
+  const double ax = abs(x);
+  precise double t = abs(q * x);
+  for (int k = 0; k < 2; ++k) {
+    precise double residual = ax <= 0.5lf ? vm_erf(t) - ax : (1.0lf - ax) - vm_erfc(t);
+    t -= residual * 0.886226925452758lf * vm_exp(t * t);
+  }
+  return vm_with_sign_of(t, x);
+}
+#endif
+
+TO compute(int ia, int ib) {
+  const TA x = a[ia];
+#if NIN >= 2
+  const TB y = b[ib];
+#endif
+#if defined(OP_TAN)
+  return mt_tan(x);
+#elif defined(OP_ASIN)
+  return TO(mt_atan2(double(x), mt_cosine_side(double(x))));
+#elif defined(OP_ACOS)
+  return TO(mt_atan2(mt_cosine_side(double(x)), double(x)));
+#elif defined(OP_ATAN)
+  return TO(vm_with_sign_of(mt_atan_pos(abs(double(x))), double(x)));
+#elif defined(OP_SINH)
+  return TO(mt_sinh(double(x)));
+#elif defined(OP_COSH)
+  return TO(mt_cosh(double(x)));
+#elif defined(OP_ASINH)
+  return TO(mt_asinh(double(x)));
+#elif defined(OP_ACOSH)
+  return TO(mt_acosh(double(x)));
+#elif defined(OP_ATANH)
+  return TO(mt_atanh(double(x)));
+#elif defined(OP_LGAMMA)
+  return TO(mt_lgamma(double(x)));
+#elif defined(OP_DIGAMMA)
+  return TO(mt_digamma(double(x)));
+#elif defined(OP_POLYGAMMA)
+  return TO(mt_polygamma(p.scalar[0], double(x)));
+#elif defined(OP_ERFINV)
+  return TO(mt_erfinv(double(x)));
+#elif defined(OP_ATAN2)
+  return TO(mt_atan2(double(x), double(y)));
+#elif defined(OP_FMOD) && DTA >= 3
+  return dm_fmod(x, y);
+#elif defined(OP_FMOD)
+  // C's %, on magnitudes (the sign of x): defined for every sign on every device
+  if (y == TA(0)) {
+    raise_flag();
+    return TA(0);
+  }
+  if (y == TA(-1)) return TA(0);
+  const XCAT(UTYPE_, DTA) ux = XCAT(UTYPE_, DTA)(x < TA(0) ? -x : x),
+                          uy = XCAT(UTYPE_, DTA)(y < TA(0) ? -y : y);
+  const TA r = TA(ux % uy);
+  return x < TA(0) ? -r : r;
+#endif
+}
+
+void main() {
+  const uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u +
+                 gl_LocalInvocationID.x;
+  uint n = 1u;
+  for (int d = 0; d < 6; ++d) n *= p.shape[d];
+  if (i >= n) return;
+  int at[3] = int[](p.offset[0], p.offset[1], p.offset[2]);
+  uint r = i;
+  for (int d = 5; d >= 0 && r != 0u; --d) {
+    const uint coord = r % p.shape[d];
+    r /= p.shape[d];
+    for (int k = 0; k < 3; ++k) at[k] += int(coord) * p.stride[6 * k + d];
+  }
+  o[at[0]] = compute(at[1], at[2]);
+}
