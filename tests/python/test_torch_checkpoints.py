@@ -60,6 +60,28 @@ LAYERS = [
     ("containers", _Containers.make, [(2, 4)], _Containers.call),
     ("Sequential", _sequential, [(2, 4)], lambda m, x: m[3]["out"](m[2][0](m[1](m[0](x))))),
     ("weight_norm", _weight_normed, [(2, 4)], None),
+    # recurrent layers (outputs first of (output, state))
+    ("RNN", lambda lib: lib.RNN(3, 4, num_layers=2, bidirectional=True), [(5, 2, 3)], lambda m, x: m(x)[0]),
+    ("LSTM", lambda lib: lib.LSTM(3, 4, proj_size=2, batch_first=True), [(2, 5, 3)], lambda m, x: m(x)[0]),
+    ("GRU", lambda lib: lib.GRU(3, 4, num_layers=2), [(5, 2, 3)], lambda m, x: m(x)[0]),
+    ("RNNCell", lambda lib: lib.RNNCell(3, 4, nonlinearity="relu"), [(2, 3)], None),
+    ("LSTMCell", lambda lib: lib.LSTMCell(3, 4), [(2, 3)], lambda m, x: m(x)[1]),
+    ("GRUCell", lambda lib: lib.GRUCell(3, 4), [(2, 3)], None),
+    # attention and Transformer layers (dropout 0: the same in training mode)
+    ("MultiheadAttention", lambda lib: lib.MultiheadAttention(4, 2, kdim=3, vdim=5), [(3, 2, 4), (6, 2, 3), (6, 2, 5)],
+     lambda m, q, k, v: m(q, k, v)[0]),
+    ("TransformerEncoderLayer", lambda lib: lib.TransformerEncoderLayer(4, 2, 8, dropout=0.0, norm_first=True),
+     [(3, 2, 4)], None),
+    ("TransformerDecoderLayer", lambda lib: lib.TransformerDecoderLayer(4, 2, 8, dropout=0.0), [(3, 2, 4), (5, 2, 4)],
+     None),
+    ("Transformer", lambda lib: lib.Transformer(4, 2, 1, 1, 8, dropout=0.0), [(3, 2, 4), (5, 2, 4)], None),
+    # transposed and 3-D convolutions, 3-D batch norm, embedding bags
+    ("ConvTranspose1d", lambda lib: lib.ConvTranspose1d(2, 3, 3, stride=2, output_padding=1), [(2, 2, 5)], None),
+    ("ConvTranspose2d", lambda lib: lib.ConvTranspose2d(2, 4, 3, stride=2, groups=2), [(2, 2, 4, 4)], None),
+    ("ConvTranspose3d", lambda lib: lib.ConvTranspose3d(2, 3, 2), [(1, 2, 3, 3, 3)], None),
+    ("Conv3d", lambda lib: lib.Conv3d(2, 3, 2, padding=1), [(1, 2, 3, 4, 4)], None),
+    ("BatchNorm3d", lambda lib: lib.BatchNorm3d(2), [(2, 2, 3, 3, 3)], None),
+    ("EmbeddingBag", lambda lib: lib.EmbeddingBag(6, 3, mode="mean"), [("int", 6, (2, 4))], None),
 ]
 
 
@@ -115,7 +137,8 @@ def test_every_layer_of_vk_nn_with_parameters_is_in_the_table():
     """A layer with parameters or buffers added to vk.nn needs a line in LAYERS (or a reason here)."""
     in_table = {type(row[1](nn)).__name__.removeprefix("Parametrized") for row in LAYERS}
     elsewhere = {"ParameterList", "ParameterDict",  # tests/python/test_module_api.py
-                 "Module", "Sequential", "ModuleList", "ModuleDict"}
+                 "Module", "Sequential", "ModuleList", "ModuleDict",
+                 "RNNBase", "RNNCellBase"}  # base classes: RNN/LSTM/GRU and the cells are in the table
     missing = []
     for name in nn.modules.__all__:
         cls = getattr(nn, name)
