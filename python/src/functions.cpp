@@ -212,7 +212,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_composite(m, c);  // issue #15 item 4: composite ops, vk.linalg, in-place variants
   bind_sort(m, c);       // sort and scan families (sortscan)
   bind_scan(m, c);
-  bind_rnn(m);  // recurrent cells (issue #16 item 2: rnn)
+  bind_rnn(m);      // recurrent cells (issue #16 item 2: rnn)
   bind_math(m, c);  // math ops (#15)
 }
 

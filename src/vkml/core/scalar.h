@@ -45,7 +45,9 @@ class Scalar {
 
   // The dtype that stands for the scalar in promotion: bool, int64, or the default float dtype.
   DType promotion_dtype() const {
-    return kind_ == Kind::Bool ? DType::Bool : kind_ == Kind::Int ? DType::Int64 : default_float_dtype();
+    return kind_ == Kind::Bool  ? DType::Bool
+           : kind_ == Kind::Int ? DType::Int64
+                                : default_float_dtype();
   }
 
   bool to_bool() const { return uses_double() ? d_ != 0 : i_ != 0; }  // NaN is true, as torch

@@ -32,7 +32,7 @@ std::vector<OpDef> build_table() {
   add_custom_ops(ops);
   add_sort_ops(ops);  // sort and scan families (sortscan)
   add_scan_ops(ops);
-  add_rnn_ops(ops);  // recurrent cells (issue #16 item 2: rnn)
+  add_rnn_ops(ops);   // recurrent cells (issue #16 item 2: rnn)
   add_math_ops(ops);  // math ops (#15)
   std::vector<OpDef> table(kNumOps);
   std::vector<bool> seen(kNumOps, false);
