@@ -202,16 +202,16 @@ del _name
 # vk.Size, vk.finfo/iinfo, the dtype names vkml cannot hold yet (creating a tensor with them is a
 # vk.DTypeError), math constants, Tensor.type()/new_*(), and the modules cuda, amp, backends,
 # accelerator, distributed, nn.parallel, utils.data (see the README's "Porting" section).
-import math as _math  # noqa: E402
+import math as _stdmath  # noqa: E402  (vkml._math is the math ops' module)
 from . import _porting  # noqa: E402
 from ._porting import Size, finfo, iinfo  # noqa: E402
 from ._porting import bfloat16, float16, int8, int16, uint8  # noqa: E402
 half = float16
 short = int16
-inf = _math.inf
-nan = _math.nan
-pi = _math.pi
-e = _math.e
+inf = _stdmath.inf
+nan = _stdmath.nan
+pi = _stdmath.pi
+e = _stdmath.e
 if not _os.environ.get("VKML_STUBGEN"):
     _porting.install()
 from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
@@ -353,3 +353,9 @@ def _tensor_methods():
 if not _os.environ.get("VKML_STUBGEN"):
     _tensor_methods()
 # ---- end of shape/index breadth (#15) ----
+
+# ---- quantile / nanquantile and method forms (#15, vkml/_stats.py) ----
+from . import _stats  # noqa: E402
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _stats.install(globals())
