@@ -51,7 +51,8 @@ __all__ += ["CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswis
 __all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 # conv/pool/embedding breadth (issue #16)
-from .conv_breadth import AvgPool3d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, MaxPool3d  # noqa: E402
+from .conv_breadth import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402
+from .pooling import AvgPool3d, MaxPool3d  # noqa: E402
 from .embedding_bag import EmbeddingBag  # noqa: E402
 from .normalization import BatchNorm3d  # noqa: E402
 

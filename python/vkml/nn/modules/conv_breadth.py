@@ -1,11 +1,10 @@
-"""vk.nn: Conv3d, ConvTranspose1d/2d/3d (issue #16), on F.conv3d and F.conv_transpose{1,2,3}d; MaxPool3d and
-AvgPool3d on F.max_pool3d and F.avg_pool3d."""
+"""vk.nn: Conv3d, ConvTranspose1d/2d/3d (issue #16), on F.conv3d and F.conv_transpose{1,2,3}d."""
 
 from ... import _C
 from .. import functional as F
 
 from .conv import _ConvNd, _ntuple
-from .module import Module, Parameter
+from .module import Parameter
 
 
 class Conv3d(_ConvNd):
@@ -89,37 +88,3 @@ class ConvTranspose3d(_ConvTransposeNd):
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
                          dilation, padding_mode, device, dtype)
-
-
-class MaxPool3d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
-
-    def forward(self, input):
-        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
-
-
-class AvgPool3d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
-
-    def forward(self, input):
-        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"

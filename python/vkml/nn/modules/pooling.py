@@ -1,11 +1,13 @@
-"""vk.nn: MaxPool2d and AvgPool2d."""
+"""vk.nn pooling: MaxPool1d/2d/3d, AvgPool1d/2d/3d and the adaptive pools."""
 
 from .. import functional as F
 
 from .module import Module
 
 
-class MaxPool2d(Module):
+class _MaxPoolNd(Module):
+    _fn = None  # the name of the F function of this dimension
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
         self.kernel_size = kernel_size
@@ -14,15 +16,29 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                    self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool2d(Module):
+class MaxPool1d(_MaxPoolNd):
+    _fn = "max_pool1d"
+
+
+class MaxPool2d(_MaxPoolNd):
+    _fn = "max_pool2d"
+
+
+class MaxPool3d(_MaxPoolNd):
+    _fn = "max_pool3d"
+
+
+class _AvgPoolNd(Module):
+    _fn = None
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
@@ -32,47 +48,33 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                    self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-# ---- nn breadth (issue #16) ----
+class AvgPool1d(_AvgPoolNd):
+    """Sizes held as 1-tuples and no divisor_override, as torch's AvgPool1d."""
 
-class MaxPool1d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
-
-    def forward(self, input):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
-
-
-class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-        super().__init__()
         one = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,)  # noqa: E731
-        self.kernel_size = one(kernel_size)
-        self.stride = one(stride if stride is not None else kernel_size)
-        self.padding = one(padding)
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        super().__init__(one(kernel_size), one(stride if stride is not None else kernel_size), one(padding),
+                         ceil_mode, count_include_pad)
+        del self.divisor_override
 
     def forward(self, input):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+class AvgPool2d(_AvgPoolNd):
+    _fn = "avg_pool2d"
+
+
+class AvgPool3d(_AvgPoolNd):
+    _fn = "avg_pool3d"
 
 
 class _AdaptiveAvgPoolNd(Module):
