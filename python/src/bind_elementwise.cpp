@@ -8,8 +8,6 @@ using namespace bindings;
 
 void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
   // ---- unary ----
-#define VKPY_UNARY(NAME, EXPR) \
-  both(m, c, NAME, [](const Tensor& x) { return without_gil(heavy(x), [&] { return EXPR; }); })
   VKPY_UNARY("neg", vk::neg(x));
   VKPY_UNARY("negative", vk::neg(x));
   VKPY_UNARY("exp", vk::exp(x));
@@ -32,7 +30,6 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_UNARY("ceil", vk::ceil(x));
   VKPY_UNARY("round", vk::round(x));
   VKPY_UNARY("square", vk::mul(x, x));
-#undef VKPY_UNARY
   both(
       m, c, "gelu",
       [](const Tensor& x, const std::string& approximate) {
@@ -46,14 +43,6 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
   auto other_of = [](const Tensor& x, nb::handle o, const char* op) {
     return operand_or_raise(o, x, op);
   };
-#define VKPY_BINARY(NAME, EXPR)                                \
-  both(                                                        \
-      m, c, NAME,                                              \
-      [](const Tensor& x, nb::handle other) {                  \
-        Tensor y = operand_or_raise(other, x, NAME);           \
-        return without_gil(heavy(x, y), [&] { return EXPR; }); \
-      },                                                       \
-      "other"_a)
   VKPY_BINARY("mul", vk::mul(x, y));
   VKPY_BINARY("multiply", vk::mul(x, y));
   VKPY_BINARY("maximum", vk::maximum(x, y));
@@ -61,7 +50,6 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_BINARY("bitwise_and", vk::bitwise_and(x, y));
   VKPY_BINARY("bitwise_or", vk::bitwise_or(x, y));
   VKPY_BINARY("bitwise_xor", vk::bitwise_xor(x, y));
-#undef VKPY_BINARY
   // Comparisons: exact for any int operand (compare_operands).
 #define VKPY_COMPARE(NAME, FN)                                                             \
   both(                                                                                    \

@@ -12,8 +12,6 @@ using namespace bindings;
 namespace {
 
 void bind_math_unary(nb::module_& m, nb::class_<Tensor>& c) {
-#define VKPY_UNARY(NAME, EXPR) \
-  both(m, c, NAME, [](const Tensor& x) { return without_gil(heavy(x), [&] { return EXPR; }); })
   VKPY_UNARY("tan", vk::tan(x));
   VKPY_UNARY("asin", vk::asin(x));
   VKPY_UNARY("arcsin", vk::asin(x));
@@ -42,7 +40,6 @@ void bind_math_unary(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_UNARY("rad2deg", vk::rad2deg(x));
   VKPY_UNARY("isposinf", vk::isposinf(x));
   VKPY_UNARY("isneginf", vk::isneginf(x));
-#undef VKPY_UNARY
   // torch.polygamma(n, input) but input.polygamma(n)
   auto polygamma = [](int64_t n, const Tensor& x) {
     return without_gil(heavy(x), [&] { return vk::polygamma(n, x); });
@@ -59,14 +56,6 @@ void bind_math_unary(nb::module_& m, nb::class_<Tensor>& c) {
 }
 
 void bind_math_binary(nb::module_& m, nb::class_<Tensor>& c) {
-#define VKPY_BINARY(NAME, EXPR)                                \
-  both(                                                        \
-      m, c, NAME,                                              \
-      [](const Tensor& x, nb::handle other) {                  \
-        Tensor y = operand_or_raise(other, x, NAME);           \
-        return without_gil(heavy(x, y), [&] { return EXPR; }); \
-      },                                                       \
-      "other"_a)
   VKPY_BINARY("atan2", vk::atan2(x, y));
   VKPY_BINARY("arctan2", vk::atan2(x, y));
   VKPY_BINARY("fmod", vk::fmod(x, y));
@@ -79,7 +68,6 @@ void bind_math_binary(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_BINARY("fmax", vk::fmax(x, y));
   VKPY_BINARY("fmin", vk::fmin(x, y));
   VKPY_BINARY("ldexp", vk::ldexp(x, y));
-#undef VKPY_BINARY
   both(
       m, c, "heaviside",
       [](const Tensor& x, const Tensor& values) {

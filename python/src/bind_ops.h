@@ -21,6 +21,19 @@ void both(nb::module_& m, nb::class_<Tensor>& c, const char* name, F f, const Ex
   c.def(name, f, extra...);
 }
 
+// A unary / binary op as module function and method, in bind functions with `m` and `c` in scope:
+// EXPR computes from `x` (and `y`, the other operand) with the GIL released.
+#define VKPY_UNARY(NAME, EXPR) \
+  both(m, c, NAME, [](const Tensor& x) { return without_gil(heavy(x), [&] { return EXPR; }); })
+#define VKPY_BINARY(NAME, EXPR)                                \
+  both(                                                        \
+      m, c, NAME,                                              \
+      [](const Tensor& x, nb::handle other) {                  \
+        Tensor y = operand_or_raise(other, x, NAME);           \
+        return without_gil(heavy(x, y), [&] { return EXPR; }); \
+      },                                                       \
+      "other"_a)
+
 extern nb::object g_max_type, g_min_type, g_sort_like;  // namedtuples (values, indices)
 
 // (values, indices) as torch's max/min namedtuple.

@@ -120,21 +120,6 @@ OpDef compare_op(OpKind kind, std::string_view name, std::string_view summary) {
           .grad_doc = kBoolResult};
 }
 
-// Float-only math: integer and bool inputs compute in float32, as PyTorch.
-OpDef float_unary(OpKind kind, std::string_view name, std::string_view signature,
-                  std::string_view summary, Grads (*grad)(const GradCtx&),
-                  std::string_view grad_doc) {
-  return {.kind = kind,
-          .name = name,
-          .arity = 1,
-          .signature = signature,
-          .summary = summary,
-          .prepare = prepare_float_unary,
-          .infer = infer_same_as_first,
-          .grad = grad,
-          .grad_doc = grad_doc};
-}
-
 // Keeps integer dtypes; bool is a DTypeError.
 OpDef numeric_unary(OpKind kind, std::string_view name, std::string_view signature,
                     std::string_view summary, Grads (*grad)(const GradCtx&),

@@ -14,21 +14,6 @@
 namespace vk {
 namespace {
 
-// Float-only math: integer and bool inputs compute in float32, as torch.
-OpDef float_unary(OpKind kind, std::string_view name, std::string_view signature,
-                  std::string_view summary, Grads (*grad)(const GradCtx&),
-                  std::string_view grad_doc) {
-  return {.kind = kind,
-          .name = name,
-          .arity = 1,
-          .signature = signature,
-          .summary = summary,
-          .prepare = prepare_float_unary,
-          .infer = infer_same_as_first,
-          .grad = grad,
-          .grad_doc = grad_doc};
-}
-
 Meta infer_fmod(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
   VK_CHECK(in[0].dtype() != DType::Bool, NotImplementedError, op,
            ": not implemented for bool tensors (as in PyTorch)");

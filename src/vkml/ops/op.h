@@ -155,5 +155,10 @@ void prepare_float_unary(std::vector<Tensor>& in, const Attrs& a, std::string_vi
 void prepare_float_binary(std::vector<Tensor>& in, const Attrs& a, std::string_view op);
 Meta infer_same_as_first(const std::vector<Tensor>& in, const Attrs& a, std::string_view op);
 Meta infer_bool_like_first(const std::vector<Tensor>& in, const Attrs& a, std::string_view op);
+// An entry for float-only math: integer and bool inputs compute in the default float dtype, as
+// PyTorch.
+OpDef float_unary(OpKind kind, std::string_view name, std::string_view signature,
+                  std::string_view summary, Grads (*grad)(const GradCtx&),
+                  std::string_view grad_doc);
 
 }  // namespace vk

@@ -352,4 +352,18 @@ Meta infer_bool_like_first(const std::vector<Tensor>& in, const Attrs&, std::str
   return {in[0].shape(), DType::Bool};
 }
 
+OpDef float_unary(OpKind kind, std::string_view name, std::string_view signature,
+                  std::string_view summary, Grads (*grad)(const GradCtx&),
+                  std::string_view grad_doc) {
+  return {.kind = kind,
+          .name = name,
+          .arity = 1,
+          .signature = signature,
+          .summary = summary,
+          .prepare = prepare_float_unary,
+          .infer = infer_same_as_first,
+          .grad = grad,
+          .grad_doc = grad_doc};
+}
+
 }  // namespace vk

@@ -15,17 +15,8 @@
 namespace vk::vulkan {
 namespace {
 
-// out = shader(in...) as a fresh tensor of m's shape and dtype.
-Tensor launch(const Strided& s, const std::vector<Tensor>& in, const Meta& m) {
-  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
-  std::vector<const Tensor*> ts{&out};
-  for (const Tensor& t : in) ts.push_back(&t);
-  run_strided(s, ts);
-  return out;
-}
-
 Tensor launch(const char* shader, const std::vector<Tensor>& in, const Meta& m) {
-  return launch(Strided{.shader = shader, .op = shader}, in, m);
+  return run_strided(Strided{.shader = shader, .op = shader}, in, m);
 }
 
 // Ops computed in float64 whatever their dtype (float32 pow, log1p, expm1, sin, cos).
@@ -37,7 +28,7 @@ Tensor launch_checked(Strided s, const std::vector<Tensor>& in, const Meta& m,
   Tensor flag = Tensor::empty({1}, DType::Int32, m.device);
   fill(flag, Scalar(0), s.op);
   s.flag = &flag;
-  Tensor out = launch(s, in, m);
+  Tensor out = run_strided(s, in, m);
   VK_CHECK(flag.item() == 0, RuntimeError, s.op, ": ", message);
   return out;
 }
@@ -75,7 +66,7 @@ constexpr uint32_t kTwoOverPi[40] = {
 Tensor trig(const char* op, const std::vector<Tensor>& in, const Meta& m) {
   check_float64_math(op);
   if (m.dtype == DType::Float32) return launch(op, in, m);
-  return launch(Strided{.shader = op, .op = op}, {in[0], two_over_pi_table(m)}, m);
+  return run_strided(Strided{.shader = op, .op = op}, {in[0], two_over_pi_table(m)}, m);
 }
 
 }  // namespace
@@ -151,21 +142,21 @@ VK_KERNEL(expm1) {
 }
 
 VK_KERNEL(gelu) {
-  return launch(Strided{.shader = a.gelu.tanh_approximation ? "gelu_tanh" : "gelu", .op = "gelu"},
-                in, m);
+  return run_strided(
+      Strided{.shader = a.gelu.tanh_approximation ? "gelu_tanh" : "gelu", .op = "gelu"}, in, m);
 }
 
 VK_KERNEL(floor_divide) {
   (void)a;
   const Strided s{.shader = "floor_divide", .op = "floor_divide"};
-  if (is_floating(m.dtype)) return launch(s, in, m);
+  if (is_floating(m.dtype)) return run_strided(s, in, m);
   return launch_checked(s, in, m, "integer division by zero");
 }
 
 VK_KERNEL(remainder) {
   (void)a;
   const Strided s{.shader = "remainder", .op = "remainder"};
-  if (is_floating(m.dtype)) return launch(s, in, m);
+  if (is_floating(m.dtype)) return run_strided(s, in, m);
   return launch_checked(s, in, m, "integer division by zero");
 }
 
@@ -179,7 +170,7 @@ VK_KERNEL(pow) {
   check_float64_math("pow");
   // One exponent for every element: the CPU's products and roots for the usual powers.
   s.scalar[0] = is_uniform(in[1]) ? 1u : 0u;
-  return launch(s, in, m);
+  return run_strided(s, in, m);
 }
 
 VK_KERNEL(clamp) {
@@ -188,7 +179,7 @@ VK_KERNEL(clamp) {
     put_bound<T>(s.scalar, a.lo, true);
     put_bound<T>(s.scalar + 2, a.hi, false);
   });
-  return launch(s, in, m);
+  return run_strided(s, in, m);
 }
 
 VK_KERNEL(cast) {

@@ -156,6 +156,14 @@ void run_strided(const Strided& s, std::span<const Tensor* const> ts) {
   }
 }
 
+Tensor run_strided(const Strided& s, const std::vector<Tensor>& in, const Meta& m) {
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  std::vector<const Tensor*> ts{&out};
+  for (const Tensor& t : in) ts.push_back(&t);
+  run_strided(s, ts);
+  return out;
+}
+
 void run_elementwise(std::string_view name, std::initializer_list<const Tensor*> ts,
                      std::string_view op, float scalar) {
   Strided s{.shader = name, .op = op};

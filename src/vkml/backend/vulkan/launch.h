@@ -7,7 +7,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "vkml/core/kernel.h"
 #include "vkml/core/scalar.h"
 #include "vkml/core/tensor.h"
 
@@ -43,6 +45,9 @@ struct Strided {
 // Runs s over ts (output first; every tensor viewed at the output's shape, on the Vulkan
 // device). With three inputs the output must be contiguous.
 void run_strided(const Strided& s, std::span<const Tensor* const> ts);
+
+// The same into a fresh tensor of m's shape and dtype, with `in` as the inputs.
+Tensor run_strided(const Strided& s, const std::vector<Tensor>& in, const Meta& m);
 
 // The same with `scalar` as the float32 constant (fill's value).
 void run_elementwise(std::string_view name, std::initializer_list<const Tensor*> ts,

@@ -12,20 +12,12 @@
 namespace vk::vulkan {
 namespace {
 
-Tensor launch(const Strided& s, const std::vector<Tensor>& in, const Meta& m) {
-  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
-  std::vector<const Tensor*> ts{&out};
-  for (const Tensor& t : in) ts.push_back(&t);
-  run_strided(s, ts);
-  return out;
-}
-
 Tensor float_op(const char* op, const std::vector<Tensor>& in, const Meta& m,
                 uint32_t scalar0 = 0) {
   check_dtype(DType::Float64, op);  // computed in double, float32 included
   Strided s{.shader = op, .op = op};
   s.scalar[0] = scalar0;
-  return launch(s, in, m);
+  return run_strided(s, in, m);
 }
 
 }  // namespace
@@ -72,7 +64,7 @@ VK_KERNEL(fmod) {
   fill(flag, Scalar(0), "fmod");
   Strided s{.shader = "fmod", .op = "fmod"};
   s.flag = &flag;
-  Tensor out = launch(s, in, m);
+  Tensor out = run_strided(s, in, m);
   VK_CHECK(flag.item() == 0, RuntimeError, "fmod: ZeroDivisionError (integer division by zero)");
   return out;
 }
