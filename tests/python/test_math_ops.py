@@ -409,6 +409,33 @@ def test_aminmax_and_isin():
     np.testing.assert_array_equal(to_np(vk.isin(3, vk.tensor(e))), torch.isin(3, torch.tensor(e)).numpy())
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_isin_values_nan_inf_dtypes_as_torch(device):
+    nan, inf = float("nan"), float("inf")
+    cases = [(np.array([[1.0, nan], [3.0, 2.0]]), np.array([nan, 2.0])),
+             (np.array([inf, -inf, nan, 1.0]), np.array([nan, inf, 1.0])),
+             (np.array([1.5, 2.0, 3.0]), np.array([2, 3])),
+             (np.array([5, 1, 2]), np.array([], dtype=np.int64)),
+             (np.array([], dtype=np.float32), np.array([1.0], dtype=np.float32))]
+    for e, s in cases:
+        for invert in (False, True):
+            got = vk.isin(vk.tensor(e, device=device), vk.tensor(s, device=device), invert=invert)
+            want = torch.isin(torch.tensor(e), torch.tensor(s), invert=invert)
+            assert got.dtype == vk.bool and tuple(got.shape) == tuple(want.shape)
+            np.testing.assert_array_equal(to_np(got), want.numpy())
+    # bool, which torch refuses, as numpy
+    got = vk.isin(vk.tensor([True, False], device=device), vk.tensor([True], device=device))
+    assert to_np(got).tolist() == [True, False]
+
+
+def test_isin_memory_not_quadratic_regression():
+    # isin compared every element with every test element: n * m bytes, so two 49152-element
+    # tensors took 2.4 GB and the binding sweep was killed for memory. 2e5 x 2e5 would be 40 GB.
+    e = vk.arange(200_000) * 3
+    got = vk.isin(e, vk.arange(200_000) * 2)
+    assert int(got.sum()) == len(range(0, 400_000, 6))  # the multiples of 6 below 2 * 200_000
+
+
 def test_composite_errors_as_torch():
     with pytest.raises(NotImplementedError, match="hypot"):
         vk.hypot(vk.tensor([3]), vk.tensor([4]))
