@@ -1,5 +1,5 @@
-"""Issue #15's special ops at the Python level ("randint part"): rsub, scalar_tensor, renorm, histc
-and frexp, composed of table ops. install() puts them on Tensor and the vkml namespace."""
+"""Issue #15's special ops at the Python level ("randint part"): rsub, scalar_tensor, renorm, histc,
+frexp and binomial, composed of table ops. install() puts them on Tensor and the vkml namespace."""
 
 import collections
 
@@ -110,6 +110,41 @@ def _scaled(x, e):
     return _C.ldexp(_C.ldexp(x, -half), half - e)
 
 
+# The composite binomial draws one uniform per trial: count.max() * numel of them at most.
+_BINOMIAL_DRAWS = 1 << 27
+
+
+def binomial(count, prob, generator=None):
+    """Binomial(count, prob) samples, as torch.binomial: float count (trunc(count) trials) and
+    prob of one dtype, broadcast; the result in that dtype, with no graph. Composed as the number
+    of u < prob among trunc(count) uniform draws (rand, so generator= and every device work), so
+    count.max() * numel uniforms are drawn (at most 2^27 here); count.max() is read on the host."""
+    if not isinstance(count, Tensor) or not isinstance(prob, Tensor):
+        raise TypeError("binomial(): count and prob must be tensors")
+    if not count.is_floating_point():
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: {count.dtype}")
+    if prob.dtype != count.dtype:
+        raise RuntimeError(f"binomial: found dtype {prob.dtype} but expected {count.dtype} (prob "
+                           "must have count's dtype)")
+    count, prob = count.detach(), prob.detach()
+    if prob.numel() and not (prob.min().item() >= 0 and prob.max().item() <= 1):
+        raise RuntimeError("binomial: expected every prob to be in [0, 1]")
+    if count.numel() and not count.min().item() >= 0:
+        raise RuntimeError("binomial: expected every count to be >= 0 (and not NaN)")
+    from ._shape_fns import broadcast_tensors
+    count, prob = broadcast_tensors(count, prob)
+    trials = _C.trunc(count)
+    n = int(trials.max().item()) if trials.numel() else 0
+    if n * trials.numel() > _BINOMIAL_DRAWS:
+        raise RuntimeError(f"binomial: count.max() * numel = {n} * {trials.numel()} exceeds the "
+                           f"{_BINOMIAL_DRAWS} uniform draws vkml's composite binomial makes")
+    u = _C.rand(*trials.shape, max(n, 1), dtype=count.dtype, device=count.device,
+                generator=generator)
+    k = _C.arange(max(n, 1), dtype=count.dtype, device=count.device)
+    hit = (u < prob.unsqueeze(-1)) & (k < trials.unsqueeze(-1))
+    return hit.sum(-1).to(count.dtype)
+
+
 def _inplace_method(name, fn):
     def method(self, *args, **kwargs):
         return _C._inplace(self, name, fn, args, kwargs)
@@ -126,6 +161,7 @@ def install(namespace):
     for name, fn in (("histc", histc), ("frexp", frexp)):
         setattr(Tensor, name, fn)
         namespace[name] = fn
+    namespace["binomial"] = binomial
     namespace["rsub"] = rsub
     namespace["scalar_tensor"] = scalar_tensor
     namespace["renorm"] = renorm

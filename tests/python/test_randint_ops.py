@@ -316,3 +316,36 @@ def test_rsub_and_scalar_tensor_match_torch(device):
     assert s.device == vk.device(device) and s.requires_grad
     with pytest.raises(RuntimeError, match="subtraction with a bool"):
         vk.rsub(vk.tensor([True]), vk.tensor([True]))
+
+
+# ---- binomial ----
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_binomial_distribution_and_dtypes(device):
+    n, p = 12.0, 0.3
+    count = vk.full((20000,), n, device=device)
+    x = to_np(vk.binomial(count, vk.full((20000,), p, device=device), generator=_gen(device)))
+    assert x.dtype == np.float32 and x.min() >= 0 and x.max() <= n and np.all(x == np.round(x))
+    assert abs(x.mean() - n * p) < Z * math.sqrt(n * p * (1 - p) / x.size)
+    assert abs(x.var() - n * p * (1 - p)) < 0.1
+    edge = vk.binomial(vk.tensor([0.0, 3.0, 10.0], dtype=vk.float64, device=device),
+                       vk.tensor([0.5, 0.0, 1.0], dtype=vk.float64, device=device))
+    assert edge.dtype == vk.float64 and edge.tolist() == [0.0, 0.0, 10.0]  # certain draws
+    b = vk.binomial(vk.tensor([[5.0], [7.0]], device=device), vk.tensor([0.5, 0.25, 1.0], device=device))
+    assert b.shape == (2, 3) and to_np(b)[:, 2].tolist() == [5.0, 7.0]
+    a1 = vk.binomial(count[:50], vk.full((50,), p, device=device), generator=_gen(device, 3))
+    a2 = vk.binomial(count[:50], vk.full((50,), p, device=device), generator=_gen(device, 3))
+    assert a1.tolist() == a2.tolist()
+
+
+def test_binomial_errors():
+    with pytest.raises(ValueError, match="floating-point dtypes for count"):
+        vk.binomial(vk.tensor([3]), vk.tensor([0.5]))
+    with pytest.raises(RuntimeError, match="binomial"):
+        vk.binomial(vk.tensor([3.0]), vk.tensor([0.5], dtype=vk.float64))
+    with pytest.raises(RuntimeError, match=r"prob to be in \[0, 1\]"):
+        vk.binomial(vk.tensor([3.0]), vk.tensor([1.5]))
+    with pytest.raises(RuntimeError, match="count to be >= 0"):
+        vk.binomial(vk.tensor([-1.0]), vk.tensor([0.5]))
+    with pytest.raises(RuntimeError, match="exceeds"):
+        vk.binomial(vk.full((1000,), 1e6), vk.full((1000,), 0.5))
