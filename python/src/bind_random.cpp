@@ -7,6 +7,7 @@
 
 #include "bind_ops.h"
 #include "vkml/core/default_dtype.h"
+#include "vkml/ops/math.h"
 
 namespace vkpy {
 
@@ -143,6 +144,93 @@ Tensor normal_any(nb::handle mean, nb::handle std, nb::handle size, vk::Generato
                     to_device_arg(device, default_device()), gen);
 }
 
+// ---- random in-place fills (issue #15: randint part): random_, exponential_, geometric_,
+// log_normal_, cauchy_, and randint_like. Each is composed of rand / randn / randint (whose
+// counters every device draws alike) and elementwise ops, so a seed gives the same numbers on
+// every device and at any thread count.
+
+// The dtype the continuous draws of a fill of x are made in.
+DType draw_dtype(const Tensor& x) {
+  return vk::is_floating(x.dtype()) ? x.dtype() : DType::Float32;
+}
+
+// torch's message for a continuous distribution asked of an integer tensor.
+void require_floating(const Tensor& x, const char* what) {
+  VK_CHECK(vk::is_floating(x.dtype()), RuntimeError, what,
+           " distribution is a continuous probability distribution. dtype must be a floating "
+           "point but you specified ",
+           vk::dtype_name(x.dtype()));
+}
+
+// U[0, 1) draws shaped as x, from `gen`.
+Tensor uniform_like(const Tensor& x, vk::Generator* gen) {
+  return vk::rand(x.shape(), draw_dtype(x), x.device(), gen);
+}
+
+// Writes `v` (no graph) into x and returns x. As torch, a tensor that requires grad is refused
+// while grad mode is on (copy_'s check); nn.init's fills run under no_grad.
+nb::object fill_with(nb::handle self, const Tensor& v) {
+  vk::copy_(nb::cast<const Tensor&>(self), v);
+  return nb::borrow(self);
+}
+
+// The largest value random_ draws by default in x's dtype, as torch: [0, 2^digits] for floating
+// point, [0, max] for integers. int64's 2^63 - 1 is left out: randint's exclusive bound is an
+// int64.
+int64_t random_default_high(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return 2;
+    case DType::Int32:
+      return int64_t{1} << 31;
+    case DType::Float32:
+      return (int64_t{1} << 24) + 1;
+    case DType::Float64:
+      return (int64_t{1} << 53) + 1;
+    case DType::Int64:
+      break;
+  }
+  return std::numeric_limits<int64_t>::max();
+}
+
+// random_'s [from, to) checked as torch: from < to, both ends in the dtype's range.
+void check_random_range(DType t, int64_t from, int64_t to) {
+  VK_CHECK(from < to, RuntimeError,
+           "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", to);
+  if (vk::is_floating(t)) return;
+  const int64_t lo = t == DType::Bool    ? 0
+                     : t == DType::Int32 ? std::numeric_limits<int32_t>::min()
+                                         : std::numeric_limits<int64_t>::min();
+  const int64_t hi = t == DType::Bool    ? 1
+                     : t == DType::Int32 ? std::numeric_limits<int32_t>::max()
+                                         : std::numeric_limits<int64_t>::max();
+  const std::string name(t == DType::Bool ? "bool" : vk::dtype_name(t));
+  VK_CHECK(from >= lo && from <= hi, RuntimeError, "random_: from is out of bounds for ", name,
+           " (from=", from, ")");
+  VK_CHECK(to - 1 <= hi, RuntimeError, "random_: to - 1 is out of bounds for ", name, " (to=", to,
+           ")");
+}
+
+// random_(), random_(to), random_(from, to) and random_(from, to=None), read as torch's
+// overloads: one positional number is `to`.
+std::pair<int64_t, int64_t> random_bounds(DType t, nb::args args, nb::handle from_kw,
+                                          nb::handle to_kw) {
+  nb::handle from = from_kw, to = to_kw;
+  const size_t n = args.size();
+  if (n > 2) throw nb::type_error("random_(): takes at most 2 positional arguments");
+  if (n > 0 && !from_kw.is_none()) throw nb::type_error("random_(): got multiple values for from");
+  if (n == 1 && to_kw.is_none()) to = args[0];  // random_(to)
+  if (n == 1 && !to_kw.is_none()) from = args[0];
+  if (n == 2) {
+    if (!to_kw.is_none()) throw nb::type_error("random_(): got multiple values for to");
+    from = args[0];
+    to = args[1];
+  }
+  const int64_t lo = from.is_none() ? 0 : randint_bound(from, "random_'s from");
+  const int64_t hi = to.is_none() ? random_default_high(t) : randint_bound(to, "random_'s to");
+  return {lo, hi};
+}
+
 }  // namespace
 
 void bind_random(nb::module_& m) {
@@ -221,6 +309,101 @@ void bind_random(nb::module_& m) {
       },
       nb::scope(cls), nb::name("bernoulli_"), nb::is_method(), "p"_a = 0.5, nb::kw_only(),
       "generator"_a = nb::none());
+
+  // ---- random in-place fills (issue #15: randint part) ----
+  cls.attr("random_") = nb::cpp_function(
+      [](nb::handle self, nb::args args, nb::handle from, nb::handle to, nb::handle generator) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        const auto [lo, hi] = random_bounds(x.dtype(), args, from, to);
+        check_random_range(x.dtype(), lo, hi);
+        vk::Generator* gen = generator_arg(generator, "random_");
+        // bool draws as int32 {0, 1}: randint has no bool output.
+        const DType t = x.dtype() == DType::Bool ? DType::Int32 : x.dtype();
+        return fill_with(self, vk::randint(lo, hi, x.shape(), t, x.device(), gen));
+      },
+      nb::scope(cls), nb::name("random_"), nb::is_method(), "args"_a, "from"_a = nb::none(),
+      "to"_a = nb::none(), "generator"_a = nb::none(),
+      "Fills with integers of [from, to): random_(), random_(to), random_(from, to) (no graph).");
+  cls.attr("exponential_") = nb::cpp_function(
+      [](nb::handle self, double lambd, nb::handle generator) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        VK_CHECK(lambd > 0.0, RuntimeError,
+                 "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+        require_floating(x, "Exponential");
+        // -log(1 - u) / lambda: 1 - u lies in (0, 1], so no draw is infinite.
+        const Tensor u = uniform_like(x, generator_arg(generator, "exponential_"));
+        return fill_with(self, vk::log1p(vk::neg(u)) * (-1.0 / lambd));
+      },
+      nb::scope(cls), nb::name("exponential_"), nb::is_method(), "lambd"_a = 1.0, nb::kw_only(),
+      "generator"_a = nb::none(), "Fills with samples of Exp(lambd) (no graph).");
+  cls.attr("geometric_") = nb::cpp_function(
+      [](nb::handle self, double p, nb::handle generator) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        VK_CHECK(p > 0.0 && p < 1.0, RuntimeError,
+                 "geometric_ expects p to be in (0, 1), but got p=", p);
+        VK_CHECK(x.dtype() != DType::Bool, NotImplementedError,
+                 "geometric_: not implemented for dtype bool");
+        // The number of trials to the first success: ceil(log(1 - u) / log(1 - p)), at least 1
+        // (u = 0 gives 0).
+        const Tensor u = uniform_like(x, generator_arg(generator, "geometric_"));
+        const Tensor k = vk::ceil(vk::log1p(vk::neg(u)) * (1.0 / std::log1p(-p)));
+        return fill_with(self, vk::clamp(k, vk::Scalar(1.0), std::nullopt));
+      },
+      nb::scope(cls), nb::name("geometric_"), nb::is_method(), "p"_a, nb::kw_only(),
+      "generator"_a = nb::none(), "Fills with samples of Geometric(p) on {1, 2, ...} (no graph).");
+  cls.attr("log_normal_") = nb::cpp_function(
+      [](nb::handle self, double mean, double std, nb::handle generator) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        VK_CHECK(std > 0.0, RuntimeError, "log_normal_ expects std > 0.0, but found std=", std);
+        VK_CHECK(vk::is_floating(x.dtype()), NotImplementedError,
+                 "log_normal_: not implemented for dtype ", vk::dtype_name(x.dtype()));
+        const Tensor z =
+            vk::randn(x.shape(), x.dtype(), x.device(), generator_arg(generator, "log_normal_"));
+        return fill_with(self, vk::exp(z * std + mean));
+      },
+      nb::scope(cls), nb::name("log_normal_"), nb::is_method(), "mean"_a = 1.0, "std"_a = 2.0,
+      nb::kw_only(), "generator"_a = nb::none(),
+      "Fills with exp(N(mean, std^2)) samples (no graph).");
+  cls.attr("cauchy_") = nb::cpp_function(
+      [](nb::handle self, double median, double sigma, nb::handle generator) {
+        const Tensor& x = nb::cast<const Tensor&>(self);
+        VK_CHECK(sigma > 0.0, RuntimeError, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+        require_floating(x, "Cauchy");
+        // The inverse CDF: median + sigma * tan(pi * (u - 1/2)).
+        const Tensor u = uniform_like(x, generator_arg(generator, "cauchy_"));
+        return fill_with(self, vk::tan((u - 0.5) * M_PI) * sigma + median);
+      },
+      nb::scope(cls), nb::name("cauchy_"), nb::is_method(), "median"_a = 0.0, "sigma"_a = 1.0,
+      nb::kw_only(), "generator"_a = nb::none(),
+      "Fills with Cauchy(median, sigma) samples (no graph).");
+  m.def(
+      "randint_like",
+      [](const Tensor& input, nb::args args, nb::handle low, nb::handle high, nb::handle generator,
+         nb::handle dtype, nb::handle device, bool requires_grad) {
+        // torch's overloads: (input, high), (input, low, high), or keywords.
+        const size_t n = args.size();
+        if (n > 2) throw nb::type_error("randint_like(): takes at most 3 positional arguments");
+        if (n == 1 && high.is_none()) {
+          high = args[0];
+        } else if (n == 1) {
+          if (!low.is_none()) throw nb::type_error("randint_like(): got multiple values for low");
+          low = args[0];
+        }
+        if (n == 2) {
+          low = args[0];
+          high = args[1];
+        }
+        if (high.is_none()) throw nb::type_error("randint_like(): missing the argument high");
+        const int64_t lo = low.is_none() ? 0 : randint_bound(low, "low");
+        const int64_t hi = randint_bound(high, "high");
+        return with_grad(vk::randint(lo, hi, input.shape(), creation_dtype(dtype, input.dtype()),
+                                     to_device_arg(device, input.device()),
+                                     generator_arg(generator, "randint_like")),
+                         requires_grad);
+      },
+      "input"_a, "args"_a, "low"_a = nb::none(), "high"_a = nb::none(), "generator"_a = nb::none(),
+      "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "Integers of [low, high) shaped as input, in its dtype (or dtype) on its device.");
 }
 
 }  // namespace vkpy

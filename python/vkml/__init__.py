@@ -196,6 +196,11 @@ from . import _math  # noqa: E402
 _math.install(globals())
 # ---- end of math ops (#15) ----
 
+# ---- integer and special ops, random fills (#15, randint part; vkml/_randint.py) ----
+from . import _randint  # noqa: E402
+_randint.install(globals())
+# ---- end of randint part (#15) ----
+
 del _name
 
 # ---- porting (issue #15): the names PyTorch programs use beside the ops ----
