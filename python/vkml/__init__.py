@@ -196,6 +196,13 @@ from . import _math  # noqa: E402
 _math.install(globals())
 # ---- end of math ops (#15) ----
 
+# ---- solvers (#15 linalg): inverse, det, logdet, matrix_power are bound as they are ----
+slogdet = linalg.slogdet
+triangular_solve = linalg._triangular_solve
+Tensor.slogdet = lambda self: linalg.slogdet(self)
+Tensor.triangular_solve = linalg._triangular_solve
+# ---- end of solvers (#15 linalg) ----
+
 del _name
 
 # ---- porting (issue #15): the names PyTorch programs use beside the ops ----
