@@ -98,7 +98,11 @@ def test_values_and_gradients_match_torch(name, fn, make, dtype, device):
             close(v, t, dtype)
         else:
             np.testing.assert_array_equal(to_np(v), to_np(t))
-    floats = [k for k, t in enumerate(tout) if t.dtype.is_floating_point and t.requires_grad]
+    # matrix_power(A, 0) is the identity: torch's keeps a graph (of zero gradient), vkml's none
+    floats = [k for k, t in enumerate(tout) if t.dtype.is_floating_point and vout[k].requires_grad]
+    if not floats:
+        assert name == "matrix_power0"
+        return
     ups = [RNG.uniform(-1, 1, size=tuple(tout[k].shape)) for k in floats]
     vg = vk.autograd.grad([vout[k] for k in floats], [v for v, _ in ins],
                           [vk.tensor(u, dtype=getattr(vk, dtype)).to(device) for u in ups],
@@ -167,10 +171,12 @@ def test_singular_inv_raises_linalg_error_naming_the_batch_element(device):
     assert "(Batch element 1)" in str(te.value)
     with pytest.raises(vk.linalg.LinAlgError, match=r"linalg.solve: \(Batch element 1\).*singular"):
         vk.linalg.solve(v, vk.ones(2, 3, 1, dtype=vk.float64).to(device))
-    with pytest.raises(RuntimeError, match=r"lu_factor: \(Batch element 1\): U\[2,2\] is zero"):
+    with pytest.raises(RuntimeError, match=r"lu_factor: \(Batch element 1\): U\[3,3\] is zero"):
         vk.linalg.lu_factor(v)
-    info = vk.linalg.lu_factor_ex(v).info
-    assert info.tolist() == torch.linalg.lu_factor_ex(t).info.tolist() == [0, 2]
+    got, want = vk.linalg.lu_factor_ex(v), torch.linalg.lu_factor_ex(t)
+    assert got.info.tolist() == want.info.tolist() == [0, 3]
+    assert got.pivots.tolist() == want.pivots.tolist()
+    close(got.LU, want.LU)  # a zero pivot is left in place, as LAPACK's
 
 
 def test_singular_2d_message_has_no_batch_prefix():
@@ -205,16 +211,14 @@ def _vulkan():
 
 
 @pytest.mark.parametrize("n", [1, 17, 64, 256])
-def test_vulkan_lu_up_to_256_matches_cpu(n):
+def test_vulkan_lu_up_to_256_matches_torch(n):
+    # float64, so that rounding cannot change a pivot choice between the devices
     _vulkan()
-    a = RNG.uniform(-1, 1, size=(2, n, n)).astype(np.float32)
-    v = vk.tensor(a)
-    lu_c, piv_c = vk.linalg.lu_factor(v)
-    lu_g, piv_g = vk.linalg.lu_factor(v.to("vulkan"))
-    assert piv_g.cpu().tolist() == piv_c.tolist()
-    np.testing.assert_allclose(to_np(lu_g), to_np(lu_c), rtol=1e-3, atol=1e-3)
-    lu_t, piv_t = torch.linalg.lu_factor(torch.tensor(a, dtype=torch.float64))
-    assert piv_c.tolist() == piv_t.tolist()
+    a = RNG.uniform(-1, 1, size=(2, n, n))
+    lu_g, piv_g = vk.linalg.lu_factor(vk.tensor(a).to("vulkan"))
+    lu_t, piv_t = torch.linalg.lu_factor(torch.tensor(a))
+    assert piv_g.cpu().tolist() == piv_t.tolist()
+    np.testing.assert_allclose(to_np(lu_g), to_np(lu_t), rtol=1e-9, atol=1e-9)
 
 
 def test_vulkan_triangular_solve_many_columns_and_batches():
