@@ -123,7 +123,7 @@ struct Attrs {
   RandomAttrs random;
   SortAttrs sort;
   std::shared_ptr<const CustomOp> custom;
-  int64_t order = 0;  // math ops (#15): polygamma's n (the derivative of digamma taken)
+  int64_t order = 0;           // math ops (#15): polygamma's n (the derivative of digamma taken)
   TriangularAttrs triangular;  // triangular_solve (#15 linalg)
 };
 
