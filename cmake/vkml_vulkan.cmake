@@ -129,6 +129,10 @@ endforeach()
 list(APPEND VKML_VULKAN_SHADERS
   "lstm_cell_f32|lstm|" "lstm_cell_f64|lstm|FLOAT64"
   "lstm_cell_backward_f32|lstm|BACKWARD" "lstm_cell_backward_f64|lstm|BACKWARD,FLOAT64")
+# Solvers (#15 linalg): LU factorization and triangular solves, float32 and float64.
+list(APPEND VKML_VULKAN_SHADERS
+  "lu_factor_f32|solve|LU" "lu_factor_f64|solve|LU,FLOAT64"
+  "triangular_solve_f32|solve|TRSM" "triangular_solve_f64|solve|TRSM,FLOAT64")
 
 # ---- element-wise family: every op in every dtype its CPU kernel takes ----
 # A variant is named <op> when all its tensors are float32 (the names above), else

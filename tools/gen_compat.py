@@ -121,6 +121,16 @@ DIFFERENCES = [
     "`fmod(1e30, 1e-30)` is NaN); `copysign` reads a NaN divisor as positive and gives its "
     "second operand no gradient (torch: zeros); `heaviside` does not raise in backward (torch "
     "has no derivative for it).",
+    # solvers (#15 linalg)
+    "Solvers (#15 linalg): `linalg.lu_factor`, `solve`, `inv`, `det`, `slogdet`, `logdet` and "
+    "`matrix_power` are built on an unblocked LU with partial pivoting and triangular solves "
+    "(the same pivots as LAPACK's getrf; values agree to rounding); square matrices only, "
+    "`pivot=False` raises NotImplementedError. A singular matrix is found by reading U's "
+    "diagonal on the host (`inv`, `solve`, `lu_factor`: on the Vulkan device that waits for the "
+    "factorization); `vk.linalg.LinAlgError` is a RuntimeError as torch's. The gradient of "
+    "`det` at a singular matrix is not finite (torch's goes through an SVD). On the Vulkan "
+    "device one workgroup factors each matrix: n <= 256 (n <= 1024 for `solve_triangular`), "
+    "larger is a `vk.SizeError`.",
 ]
 
 

@@ -74,5 +74,7 @@ void bind_scan(nb::module_& m, nb::class_<Tensor>& c);
 // recurrent cells (issue #16 item 2: rnn)
 void bind_rnn(nb::module_& m);
 void bind_math(nb::module_& m, nb::class_<Tensor>& c);  // math ops (#15)
+// solvers (#15 linalg)
+void bind_solve(nb::module_& m, nb::class_<Tensor>& c);
 
 }  // namespace vkpy

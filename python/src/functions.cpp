@@ -214,6 +214,8 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_scan(m, c);
   bind_rnn(m);      // recurrent cells (issue #16 item 2: rnn)
   bind_math(m, c);  // math ops (#15)
+  // solvers (#15 linalg): after bind_composite, which makes _C._linalg
+  bind_solve(m, c);
 }
 
 }  // namespace vkpy

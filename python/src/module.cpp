@@ -11,6 +11,7 @@ nb::handle g_dtype_error;
 nb::handle g_shape_error;
 nb::handle g_size_error;
 nb::handle g_device_error;
+nb::handle g_linalg_error;  // solvers (#15 linalg)
 
 void bind_dtypes_and_errors(nb::module_& m) {
   nb::enum_<DType>(m, "dtype", "The element type of a tensor.")
@@ -45,6 +46,12 @@ void bind_dtypes_and_errors(nb::module_& m) {
       "machine does not have (a RuntimeError).",
       PyExc_RuntimeError, nullptr);
   m.attr("DeviceError") = g_device_error;
+  // vk::LinAlgError (solvers, #15 linalg) -> vkml.linalg.LinAlgError, a RuntimeError (as torch's).
+  g_linalg_error = PyErr_NewExceptionWithDoc(
+      "vkml.linalg.LinAlgError",
+      "A singular matrix where a solve or an inverse needs a regular one (a RuntimeError).",
+      PyExc_RuntimeError, nullptr);
+  m.attr("LinAlgError") = g_linalg_error;
   m.attr("DTypeError") = g_dtype_error;
   m.attr("ShapeError") = g_shape_error;
   m.attr("SizeError") = g_size_error;
@@ -59,6 +66,8 @@ void bind_dtypes_and_errors(nb::module_& m) {
       PyErr_SetString(g_shape_error.ptr(), e.what());
     } catch (const vk::DeviceError& e) {
       PyErr_SetString(g_device_error.ptr(), e.what());
+    } catch (const vk::LinAlgError& e) {  // solvers (#15 linalg)
+      PyErr_SetString(g_linalg_error.ptr(), e.what());
     } catch (const vk::IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const vk::NotImplementedError& e) {
@@ -82,6 +91,7 @@ void bind_dtypes_and_errors(nb::module_& m) {
         if (kind == "MemoryError") throw vk::MemoryError(msg);
         if (kind == "RuntimeError") throw vk::RuntimeError(msg);
         if (kind == "DeviceError") throw vk::DeviceError(msg);
+        if (kind == "LinAlgError") throw vk::LinAlgError(msg);  // solvers (#15 linalg)
         if (kind == "Error") throw vk::Error(msg);
         if (kind == "bad_alloc") throw std::bad_alloc();
         throw std::runtime_error(msg);

@@ -200,6 +200,12 @@ _math.install(globals())
 from . import _randint  # noqa: E402
 _randint.install(globals())
 # ---- end of randint part (#15) ----
+# ---- solvers (#15 linalg): inverse, det, logdet, matrix_power are bound as they are ----
+slogdet = linalg.slogdet
+triangular_solve = linalg._triangular_solve
+Tensor.slogdet = lambda self: linalg.slogdet(self)
+Tensor.triangular_solve = linalg._triangular_solve
+# ---- end of solvers (#15 linalg) ----
 
 del _name
 

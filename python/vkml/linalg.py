@@ -19,3 +19,62 @@ def vecdot(x, y, *, dim=-1):
 
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "matmul", "vecdot"]
+
+
+# ---- solvers (#15 linalg): LU factorization, triangular solves and what they compose ----
+from collections import namedtuple as _namedtuple  # noqa: E402
+
+LinAlgError = _C.LinAlgError
+_lu_factor_type = _namedtuple("linalg_lu_factor", ["LU", "pivots"], module="vkml.return_types")
+_lu_factor_ex_type = _namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"],
+                                 module="vkml.return_types")
+_slogdet_type = _namedtuple("linalg_slogdet", ["sign", "logabsdet"], module="vkml.return_types")
+
+solve_triangular = _C._linalg.solve_triangular
+solve = _C._linalg.solve
+inv = _C._linalg.inv
+det = _C._linalg.det
+matrix_power = _C._linalg.matrix_power
+
+
+def _pivot_only(pivot, op):
+    if not pivot:
+        raise NotImplementedError(f"{op}: pivot=False (LU without pivoting) is not supported; "
+                                  "vkml always pivots")
+
+
+def lu_factor(A, *, pivot=True):
+    """(LU, pivots) of P A = L U, as torch.linalg.lu_factor; a singular A is a RuntimeError."""
+    _pivot_only(pivot, "linalg.lu_factor")
+    return _lu_factor_type(*_C._linalg.lu_factor(A))
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """(LU, pivots, info) as torch.linalg.lu_factor_ex: info > 0 marks a zero pivot."""
+    _pivot_only(pivot, "linalg.lu_factor_ex")
+    if check_errors:
+        LU, pivots = lu_factor(A)
+        info = _C.zeros(tuple(pivots.shape[:-1]), dtype=_C.int32, device=pivots.device)
+        return _lu_factor_ex_type(LU, pivots, info)
+    return _lu_factor_ex_type(*_C._linalg.lu_factor_ex(A))
+
+
+def slogdet(A):
+    """(sign, log|det|) as torch.linalg.slogdet: (0, -inf) for a singular A."""
+    return _slogdet_type(*_C._linalg.slogdet(A))
+
+
+_triangular_solve_type = _namedtuple("triangular_solve", ["solution", "cloned_coefficient"],
+                                     module="vkml.return_types")
+
+
+def _triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
+    """torch.triangular_solve (deprecated there): X with op(A) X = b, op(A) = A or A^T."""
+    X = solve_triangular(A.mT if transpose else A, b, upper=upper != transpose,
+                         unitriangular=unitriangular)
+    return _triangular_solve_type(X, A.clone())
+
+
+__all__ += ["LinAlgError", "lu_factor", "lu_factor_ex", "solve_triangular", "solve", "inv", "det",
+            "slogdet", "matrix_power"]
+# ---- end of solvers (#15 linalg) ----

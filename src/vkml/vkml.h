@@ -24,5 +24,6 @@
 #include "vkml/ops/scan.h"
 #include "vkml/ops/shape.h"
 #include "vkml/ops/softmax.h"
+#include "vkml/ops/solve.h"
 #include "vkml/ops/sort.h"
 #include "vkml/optim/optim.h"

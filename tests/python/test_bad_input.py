@@ -742,6 +742,11 @@ NANINF.update({
     "polygamma": lambda: (_f(3, 4).polygamma(1), vk.polygamma(3, _f(3, 4))),
     **{b: (lambda b=b: getattr(vk, b)(_f(3, 4), _f(4)[[3, 2, 1, 0]])) for b in ("atan2", "fmod")},
 })
+# solvers (#15 linalg)
+NANINF.update({
+    "lu_factor": lambda: tuple(vk.linalg.lu_factor_ex(_f(3, 3))) + (vk.linalg.det(_f(2, 2)),),
+    "triangular_solve": lambda: vk.linalg.solve_triangular(_f(3, 3), _f(3, 2), upper=True),
+})
 
 
 def test_naninf_table_covers_every_op():

@@ -955,6 +955,51 @@ SPECS.update({
 # ---- end of math ops (#15) ----
 
 
+# ---- solvers (#15 linalg): lu_factor and triangular_solve, and the composites built on them ----
+def _permuted(m, x):
+    """x plus 4 * a cyclic permutation: well conditioned, with a row swap at every pivot step."""
+    n = x.shape[-1]
+    return x + m.tensor(4.0 * np.roll(np.eye(n), 1, axis=1), dtype=x.dtype)
+
+
+def _dominant(m, x):
+    """x plus 3 on the diagonal: a well-conditioned triangle."""
+    return x + m.tensor(3.0 * np.eye(x.shape[-1]), dtype=x.dtype)
+
+
+def _unit(*shape):
+    return F(*shape, lo=-1.0, hi=1.0)
+
+
+SPECS.update({
+    "lu_factor": [
+        Case(lambda m, a: tuple(m.linalg.lu_factor(_permuted(m, a))), [_unit(4, 4)], label="pivoted"),
+        Case(lambda m, a: tuple(m.linalg.lu_factor(_permuted(m, a))), [_unit(2, 3, 3)], label="batched"),
+        Case(lambda m, a, b: m.linalg.solve(_permuted(m, a), b), [_unit(3, 3), F(3, 2)], label="solve"),
+        Case(lambda m, a, b: m.linalg.solve(_permuted(m, a), b), [_unit(2, 3, 3), F(2, 3)],
+             label="solve-batched-vector"),
+        Case(lambda m, a, b: m.linalg.solve(_permuted(m, a), b, left=False), [_unit(3, 3), F(2, 3)],
+             label="solve-right"),
+        Case(lambda m, a: m.linalg.inv(_permuted(m, a)), [_unit(3, 3)], label="inv"),
+        Case(lambda m, a: m.linalg.det(_permuted(m, a)), [_unit(2, 3, 3)], label="det"),
+        Case(lambda m, a: tuple(m.linalg.slogdet(_permuted(m, a))), [_unit(3, 3)], label="slogdet"),
+        Case(lambda m, a: m.logdet(_dominant(m, a)), [_unit(3, 3)], label="logdet"),
+        Case(lambda m, a: m.linalg.matrix_power(_permuted(m, a), -2), [_unit(3, 3)], label="matrix_power"),
+    ],
+    "triangular_solve": [
+        Case(lambda m, a, b: m.linalg.solve_triangular(_dominant(m, a), b, upper=False),
+             [_unit(3, 3), F(3, 2)], label="lower"),
+        Case(lambda m, a, b: m.linalg.solve_triangular(_dominant(m, a), b, upper=True),
+             [_unit(3, 3), F(2, 3, 2)], label="upper-broadcast"),
+        Case(lambda m, a, b: m.linalg.solve_triangular(a, b, upper=False, unitriangular=True),
+             [_unit(3, 3), F(3, 1)], label="unitriangular"),
+        Case(lambda m, a, b: m.linalg.solve_triangular(_dominant(m, a), b, upper=True, left=False),
+             [_unit(3, 3), F(2, 3)], label="right"),
+    ],
+})
+# ---- end of solvers (#15 linalg) ----
+
+
 def _params():
     for op in OPS:
         for i, case in enumerate(SPECS.get(op, [])):

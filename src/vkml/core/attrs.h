@@ -93,6 +93,13 @@ struct CustomOp {
   std::function<std::vector<Tensor>(const GradCtx&)> grad;  // one gradient per input
 };
 
+// triangular_solve (#15 linalg): A is upper (else lower) triangular; unitriangular: its diagonal
+// is taken as ones and not read.
+struct TriangularAttrs {
+  bool upper = false;
+  bool unitriangular = false;
+};
+
 struct Attrs {
   // Common fields, one meaning each.
   std::vector<int64_t> dims;  // the dims an op acts on: reduced, permuted, flipped (empty = all)
@@ -116,7 +123,8 @@ struct Attrs {
   RandomAttrs random;
   SortAttrs sort;
   std::shared_ptr<const CustomOp> custom;
-  int64_t order = 0;  // math ops (#15): polygamma's n (the derivative of digamma taken)
+  int64_t order = 0;           // math ops (#15): polygamma's n (the derivative of digamma taken)
+  TriangularAttrs triangular;  // triangular_solve (#15 linalg)
 };
 
 }  // namespace vk

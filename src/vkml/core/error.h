@@ -36,6 +36,11 @@ struct RuntimeError : Error {  // Python: RuntimeError
 struct DeviceError : RuntimeError {
   using RuntimeError::RuntimeError;
 };
+// A singular matrix where an inverse or a solve needs a regular one (#15 linalg). Python:
+// vk.linalg.LinAlgError, a RuntimeError (as torch.linalg.LinAlgError).
+struct LinAlgError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
 struct MemoryError : Error {  // Python: MemoryError
   using Error::Error;
 };

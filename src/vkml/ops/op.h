@@ -142,6 +142,8 @@ void add_scan_ops(OpList& ops);
 // recurrent cells (issue #16 item 2: rnn)
 void add_rnn_ops(OpList& ops);
 void add_math_ops(OpList& ops);  // math ops (#15)
+// solvers (#15 linalg)
+void add_solve_ops(OpList& ops);
 
 // Shared building blocks for entries.
 std::string_view op_name(const OpDef& def);

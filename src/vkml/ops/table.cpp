@@ -34,6 +34,8 @@ std::vector<OpDef> build_table() {
   add_scan_ops(ops);
   add_rnn_ops(ops);   // recurrent cells (issue #16 item 2: rnn)
   add_math_ops(ops);  // math ops (#15)
+  // solvers (#15 linalg)
+  add_solve_ops(ops);
   std::vector<OpDef> table(kNumOps);
   std::vector<bool> seen(kNumOps, false);
   for (auto& def : ops) {

@@ -19,6 +19,7 @@
 #include "vkml/backend/cpu/scan.h"
 #include "vkml/backend/cpu/shape.h"
 #include "vkml/backend/cpu/softmax.h"
+#include "vkml/backend/cpu/solve.h"  // solvers (#15 linalg)
 #include "vkml/backend/cpu/sort.h"
 
 namespace vk::cpu {
@@ -145,6 +146,9 @@ void register_backend() {
       {OpKind::Erfinv, cpu::erfinv},
       {OpKind::Atan2, cpu::atan2},
       {OpKind::Fmod, cpu::fmod},
+      // solvers (#15 linalg)
+      {OpKind::LuFactor, cpu::lu_factor},
+      {OpKind::TriangularSolve, cpu::triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);
   register_services(DeviceType::CPU, {.copy_into = copy_into,

@@ -138,4 +138,7 @@ VK_KERNEL(cummin);
 // ---- recurrent cells (issue #16 item 2: rnn), rnn.cpp: float32, float64 ----
 VK_KERNEL(lstm_cell);
 VK_KERNEL(lstm_cell_backward);
+// ---- solvers (#15 linalg), solve.cpp: float32, float64 with shaderFloat64 ----
+VK_KERNEL(lu_factor);         // outputs 1, 2: int32 pivots, int64 perm; n <= 256
+VK_KERNEL(triangular_solve);  // a.triangular; n <= 1024
 }  // namespace vk::vulkan

@@ -142,6 +142,9 @@ void register_backend() {
       {OpKind::Atan2, atan2},
       {OpKind::Fmod, fmod},
       // ---- end of math ops (#15) ----
+      // solvers (#15 linalg)
+      {OpKind::LuFactor, lu_factor},
+      {OpKind::TriangularSolve, triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into,

@@ -1,0 +1,112 @@
+// The solver family on the CPU (#15 linalg): an unblocked right-looking LU (LAPACK getf2's order)
+// and substitution, each matrix on one thread, in the same order of operations as the Vulkan
+// shaders so the two devices agree to rounding.
+#include "vkml/backend/cpu/solve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/rows.h"
+
+namespace vk::cpu {
+namespace {
+
+int64_t batch_count(const Shape& s) {
+  int64_t b = 1;
+  for (size_t d = 0; d + 2 < s.size(); ++d) b *= s[d];
+  return b;
+}
+
+// One n x n row-major matrix in place: pivot = the first largest |a| of column k at or below row
+// k; rows swapped whole; the column below scaled and the trailing block updated only when the
+// pivot is nonzero (a zero column has nothing to eliminate).
+template <class T>
+void lu_one(T* a, int64_t n, int32_t* piv, int64_t* perm) {
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t p = k;
+    T best = std::abs(a[k * n + k]);
+    for (int64_t i = k + 1; i < n; ++i) {
+      const T v = std::abs(a[i * n + k]);
+      if (v > best) best = v, p = i;
+    }
+    piv[k] = static_cast<int32_t>(p + 1);
+    if (p != k) {
+      std::swap_ranges(a + k * n, a + k * n + n, a + p * n);
+      std::swap(perm[k], perm[p]);
+    }
+    const T pivot = a[k * n + k];
+    if (pivot == T(0)) continue;
+    for (int64_t i = k + 1; i < n; ++i) {
+      T* row = a + i * n;
+      const T l = row[k] / pivot;
+      row[k] = l;
+      for (int64_t j = k + 1; j < n; ++j) row[j] -= l * a[k * n + j];
+    }
+  }
+}
+
+// X = A^-1 B in place of B (n x k row-major): x[i] = (b[i] - sum a[i][j] x[j]) / a[i][i], the j
+// in the order the shader subtracts them (ascending for lower, descending for upper).
+template <class T>
+void solve_one(const T* a, T* x, int64_t n, int64_t k, bool upper, bool unit) {
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t i = upper ? n - 1 - s : s;
+    T* xi = x + i * k;
+    for (int64_t t = 0; t < s; ++t) {
+      const int64_t j = upper ? n - 1 - t : t;
+      const T aij = a[i * n + j];
+      const T* xj = x + j * k;
+      for (int64_t c = 0; c < k; ++c) xi[c] -= aij * xj[c];
+    }
+    if (!unit)
+      for (int64_t c = 0; c < k; ++c) xi[c] /= a[i * n + i];
+  }
+}
+
+}  // namespace
+
+VK_KERNEL(lu_factor) {
+  (void)a;
+  const Tensor A = contiguous_copy(in[0]);
+  const int64_t n = A.ndim() >= 1 ? A.shape().back() : 0;
+  const int64_t batch = batch_count(A.shape());
+  Tensor lu = Tensor::empty(m.shape, m.dtype);
+  Shape ps(m.shape.begin(), m.shape.end() - 1);
+  Tensor pivots = Tensor::empty(ps, DType::Int32);
+  Tensor perm = Tensor::empty(ps, DType::Int64);
+  if (lu.numel() == 0) return {lu, pivots, perm};
+  VK_DISPATCH_FLOAT(m.dtype, "lu_factor", {
+    std::memcpy(lu.data<T>(), A.data<T>(), static_cast<size_t>(A.numel()) * sizeof(T));
+    T* out = lu.data<T>();
+    int32_t* pv = pivots.data<int32_t>();
+    int64_t* pm = perm.data<int64_t>();
+    parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) lu_one(out + b * n * n, n, pv + b * n, pm + b * n);
+    });
+  });
+  return {lu, pivots, perm};
+}
+
+VK_KERNEL(triangular_solve) {
+  const Tensor A = contiguous_copy(in[0]), B = contiguous_copy(in[1]);
+  const int64_t n = A.shape().back(), k = B.shape().back();
+  const int64_t batch = batch_count(B.shape());
+  Tensor x = Tensor::empty(m.shape, m.dtype);
+  if (x.numel() == 0) return x;
+  const bool upper = a.triangular.upper, unit = a.triangular.unitriangular;
+  VK_DISPATCH_FLOAT(m.dtype, "triangular_solve", {
+    std::memcpy(x.data<T>(), B.data<T>(), static_cast<size_t>(B.numel()) * sizeof(T));
+    const T* pa = A.data<T>();
+    T* px = x.data<T>();
+    parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b)
+        solve_one(pa + b * n * n, px + b * n * k, n, k, upper, unit);
+    });
+  });
+  return x;
+}
+
+}  // namespace vk::cpu

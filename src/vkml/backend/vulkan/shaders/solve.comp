@@ -1,0 +1,146 @@
+// The solver family (#15 linalg), one workgroup of 256 invocations cooperating per matrix, with
+// barriers between steps (lavapipe stops an invocation after 65535 loop iterations in all its
+// loops, so one invocation per matrix would cap n near 40):
+//   LU    P A = L U in place (a: the matrix copied in): per column k, the pivot is the first
+//         largest |a[i][k]| at or below row k (a fixed tree over the invocations' candidates, ties
+//         to the lower row, so results do not depend on scheduling), rows k and pivot swapped
+//         whole, then when the pivot is nonzero the column below is divided by it and the trailing
+//         block updated. The CPU's order of operations (backend/cpu/solve.cpp). About n^3 / 768
+//         + 12 n iterations per invocation: the host keeps n <= 256.
+//   TRSM  X = A^-1 B in place (x: B copied in), A triangular, for a block of up to 16 columns of
+//         B per workgroup: row i divided by a[i][i] (unless unitriangular), then subtracted from
+//         the rows still to solve, in the CPU's order. About n^2 / 32 + 2 n iterations.
+// FLOAT64: double (shaderFloat64). perm (int64 on the host) is written as pairs of 32-bit words.
+#version 450
+#if defined(FLOAT64)
+#define T double
+#else
+#define T float
+#endif
+
+layout(local_size_x = 256) in;
+#define LANES 256u
+
+layout(push_constant) uniform Params {
+  uint n;
+  uint k;           // TRSM: columns of B
+  uint batch_base;  // the first matrix of this dispatch
+  uint flags;       // TRSM: 1 upper, 2 unitriangular
+  int a_offset;     // TRSM: A's first element
+} p;
+
+#if defined(LU)
+layout(std430, binding = 0) coherent buffer LUBuf { T a[]; };
+layout(std430, binding = 1) coherent buffer PivBuf { int piv[]; };
+layout(std430, binding = 2) coherent buffer PermBuf { uint perm[]; };
+
+shared T best_v[LANES];
+shared uint best_i[LANES];
+
+void sync() {
+  memoryBarrierBuffer();
+  memoryBarrierShared();
+  barrier();
+}
+
+// The first largest |a[i][k]| for i >= k: each invocation's candidate, then a fixed tree.
+uint pivot_row(uint base, uint n, uint k, uint t) {
+  T bv = T(-1);
+  uint bi = 0xffffffffu;
+  for (uint i = k + t; i < n; i += LANES) {
+    const T v = abs(a[base + i * n + k]);
+    if (v > bv) {
+      bv = v;
+      bi = i;
+    }
+  }
+  best_v[t] = bv;
+  best_i[t] = bi;
+  sync();
+  for (uint w = LANES / 2u; w > 0u; w >>= 1u) {
+    if (t < w) {
+      const T v = best_v[t + w];
+      const uint i = best_i[t + w];
+      if (v > best_v[t] || (v == best_v[t] && i < best_i[t])) {
+        best_v[t] = v;
+        best_i[t] = i;
+      }
+    }
+    sync();
+  }
+  // Every column has a candidate at row k (NaN aside): a NaN column keeps its diagonal.
+  return best_i[0] == 0xffffffffu ? k : best_i[0];
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint n = p.n;
+  const uint b = p.batch_base + gl_WorkGroupID.x;
+  const uint base = b * n * n;
+  for (uint i = t; i < n; i += LANES) {
+    perm[2u * (b * n + i)] = i;
+    perm[2u * (b * n + i) + 1u] = 0u;
+  }
+  sync();
+  for (uint k = 0u; k < n; ++k) {
+    const uint pr = pivot_row(base, n, k, t);
+    const bool nonzero = best_v[0] != T(0);
+    sync();  // best_* read by all before the next column writes them
+    if (t == 0u) piv[b * n + k] = int(pr + 1u);
+    if (pr != k) {
+      for (uint j = t; j < n; j += LANES) {
+        const T v = a[base + k * n + j];
+        a[base + k * n + j] = a[base + pr * n + j];
+        a[base + pr * n + j] = v;
+      }
+      if (t == 0u) {
+        const uint v = perm[2u * (b * n + k)];
+        perm[2u * (b * n + k)] = perm[2u * (b * n + pr)];
+        perm[2u * (b * n + pr)] = v;
+      }
+    }
+    sync();
+    if (nonzero) {
+      const T pivot = a[base + k * n + k];
+      for (uint i = k + 1u + t; i < n; i += LANES) a[base + i * n + k] = a[base + i * n + k] / pivot;
+      sync();
+      const uint m = n - k - 1u;
+      for (uint e = t; e < m * m; e += LANES) {
+        const uint i = k + 1u + e / m, j = k + 1u + e % m;
+        a[base + i * n + j] -= a[base + i * n + k] * a[base + k * n + j];
+      }
+      sync();
+    }
+  }
+}
+
+#elif defined(TRSM)
+layout(std430, binding = 0) coherent buffer XBuf { T x[]; };
+layout(std430, binding = 1) readonly buffer ABuf { T a[]; };
+
+#define COLS 16u
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint n = p.n, k = p.k;
+  const uint b = p.batch_base + gl_WorkGroupID.y;
+  const uint c0 = gl_WorkGroupID.x * COLS;
+  const uint kc = min(COLS, k - c0);
+  const bool upper = (p.flags & 1u) != 0u, unit = (p.flags & 2u) != 0u;
+  const uint abase = uint(p.a_offset) + b * n * n, xbase = b * n * k + c0;
+  for (uint s = 0u; s < n; ++s) {
+    const uint i = upper ? n - 1u - s : s;
+    if (!unit && t < kc) x[xbase + i * k + t] = x[xbase + i * k + t] / a[abase + i * n + i];
+    memoryBarrierBuffer();
+    barrier();
+    const uint rem = n - 1u - s;
+    for (uint e = t; e < rem * kc; e += LANES) {
+      const uint q = e / kc, c = e % kc;
+      const uint r = upper ? i - 1u - q : i + 1u + q;
+      x[xbase + r * k + c] -= a[abase + r * n + i] * x[xbase + i * k + c];
+    }
+    memoryBarrierBuffer();
+    barrier();
+  }
+}
+#endif

@@ -1,0 +1,102 @@
+// The solver family on the Vulkan device (#15 linalg, shaders/solve.comp): LU factorization and
+// triangular solves, one workgroup cooperating per matrix (per 16 columns of B for the solves),
+// float32 and float64 (shaderFloat64). The inputs are copied into the outputs first (a strided
+// copy) and factored or solved there in place. Deterministic: fixed trees, fixed orders.
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "vkml/backend/vulkan/rows.h"
+
+namespace vk::vulkan {
+namespace {
+
+// Push constants of solve.comp, laid out as its Params block (std430).
+struct SolveParams {
+  uint32_t n = 0, k = 0, batch_base = 0, flags = 0;
+  int32_t a_offset = 0;
+};
+static_assert(sizeof(SolveParams) == 20, "solve.comp's push constants");
+
+// The largest n each shader takes within lavapipe's 65535 loop iterations per invocation
+// (solve.comp's counts: LU about n^3 / 768 + 12 n, TRSM about n^2 / 32 + 2 n).
+constexpr int64_t kMaxLu = 256, kMaxTrsm = 1024;
+constexpr int64_t kCols = 16;          // TRSM's columns per workgroup
+constexpr int64_t kMaxGroups = 65535;  // per dispatch dimension (the guaranteed minimum)
+
+int64_t batch_count(const Shape& s) {
+  int64_t b = 1;
+  for (size_t d = 0; d + 2 < s.size(); ++d) b *= s[d];
+  return b;
+}
+
+const Pipeline& pipeline_of(const std::string& name, size_t bindings) {
+  return context().pipeline(name, shader_spirv(name), static_cast<uint32_t>(bindings),
+                            sizeof(SolveParams));
+}
+
+void check_size(const Tensor& t, const char* op) {
+  VK_CHECK(t.numel() <= std::numeric_limits<int32_t>::max() / 2, SizeError, op, ": ", t.describe(),
+           " reaches elements beyond the vulkan backend's 32-bit indices");
+}
+
+}  // namespace
+
+VK_KERNEL(lu_factor) {
+  (void)a;
+  const char* op = "lu_factor";
+  const std::string suffix = rows::dtype_suffix(m.dtype, op);
+  const int64_t n = m.shape.back();
+  VK_CHECK(n <= kMaxLu, SizeError, op, ": ", n, " x ", n,
+           " matrices are larger than the vulkan backend factors (", kMaxLu, " x ", kMaxLu,
+           "); factor them on the cpu");
+  check_size(in[0], op);
+  Tensor lu = Tensor::empty(m.shape, m.dtype, m.device);
+  const Shape ps(m.shape.begin(), m.shape.end() - 1);
+  Tensor pivots = Tensor::empty(ps, DType::Int32, m.device);
+  Tensor perm = Tensor::empty(ps, DType::Int64, m.device);
+  if (lu.numel() == 0) return {lu, pivots, perm};
+  copy_into(lu, in[0]);
+  const std::vector<Buffer*> buffers = bound_buffers({&lu, &pivots, &perm}, op);
+  const Pipeline& pipe = pipeline_of("lu_factor_" + suffix, buffers.size());
+  const int64_t batch = batch_count(m.shape);
+  SolveParams p;
+  p.n = static_cast<uint32_t>(n);
+  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
+    p.batch_base = static_cast<uint32_t>(b0);
+    const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
+    context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1}, 3);
+  }
+  return {lu, pivots, perm};
+}
+
+VK_KERNEL(triangular_solve) {
+  const char* op = "triangular_solve";
+  const std::string suffix = rows::dtype_suffix(m.dtype, op);
+  const Tensor A = rows::contiguous_of(in[0], op);
+  const int64_t n = A.shape().back(), k = m.shape.back();
+  VK_CHECK(n <= kMaxTrsm, SizeError, op, ": ", n, " x ", n,
+           " triangular matrices are larger than the vulkan backend solves (", kMaxTrsm, " x ",
+           kMaxTrsm, "); solve them on the cpu");
+  Tensor x = Tensor::empty(m.shape, m.dtype, m.device);
+  check_size(x, op);
+  if (x.numel() == 0) return x;
+  copy_into(x, in[1]);
+  const std::vector<Buffer*> buffers = bound_buffers({&x, &A}, op);
+  const Pipeline& pipe = pipeline_of("triangular_solve_" + suffix, buffers.size());
+  const int64_t batch = batch_count(m.shape);
+  SolveParams p;
+  p.n = static_cast<uint32_t>(n);
+  p.k = static_cast<uint32_t>(k);
+  p.flags = (a.triangular.upper ? 1u : 0u) | (a.triangular.unitriangular ? 2u : 0u);
+  p.a_offset = static_cast<int32_t>(A.offset());
+  const auto col_groups = static_cast<uint32_t>((k + kCols - 1) / kCols);
+  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
+    p.batch_base = static_cast<uint32_t>(b0);
+    const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
+    context().dispatch(pipe, buffers, &p, Groups{col_groups, groups, 1}, 1);
+  }
+  return x;
+}
+
+}  // namespace vk::vulkan

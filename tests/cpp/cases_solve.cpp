@@ -1,0 +1,97 @@
+// Op cases for the solver family (#15 linalg): lu_factor (with row swaps: the matrices are a
+// permutation scaled by 4 plus noise, so the pivots stay put under finite differences) and
+// triangular_solve (lower, upper, unit diagonal, broadcast batch dims, the right side), and the
+// composites built on them (solve, inv, det, slogdet, matrix_power), whose gradients are the two
+// ops' rules together.
+#include "op_cases.h"
+#include "test_util.h"
+
+namespace vk::test {
+namespace {
+
+using V = std::vector<Tensor>;
+
+// 4 * (a permutation that swaps rows at every step) + x: well conditioned, pivots fixed.
+Tensor permuted(const Tensor& x) {
+  const int64_t n = x.shape().back();
+  std::vector<double> p(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i * n + (i + 1) % n)] = 4.0;
+  return x + to_device(values(p, {n, n}, false, x.dtype()), x.device());
+}
+
+// x with 3 added on the diagonal: a well-conditioned triangle.
+Tensor dominant(const Tensor& x) {
+  const int64_t n = x.shape().back();
+  return x + to_device(diag_embed(full({n}, 3.0, x.dtype())), x.device());
+}
+
+RegisterOpCases solve_cases({
+    {OpKind::LuFactor, "lu_factor/pivoted",
+     [] {
+       return V{leaf({4, 4})};
+     },
+     [](const V& x) { return lu_factor_ex(permuted(x[0])).LU; }},
+    {OpKind::LuFactor, "lu_factor/batched",
+     [] {
+       return V{leaf({2, 3, 3})};
+     },
+     [](const V& x) { return lu_factor_ex(permuted(x[0])).LU; }},
+    {OpKind::LuFactor, "lu_factor/solve",
+     [] {
+       return V{leaf({3, 3}), leaf({3, 2})};
+     },
+     [](const V& x) { return linalg_solve(permuted(x[0]), x[1]); }},
+    {OpKind::LuFactor, "lu_factor/solve_batched_vector",
+     [] {
+       return V{leaf({2, 3, 3}), leaf({2, 3})};
+     },
+     [](const V& x) { return linalg_solve(permuted(x[0]), x[1]); }},
+    {OpKind::LuFactor, "lu_factor/solve_right",
+     [] {
+       return V{leaf({3, 3}), leaf({2, 3})};
+     },
+     [](const V& x) { return linalg_solve(permuted(x[0]), x[1], false); }},
+    {OpKind::LuFactor, "lu_factor/inv",
+     [] {
+       return V{leaf({3, 3})};
+     },
+     [](const V& x) { return inv(permuted(x[0])); }},
+    {OpKind::LuFactor, "lu_factor/det",
+     [] {
+       return V{leaf({2, 3, 3})};
+     },
+     [](const V& x) { return det(permuted(x[0])); }},
+    {OpKind::LuFactor, "lu_factor/slogdet",
+     [] {
+       return V{leaf({3, 3})};
+     },
+     [](const V& x) { return slogdet(permuted(x[0])).second; }},
+    {OpKind::LuFactor, "lu_factor/matrix_power_negative",
+     [] {
+       return V{leaf({3, 3})};
+     },
+     [](const V& x) { return matrix_power(permuted(x[0]), -2); }},
+    {OpKind::TriangularSolve, "triangular_solve/lower",
+     [] {
+       return V{leaf({3, 3}), leaf({3, 2})};
+     },
+     [](const V& x) { return solve_triangular(dominant(x[0]), x[1], false); }},
+    {OpKind::TriangularSolve, "triangular_solve/upper_batched_broadcast",
+     [] {
+       return V{leaf({3, 3}), leaf({2, 3, 2})};
+     },
+     [](const V& x) { return solve_triangular(dominant(x[0]), x[1], true); }},
+    {OpKind::TriangularSolve, "triangular_solve/unitriangular",
+     [] {
+       return V{leaf({3, 3}), leaf({3, 1})};
+     },
+     [](const V& x) { return solve_triangular(x[0], x[1], false, true, true); }},
+    {OpKind::TriangularSolve, "triangular_solve/right_upper",
+     [] {
+       return V{leaf({3, 3}), leaf({2, 3})};
+     },
+     [](const V& x) { return solve_triangular(dominant(x[0]), x[1], true, false); }},
+});
+
+}  // namespace
+}  // namespace vk::test
