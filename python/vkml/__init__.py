@@ -365,4 +365,8 @@ from . import _nn_aliases  # noqa: E402
 
 if not _os.environ.get("VKML_STUBGEN"):
     _nn_aliases.install(globals())
+from . import _nanmedian  # noqa: E402  (torch.nanmedian / Tensor.nanmedian)
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _nanmedian.install(globals())
 # ---- end torch-namespace nn aliases ----

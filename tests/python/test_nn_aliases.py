@@ -134,7 +134,8 @@ ALIASES = [
     ("gru_cell", lambda x, h, wi, wh, bi, bh: vk.gru_cell(x, h, wi, wh, bi, bh),
      lambda x, h, wi, wh, bi, bh: torch.gru_cell(x, h, wi, wh, bi, bh),
      [rnd(2, 3), rnd(2, 4, seed=1), rnd(12, 3, seed=3), rnd(12, 4, seed=4), rnd(12, seed=5), rnd(12, seed=6)]),
-    ("gru_cell_nobias", lambda x, h, wi, wh: vk.gru_cell(x, h, wi, wh), lambda x, h, wi, wh: torch.gru_cell(x, h, wi, wh),
+    ("gru_cell_nobias", lambda x, h, wi, wh: vk.gru_cell(x, h, wi, wh),
+     lambda x, h, wi, wh: torch.gru_cell(x, h, wi, wh),
      [rnd(2, 3), rnd(2, 4, seed=1), rnd(12, 3, seed=3), rnd(12, 4, seed=4)]),
     ("rnn_tanh_cell", lambda x, h, wi, wh, bi: vk.rnn_tanh_cell(x, h, wi, wh, bi),
      lambda x, h, wi, wh, bi: torch.rnn_tanh_cell(x, h, wi, wh, bi),
@@ -343,6 +344,8 @@ FUNCS = [
     ("adaptive_max_pool2d_with_indices", lambda x: F.adaptive_max_pool2d_with_indices(x, 2),
      lambda x: TF.adaptive_max_pool2d_with_indices(x, 2), [rnd(1, 2, 5, 4)]),
     ("channel_shuffle", lambda x: F.channel_shuffle(x, 2), lambda x: TF.channel_shuffle(x, 2), [rnd(2, 4, 3)]),
+    ("max_pool3d_with_indices", lambda x: F.max_pool3d_with_indices(x, 2, 1),
+     lambda x: TF.max_pool3d_with_indices(x, 2, 1), [rnd(1, 2, 3, 4, 3)]),
     ("pdist", lambda x: F.pdist(x, 3), lambda x: TF.pdist(x, 3), [rnd(4, 2)]),
     ("triplet_with_distance", lambda a, p, n: F.triplet_margin_with_distance_loss(a, p, n),
      lambda a, p, n: TF.triplet_margin_with_distance_loss(a, p, n), [X34, rnd(3, 4, seed=1), rnd(3, 4, seed=2)]),
@@ -495,3 +498,45 @@ def test_an_unknown_integer_reduction_raises():
     # torch reads any integer other than 1 and 2 as "none": vkml refuses it rather than guess
     with pytest.raises(ValueError, match="reduction"):
         vk.kl_div(vk.zeros(2), vk.zeros(2), 5)
+
+
+# ---------------- nanmedian (torch.nanmedian, Tensor.nanmedian) ----------------
+
+NAN = float("nan")
+NANROWS = np.array([[1.0, NAN, 3, 2], [2, 2, NAN, 2], [5, 1, 1, 5], [1, 1, 1, 1], [0.5, -2, NAN, NAN],
+                    [4, 3, 2, 1]])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, False), (0, True), (-1, True)])
+def test_nanmedian_vs_torch_with_nans_and_ties(dim, keepdim, device):
+    def run(mod, x):
+        if dim is None:
+            return mod.nanmedian(x)
+        out = x.nanmedian(dim, keepdim=keepdim) if mod is vk else torch.nanmedian(x, dim, keepdim=keepdim)
+        assert out.values is out[0] and out.indices is out[1]
+        return tuple(out)
+    compare(lambda x: run(vk, x), lambda x: run(torch, x), [NANROWS], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nanmedian_rows_of_nan_only_give_nan(device):
+    dev = device_of(device)
+    x = vk.tensor([[NAN, NAN], [1.0, NAN]]).to(dev)
+    np.testing.assert_array_equal(to_np(x.nanmedian(1).values), [NAN, 1.0])
+    assert math.isnan(vk.nanmedian(vk.tensor([NAN, NAN]).to(dev)).item())
+    assert vk.nanmedian(vk.tensor(3.0).to(dev), 0).values.item() == 3.0
+
+
+def test_nanmedian_float64_finite_differences_and_errors():
+    x = rnd(4, 5, seed=9)
+    x[1, 2] = x[3, 0] = NAN
+    check_fd(lambda t: vk.nanmedian(t, 1).values, [x])
+    check_fd(lambda t: vk.nanmedian(t, 0, True).values, [rnd(3, 4, seed=2)])
+    check_fd(lambda t: vk.nanmedian(t), [rnd(3, 3, seed=4)])
+    for mod in (vk, torch):
+        assert math.isnan(mod.nanmedian(mod.zeros(0)).item())
+        with pytest.raises(IndexError):
+            mod.zeros(2, 3).nanmedian(2)
+        with pytest.raises(IndexError, match="non-zero size"):
+            mod.zeros(2, 0).nanmedian(1)

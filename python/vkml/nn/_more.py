@@ -14,9 +14,9 @@ from . import functional as F
 __all__ = ["channel_shuffle", "native_channel_shuffle", "pdist", "feature_alpha_dropout", "dropout3d", "rrelu",
            "rrelu_", "lp_pool1d", "lp_pool2d", "lp_pool3d", "local_response_norm", "gumbel_softmax",
            "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
-           "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "multi_margin_loss",
-           "multilabel_margin_loss", "triplet_margin_with_distance_loss", "max_unpool1d", "max_unpool2d",
-           "max_unpool3d"]
+           "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_pool3d_with_indices",
+           "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss", "max_unpool1d",
+           "max_unpool2d", "max_unpool3d"]
 
 
 def channel_shuffle(input, groups):
@@ -187,6 +187,11 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     size = F._adaptive_size(input, output_size, 3)
     values = F._nn.adaptive_max_pool(input, size)
     return (values, _adaptive_max3d_indices(input, size)) if return_indices else values
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return F.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
