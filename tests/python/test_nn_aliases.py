@@ -540,3 +540,60 @@ def test_nanmedian_float64_finite_differences_and_errors():
             mod.zeros(2, 3).nanmedian(2)
         with pytest.raises(IndexError, match="non-zero size"):
             mod.zeros(2, 0).nanmedian(1)
+
+
+# ---------------- affine_grid / grid_sample ----------------
+
+GS_INPUT, GS_GRID = rnd(2, 3, 5, 4, seed=1), rnd(2, 3, 6, 2, seed=2, lo=-1.2, hi=1.2)
+GRID_CASES = [(m, p, a) for m in ("bilinear", "nearest") for p in ("zeros", "border") for a in (False, True)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode,padding_mode,align_corners", GRID_CASES)
+def test_grid_sample_vs_torch(mode, padding_mode, align_corners, device):
+    compare(lambda x, g: F.grid_sample(x, g, mode, padding_mode, align_corners),
+            lambda x, g: TF.grid_sample(x, g, mode, padding_mode, align_corners), [GS_INPUT, GS_GRID], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("size,align_corners", [([2, 3, 4, 5], False), ([2, 1, 3, 1], True), ([2, 2, 3, 4, 2], True),
+                                                ([2, 2, 3, 4, 2], False)])
+def test_affine_grid_vs_torch(size, align_corners, device):
+    theta = rnd(2, len(size) - 2, len(size) - 1, seed=4)
+    compare(lambda t: F.affine_grid(t, size, align_corners), lambda t: TF.affine_grid(t, size, align_corners),
+            [theta], device)
+
+
+def test_grid_sample_and_affine_grid_float64_finite_differences():
+    check_fd(lambda x, g: F.grid_sample(x, g, align_corners=False), [GS_INPUT[:1, :2], GS_GRID[:1]])
+    check_fd(lambda x, g: F.grid_sample(x, g, padding_mode="border", align_corners=True),
+             [GS_INPUT[:1, :1], GS_GRID[:1]])
+    theta = rnd(1, 2, 3, seed=5) * 0.5
+    check_fd(lambda t: F.grid_sample(vk.tensor(GS_INPUT[:1]), F.affine_grid(t, [1, 3, 4, 3], False), align_corners=False),
+             [theta])
+
+
+GRID_ERRORS = [
+    ("mode", lambda m: m.nn.functional.grid_sample(m.zeros(1, 1, 2, 2), m.zeros(1, 2, 2, 2), mode="cubic",
+                                                     align_corners=False)),
+    ("padding_mode", lambda m: m.nn.functional.grid_sample(m.zeros(1, 1, 2, 2), m.zeros(1, 2, 2, 2),
+                                                             padding_mode="wrap", align_corners=False)),
+    ("theta shape", lambda m: m.nn.functional.affine_grid(m.zeros(1, 3, 3), [1, 1, 2, 2], False)),
+    ("size rank", lambda m: m.nn.functional.affine_grid(m.zeros(1, 2, 3), [1, 1, 2], False)),
+    ("size zero", lambda m: m.nn.functional.affine_grid(m.zeros(1, 2, 3), [1, 1, 0, 2], False)),
+]
+
+
+@pytest.mark.parametrize("case", GRID_ERRORS, ids=[c[0] for c in GRID_ERRORS])
+def test_grid_errors_are_torchs_types(case):
+    with pytest.raises(Exception) as te:
+        case[1](torch)
+    with pytest.raises(te.type):
+        case[1](vk)
+
+
+def test_grid_sample_unsupported_modes_say_so():
+    x, g = vk.zeros(1, 1, 2, 2), vk.zeros(1, 2, 2, 2)
+    for kw in (dict(mode="bicubic"), dict(padding_mode="reflection")):
+        with pytest.raises(NotImplementedError, match="not supported yet"):
+            F.grid_sample(x, g, align_corners=False, **kw)

@@ -347,3 +347,93 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+# ---- affine_grid / grid_sample (2-D sampling: bilinear and nearest, zeros and border padding) ----
+
+def _base_coords(steps, align_corners, like):
+    """torch's linspace_from_neg_one: the normalized pixel centres (corners with align_corners)."""
+    if steps <= 1:
+        return _C.zeros((1,), dtype=like.dtype, device=like.device)
+    r = _C.linspace(-1.0, 1.0, steps, dtype=like.dtype, device=like.device)
+    return r if align_corners else r * ((steps - 1) / steps)
+
+
+def affine_grid(theta, size, align_corners=None):
+    size = list(size)
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    k = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (k, k + 1):
+        raise ValueError(f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for size {size}. Got "
+                         f"{list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(f"affine_grid: theta's batch {theta.shape[0]} is not the size's {size[0]}")
+    spatial = size[2:]
+    axes = [_base_coords(s, bool(align_corners), theta) for s in reversed(spatial)]  # x (width) first
+    shape = tuple(spatial)
+    cols = []
+    for j, a in enumerate(axes):  # the coordinate along spatial dim (k - 1 - j)
+        view = [1] * k
+        view[k - 1 - j] = a.shape[0]
+        cols.append(a.reshape(view).expand(shape))
+    cols.append(_C.ones(shape, dtype=theta.dtype, device=theta.device))
+    base = _C.stack(cols, -1).reshape(1, -1, k + 1)  # (1, prod(spatial), k + 1)
+    return base.matmul(theta.transpose(1, 2)).reshape([size[0]] + spatial + [k])
+
+
+def _source_index(coord, size, padding_mode, align_corners):
+    coord = (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+    return coord.clamp(0, size - 1) if padding_mode == "border" else coord
+
+
+def _sample(flat, iy, ix, h, w):
+    """flat (N, C, H*W) at integer positions (N, P) as float tensors: (N, C, P), 0 outside."""
+    inside = ((ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)).to(flat.dtype)
+    idx = (iy.clamp(0, h - 1) * w + ix.clamp(0, w - 1)).to(_C.dtype.int64)
+    n, c = flat.shape[0], flat.shape[1]
+    vals = flat.gather(2, idx.unsqueeze(1).expand((n, c, idx.shape[1])))
+    return vals * inside.unsqueeze(1)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if input.ndim == 5 or mode == "bicubic" or padding_mode == "reflection":
+        raise NotImplementedError(f"grid_sample: 3-D sampling, mode='bicubic' and padding_mode='reflection' are not "
+                                  f"supported yet (got a {input.ndim}-D input, mode={mode!r}, "
+                                  f"padding_mode={padding_mode!r})")
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected a 4-D input (N, C, H, W) and a grid (N, H_out, W_out, 2) of "
+                           f"the same batch, got input {list(input.shape)} and grid {list(grid.shape)}")
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+    g = grid.reshape(n, -1, 2)
+    ix = _source_index(g[..., 0], w, padding_mode, bool(align_corners))
+    iy = _source_index(g[..., 1], h, padding_mode, bool(align_corners))
+    flat = input.reshape(n, c, h * w)
+    if mode == "nearest":
+        out = _sample(flat, iy.detach().round(), ix.detach().round(), h, w)
+        # torch gives the grid a zero gradient here (not none): a where() that never selects it
+        never = _C.zeros(tuple(ix.shape), dtype=_C.dtype.bool, device=ix.device)
+        out = out + _C.where(never, ix + iy, _C.zeros_like(ix)).unsqueeze(1)
+        return out.reshape(n, c, ho, wo)
+    x0, y0 = ix.detach().floor(), iy.detach().floor()
+    x1, y1 = x0 + 1, y0 + 1
+    out = (_sample(flat, y0, x0, h, w) * ((x1 - ix) * (y1 - iy)).unsqueeze(1)
+           + _sample(flat, y0, x1, h, w) * ((ix - x0) * (y1 - iy)).unsqueeze(1)
+           + _sample(flat, y1, x0, h, w) * ((x1 - ix) * (iy - y0)).unsqueeze(1)
+           + _sample(flat, y1, x1, h, w) * ((ix - x0) * (iy - y0)).unsqueeze(1))
+    return out.reshape(n, c, ho, wo)
+
+
+__all__ += ["affine_grid", "grid_sample"]
