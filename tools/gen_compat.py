@@ -73,6 +73,14 @@ NAMESPACE_REASONS = {
                        "deprecated aliases of the in-place initializers (torch warns)")],
     "torch.utils.data": [(r"DataPipe$|^DataChunk$",
                           "DataPipes: deprecated in torch, not planned")],
+    # torch-namespace nn aliases (#15)
+    "torch": [(r"^embedding_bag$",
+               "returns ATen's internal buffers (offset2bag, bag_size, max_indices) beside the result: "
+               "`nn.functional.embedding_bag` is the API"),
+              (r"^native_(batch_norm|dropout|group_norm|layer_norm|norm)$|^batch_norm_(backward|elemt|gather|stats"
+               r"|update)",
+               "ATen's internal pieces of the normalization and dropout kernels (saved statistics, backward "
+               "halves, SyncBatchNorm's statistics): not planned, the nn functions are the API")],
 }
 
 # What a ported program may see behave differently, even where the name exists.

@@ -370,3 +370,14 @@ from . import _stats  # noqa: E402
 
 if not _os.environ.get("VKML_STUBGEN"):
     _stats.install(globals())
+
+# ---- torch-namespace nn aliases (#15, vkml/_nn_aliases.py): torch.dropout, torch.batch_norm, ... ----
+from . import _nn_aliases  # noqa: E402
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _nn_aliases.install(globals())
+from . import _nanmedian  # noqa: E402  (torch.nanmedian / Tensor.nanmedian)
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _nanmedian.install(globals())
+# ---- end torch-namespace nn aliases ----

@@ -94,6 +94,9 @@ def arg_lists(t):
         (t["xc"], 0, idx, t["xc"]), (t["xc"], 0, idx, t["xc"], "amax"),
         (t["xc"], 1, t["idx1"], t["xc"]), (t["xc"], 1, t["idx1"], t["xc"], "amax"),
         (t["xc"], mask, t["xc"]), (t["xc"], idx, t["xc"]), (t["xc"], 0, 1), (t["xc"], 0),
+        # torch-namespace nn aliases (#15): torch.dropout(input, p, train) and its family,
+        # torch.embedding(weight, indices), F.max_unpool2d of max_pool2d's indices
+        (x, 0.5, True), (x, idx), (t["pooled"], t["argmax"], 2),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 

@@ -563,3 +563,9 @@ __all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"
 from ._ctc import ctc_loss  # noqa: E402
 
 __all__ += ["ctc_loss"]
+# ---- aliases and nn breadth (issues #15/#16): compositions in _more.py ----
+from ._more import *  # noqa: E402,F401,F403
+from . import _more  # noqa: E402
+
+__all__ += _more.__all__
+# ---- end aliases and nn breadth ----

@@ -6,6 +6,9 @@ from .adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .sgd_adam import SGD, Adam, AdamW
+# Rprop and ASGD (issue #15)
+from .rprop_asgd import ASGD, Rprop
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "RMSprop", "Adamax", "NAdam", "RAdam",
            "LBFGS", "lr_scheduler"]
+__all__ += ["Rprop", "ASGD"]  # (issue #15)

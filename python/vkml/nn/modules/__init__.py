@@ -65,3 +65,7 @@ from .ctc import CTCLoss  # noqa: E402
 __all__ += ["CTCLoss"]
 # recurrent layers (issue #16 item 2: rnn)
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+# aliases and nn breadth (issues #15/#16): modules over nn/_more.py
+from .more import *  # noqa: E402,F401,F403
+from . import more as _more  # noqa: E402
+__all__ += _more.__all__
