@@ -135,3 +135,50 @@ TEST_F(Vulkan, ScatterAddInvertedOnTheDeviceIsBitwiseTheCpusEveryRun) {
 
 }  // namespace
 }  // namespace vk
+
+// ---- hostwait (issue #14) ----
+namespace vk {
+namespace {
+
+using test::host;
+using test::ints;
+using test::kVulkan;
+using Vulkan = test::VulkanTest;
+
+// Regression (integer //, %, ** and fmod read a flag back to check for a zero divisor or a
+// negative exponent: a host wait per call): the checks raise through the error word, with
+// torch's error text, at the next host read; good inputs give the CPU's values.
+TEST_F(Vulkan, IntegerDivisionAndPowerDoNotWaitAndRaiseAtTheNextRead) {
+  for (DType t : {DType::Int32, DType::Int64}) {
+    const Tensor a = to_device(cast(ints({7, -7, 5, -9}, {4}), t), kVulkan);
+    const Tensor b = to_device(cast(ints({2, 3, -4, 0}, {4}), t), kVulkan);
+    const Tensor e = to_device(cast(ints({2, -1, 3, 0}, {4}), t), kVulkan);
+    vulkan::synchronize();
+    const uint64_t waits = vulkan::stats().host_waits;
+    const Tensor q = floor_divide(a, b), r = remainder(a, b), f = fmod(a, b), p = pow(a, e);
+    EXPECT_EQ(vulkan::stats().host_waits, waits) << "the calls waited for the device";
+    VK_EXPECT_ERROR(host(q), RuntimeError, "floor_divide: ZeroDivisionError");
+    VK_EXPECT_ERROR(host(r), RuntimeError, "remainder: ZeroDivisionError");
+    VK_EXPECT_ERROR(host(f), RuntimeError, "fmod: ZeroDivisionError");
+    VK_EXPECT_ERROR(host(p), RuntimeError,
+                    "pow: Integers to negative integer powers are not allowed.");
+    const Tensor ok = to_device(cast(ints({2, 3, -4, 5}, {4}), t), kVulkan);
+    EXPECT_EQ(host(floor_divide(a, ok)), host(floor_divide(to_cpu(a), to_cpu(ok))));
+  }
+}
+
+// one_hot with num_classes checks its classes on the device (RuntimeError, torch's text).
+TEST_F(Vulkan, OneHotWithNumClassesDoesNotWait) {
+  const Tensor idx = to_device(ints({0, 3, 1}, {3}), kVulkan);
+  vulkan::synchronize();
+  const uint64_t waits = vulkan::stats().host_waits;
+  const Tensor good = nn::functional::one_hot(idx, 4);
+  const Tensor bad = nn::functional::one_hot(idx, 3);
+  EXPECT_EQ(vulkan::stats().host_waits, waits) << "one_hot waited for the device";
+  EXPECT_EQ(host(good), host(nn::functional::one_hot(to_cpu(idx), 4)));
+  VK_EXPECT_ERROR(host(bad), RuntimeError,
+                  "one_hot: Class values must be smaller than num_classes");
+}
+
+}  // namespace
+}  // namespace vk
