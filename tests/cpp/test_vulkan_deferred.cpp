@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vkml/nn/functional.h"
+#include "vkml/ops/math.h"  // hostwait: fmod
 #include "vulkan_fixture.h"
 
 namespace vk {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "vkml/ops/math.h"  // hostwait: fmod
 #include "vulkan_fixture.h"
 
 namespace vk {
