@@ -29,7 +29,10 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_UNARY("floor", vk::floor(x));
   VKPY_UNARY("ceil", vk::ceil(x));
   VKPY_UNARY("round", vk::round(x));
-  VKPY_UNARY("square", vk::mul(x, x));
+  // torch's square is pow(x, 2): a bool tensor gives int64 (x * x of bools would be their and)
+  VKPY_UNARY("square", x.dtype() == vk::DType::Bool
+                           ? vk::mul(vk::cast(x, vk::DType::Int64), vk::cast(x, vk::DType::Int64))
+                           : vk::mul(x, x));
   both(
       m, c, "gelu",
       [](const Tensor& x, const std::string& approximate) {

@@ -8,6 +8,7 @@
 #include "common.h"
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/optim.h"
+#include "vkml/ops/expect.h"  // hostwait
 #if defined(VKML_HAS_VULKAN)
 #include "vkml/backend/vulkan/register.h"
 #endif
@@ -155,6 +156,16 @@ void bind_devices(nb::module_& m) {
   m.def("_host_test_device", &host_test_device,
         "Registers (once) and returns 'host_test', a device for tests: host memory, the CPU's "
         "kernels.");
+  // ---- hostwait (issue #14): checks of device values without a host wait ----
+  m.def(
+      "_expect_all",
+      [](const vk::Tensor& ok, bool index_error, const std::string& op,
+         const std::string& message) { vk::expect_all(ok, index_error, op, message); },
+      "ok"_a, "index_error"_a, "op"_a, "message"_a,
+      "Raises IndexError (index_error) or RuntimeError '<op>: <message>' unless every element of "
+      "the bool tensor ok is true: at once on the CPU, at the next host read on the Vulkan device "
+      "(the composites' index checks, which would otherwise wait for the device).");
+  // ---- end of hostwait ----
   m.def(
       "is_device_available",
       [](nb::handle device) {

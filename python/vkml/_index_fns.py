@@ -7,8 +7,8 @@ unique_consecutive.
 Every value is computed by the op table's ops (gather, index_select, scatter_add, sort, cummax,
 amax, prod ...), so gradients are theirs: the element a scatter keeps gets the gradient, an
 overwritten one none, amax/amin split among ties as torch's scatter_reduce does. Index bounds
-are checked on the host (one read of the indices, as the core's indexing does) so that a bad
-index is an IndexError naming the op."""
+are checked on the host on the CPU (one read of the indices) and on the device elsewhere (raised at
+the next host read, issue #14), so that a bad index is an IndexError naming the op."""
 
 from . import _C
 from ._C import DTypeError, ShapeError, Tensor, dtype
@@ -32,6 +32,12 @@ def _check_index(index, size, op, what="index"):
     if index.dtype not in _INTS:
         raise DTypeError(f"{op}: {what} must be an int64 or int32 tensor, got {index.dtype}")
     index = index.to(dtype.int64)
+    if index.numel() and index.device.type != "cpu":
+        # hostwait (issue #14): checked on the device, raised at its next host read (reading the
+        # bounds here would wait for the device); the index wraps as below
+        _C._expect_all((index >= -size) & (index < size), True, op,
+                       f"an index is out of bounds for size {size}")
+        return _C.where(index < 0, index + size, index)
     if index.numel():
         lo, hi = int(index.min().item()), int(index.max().item())
         if lo < -size or hi >= size:
@@ -103,6 +109,41 @@ def _slots(x, keys, values):
     return buf.reshape(n, width), filled.reshape(n, width), count
 
 
+def _last_writes(x, keys, values):
+    """The last value (in row-major order of keys) written to each flat position of x, and the
+    mask of the positions written, without a host read (issue #14, hostwait: _slots reads the
+    width back): keys sorted stably, the last of each run of equal keys kept and added to zeros
+    (one value per position, so the sum is that value; the others are where'd to 0, not
+    multiplied, so that an inf or NaN among them stays out). The kept value gets the gradient."""
+    m, n = keys.numel(), x.numel()
+    order = _C.argsort(keys, stable=True)
+    ks = keys.index_select(0, order)
+    last = _C.ones(m, dtype=dtype.bool, device=keys.device)
+    if m > 1:
+        last = _C.cat([ks[1:] != ks[:-1], last[:1]])
+    kept = _C.where(last, values.reshape(-1).index_select(0, order), 0)
+    buf = _C.scatter_add(_C.zeros(n, dtype=values.dtype, device=values.device), 0, ks, kept)
+    hit = _C.scatter_add(_C.zeros(n, dtype=dtype.int64, device=keys.device), 0, ks,
+                         _C.ones_like(ks)) > 0
+    return buf, hit
+
+
+def _scatter_sum(x, keys, src, reduce, include_self):
+    """scatter_reduce's sum and mean as scatter_add (no host read, issue #14), in x's flat
+    positions; the count of values per position beside it."""
+    flat = x.reshape(-1)
+    base = flat if include_self else _C.zeros_like(flat)
+    r = _C.scatter_add(base, 0, keys, src.reshape(-1))
+    count = _C.scatter_add(_C.zeros(flat.numel(), dtype=dtype.int64, device=keys.device), 0, keys,
+                           _C.ones_like(keys))
+    if include_self:
+        count = count + 1
+    if reduce == "mean":
+        c = _C.clamp(count, min=1)
+        r = r / c.to(r.dtype) if r.is_floating_point() else _C.floor_divide(r, c)
+    return r, count
+
+
 def _identity(reduce, dt):
     big = float("inf") if dt in (dtype.float32, dtype.float64) else (
         2 ** 31 - 1 if dt == dtype.int32 else 2 ** 63 - 1)
@@ -120,7 +161,10 @@ def _scatter_reduce(x, dim, index, src, reduce, include_self, op):
     if src.dtype == dtype.bool:
         raise DTypeError(f"{op}: bool tensors cannot be reduced")
     keys = _destinations(x, d, index)
-    buf, filled, count = _slots(x, keys, src)
+    if reduce in ("sum", "mean"):
+        r, count = _scatter_sum(x, keys, src, reduce, include_self)
+        return _C.where((count > 0).reshape(x.shape), r.reshape(x.shape), x)
+    buf, filled, count = _slots(x, keys, src)  # one host read (the widest slot)
     flat = x.reshape(-1, 1) if x.numel() else x.reshape(0, 1)
     if reduce in ("sum", "mean"):
         r = buf.sum(1, keepdim=True)
@@ -165,10 +209,8 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     _check_scatter_shapes(input, d, index, src, op)
     index = _check_index(index, input.shape[d] if input.ndim else 1, op)
     src = _src_like_index(src, index).to(input.dtype)
-    buf, filled, count = _slots(input, _destinations(input, d, index), src)
-    last = _C.clamp(count - 1, min=0).reshape(-1, 1)
-    r = _C.gather(buf, 1, last).reshape(input.shape)
-    return _C.where((count > 0).reshape(input.shape), r, input)
+    buf, hit = _last_writes(input, _destinations(input, d, index), src)
+    return _C.where(hit.reshape(input.shape), buf.reshape(input.shape), input)
 
 
 def take(input, index):
@@ -276,13 +318,18 @@ def masked_scatter(input, mask, source):
     if mask.dtype != dtype.bool:
         raise DTypeError(f"{op}: expected BoolTensor for mask, got {mask.dtype}")
     m = mask.broadcast_to(list(input.shape)).reshape(-1)
-    pos = m.nonzero().reshape(-1)
-    n = pos.numel()
-    if source.numel() < n:
-        raise RuntimeError(f"{op}: Number of elements of source < number of ones in mask "
-                           f"({source.numel()} < {n})")
-    src = source.reshape(-1).narrow(0, 0, n).to(input.dtype)
-    return index_copy(input.reshape(-1), 0, pos, src).reshape(input.shape)
+    flat = input.reshape(-1)
+    # hostwait (issue #14): no nonzero (a host read): the k-th masked place takes source's k-th
+    # element, k from a cumulative sum; too small a source is checked on the device
+    k = _C.cumsum(m.to(dtype.int64), 0) - 1
+    have = source.numel()
+    if flat.numel():
+        _C._expect_all(~m | (k < have), False, op,
+                       f"Number of elements of source ({have}) < number of ones in mask")
+    if have == 0:
+        return input.clone()
+    src = source.reshape(-1).to(input.dtype).index_select(0, _C.clamp(k, 0, have - 1))
+    return _C.where(m, src, flat).reshape(input.shape)
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):

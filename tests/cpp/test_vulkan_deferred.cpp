@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vkml/nn/functional.h"
+#include "vkml/ops/math.h"  // hostwait: fmod
 #include "vulkan_fixture.h"
 
 namespace vk {
@@ -131,6 +132,61 @@ TEST_F(Vulkan, ScatterAddInvertedOnTheDeviceIsBitwiseTheCpusEveryRun) {
       to_cpu(scatter_add(to_device(base, kVulkan), 0, expand(to_device(row, kVulkan), {50, 4}),
                          to_device(src, kVulkan)));
   EXPECT_EQ(std::memcmp(got.data<float>(), want.data<float>(), want.numel() * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace vk
+
+// ---- hostwait (issue #14) ----
+namespace vk {
+namespace {
+
+using test::host;
+using test::ints;
+using test::kVulkan;
+using Vulkan = test::VulkanTest;
+
+// Regression (integer //, %, ** and fmod read a flag back to check for a zero divisor or a
+// negative exponent: a host wait per call): the checks raise through the error word, with
+// torch's error text, at the next host read; good inputs give the CPU's values.
+TEST_F(Vulkan, IntegerDivisionAndPowerDoNotWaitAndRaiseAtTheNextRead) {
+  for (DType t : {DType::Int32, DType::Int64}) {
+    const Tensor a = to_device(cast(ints({7, -7, 5, -9}, {4}), t), kVulkan);
+    const Tensor b = to_device(cast(ints({2, 3, -4, 0}, {4}), t), kVulkan);
+    const Tensor e = to_device(cast(ints({2, -1, 3, 0}, {4}), t), kVulkan);
+    vulkan::synchronize();
+    const uint64_t waits = vulkan::stats().host_waits;
+    // One error per read: the first raised is reported and the word cleared (context.h).
+    const Tensor q = floor_divide(a, b);
+    EXPECT_EQ(vulkan::stats().host_waits, waits) << "floor_divide waited for the device";
+    VK_EXPECT_ERROR(host(q), RuntimeError, "floor_divide: ZeroDivisionError");
+    vulkan::synchronize();
+    const uint64_t waits2 = vulkan::stats().host_waits;
+    const Tensor r = remainder(a, b);
+    EXPECT_EQ(vulkan::stats().host_waits, waits2) << "remainder waited for the device";
+    VK_EXPECT_ERROR(host(r), RuntimeError, "remainder: ZeroDivisionError");
+    VK_EXPECT_ERROR(host(fmod(a, b)), RuntimeError, "fmod: ZeroDivisionError");
+    VK_EXPECT_ERROR(host(pow(a, e)), RuntimeError,
+                    "pow: Integers to negative integer powers are not allowed.");
+    const Tensor ok = to_device(cast(ints({2, 3, -4, 5}, {4}), t), kVulkan);
+    EXPECT_EQ(host(floor_divide(a, ok)), host(floor_divide(to_cpu(a), to_cpu(ok))));
+  }
+}
+
+// one_hot with num_classes checks its classes on the device (RuntimeError, torch's text).
+TEST_F(Vulkan, OneHotWithNumClassesDoesNotWait) {
+  const Tensor idx = to_device(ints({0, 3, 1}, {3}), kVulkan);
+  vulkan::synchronize();
+  const uint64_t waits = vulkan::stats().host_waits;
+  const Tensor good = nn::functional::one_hot(idx, 4);
+  EXPECT_EQ(vulkan::stats().host_waits, waits) << "one_hot waited for the device";
+  EXPECT_EQ(host(good), host(nn::functional::one_hot(to_cpu(idx), 4)));
+  vulkan::synchronize();
+  const uint64_t waits2 = vulkan::stats().host_waits;
+  const Tensor bad = nn::functional::one_hot(idx, 3);
+  EXPECT_EQ(vulkan::stats().host_waits, waits2) << "one_hot waited for the device";
+  VK_EXPECT_ERROR(host(bad), RuntimeError,
+                  "one_hot: Class values must be smaller than num_classes");
 }
 
 }  // namespace

@@ -324,3 +324,17 @@ def test_pooling_kernel_larger_than_plane_matches_torch():
         got = vk.nn.functional.max_pool2d(vk.tensor(x), k, stride=s, padding=p, dilation=d)
         want = torch.nn.functional.max_pool2d(torch.tensor(x), k, stride=s, padding=p, dilation=d)
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# ---- hostwait: seeds 5000-5599 ----
+
+
+# Fixed: square of a bool tensor is torch's pow(x, 2), an int64 tensor (vkml gave x * x, the bools'
+# and; the fuzzer expected a DTypeError torch does not raise).
+def test_fuzz_seed5336_square_of_bool_is_int64():
+    torch = pytest.importorskip("torch")
+    x = vk.tensor([True, False, True])
+    for got in (x.square(), vk.square(x)):
+        want = torch.tensor([True, False, True]).square()
+        assert got.dtype == vk.int64 and str(want.dtype) == "torch.int64"
+        assert got.tolist() == want.tolist() == [1, 0, 1]

@@ -424,3 +424,45 @@ print("ok")
         r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
                            env=dict(os.environ))
         assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# ---- hostwait: results bigger than the memory the system can give (the binding sweep found
+# diagflat and kron OOM-killed) ----
+
+_HUGE_RESULTS = {
+    # each result a little under the machine's RAM (so malloc's overcommit hands it out) and more
+    # than the memory available: the allocator must refuse it before the op touches a page
+    "diagflat": "vk.diagflat(vk.ones(side))",
+    "kron": "vk.kron(vk.ones(side), vk.ones(side))",
+    "outer": "vk.outer(vk.ones(side), vk.ones(side))",
+    "repeat": "vk.ones(side).repeat(side, 1)",
+    "tile": "vk.ones(1, side).tile((side, 1))",
+    "repeat_interleave": "vk.ones(side).repeat_interleave(side)",
+    "expand_contiguous": "vk.ones(1, side).expand(side, side).contiguous()",
+    "block_diag": "vk.block_diag(vk.ones(1, side), vk.ones(side - 1, 1))",
+    "meshgrid": "vk.meshgrid(vk.ones(side), vk.ones(side), indexing='ij')[0].contiguous()",
+    "eye": "vk.eye(side)",
+    "zeros": "vk.zeros(side, side)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HUGE_RESULTS))
+def test_huge_results_raise_memory_error_not_the_oom_killer(name):
+    code = f"""
+        import resource, vkml as vk
+        total = [int(l.split()[1]) * 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal")][0]
+        side = int((0.97 * total / 4) ** 0.5)  # float32: side * side * 4 bytes
+        try:
+            {_HUGE_RESULTS[name]}
+            print("NO ERROR")
+        except MemoryError as e:
+            print("MemoryError", e)
+        print("RSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / total)
+    """
+    p = run_python(code, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "MemoryError" in p.stdout and "bytes of memory available" in p.stdout, p.stdout
+    # the result is refused before it is touched (intermediates smaller than what is available,
+    # such as diagflat's, may be made first)
+    rss = float(p.stdout.split("RSS")[1])
+    assert rss < 0.5, f"{name} touched {rss:.0%} of the memory before raising"

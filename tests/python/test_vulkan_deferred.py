@@ -96,3 +96,108 @@ def test_scatter_add_is_bitwise_the_same_every_run_and_torchs_sum():
     want = torch.zeros(4, 5, dtype=torch.float64).scatter_add(
         0, torch.tensor(index), torch.tensor(src, dtype=torch.float64))
     np.testing.assert_allclose(d[0], want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# ---- hostwait (issue #14): integer //, %, **, fmod, one_hot with num_classes and the index checks
+# of the scatter/index_put/masked_scatter/take composites never wait for the device; bad input is
+# raised at the next host read (the error word), with torch's error. ----
+
+
+def _waits():
+    return vk.vulkan.memory_stats()["host_waits"]
+
+
+def _no_wait(fn):
+    """fn() on inputs already on the device, checked not to wait for it."""
+    vk.vulkan.synchronize()
+    before = _waits()
+    out = fn()
+    assert _waits() == before, "the op waited for the device"
+    return out
+
+
+def _dev(values, dtype=None):
+    t = vk.tensor(values, dtype=dtype).to("vulkan")
+    vk.vulkan.synchronize()
+    return t
+
+
+@pytest.mark.parametrize("dt", [vk.int32, vk.int64])
+def test_integer_division_and_power_do_not_wait_and_raise_at_the_next_read(dt):
+    a, b = _dev([7, -7, 5, -9], dt), _dev([2, 3, -4, 5], dt)
+    ta, tb = torch.tensor([7, -7, 5, -9]), torch.tensor([2, 3, -4, 5])
+    assert _no_wait(lambda: a // b).tolist() == (ta // tb).tolist()
+    assert _no_wait(lambda: a % b).tolist() == (ta % tb).tolist()
+    assert _no_wait(lambda: vk.fmod(a, b)).tolist() == torch.fmod(ta, tb).tolist()
+    e, bad_e = _dev([2, 0, 3, 1], dt), _dev([1, -1, 2, 0], dt)
+    assert _no_wait(lambda: b ** e).tolist() == (tb ** torch.tensor([2, 0, 3, 1])).tolist()
+    zero = _dev([2, 3, 0, 5], dt)
+    for fn, name in [(lambda: a // zero, "floor_divide"), (lambda: a % zero, "remainder"),
+                     (lambda: vk.fmod(a, zero), "fmod")]:
+        out = _no_wait(fn)
+        with pytest.raises(RuntimeError, match=f"{name}: ZeroDivisionError"):  # torch's text
+            out.tolist()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.tensor([1]) // torch.tensor([0])
+    out = _no_wait(lambda: a ** bad_e)
+    with pytest.raises(RuntimeError, match="pow: Integers to negative integer powers are not allowed"):
+        vk.vulkan.synchronize()
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        torch.tensor([2]) ** -1  # torch raises for a scalar exponent (a tensor of them gives 0)
+    del out
+    assert (a // b).tolist() == (ta // tb).tolist()  # no error left over
+
+
+def test_one_hot_with_num_classes_does_not_wait_and_raises_torchs_error_at_the_next_read():
+    idx = _dev([[0, 2], [1, 2]])
+    got = _no_wait(lambda: vk.nn.functional.one_hot(idx, 4))
+    assert got.device.type == "vulkan"
+    assert got.tolist() == torch.nn.functional.one_hot(torch.tensor([[0, 2], [1, 2]]), 4).tolist()
+    for values, msg in [([0, 4], "Class values must be smaller than num_classes"),
+                        ([-1, 0], "Class values must be non-negative")]:
+        bad = _dev(values)
+        out = _no_wait(lambda: vk.nn.functional.one_hot(bad, 4))
+        with pytest.raises(RuntimeError, match=f"one_hot: {msg}"):
+            out.tolist()
+        with pytest.raises(RuntimeError, match=msg):
+            torch.nn.functional.one_hot(torch.tensor(values), 4)
+    # num_classes=-1: the output's shape is the largest value + 1, read back: one documented wait
+    vk.vulkan.synchronize()
+    before = _waits()
+    assert vk.nn.functional.one_hot(idx).shape == (2, 2, 3)
+    assert _waits() == before + 1
+
+
+def test_index_composites_do_not_wait_and_raise_a_bad_index_at_the_next_read():
+    gen = np.random.default_rng(0)
+    x = gen.standard_normal((4, 3)).astype(np.float32)
+    index = gen.integers(0, 4, size=(5, 3))
+    src = gen.standard_normal((5, 3)).astype(np.float32)
+    mask = gen.random((4, 3)) > 0.5
+    X, I, S, M, rows = _dev(x), _dev(index), _dev(src), _dev(mask), _dev([3, 0, 2])
+    tx, ti, ts, tm = torch.tensor(x), torch.tensor(index), torch.tensor(src), torch.tensor(mask)
+    cases = [
+        (lambda: X.scatter_reduce(0, I, S, "sum"), tx.scatter_reduce(0, ti, ts, "sum")),
+        (lambda: X.scatter_reduce(0, I, S, "mean", include_self=False),
+         tx.scatter_reduce(0, ti, ts, "mean", include_self=False)),
+        (lambda: X.scatter(0, I[:1], S), tx.scatter(0, ti[:1], ts)),
+        (lambda: X.index_put((rows,), S[:3, :1]), tx.index_put((torch.tensor([3, 0, 2]),), ts[:3, :1])),
+        (lambda: X.index_put((I[:, 0],), S[:, :1], accumulate=True),
+         tx.index_put((ti[:, 0],), ts[:, :1], accumulate=True)),
+        (lambda: X.masked_scatter(M, S), tx.masked_scatter(tm, ts)),
+        (lambda: vk.take(X, I), torch.take(tx, ti)),
+    ]
+    for k, (fn, want) in enumerate(cases):
+        got = _no_wait(fn)
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-6, atol=1e-6,
+                                   err_msg=f"case {k}")
+    bad, bad_flat = _dev([[0, 1, 4]]), _dev([12])
+    for fn in [lambda: X.scatter_reduce(0, bad, S, "sum"), lambda: X.scatter(0, bad, S),
+               lambda: X.index_put((bad[0],), S[0, :1]), lambda: vk.take(X, bad_flat)]:
+        out = _no_wait(fn)
+        with pytest.raises(IndexError, match="out of bounds for size"):
+            out.tolist()
+    out = _no_wait(lambda: X.masked_scatter(M, S[:1, :1]))
+    if mask.sum() > 1:
+        with pytest.raises(RuntimeError, match="masked_scatter: Number of elements of source"):
+            out.tolist()

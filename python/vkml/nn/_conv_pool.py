@@ -454,6 +454,45 @@ def _bags(input, offsets, include_last_offset):
     return pos, valid, longest
 
 
+def _bag_sums(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx):
+    """embedding_bag's sum and mean over 1-D input and offsets without a host read (hostwait,
+    issue #14): each position's bag is the number of bag starts at or before it, minus one
+    (searchsorted), and the rows are added into their bags (index_add). The offsets are checked
+    where they live (on the Vulkan device: raised at the next host read), with torch's errors."""
+    op, n = "embedding_bag", input.shape[0]
+    check = _C._expect_all
+    if offsets.numel():
+        check(offsets[:1] == 0, False, op, "offsets[0] has to be 0, i.e., the first sequence in the "
+              "mini-batch has to start from position 0")
+        check(offsets[-1:] <= n, False, op, f"offsets[-1] can not be greater than input's length ({n})")
+        if offsets.numel() > 1:
+            check(offsets[1:] >= offsets[:-1], False, op, "offsets must be non-decreasing")
+    starts = offsets[:-1] if include_last_offset else offsets  # the last offset closes the last bag
+    bags = starts.shape[0]
+    out = _C.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device)
+    if n == 0 or bags == 0:
+        return out
+    pos = _C.arange(0, n, dtype=_C.dtype.int64, device=input.device)
+    bag = _C.clamp(_C.searchsorted(starts.to(_C.dtype.int64).contiguous(), pos, right=True) - 1, min=0)
+    try:
+        emb = _nn.embedding(input, weight, padding_idx)  # (n, dim)
+    except IndexError as e:  # torch's embedding_bag says RuntimeError where embedding says IndexError
+        raise RuntimeError(f"{op}: {e}") from None
+    keep = None if padding_idx is None else input != padding_idx
+    if per_sample_weights is not None:
+        emb = emb * per_sample_weights.unsqueeze(-1)
+    if keep is not None:
+        emb = _C.where(keep.unsqueeze(-1), emb, _C.zeros((), dtype=emb.dtype, device=emb.device))
+    total = out.index_add(0, bag, emb)
+    if mode == "sum":
+        return total
+    ones = _C.ones(n, dtype=weight.dtype, device=weight.device)
+    if keep is not None:
+        ones = _C.where(keep, ones, _C.zeros((), dtype=ones.dtype, device=ones.device))
+    count = _C.zeros(bags, dtype=weight.dtype, device=weight.device).index_add(0, bag, ones)
+    return total / _C.clamp(count, 1.0).unsqueeze(1)
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
     op = "embedding_bag"
@@ -493,6 +532,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         padding_idx = padding_idx % rows
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
+    if input.ndim == 1 and mode != "max":  # hostwait: no host read of the offsets
+        return _bag_sums(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
     if input.ndim == 2:
         idx, valid = input, None
     else:

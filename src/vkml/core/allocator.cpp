@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 
 #include <bit>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -78,6 +80,23 @@ void* new_block(size_t cls) {
   return p;
 }
 
+// hostwait (the binding sweep's diagflat and kron): the memory the system can still give, from
+// MemAvailable (Linux), or SIZE_MAX where it says nothing. malloc hands out more than that
+// (overcommit) and the process is then killed when it touches the pages; a block beyond it is a
+// MemoryError instead. Read only for big blocks (kCheckFrom), where a file read costs nothing.
+constexpr size_t kCheckFrom = size_t{1} << 30;
+size_t memory_available() {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return SIZE_MAX;
+  char line[256];
+  size_t kib = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof(line), f))
+    found = std::sscanf(line, "MemAvailable: %zu kB", &kib) == 1;
+  std::fclose(f);
+  return found ? kib * 1024 : SIZE_MAX;
+}
+
 Cache& make_cache() {
   static Cache* c = new Cache();  // never destroyed: storages may die during static teardown
   // A fork() while another thread holds the lock would leave the child's copy locked forever:
@@ -114,6 +133,12 @@ CpuBlock cpu_allocate(size_t nbytes) {
         c.stats.peak_in_use_bytes = c.stats.in_use_bytes;
       return {p, cls};
     }
+  }
+  if (cls >= kCheckFrom && cls > memory_available()) {
+    empty_cache();  // our cached blocks count as used there
+    const size_t available = memory_available();
+    VK_CHECK(cls <= available, MemoryError, "cannot allocate ", nbytes, " bytes: the system has ",
+             available, " bytes of memory available");
   }
   void* p = new_block(cls);
   if (!p) {  // give the cache back to the system and try once more

@@ -16,6 +16,7 @@
 #include "vkml/ops/creation.h"
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/expect.h"  // hostwait
 #include "vkml/ops/index.h"
 #include "vkml/ops/inplace.h"
 #include "vkml/ops/linalg.h"
@@ -554,19 +555,23 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   constexpr const char* fn = "one_hot";
   check_integral(indices, fn, "indices");
-  std::vector<int64_t> values = read_indices(indices);
+  const Tensor idx = cast(indices, DType::Int64);
   if (num_classes == -1) {
-    VK_CHECK(!values.empty(), RuntimeError, fn,
+    VK_CHECK(idx.numel() > 0, RuntimeError, fn,
              ": cannot infer num_classes from an empty tensor; pass num_classes");
-    num_classes = *std::max_element(values.begin(), values.end()) + 1;
+    // The output's shape depends on the values: a host read (the one wait of one_hot, as torch's
+    // on a GPU); with num_classes given, nothing is read back.
+    num_classes = static_cast<int64_t>(host_read(amax(idx)).item()) + 1;
   }
   VK_CHECK(num_classes >= 0, RuntimeError, fn, ": num_classes must be >= 0 or -1, got ",
            num_classes);
-  for (int64_t v : values)
-    VK_CHECK(v >= 0 && v < num_classes, IndexError, fn, ": class ", v,
-             " is out of range for num_classes ", num_classes);
-  Tensor classes = arange(0, num_classes, 1, DType::Int64);
-  Tensor column = unsqueeze(cast(indices, DType::Int64), indices.ndim());
+  // hostwait: checked on the device (raised at its next host read), with torch's errors
+  const Tensor zero = zeros({}, DType::Int64, idx.device());
+  expect_all(ge(idx, zero), false, fn, "Class values must be non-negative.");
+  expect_all(lt(idx, full({}, num_classes, DType::Int64, idx.device())), false, fn,
+             detail::cat("Class values must be smaller than num_classes (", num_classes, ")."));
+  Tensor classes = arange(0, num_classes, 1, DType::Int64, idx.device());
+  Tensor column = unsqueeze(idx, indices.ndim());
   return cast(eq(column, classes), DType::Int64);
 }
 

@@ -66,7 +66,8 @@ Tensor divmod_kernel(const std::vector<Tensor>& in, const Meta& m, const char* n
       });
     }
   });
-  VK_CHECK(!by_zero.load(), RuntimeError, name, ": integer division by zero");
+  VK_CHECK(!by_zero.load(), RuntimeError, name,
+           ": ZeroDivisionError (integer division by zero)");  // torch's text, and ours
   return out;
 }
 

@@ -427,7 +427,7 @@ VK_KERNEL(pow) {
       kLibmGrain);
   // As PyTorch: 2 ** -1 has no integer result (Python gives the float 0.5).
   VK_CHECK(!negative_int_exponent.load(), RuntimeError,
-           "pow: integers to negative integer powers are not allowed");
+           "pow: Integers to negative integer powers are not allowed.");  // torch's text
   return out;
 }
 

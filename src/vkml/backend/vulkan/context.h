@@ -117,6 +117,11 @@ class Context final : public BlockSource {
   // high 32 bits. The shader must clamp so that nothing is read or written out of bounds.
   Buffer& error_word();
   uint32_t expect_in_range(std::string op, std::string rest);
+  // hostwait: the same for a bad value that is not an index (an integer division by zero, a class
+  // out of range): the error raised is `kind` (IndexError or RuntimeError) "<op>: <message>",
+  // without the value. Shaders set word[0] = slot as for expect_in_range.
+  enum class ErrorKind : uint8_t { Index, Runtime };
+  uint32_t expect_valid(std::string op, std::string message, ErrorKind kind);
   StreamStats stats();
   // Where pipelines are cached on disk ("" when nowhere).
   const std::string& pipeline_cache_path() const { return cache_path_; }
@@ -183,6 +188,8 @@ class Context final : public BlockSource {
   struct Deferred {
     std::string op, rest;
     uint64_t serial = 0;
+    bool with_value = true;  // hostwait: false: kind "<op>: <rest>" (expect_valid)
+    ErrorKind kind = ErrorKind::Index;
   };
   std::unique_ptr<Buffer> error_word_;
   std::map<uint32_t, Deferred> deferred_;

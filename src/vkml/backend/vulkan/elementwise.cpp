@@ -7,9 +7,11 @@
 #include <limits>
 #include <vector>
 
+#include "vkml/backend/vulkan/context.h"  // hostwait: deferred errors
 #include "vkml/backend/vulkan/kernels.h"
 #include "vkml/backend/vulkan/launch.h"
-#include "vkml/backend/vulkan/math.h"  // math ops (#15): two_over_pi_table
+#include "vkml/backend/vulkan/math.h"    // math ops (#15): two_over_pi_table
+#include "vkml/backend/vulkan/memory.h"  // hostwait: context()
 #include "vkml/core/error.h"
 
 namespace vk::vulkan {
@@ -19,18 +21,18 @@ Tensor launch(const char* shader, const std::vector<Tensor>& in, const Meta& m) 
   return run_strided(Strided{.shader = shader, .op = shader}, in, m);
 }
 
+// torch's text ("ZeroDivisionError"), as the CPU's.
+constexpr const char* kZeroDivision = "ZeroDivisionError (integer division by zero)";
+
 // Ops computed in float64 whatever their dtype (float32 pow, log1p, expm1, sin, cos).
 void check_float64_math(std::string_view op) { check_dtype(DType::Float64, op); }
 
-// Runs s with a flag the shader raises on an integer error; RuntimeError `message` when raised.
+// Runs s with the error word, which the shader raises on an integer error: RuntimeError
+// "<op>: <message>" at the next host read (hostwait: reading a flag here waited for the device).
 Tensor launch_checked(Strided s, const std::vector<Tensor>& in, const Meta& m,
                       const char* message) {
-  Tensor flag = Tensor::empty({1}, DType::Int32, m.device);
-  fill(flag, Scalar(0), s.op);
-  s.flag = &flag;
-  Tensor out = run_strided(s, in, m);
-  VK_CHECK(flag.item() == 0, RuntimeError, s.op, ": ", message);
-  return out;
+  s.error_slot = context().expect_valid(std::string(s.op), message, Context::ErrorKind::Runtime);
+  return run_strided(s, in, m);
 }
 
 // True when every element of t is the same memory element (a broadcast scalar), as the CPU's.
@@ -150,14 +152,14 @@ VK_KERNEL(floor_divide) {
   (void)a;
   const Strided s{.shader = "floor_divide", .op = "floor_divide"};
   if (is_floating(m.dtype)) return run_strided(s, in, m);
-  return launch_checked(s, in, m, "integer division by zero");
+  return launch_checked(s, in, m, kZeroDivision);
 }
 
 VK_KERNEL(remainder) {
   (void)a;
   const Strided s{.shader = "remainder", .op = "remainder"};
   if (is_floating(m.dtype)) return run_strided(s, in, m);
-  return launch_checked(s, in, m, "integer division by zero");
+  return launch_checked(s, in, m, kZeroDivision);
 }
 
 // Floats: C's pow through vmath's float64 exp and log (float32), or exp and a double-double log
@@ -166,7 +168,7 @@ VK_KERNEL(pow) {
   (void)a;
   Strided s{.shader = "pow", .op = "pow"};
   if (!is_floating(m.dtype))
-    return launch_checked(s, in, m, "integers to negative integer powers are not allowed");
+    return launch_checked(s, in, m, "Integers to negative integer powers are not allowed.");
   check_float64_math("pow");
   // One exponent for every element: the CPU's products and roots for the usual powers.
   s.scalar[0] = is_uniform(in[1]) ? 1u : 0u;

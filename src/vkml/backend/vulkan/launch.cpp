@@ -69,10 +69,10 @@ void check_reach(const Walk& w, std::span<const Tensor* const> ts, std::string_v
 }
 
 std::vector<Buffer*> buffers_of(const Strided& s, std::span<const Tensor* const> ts) {
-  std::vector<const Tensor*> bound(ts.begin(), ts.end());
-  if (s.flag) bound.insert(bound.begin() + 1, s.flag);  // written buffers first
   std::vector<Buffer*> buffers;
-  for (const Tensor* t : bound) buffers.push_back(&bound_buffer(*t, s.op));
+  for (const Tensor* t : ts) buffers.push_back(&bound_buffer(*t, s.op));
+  // written buffers first: the error word after the output
+  if (s.error_slot) buffers.insert(buffers.begin() + 1, &context().error_word());
   return buffers;
 }
 
@@ -132,6 +132,7 @@ void run_strided(const Strided& s, std::span<const Tensor* const> ts) {
   const size_t nd = w.sizes.size(), outer_dims = nd > kMaxDims ? nd - kMaxDims : 0;
   StridedParams p;
   std::memcpy(p.scalar, s.scalar, sizeof(p.scalar));
+  if (s.error_slot) p.scalar[3] = s.error_slot;
   int64_t inner_n = 1;
   for (size_t d = outer_dims; d < nd; ++d) {
     const size_t slot = kMaxDims - (nd - d);
@@ -152,7 +153,7 @@ void run_strided(const Strided& s, std::span<const Tensor* const> ts) {
       for (size_t k = 0; k < ts.size(); ++k)
         p.offset[k] += static_cast<int32_t>(coord * w.strides[k][d]);
     }
-    ctx.dispatch(pipe, buffers, &p, groups, s.flag ? 2 : 1);
+    ctx.dispatch(pipe, buffers, &p, groups, s.error_slot ? 2 : 1);
   }
 }
 

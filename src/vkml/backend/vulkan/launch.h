@@ -36,10 +36,13 @@ std::string variant_name(std::string_view op, std::span<const DType> dtypes);
 
 // One launch of elementwise.comp.
 struct Strided {
-  std::string_view shader;       // the op's shader; the variant follows from the dtypes
-  std::string_view op;           // named in errors
-  uint32_t scalar[4] = {};       // StridedParams::scalar
-  const Tensor* flag = nullptr;  // an int32 the shader may set (its FLAG variants)
+  std::string_view shader;  // the op's shader; the variant follows from the dtypes
+  std::string_view op;      // named in errors
+  uint32_t scalar[4] = {};  // StridedParams::scalar
+  // hostwait: the deferred error of this launch (Context::expect_valid), 0 for none: its FLAG
+  // variants bind the context's error word after the output and set it to this slot (passed as
+  // scalar[3], which those variants leave unused) on a bad value.
+  uint32_t error_slot = 0;
 };
 
 // Runs s over ts (output first; every tensor viewed at the output's shape, on the Vulkan

@@ -6,7 +6,9 @@
 
 #include <vector>
 
+#include "vkml/backend/vulkan/context.h"  // hostwait: deferred errors
 #include "vkml/backend/vulkan/launch.h"
+#include "vkml/backend/vulkan/memory.h"
 #include "vkml/core/error.h"
 
 namespace vk::vulkan {
@@ -60,13 +62,11 @@ VK_KERNEL(fmod) {
   (void)a;
   if (is_floating(m.dtype)) return float_op("fmod", in, m);
   check_dtype(m.dtype, "fmod");
-  Tensor flag = Tensor::empty({1}, DType::Int32, m.device);
-  fill(flag, Scalar(0), "fmod");
+  // hostwait: a zero divisor raises at the next host read (the error word), without a wait here
   Strided s{.shader = "fmod", .op = "fmod"};
-  s.flag = &flag;
-  Tensor out = run_strided(s, in, m);
-  VK_CHECK(flag.item() == 0, RuntimeError, "fmod: ZeroDivisionError (integer division by zero)");
-  return out;
+  s.error_slot = context().expect_valid("fmod", "ZeroDivisionError (integer division by zero)",
+                                        Context::ErrorKind::Runtime);
+  return run_strided(s, in, m);
 }
 
 }  // namespace vk::vulkan

@@ -3,9 +3,11 @@
 #include <memory>
 #include <utility>
 
+#include "vkml/backend/vulkan/expect.h"  // hostwait
 #include "vkml/backend/vulkan/kernels.h"
 #include "vkml/backend/vulkan/math.h"  // math ops (#15)
 #include "vkml/backend/vulkan/memory.h"
+#include "vkml/core/deferred.h"  // hostwait
 
 namespace vk::vulkan {
 
@@ -151,6 +153,7 @@ void register_backend() {
                            .add_into = add_into,
                            .sgd_update = sgd_update,
                            .adam_update = adam_update});
+  register_deferred_check(type, expect_all);  // hostwait (issue #14): expect.h
 }
 
 std::string device_name() { return context().device_name(); }

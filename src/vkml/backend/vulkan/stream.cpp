@@ -199,6 +199,13 @@ uint32_t Context::expect_in_range(std::string op, std::string rest) {
   return next_slot_;
 }
 
+uint32_t Context::expect_valid(std::string op, std::string message, ErrorKind kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (++next_slot_ == 0) ++next_slot_;
+  deferred_[next_slot_] = {std::move(op), std::move(message), last_serial_ + 1, false, kind};
+  return next_slot_;
+}
+
 void Context::raise_deferred() {
   if (!error_word_) return;
   volatile uint32_t* word = static_cast<volatile uint32_t*>(error_word_->mapped);
@@ -217,9 +224,14 @@ void Context::raise_deferred() {
   const auto it = deferred_.find(slot);
   const Deferred d = it != deferred_.end() ? it->second : Deferred{"vulkan", "", 0};
   deferred_.clear();  // everything recorded has completed
-  throw IndexError(detail::cat(d.op, ": index ", value, d.rest,
-                               " (raised by the device when the result was read: ops on the "
-                               "vulkan device run in batches)"));
+  const char* when =
+      " (raised by the device when the result was read: ops on the vulkan device run in batches)";
+  if (!d.with_value) {
+    const std::string what = detail::cat(d.op, ": ", d.rest, when);
+    if (d.kind == ErrorKind::Runtime) throw RuntimeError(what);
+    throw IndexError(what);
+  }
+  throw IndexError(detail::cat(d.op, ": index ", value, d.rest, when));
 }
 
 // ---- commands ----

@@ -3,8 +3,9 @@
 // (-DOP_ADD, ...). NIN is the number of inputs. The dtypes are codes, 0 bool, 1 int32, 2 int64,
 // 3 float32, 4 float64: DTO the output's, DTA, DTB, DTC the inputs' (each defaulting to the one
 // before; everything float32 when none is given). Bools are bytes (8-bit storage), 0 or 1, read
-// and written one byte each. FLAG adds a written uint buffer after the output, which an invocation
-// sets to 1 on an error the host must raise (an integer division by zero).
+// and written one byte each. FLAG adds a written uint buffer after the output (the host's error word),
+// which an invocation sets to scalar[3] on an error the host must raise (an integer division by
+// zero), deferred to its next read.
 #version 450
 
 #ifndef DTO
@@ -126,9 +127,11 @@ TO scalar_at(int k) {
 #include "divmod.glsl"
 #endif
 
+// The deferred error of this launch (the host's Context::expect_valid): the first to raise one
+// names its slot, passed as scalar[3].
 void raise_flag() {
 #if defined(FLAG)
-  atomicOr(flag[0], 1u);
+  atomicCompSwap(flag[0], 0u, p.scalar[3]);
 #endif
 }
 

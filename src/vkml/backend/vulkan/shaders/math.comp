@@ -66,9 +66,11 @@ layout(std430, binding = IN_BINDING(1)) readonly buffer B { TB b[]; };
 #include "trig.glsl"
 #endif
 
+// The deferred error of this launch (the host's Context::expect_valid): the first to raise one
+// names its slot, passed as scalar[3].
 void raise_flag() {
 #if defined(FLAG)
-  atomicOr(flag[0], 1u);
+  atomicCompSwap(flag[0], 0u, p.scalar[3]);
 #endif
 }
 
