@@ -9,6 +9,7 @@ the same walk with the batch shrinking step by step, as torch's does."""
 import math
 
 from ... import _C
+from ...autograd import Function
 from .. import functional as F
 from .. import init
 from ..utils.rnn import PackedSequence
@@ -81,6 +82,62 @@ def _walk(steps, batch_sizes, h, c, w_hh, b_hh, w_hr, step, reverse):
             done_c.append(c)
             c = _C.cat(done_c[::-1], 0)
     return outs, h, c
+
+
+# --- the LSTM layer as one graph node (issue #16 item 2, lstm) ---
+def _lstm_steps(xw, h0, c0, wt, reverse):
+    """The forward recurrence over xw (T, B, 4H) (the input projection and biases, all steps):
+    per step one addmm for the gates and the fused cell. Returns the per-step gates, h and c, in
+    time order."""
+    n = xw.shape[0]
+    xs = xw.unbind(0)
+    gates, hs, cs = [None] * n, [None] * n, [None] * n
+    h, c = h0, c0
+    for t in (range(n - 1, -1, -1) if reverse else range(n)):
+        gates[t] = _C.addmm(xs[t], h, wt)
+        h, c = _C._lstm_cell(gates[t], c)
+        hs[t], cs[t] = h, c
+    return gates, hs, cs
+
+
+class _LstmLayer(Function):
+    """A whole LSTM layer (one direction, no projection, equal lengths) as one graph node, so that
+    the backward is one reverse-time loop rather than a graph of per-step nodes: per step the fused
+    cell gradient and one GEMM for dh, the input gradient is the gates' gradients stacked (no
+    per-step slices of the (T, B, 4H) projection), and the W_hh gradient is ONE GEMM over all
+    steps, (T B, H)^T (T B, 4H), instead of T small ones and T - 1 sums. Returns (T + 1, B, H): the
+    h of every step, then the final c."""
+
+    @staticmethod
+    def forward(ctx, xw, h0, c0, wt, reverse):
+        gates, hs, cs = _lstm_steps(xw, h0, c0, wt, reverse)
+        ctx.inputs, ctx.saved = (xw, h0, c0, wt, reverse), (gates, hs, cs)
+        return _C.stack(hs + [cs[0] if reverse else cs[-1]], 0)
+
+    @staticmethod
+    def backward(ctx, gy):
+        xw, h0, c0, wt, reverse = ctx.inputs
+        # With create_graph the saved states (computed unrecorded) do not depend on the inputs:
+        # recompute them recorded, so the gradient below is differentiable again (every op in it
+        # has its own rule).
+        gates, hs, cs = _lstm_steps(xw, h0, c0, wt, reverse) if _C.is_grad_enabled() else ctx.saved
+        n, (b, hid) = len(gates), h0.shape
+        w = wt.t()
+        gs = gy.unbind(0)
+        order = range(n) if reverse else range(n - 1, -1, -1)  # reverse time
+        dh, dc = gs[order[0]], gs[n]
+        das = [None] * n
+        for t in order:
+            prev = t + 1 if reverse else t - 1  # the step whose state t reads; none for the first
+            first = not 0 <= prev < n
+            d = _C._lstm_cell_backward(_C.stack([dh, dc], 0), gates[t], c0 if first else cs[prev])
+            das[t] = d[: b * 4 * hid].view(b, 4 * hid)
+            dc = d[b * 4 * hid:].view(b, hid)
+            dh = das[t].matmul(w) if first else _C.addmm(gs[prev], das[t], w)
+        dgates = _C.stack(das, 0)
+        hprev = hs[1:] + [h0] if reverse else [h0] + hs[:-1]
+        dwt = _C.stack(hprev, 0).reshape(n * b, hid).t().matmul(dgates.reshape(n * b, 4 * hid))
+        return dgates, dh, dc, dwt, None
 
 
 class RNNBase(Module):
@@ -185,6 +242,12 @@ class RNNBase(Module):
                 if b_ih is not None:
                     bias = b_ih if self.mode == "GRU" else b_ih + b_hh
                 xw = F.linear(x, w_ih, bias)
+                if self.mode == "LSTM" and not packed and w_hr is None and x.shape[0] > 0:
+                    y = _LstmLayer.apply(xw, hx[k], cx[k], w_hh.t(), d == 1)
+                    outs_by_dir.append(y[:-1])
+                    h_n.append(y[0 if d == 1 else -2])
+                    c_n.append(y[-1])
+                    continue
                 steps = xw.split(batch_sizes, 0) if packed else xw.unbind(0)
                 outs, h, c = _walk(steps, batch_sizes, hx[k], None if cx is None else cx[k], w_hh.t(),
                                    b_hh if self.mode == "GRU" else None,
