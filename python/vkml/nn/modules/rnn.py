@@ -85,32 +85,17 @@ def _walk(steps, batch_sizes, h, c, w_hh, b_hh, w_hr, step, reverse):
 
 
 # --- the LSTM layer as one graph node (issue #16 item 2, lstm) ---
-def _lstm_steps(xw, h0, c0, wt, reverse):
-    """The forward recurrence over xw (T, B, 4H) (the input projection and biases, all steps):
-    per step one addmm for the gates and the fused cell. Returns the per-step gates, h and c, in
-    time order."""
-    n = xw.shape[0]
-    xs = xw.unbind(0)
-    gates, hs, cs = [None] * n, [None] * n, [None] * n
-    h, c = h0, c0
-    for t in (range(n - 1, -1, -1) if reverse else range(n)):
-        gates[t] = _C.addmm(xs[t], h, wt)
-        h, c = _C._lstm_cell(gates[t], c)
-        hs[t], cs[t] = h, c
-    return gates, hs, cs
-
-
 class _LstmLayer(Function):
     """A whole LSTM layer (one direction, no projection, equal lengths) as one graph node, so that
     the backward is one reverse-time loop rather than a graph of per-step nodes: per step the fused
     cell gradient and one GEMM for dh, the input gradient is the gates' gradients stacked (no
     per-step slices of the (T, B, 4H) projection), and the W_hh gradient is ONE GEMM over all
-    steps, (T B, H)^T (T B, 4H), instead of T small ones and T - 1 sums. Returns (T + 1, B, H): the
-    h of every step, then the final c."""
+    steps instead of T small ones and T - 1 sums. Both loops run in C++ (ops/rnn.cpp). Returns
+    (T + 1, B, H): the h of every step, then the final c."""
 
     @staticmethod
     def forward(ctx, xw, h0, c0, wt, reverse):
-        gates, hs, cs = _lstm_steps(xw, h0, c0, wt, reverse)
+        gates, hs, cs = _C._lstm_layer_forward(xw, h0, c0, wt, reverse)
         ctx.inputs, ctx.saved = (xw, h0, c0, wt, reverse), (gates, hs, cs)
         return _C.stack(hs + [cs[0] if reverse else cs[-1]], 0)
 
@@ -118,26 +103,10 @@ class _LstmLayer(Function):
     def backward(ctx, gy):
         xw, h0, c0, wt, reverse = ctx.inputs
         # With create_graph the saved states (computed unrecorded) do not depend on the inputs:
-        # recompute them recorded, so the gradient below is differentiable again (every op in it
-        # has its own rule).
-        gates, hs, cs = _lstm_steps(xw, h0, c0, wt, reverse) if _C.is_grad_enabled() else ctx.saved
-        n, (b, hid) = len(gates), h0.shape
-        w = wt.t()
-        gs = gy.unbind(0)
-        order = range(n) if reverse else range(n - 1, -1, -1)  # reverse time
-        dh, dc = gs[order[0]], gs[n]
-        das = [None] * n
-        for t in order:
-            prev = t + 1 if reverse else t - 1  # the step whose state t reads; none for the first
-            first = not 0 <= prev < n
-            d = _C._lstm_cell_backward(_C.stack([dh, dc], 0), gates[t], c0 if first else cs[prev])
-            das[t] = d[: b * 4 * hid].view(b, 4 * hid)
-            dc = d[b * 4 * hid:].view(b, hid)
-            dh = das[t].matmul(w) if first else _C.addmm(gs[prev], das[t], w)
-        dgates = _C.stack(das, 0)
-        hprev = hs[1:] + [h0] if reverse else [h0] + hs[:-1]
-        dwt = _C.stack(hprev, 0).reshape(n * b, hid).t().matmul(dgates.reshape(n * b, 4 * hid))
-        return dgates, dh, dc, dwt, None
+        # recompute them recorded, so that the gradient is differentiable again (every op of both
+        # loops has its own rule).
+        states = _C._lstm_layer_forward(xw, h0, c0, wt, reverse) if _C.is_grad_enabled() else ctx.saved
+        return _C._lstm_layer_backward(gy, *states, h0, c0, wt, reverse) + (None,)
 
 
 class RNNBase(Module):
