@@ -420,3 +420,19 @@ def test_lstm_layer_is_one_node():
         stack.extend(fn for fn, _ in getattr(node, "next_functions", ()))
     assert any("LstmLayer" in n for n in names), names
     assert not any("lstm_cell" in n.lower() for n in names), names
+
+
+def test_lstm_layer_loop_bad_shapes():
+    """The C++ time loops behind the layer's node name themselves and the shapes."""
+    xw, h, wt = vk.zeros(3, 2, 8), vk.zeros(2, 2), vk.zeros(2, 8)
+    with pytest.raises(vk.ShapeError, match="lstm_layer.*xw"):
+        vk._C._lstm_layer_forward(vk.zeros(3, 2, 6), h, h, wt, False)
+    with pytest.raises(vk.ShapeError, match=r"lstm_layer.*h0 and c0.*\[2, 2\].*got \[3, 2\]"):
+        vk._C._lstm_layer_forward(xw, vk.zeros(3, 2), h, wt, False)
+    with pytest.raises(vk.ShapeError, match="lstm_layer.*wt"):
+        vk._C._lstm_layer_forward(xw, h, h, vk.zeros(8, 2), False)
+    gates, hs, cs = vk._C._lstm_layer_forward(xw, h, h, wt, False)
+    with pytest.raises(vk.ShapeError, match="lstm_layer_backward.*gradient"):
+        vk._C._lstm_layer_backward(vk.zeros(3, 2, 2), gates, hs, cs, h, h, wt, False)
+    with pytest.raises(vk.ShapeError, match="lstm_layer_backward.*states"):
+        vk._C._lstm_layer_backward(vk.zeros(4, 2, 2), gates, hs[:2], cs, h, h, wt, False)

@@ -4,7 +4,9 @@ constructor signatures, parameter names (weight_ih_l0, ..., _reverse, weight_hr_
 Each layer projects its whole input at once (one GEMM for every time step), then walks the steps:
 per step one GEMM with W_hh and, for the LSTM, one fused op (_C._lstm_cell: the gates'
 activations and the new cell state; its gradient is one fused op too). A PackedSequence runs
-the same walk with the batch shrinking step by step, as torch's does."""
+the same walk with the batch shrinking step by step, as torch's does. An LSTM layer without
+projection over a padded batch is one graph node instead (_LstmLayer: both time loops in C++, one
+GEMM for W_hh's gradient)."""
 
 import math
 
