@@ -354,3 +354,85 @@ def test_lstm_cell_op_bad_shapes():
         vk._C._lstm_cell(vk.zeros(2, 8), vk.zeros(3, 2))
     with pytest.raises(vk.DTypeError, match="lstm_cell"):
         vk._C._lstm_cell(vk.zeros(2, 8), vk.zeros(2, 2, dtype=vk.float64))
+
+
+# ---- the LSTM layer as one graph node (issue #16 item 2, lstm: train.lstm against torch) ----
+
+LAYER_CASES = [("one_dir", False, 4), ("bidir", True, 4), ("one_step", True, 1)]
+
+
+@pytest.mark.parametrize("label,bidir,steps", LAYER_CASES, ids=[c[0] for c in LAYER_CASES])
+def test_lstm_layer_node_second_order(label, bidir, steps):
+    """An LSTM layer's gradient taken with create_graph and differentiated again (w.r.t. the input,
+    h0, c0 and every weight), against torch: the layer's one node recomputes its states recorded
+    under create_graph, so the second derivative sees how they depend on the inputs."""
+    vm, tm = twin(lambda m: m.LSTM(3, 4, num_layers=2, bidirectional=bidir), "float64")
+    dirs = 2 if bidir else 1
+    xv, xt = leaf_pair(rnd(steps, 2, 3, seed=21), "float64", None)
+    hv, ht = leaf_pair(rnd(2 * dirs, 2, 4, seed=22), "float64", None)
+    cv, ct = leaf_pair(rnd(2 * dirs, 2, 4, seed=23), "float64", None)
+    ov, (hnv, cnv) = vm(xv, (hv, cv))
+    ot, (hnt, cnt) = tm(xt, (ht, ct))
+    u = [rnd(*o.shape, seed=24 + k) for k, o in enumerate((ot, hnt, cnt))]
+    lv = sum(((o * vk.tensor(w)) ** 2).sum() for o, w in zip((ov, hnv, cnv), u))
+    lt = sum(((o * torch.tensor(w)) ** 2).sum() for o, w in zip((ot, hnt, cnt), u))
+    wrt_v, wrt_t = [xv, hv, cv] + list(vm.parameters()), [xt, ht, ct] + list(tm.parameters())
+    dv = vk.autograd.grad(lv, wrt_v, create_graph=True)
+    dt_ = torch.autograd.grad(lt, wrt_t, create_graph=True)
+    for k, (a, b) in enumerate(zip(dv, dt_)):
+        close(a, b, "float64", f"first derivative {k}")
+    w = [rnd(*a.shape, seed=40 + k) for k, a in enumerate(dt_)]
+    sv = vk.autograd.grad(sum((a * vk.tensor(x)).sum() for a, x in zip(dv, w)), wrt_v)
+    st = torch.autograd.grad(sum((a * torch.tensor(x)).sum() for a, x in zip(dt_, w)), wrt_t)
+    for k, (a, b) in enumerate(zip(sv, st)):
+        close(a, b, "float64", f"second derivative {k}")
+
+
+@pytest.mark.parametrize("bidir", [False, True], ids=["one_dir", "bidir"])
+def test_lstm_layer_node_gradcheck(bidir):
+    """Finite differences in float64, first and second order, through every output (out, h_n, c_n)."""
+    torch.manual_seed(0)
+    vm = nn.LSTM(2, 3, bidirectional=bidir).to(vk.float64)
+    dirs = 2 if bidir else 1
+    x = vk.tensor(rnd(3, 2, 2, seed=31)).requires_grad_()
+    h0 = vk.tensor(rnd(dirs, 2, 3, seed=32)).requires_grad_()
+    c0 = vk.tensor(rnd(dirs, 2, 3, seed=33)).requires_grad_()
+
+    def f(x, h0, c0):
+        out, (hn, cn) = vm(x, (h0, c0))
+        return out.sum() * 0.5 + (hn * hn).sum() + (cn * vk.tensor(rnd(*cn.shape, seed=34))).sum()
+    assert vk.autograd.gradcheck(f, (x, h0, c0))
+    assert vk.autograd.gradgradcheck(f, (x, h0, c0))
+
+
+def test_lstm_layer_is_one_node():
+    """The output of a plain LSTM layer comes from the layer's node, not from a chain of per-step
+    nodes (the backward is one reverse-time loop with one GEMM for W_hh's gradient)."""
+    vm = nn.LSTM(3, 4)
+    out, (hn, cn) = vm(vk.randn(5, 2, 3))
+    names = set()
+    stack = [out.grad_fn]
+    while stack and len(names) < 50:
+        node = stack.pop()
+        if node is None:
+            continue
+        names.add(node.name)
+        stack.extend(fn for fn, _ in getattr(node, "next_functions", ()))
+    assert any("LstmLayer" in n for n in names), names
+    assert not any("lstm_cell" in n.lower() for n in names), names
+
+
+def test_lstm_layer_loop_bad_shapes():
+    """The C++ time loops behind the layer's node name themselves and the shapes."""
+    xw, h, wt = vk.zeros(3, 2, 8), vk.zeros(2, 2), vk.zeros(2, 8)
+    with pytest.raises(vk.ShapeError, match="lstm_layer.*xw"):
+        vk._C._lstm_layer_forward(vk.zeros(3, 2, 6), h, h, wt, False)
+    with pytest.raises(vk.ShapeError, match=r"lstm_layer.*h0 and c0.*\[2, 2\].*got \[3, 2\]"):
+        vk._C._lstm_layer_forward(xw, vk.zeros(3, 2), h, wt, False)
+    with pytest.raises(vk.ShapeError, match="lstm_layer.*wt"):
+        vk._C._lstm_layer_forward(xw, h, h, vk.zeros(8, 2), False)
+    gates, hs, cs = vk._C._lstm_layer_forward(xw, h, h, wt, False)
+    with pytest.raises(vk.ShapeError, match="lstm_layer_backward.*gradient"):
+        vk._C._lstm_layer_backward(vk.zeros(3, 2, 2), gates, hs, cs, h, h, wt, False)
+    with pytest.raises(vk.ShapeError, match="lstm_layer_backward.*states"):
+        vk._C._lstm_layer_backward(vk.zeros(4, 2, 2), gates, hs[:2], cs, h, h, wt, False)

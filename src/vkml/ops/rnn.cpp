@@ -7,6 +7,7 @@
 #include <string>
 
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/linalg.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/shape.h"
 
@@ -130,6 +131,71 @@ Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
 }
 Tensor lstm_cell_backward(const Tensor& g, const Tensor& gates, const Tensor& c_prev) {
   return dispatch(OpKind::LstmCellBackward, {g, gates, c_prev});
+}
+
+// --- the LSTM layer's time loop (issue #16 item 2, lstm) ---
+
+namespace {
+
+void check_layer(const Tensor& xw, const Tensor& h0, const Tensor& c0, const Tensor& wt) {
+  constexpr std::string_view op = "lstm_layer";
+  VK_CHECK(xw.ndim() == 3 && xw.shape()[2] % 4 == 0, ShapeError, op,
+           ": expected xw of shape (T, B, 4 * hidden_size), got ", shape_str(xw.shape()));
+  const int64_t b = xw.shape()[1], h = xw.shape()[2] / 4;
+  VK_CHECK(h0.shape() == Shape({b, h}) && c0.shape() == Shape({b, h}), ShapeError, op,
+           ": expected h0 and c0 of shape ", shape_str({b, h}), " for xw of shape ",
+           shape_str(xw.shape()), ", got ", shape_str(h0.shape()), " and ", shape_str(c0.shape()));
+  VK_CHECK(wt.shape() == Shape({h, 4 * h}), ShapeError, op, ": expected wt (W_hh^T) of shape ",
+           shape_str({h, 4 * h}), ", got ", shape_str(wt.shape()));
+}
+
+}  // namespace
+
+LstmLayerStates lstm_layer_forward(const Tensor& xw, const Tensor& h0, const Tensor& c0,
+                                   const Tensor& wt, bool reverse) {
+  check_layer(xw, h0, c0, wt);
+  const auto n = static_cast<size_t>(xw.shape()[0]);
+  LstmLayerStates s{std::vector<Tensor>(n), std::vector<Tensor>(n), std::vector<Tensor>(n)};
+  Tensor h = h0, c = c0;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t t = reverse ? n - 1 - k : k;
+    s.gates[t] = select(xw, 0, static_cast<int64_t>(t)) + matmul(h, wt);
+    const Tensor hc = lstm_cell(s.gates[t], c);
+    h = s.hs[t] = select(hc, 0, 0);
+    c = s.cs[t] = select(hc, 0, 1);
+  }
+  return s;
+}
+
+LstmLayerGrads lstm_layer_backward(const Tensor& g, const LstmLayerStates& s, const Tensor& h0,
+                                   const Tensor& c0, const Tensor& wt, bool reverse) {
+  const int64_t n = static_cast<int64_t>(s.gates.size()), b = h0.shape()[0], h = h0.shape()[1];
+  VK_CHECK(n > 0 && g.shape() == Shape({n + 1, b, h}), ShapeError,
+           "lstm_layer_backward: expected a gradient of shape ", shape_str({n + 1, b, h}), ", got ",
+           shape_str(g.shape()));
+  const Tensor w = transpose(wt, 0, 1);
+  Tensor dh = select(g, 0, reverse ? 0 : n - 1), dc = select(g, 0, n);
+  std::vector<Tensor> das(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {  // reverse time
+    const int64_t t = reverse ? k : n - 1 - k, prev = reverse ? t + 1 : t - 1;
+    const bool first = prev < 0 || prev >= n;  // t reads h0 and c0
+    const auto ti = static_cast<size_t>(t);
+    const Tensor d = lstm_cell_backward(stack({dh, dc}, 0), s.gates[ti],
+                                        first ? c0 : s.cs[static_cast<size_t>(prev)]);
+    das[ti] = reshape(narrow(d, 0, 0, b * 4 * h), {b, 4 * h});
+    dc = reshape(narrow(d, 0, b * 4 * h, b * h), {b, h});
+    dh = first ? matmul(das[ti], w) : select(g, 0, prev) + matmul(das[ti], w);
+  }
+  // wt's gradient: sum over steps of h_prev^T dgates, as one (H, T B) @ (T B, 4H) product.
+  std::vector<Tensor> hprev(s.hs.size());
+  for (size_t t = 0; t < hprev.size(); ++t) {
+    const size_t p = reverse ? t + 1 : t - 1;  // wraps below 0: p >= size then
+    hprev[t] = p < hprev.size() ? s.hs[p] : h0;
+  }
+  const Tensor dgates = stack(das, 0);
+  const Tensor dwt = matmul(transpose(reshape(stack(hprev, 0), {n * b, h}), 0, 1),
+                            reshape(dgates, {n * b, 4 * h}));
+  return {dgates, dh, dc, dwt};
 }
 
 }  // namespace vk

@@ -4,11 +4,14 @@ constructor signatures, parameter names (weight_ih_l0, ..., _reverse, weight_hr_
 Each layer projects its whole input at once (one GEMM for every time step), then walks the steps:
 per step one GEMM with W_hh and, for the LSTM, one fused op (_C._lstm_cell: the gates'
 activations and the new cell state; its gradient is one fused op too). A PackedSequence runs
-the same walk with the batch shrinking step by step, as torch's does."""
+the same walk with the batch shrinking step by step, as torch's does. An LSTM layer without
+projection over a padded batch is one graph node instead (_LstmLayer: both time loops in C++, one
+GEMM for W_hh's gradient)."""
 
 import math
 
 from ... import _C
+from ...autograd import Function
 from .. import functional as F
 from .. import init
 from ..utils.rnn import PackedSequence
@@ -81,6 +84,31 @@ def _walk(steps, batch_sizes, h, c, w_hh, b_hh, w_hr, step, reverse):
             done_c.append(c)
             c = _C.cat(done_c[::-1], 0)
     return outs, h, c
+
+
+# --- the LSTM layer as one graph node (issue #16 item 2, lstm) ---
+class _LstmLayer(Function):
+    """A whole LSTM layer (one direction, no projection, equal lengths) as one graph node, so that
+    the backward is one reverse-time loop rather than a graph of per-step nodes: per step the fused
+    cell gradient and one GEMM for dh, the input gradient is the gates' gradients stacked (no
+    per-step slices of the (T, B, 4H) projection), and the W_hh gradient is ONE GEMM over all
+    steps instead of T small ones and T - 1 sums. Both loops run in C++ (ops/rnn.cpp). Returns
+    (T + 1, B, H): the h of every step, then the final c."""
+
+    @staticmethod
+    def forward(ctx, xw, h0, c0, wt, reverse):
+        gates, hs, cs = _C._lstm_layer_forward(xw, h0, c0, wt, reverse)
+        ctx.inputs, ctx.saved = (xw, h0, c0, wt, reverse), (gates, hs, cs)
+        return _C.stack(hs + [cs[0] if reverse else cs[-1]], 0)
+
+    @staticmethod
+    def backward(ctx, gy):
+        xw, h0, c0, wt, reverse = ctx.inputs
+        # With create_graph the saved states (computed unrecorded) do not depend on the inputs:
+        # recompute them recorded, so that the gradient is differentiable again (every op of both
+        # loops has its own rule).
+        states = _C._lstm_layer_forward(xw, h0, c0, wt, reverse) if _C.is_grad_enabled() else ctx.saved
+        return _C._lstm_layer_backward(gy, *states, h0, c0, wt, reverse) + (None,)
 
 
 class RNNBase(Module):
@@ -185,6 +213,12 @@ class RNNBase(Module):
                 if b_ih is not None:
                     bias = b_ih if self.mode == "GRU" else b_ih + b_hh
                 xw = F.linear(x, w_ih, bias)
+                if self.mode == "LSTM" and not packed and w_hr is None and x.shape[0] > 0:
+                    y = _LstmLayer.apply(xw, hx[k], cx[k], w_hh.t(), d == 1)
+                    outs_by_dir.append(y[:-1])
+                    h_n.append(y[0 if d == 1 else -2])
+                    c_n.append(y[-1])
+                    continue
                 steps = xw.split(batch_sizes, 0) if packed else xw.unbind(0)
                 outs, h, c = _walk(steps, batch_sizes, hx[k], None if cx is None else cx[k], w_hh.t(),
                                    b_hh if self.mode == "GRU" else None,
