@@ -4,12 +4,25 @@ PyTorch is the oracle (a test dependency only); numpy gives exact reference valu
 are also checked against central finite differences computed here in Python.
 """
 
+import os
+
 import numpy as np
 import torch  # the oracle: a test dependency (pyproject's [test] extra), never vkml's
 
 import vkml as vk
 
 torch.set_num_threads(1)
+
+
+def devices():
+    """The devices a test runs on: the CPU, and the Vulkan device where there is one. With
+    VKML_REQUIRE_VULKAN=1 (CI) a missing Vulkan device fails the test module, never skips it."""
+    out = ["cpu"]
+    if vk.vulkan.is_available():
+        out.append("vulkan")
+    elif os.environ.get("VKML_REQUIRE_VULKAN") == "1":
+        raise RuntimeError("VKML_REQUIRE_VULKAN=1 but the vulkan device is not available")
+    return out
 
 
 def to_np(t):

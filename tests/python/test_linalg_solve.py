@@ -8,16 +8,9 @@ import pytest
 import torch
 
 import vkml as vk
-from conftest import to_np
+from conftest import devices, to_np
 
 RNG = np.random.default_rng(15)
-
-
-def devices():
-    out = ["cpu"]
-    if vk.vulkan.is_available():
-        out.append("vulkan")
-    return out
 
 
 def well_conditioned(*shape):

@@ -5,28 +5,17 @@ lgamma and digamma), integer promotion, the in-place forms and the errors. The f
 gradient checks in float64 are the C++ op sweep's (tests/cpp/cases_math.cpp) and
 test_ops_vs_torch.py's."""
 
-import os
-
 import numpy as np
 import pytest
 import torch
 
 import vkml as vk
-from conftest import to_np
+from conftest import devices, to_np
 
 INF, NAN = float("inf"), float("nan")
 
 
-def _devices():
-    devs = ["cpu"]
-    if vk.vulkan.is_available():
-        devs.append("vulkan")
-    elif os.environ.get("VKML_REQUIRE_VULKAN") == "1":
-        devs.append("vulkan")  # fails below, as the suite requires
-    return devs
-
-
-DEVICES = _devices()
+DEVICES = devices()
 DTYPES = ["float32", "float64"]
 
 # Relative tolerance of forward values: a few ulp of each dtype (the kernels compute in double;

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import vkml as vk
-from conftest import to_np
+from conftest import devices, to_np
 
 MODES = ["linear", "lower", "higher", "midpoint", "nearest"]
 RNG = np.random.default_rng(7)
@@ -15,13 +15,6 @@ X[1, 2, 3] = X[1, 2, 1]  # a tie
 WITH_NAN = X.copy()
 WITH_NAN[0, 1, 2] = np.nan
 WITH_NAN[2, 3, :] = np.nan  # a row of NaNs only
-
-
-def devices():
-    out = ["cpu"]
-    if vk.vulkan.is_available():
-        out.append("vulkan")
-    return out
 
 
 def _q(lib, q, dtype):

@@ -9,29 +9,19 @@ standard errors; Kolmogorov-Smirnov: D * sqrt(n) < 2.7), so they cannot flake an
 wrong distribution (each bound was checked to fail on a wrong parameter)."""
 
 import math
-import os
 
 import numpy as np
 import pytest
 import torch
 
 import vkml as vk
-from conftest import numeric_grad, to_np
+from conftest import devices, numeric_grad, to_np
 
 Z = 5.5
 KS = 2.7  # P(sqrt(n) D > 2.7) < 1e-6 for the Kolmogorov distribution
 
 
-def _devices():
-    out = ["cpu"]
-    if vk.vulkan.is_available():
-        out.append("vulkan")
-    elif os.environ.get("VKML_REQUIRE_VULKAN") == "1":
-        raise RuntimeError("VKML_REQUIRE_VULKAN=1 but the vulkan device is not available")
-    return out
-
-
-DEVICES = _devices()
+DEVICES = devices()
 
 
 def _ks(samples, cdf):

@@ -9,14 +9,13 @@ quantile), so they cannot flake and still catch a wrong distribution.
 """
 
 import math
-import os
 
 import numpy as np
 import pytest
 import torch
 
 import vkml as vk
-from conftest import to_np
+from conftest import devices, to_np
 
 Z = 5.5
 
@@ -33,15 +32,6 @@ def chi2(counts, probs):
     keep = probs > 0
     e = n * probs[keep]
     return float(((counts[keep] - e) ** 2 / e).sum())
-
-
-def devices():
-    out = ["cpu"]
-    if vk.vulkan.is_available():
-        out.append("vulkan")
-    elif os.environ.get("VKML_REQUIRE_VULKAN") == "1":
-        raise RuntimeError("VKML_REQUIRE_VULKAN=1 but the vulkan device is not available")
-    return out
 
 
 # ---- vk.Generator and the default generator ----
