@@ -97,6 +97,8 @@ def arg_lists(t):
         # torch-namespace nn aliases (#15): torch.dropout(input, p, train) and its family,
         # torch.embedding(weight, indices), F.max_unpool2d of max_pool2d's indices
         (x, 0.5, True), (x, idx), (t["pooled"], t["argmax"], 2),
+        # random fills (#15): geometric_(p) wants p in (0, 1), on a tensor that does not require grad
+        (t["xc"], 0.5),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 

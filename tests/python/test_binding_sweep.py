@@ -33,6 +33,8 @@ UNREACHED_OK = {
     # tests/python/test_nn_aliases.py calls each against torch
     "vk.batch_norm", "vk.instance_norm", "vk.lstm_cell", "vk.gru_cell", "vk.rnn_tanh_cell", "vk.rnn_relu_cell",
     "vk.poisson_nll_loss", "F.affine_grid", "F.grid_sample", "F.max_unpool1d",
+    # solvers (#15): `upper` is keyword-only and required, as torch's; test_linalg_solve.py calls it
+    "linalg.solve_triangular",
 }
 
 
@@ -55,4 +57,6 @@ def test_binding_sweep_calls_everything_with_big_noncontiguous_inputs():
     # (+6: F.elu_, selu_, celu_, hardtanh_, leaky_relu_, threshold_ (nn breadth, #16) refuse a
     # tensor that requires grad, as every in-place write does in vkml, which records none)
     # (+3: vk.dropout_, alpha_dropout_, feature_dropout_ (torch-namespace aliases, #15) refuse one too)
-    assert len(s["ok_with_grad"]) >= s["called"] - 16 - 3, len(s["ok_with_grad"])
+    # (+2: Tensor.renorm_ (#15) and Tensor.float_power_, reached since the sweep has (xc, 0.5), the
+    # same)
+    assert len(s["ok_with_grad"]) >= s["called"] - 16 - 3 - 2, len(s["ok_with_grad"])

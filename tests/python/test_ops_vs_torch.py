@@ -635,7 +635,7 @@ SPECS = {
 
 
 # ---- sort and scan families (issue #15 item 4: sortscan) ----
-_NAN = float("nan")
+_NAN, _INF = float("nan"), float("inf")
 _TIES = np.array([[2, 1, _NAN, 1, 2, 0, 1, _NAN], [3, 3, 3, 3, -1, _NAN, -1, 0]])
 _ZEROS = np.array([[0.5, 0, 1.5, -2], [0.7, 1.1, 0, 0.9], [0, 2, 0, 0.8], [1.2, 0.6, -1, 1.3]])
 SPECS.update({
@@ -661,6 +661,15 @@ SPECS.update({
         Case(lambda m, x: tuple(x.kthvalue(2, 1, keepdim=True)), [F(3, 5, distinct=True)], label="kthvalue"),
         Case(lambda m, x: tuple(m.kthvalue(x, 3, 0)), [F(4, 2, distinct=True)], label="kthvalue-dim0"),
         Case(lambda m, x: x.median(), [F(3, 4, distinct=True)], label="median-all"),
+        # median_all_ties_gradient_split_regression: torch splits the gradient among the elements
+        # equal to the median (sort's rule gave it all to one); also at +-inf. No finite differences
+        # at ties (not differentiable there): the oracle is torch.
+        Case(lambda m, x: x.median(), [K(np.array([[1.0, 2, 2], [3, 2, 0]]), float_dtype=True, grad=True)],
+             label="median-all-ties", fd=False, second=False),
+        Case(lambda m, x: x.median(), [K(np.array([[_INF, _INF, _INF], [1, _INF, 2]]), float_dtype=True, grad=True)],
+             label="median-all-inf-ties", fd=False, gg=False, second=False),
+        Case(lambda m, x: x.median(), [K(np.array([[-_INF, -_INF, -_INF], [1, -_INF, 2]]), float_dtype=True, grad=True)],
+             label="median-all-neg-inf-ties", fd=False, gg=False, second=False),
         Case(lambda m, x: tuple(x.median(0)), [F(4, 3, distinct=True)], label="median-even"),
         Case(lambda m, x: tuple(m.median(x, 1, keepdim=True)), [F(2, 5, distinct=True)], label="median-odd"),
         Case(lambda m, x: tuple(x.median(1)), [K(np.array([[4, _NAN, 3], [1, 5, 2]]), float_dtype=True)],

@@ -9,11 +9,13 @@
 #include <limits>
 #include <string>
 
+#include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/index.h"
 #include "vkml/ops/indexing.h"
 #include "vkml/ops/op.h"
+#include "vkml/ops/reduction.h"
 #include "vkml/ops/scan.h"
 #include "vkml/ops/shape.h"
 
@@ -189,7 +191,18 @@ Tensor median(const Tensor& x) {
              dtype_name(x.dtype()), " tensor is undefined");
     return full({}, std::numeric_limits<double>::quiet_NaN(), x.dtype(), x.device());
   }
-  return median(reshape(x, {-1}), 0).values;
+  const Tensor picked = median(reshape(x, {-1}), 0).values;
+  if (!is_floating(x.dtype()) || !GradMode::is_enabled() || !x.requires_grad()) return picked;
+  // torch's rule for the median of all elements: the gradient is split evenly among the elements
+  // equal to it, as amax's (sort's rule would give it all to one of them). amax over the ties
+  // (the rest -inf) gives that rule and the same value, but for a median of -inf, where amin
+  // over the ties (the rest +inf) does; a NaN median keeps sort's pick.
+  const Tensor v = picked.detach();
+  const Tensor ties = eq(x.detach(), v);
+  const Tensor inf = full({}, std::numeric_limits<double>::infinity(), x.dtype(), x.device());
+  const Tensor from_below = amax(where(ties, x, neg(inf)));
+  const Tensor from_above = amin(where(ties, x, inf));
+  return where(ne(v, v), picked, where(eq(v, neg(inf)), from_above, from_below));
 }
 
 }  // namespace vk
