@@ -5,9 +5,11 @@
 
 #include <bit>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <limits>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -80,21 +82,20 @@ void* new_block(size_t cls) {
   return p;
 }
 
-// hostwait (the binding sweep's diagflat and kron): the memory the system can still give, from
-// MemAvailable (Linux), or SIZE_MAX where it says nothing. malloc hands out more than that
-// (overcommit) and the process is then killed when it touches the pages; a block beyond it is a
+// The memory the system can still give, from MemAvailable (Linux), or SIZE_MAX where it says
+// nothing. malloc hands out more than that (overcommit) and the process is then killed when it
+// touches the pages (the binding sweep's diagflat and kron were); a block beyond it is a
 // MemoryError instead. Read only for big blocks (kCheckFrom), where a file read costs nothing.
 constexpr size_t kCheckFrom = size_t{1} << 30;
 size_t memory_available() {
-  FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return SIZE_MAX;
-  char line[256];
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
   size_t kib = 0;
-  bool found = false;
-  while (!found && std::fgets(line, sizeof(line), f))
-    found = std::sscanf(line, "MemAvailable: %zu kB", &kib) == 1;
-  std::fclose(f);
-  return found ? kib * 1024 : SIZE_MAX;
+  while (meminfo >> key >> kib) {  // "MemAvailable:   123456 kB"
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return SIZE_MAX;
 }
 
 Cache& make_cache() {
