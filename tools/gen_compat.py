@@ -138,7 +138,14 @@ DIFFERENCES = [
     "factorization); `vk.linalg.LinAlgError` is a RuntimeError as torch's. The gradient of "
     "`det` at a singular matrix is not finite (torch's goes through an SVD). On the Vulkan "
     "device one workgroup factors each matrix: n <= 256 (n <= 1024 for `solve_triangular`), "
-    "larger is a `vk.SizeError`.",
+    "larger is a `vk.SizeError`. `linalg.lu`, `lu_unpack` and `linalg.lu_solve` (and the "
+    "deprecated `torch.lu`/`lu_solve`) unpack the pivots into the permutation on the device, a "
+    "few index ops per pivot. `linalg.cholesky`/`cholesky_ex`, `cholesky_solve` and "
+    "`cholesky_inverse` rest on an unblocked right-looking Cholesky (A's lower triangle read, "
+    "its upper one with `upper=True`, as LAPACK's potrf); a matrix that is not positive-definite "
+    "is found by reading L's diagonal on the host (`cholesky` only). `cholesky_solve` and "
+    "`cholesky_inverse` give the factor's unread triangle no gradient (torch's rule gives it "
+    "one; finite differences there are zero); through `cholesky` the gradients are torch's.",
 ]
 
 

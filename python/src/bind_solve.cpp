@@ -1,6 +1,7 @@
 // Bindings: the solver family (ops/solve.cpp, #15 linalg): vk.linalg's lu_factor, lu_factor_ex,
-// solve_triangular, solve, inv, det, slogdet and matrix_power (in the _C._linalg submodule,
-// arranged by vkml/linalg.py), torch's top-level inverse, det, slogdet, logdet and matrix_power
+// lu, lu_unpack, lu_solve, cholesky, cholesky_ex, solve_triangular, solve, inv, det, slogdet and
+// matrix_power (in the _C._linalg submodule, arranged by vkml/linalg.py), torch's top-level
+// inverse, cholesky, cholesky_solve, cholesky_inverse, det, slogdet, logdet and matrix_power
 // (functions and methods), and vk.linalg.LinAlgError.
 #include "bind_ops.h"
 #include "vkml/ops/solve.h"
@@ -20,6 +21,37 @@ void bind_solve(nb::module_& m, nb::class_<Tensor>& c) {
     const vk::LuFactors f = vk::lu_factor_ex(A);
     return nb::make_tuple(f.LU, f.pivots, vk::lu_info(f.LU));
   });
+  l.def(
+      "lu",
+      [](const Tensor& A) {
+        const vk::LuUnpacked r = vk::lu(A);
+        return nb::make_tuple(r.P, r.L, r.U);
+      },
+      "A"_a);
+  l.def(
+      "lu_unpack",
+      [](const Tensor& LU, const Tensor& pivots) {
+        const vk::LuUnpacked r = vk::lu_unpack(LU, pivots);
+        return nb::make_tuple(r.P, r.L, r.U);
+      },
+      "LU_data"_a, "LU_pivots"_a);
+  l.def(
+      "lu_solve",
+      [](const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left, bool adjoint) {
+        return vk::lu_solve(LU, pivots, B, left, adjoint);
+      },
+      "LU"_a, "pivots"_a, "B"_a, nb::kw_only(), "left"_a = true, "adjoint"_a = false);
+  l.def(
+      "cholesky", [](const Tensor& A, bool upper) { return vk::cholesky(A, upper); }, "A"_a,
+      nb::kw_only(), "upper"_a = false);
+  // info: the order of the first leading minor that is not positive-definite, 0 when none.
+  l.def(
+      "cholesky_ex",
+      [](const Tensor& A, bool upper) {
+        const Tensor L = vk::cholesky_ex(A, upper);
+        return nb::make_tuple(L, vk::cholesky_info(L));
+      },
+      "A"_a, nb::kw_only(), "upper"_a = false);
   l.def(
       "solve_triangular",
       [](const Tensor& A, const Tensor& B, bool upper, bool left, bool unitriangular) {
@@ -45,6 +77,17 @@ void bind_solve(nb::module_& m, nb::class_<Tensor>& c) {
       "matrix_power", [](const Tensor& A, int64_t n) { return vk::matrix_power(A, n); }, "A"_a,
       "n"_a);
   both(m, c, "inverse", [](const Tensor& x) { return vk::inv(x); });
+  both(
+      m, c, "cholesky", [](const Tensor& x, bool upper) { return vk::cholesky(x, upper); },
+      "upper"_a = false);
+  both(
+      m, c, "cholesky_solve",
+      [](const Tensor& x, const Tensor& L, bool upper) { return vk::cholesky_solve(x, L, upper); },
+      "input2"_a, "upper"_a = false);
+  both(
+      m, c, "cholesky_inverse",
+      [](const Tensor& x, bool upper) { return vk::cholesky_inverse(x, upper); },
+      "upper"_a = false);
   both(m, c, "det", [](const Tensor& x) { return vk::det(x); });
   both(m, c, "logdet", [](const Tensor& x) { return vk::logdet(x); });
   both(

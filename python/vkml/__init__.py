@@ -205,6 +205,8 @@ slogdet = linalg.slogdet
 triangular_solve = linalg._triangular_solve
 Tensor.slogdet = lambda self: linalg.slogdet(self)
 Tensor.triangular_solve = linalg._triangular_solve
+lu, lu_unpack, lu_solve = linalg._lu, linalg._lu_unpack, linalg._lu_solve
+Tensor.lu, Tensor.lu_solve = linalg._lu, linalg._lu_solve
 # ---- end of solvers (#15 linalg) ----
 
 del _name

@@ -1,8 +1,9 @@
 // Op cases for the solver family (#15 linalg): lu_factor (with row swaps: the matrices are a
-// permutation scaled by 4 plus noise, so the pivots stay put under finite differences) and
-// triangular_solve (lower, upper, unit diagonal, broadcast batch dims, the right side), and the
-// composites built on them (solve, inv, det, slogdet, matrix_power), whose gradients are the two
-// ops' rules together.
+// permutation scaled by 4 plus noise, so the pivots stay put under finite differences), cholesky
+// (of P P^T for such a P: symmetric positive-definite) and triangular_solve (lower, upper, unit
+// diagonal, broadcast batch dims, the right side), and the composites built on them (solve, inv,
+// det, slogdet, matrix_power, lu_solve, lu_unpack, cholesky_solve and cholesky_inverse), whose
+// gradients are the ops' rules together.
 #include "op_cases.h"
 #include "test_util.h"
 
@@ -17,6 +18,12 @@ Tensor permuted(const Tensor& x) {
   std::vector<double> p(static_cast<size_t>(n * n), 0.0);
   for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i * n + (i + 1) % n)] = 4.0;
   return x + to_device(values(p, {n, n}, false, x.dtype()), x.device());
+}
+
+// A symmetric positive-definite matrix: P P^T for P = permuted(x).
+Tensor spd(const Tensor& x) {
+  const Tensor p = permuted(x);
+  return matmul(p, transpose(p, -1, -2));
 }
 
 // x with 3 added on the diagonal: a well-conditioned triangle.
@@ -71,6 +78,43 @@ RegisterOpCases solve_cases({
        return V{leaf({3, 3})};
      },
      [](const V& x) { return matrix_power(permuted(x[0]), -2); }},
+    {OpKind::LuFactor, "lu_factor/lu_solve_adjoint",
+     [] {
+       return V{leaf({2, 3, 3}), leaf({3, 2})};
+     },
+     [](const V& x) {
+       const LuFactors f = lu_factor_ex(permuted(x[0]));
+       return lu_solve(f.LU, f.pivots, x[1], true, true);
+     }},
+    {OpKind::LuFactor, "lu_factor/lu_unpack",
+     [] {
+       return V{leaf({3, 3})};
+     },
+     [](const V& x) {
+       const LuFactors f = lu_factor_ex(permuted(x[0]));
+       const LuUnpacked u = lu_unpack(f.LU, f.pivots);
+       return matmul(u.P, matmul(u.L, u.U));  // A again
+     }},
+    {OpKind::Cholesky, "cholesky/batched",
+     [] {
+       return V{leaf({2, 3, 3})};
+     },
+     [](const V& x) { return cholesky(spd(x[0])); }},
+    {OpKind::Cholesky, "cholesky/upper",
+     [] {
+       return V{leaf({3, 3})};
+     },
+     [](const V& x) { return cholesky(spd(x[0]), true); }},
+    {OpKind::Cholesky, "cholesky/solve_broadcast",
+     [] {
+       return V{leaf({3, 3}), leaf({2, 3, 2})};
+     },
+     [](const V& x) { return cholesky_solve(x[1], cholesky(spd(x[0]))); }},
+    {OpKind::Cholesky, "cholesky/inverse_upper",
+     [] {
+       return V{leaf({3, 3})};
+     },
+     [](const V& x) { return cholesky_inverse(cholesky(spd(x[0]), true), true); }},
     {OpKind::TriangularSolve, "triangular_solve/lower",
      [] {
        return V{leaf({3, 3}), leaf({3, 2})};

@@ -33,6 +33,8 @@ def inputs():
     target = vk.randint(0, COLS, (2 * ROWS,))[::2]     # (192,) class indices for x's rows
     prob = vk.rand(COLS, ROWS).t() * 0.9 + 0.05        # in (0, 1)
     square = vk.randn(COLS, COLS).t()                  # (256, 256)
+    spd = (square @ square.t() + COLS * vk.eye(COLS)).t()  # symmetric positive-definite: cholesky
+    lu, piv = vk.linalg.lu_factor(square)                  # lu_unpack, lu_solve
     cols = vk.im2col(img, 3)                           # (2, 144, 900)
     pooled, argmax = vk.max_pool2d(img, 2, return_indices=True)
     # Constants that stay without grad in the grad pass (composite ops, issue #15 item 4): the
@@ -41,7 +43,7 @@ def inputs():
     imgc = vk.randn(16, 32, 32)
     return dict(x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
                 target=target, prob=prob, square=square, cols=cols, pooled=pooled, argmax=argmax,
-                one=vk.tensor(3), xc=xc, imgc=imgc)
+                one=vk.tensor(3), xc=xc, imgc=imgc, spd=spd, lu=lu, piv=piv)
 
 
 def arg_lists(t):
@@ -99,6 +101,9 @@ def arg_lists(t):
         (x, 0.5, True), (x, idx), (t["pooled"], t["argmax"], 2),
         # random fills (#15): geometric_(p) wants p in (0, 1), on a tensor that does not require grad
         (t["xc"], 0.5),
+        (t["spd"],),  # cholesky (#15 linalg): a symmetric positive-definite matrix
+        # lu_unpack(LU, pivots), lu_solve(B, LU, pivots), linalg.lu_solve(LU, pivots, B)
+        (t["lu"], t["piv"]), (x.t(), t["lu"], t["piv"]), (t["lu"], t["piv"], x.t()),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 

@@ -746,6 +746,7 @@ NANINF.update({
 NANINF.update({
     "lu_factor": lambda: tuple(vk.linalg.lu_factor_ex(_f(3, 3))) + (vk.linalg.det(_f(2, 2)),),
     "triangular_solve": lambda: vk.linalg.solve_triangular(_f(3, 3), _f(3, 2), upper=True),
+    "cholesky": lambda: tuple(vk.linalg.cholesky_ex(_f(3, 3))),
 })
 
 

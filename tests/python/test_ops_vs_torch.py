@@ -976,6 +976,12 @@ def _dominant(m, x):
     return x + m.tensor(3.0 * np.eye(x.shape[-1]), dtype=x.dtype)
 
 
+def _spd(x):
+    """A symmetric positive-definite matrix from the well-conditioned _permuted(x)."""
+    a = x + x.new_tensor(4.0 * np.roll(np.eye(x.shape[-1]), 1, axis=1))
+    return a @ a.mT
+
+
 def _unit(*shape):
     return F(*shape, lo=-1.0, hi=1.0)
 
@@ -994,6 +1000,14 @@ SPECS.update({
         Case(lambda m, a: tuple(m.linalg.slogdet(_permuted(m, a))), [_unit(3, 3)], label="slogdet"),
         Case(lambda m, a: m.logdet(_dominant(m, a)), [_unit(3, 3)], label="logdet"),
         Case(lambda m, a: m.linalg.matrix_power(_permuted(m, a), -2), [_unit(3, 3)], label="matrix_power"),
+    ],
+    "cholesky": [
+        Case(lambda m, a: m.linalg.cholesky(_spd(a)), [_unit(2, 3, 3)], label="batched"),
+        Case(lambda m, a: m.linalg.cholesky(_spd(a), upper=True), [_unit(4, 4)], label="upper"),
+        Case(lambda m, a, b: m.cholesky_solve(b, m.linalg.cholesky(_spd(a))), [_unit(3, 3), F(3, 2)],
+             label="solve"),
+        Case(lambda m, a: m.cholesky_inverse(m.linalg.cholesky(_spd(a), upper=True), upper=True),
+             [_unit(3, 3)], label="inverse-upper"),
     ],
     "triangular_solve": [
         Case(lambda m, a, b: m.linalg.solve_triangular(_dominant(m, a), b, upper=False),

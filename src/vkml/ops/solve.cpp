@@ -1,12 +1,15 @@
-// The solver family (#15 linalg). Two ops of the table:
+// The solver family (#15 linalg). Three ops of the table:
 //  - lu_factor: P A = L U of each square matrix, with partial pivoting (LAPACK getf2's order:
 //    the pivot is the first largest |a| of the column); its rule is torch's lu_factor_ex_backward
 //    written with triangular solves;
+//  - cholesky: A = L L^T from A's lower triangle; its rule is torch's cholesky_backward, again
+//    with triangular solves;
 //  - triangular_solve: X = A^-1 B for a triangular A, left side only (the right side, X A = B, is
 //    the transposed problem: transpose views are recorded around the op).
-// solve, inv, det, slogdet, logdet and matrix_power are composed of them, so their gradients
-// (and higher derivatives) follow from the two rules. Singular matrices are found by a host read
-// of U's diagonal (inv, solve, lu_factor only: det and slogdet give 0 and -inf as torch's).
+// solve, inv, det, slogdet, logdet, matrix_power, cholesky_solve and cholesky_inverse are composed
+// of them, so their gradients (and higher derivatives) follow from the three rules. Singular
+// matrices are found by a host read of U's diagonal (inv, solve, lu_factor only: det and slogdet
+// give 0 and -inf as torch's), matrices that are not positive-definite by one of L's (cholesky).
 #include "vkml/ops/solve.h"
 
 #include <algorithm>
@@ -91,6 +94,17 @@ Grads lu_grad(const GradCtx& c) {
   // P y: row i of y goes to row perm[i].
   const Tensor idx = expand(unsqueeze(c.output(2), -1), LU.shape());
   return {scatter_add(zeros_like(LU), LU.ndim() - 2, idx, y)};
+}
+
+// torch's cholesky_backward (Murray 2016, arXiv 1602.07527): P = tril(L^T g), S = P with its
+// diagonal halved and mirrored to a symmetric matrix, dA = L^-T S L^-1 (symmetric: the gradient
+// for symmetric perturbations of A, as torch's).
+Grads cholesky_grad(const GradCtx& c) {
+  const Tensor& L = c.out;
+  const Tensor p = tril(matmul(mT(L), c.grad));
+  const Tensor s = (p + mT(tril(p, -1))) * 0.5;
+  const Tensor x = tri_solve(mT(L), s, true, false);  // L^-T S
+  return {mT(tri_solve(mT(L), mT(x), true, false))};  // (L^-T (L^-T S)^T)^T = L^-T S L^-1
 }
 
 // The batch dims of A and B broadcast by recorded expand views (as matmul's).
@@ -187,6 +201,53 @@ void check_matrix_op(const Tensor& A, const char* op) {
   check_float(A, op);
 }
 
+// LU (..., m, n) and pivots (..., min(m, n)), int32 or int64, as lu_factor gives them.
+void check_pivots(const Tensor& LU, const Tensor& pivots, const char* op) {
+  VK_CHECK(LU.ndim() >= 2, ShapeError, op, ": LU must have at least 2 dimensions, got shape ",
+           shape_str(LU.shape()));
+  check_float(LU, op);
+  VK_CHECK(pivots.dtype() == DType::Int32 || pivots.dtype() == DType::Int64, DTypeError, op,
+           ": pivots must be an int32 or int64 tensor, got ", dtype_name(pivots.dtype()));
+  Shape want = batch_of(LU);
+  want.push_back(std::min(LU.shape()[LU.ndim() - 2], LU.shape().back()));
+  VK_CHECK(pivots.shape() == want, ShapeError, op, ": expected pivots of shape ", shape_str(want),
+           " for LU of shape ", shape_str(LU.shape()), ", got ", shape_str(pivots.shape()));
+}
+
+// The permutation LAPACK's 1-based pivots describe, as lu_factor_ex's perm (row i of L U is row
+// perm[i] of A): the swaps applied in order to 0 .. m-1, each a few index ops on the device.
+Tensor perm_of_pivots(const Tensor& pivots, int64_t m) {
+  NoGradGuard no_grad;
+  Shape shape = pivots.shape();
+  shape.back() = m;
+  const Tensor pos = arange(0, m, 1, DType::Int64, pivots.device());
+  const Tensor rows = cast(pivots, DType::Int64) - 1;
+  Tensor perm = expand(pos, shape);
+  for (int64_t s = 0; s < pivots.shape().back(); ++s) {
+    const Tensor j = narrow(rows, -1, s, 1);
+    const Tensor at_s = narrow(perm, -1, s, 1), at_j = gather(perm, -1, j);
+    const Tensor is_s = eq(pos, full({}, s, DType::Int64, pos.device()));
+    perm = where(is_s, at_j, where(eq(pos, j), at_s, perm));
+  }
+  return perm;
+}
+
+// P (..., m, m) with P[perm[i], i] = 1, in dtype.
+Tensor permutation_matrix(const Tensor& perm, DType dtype) {
+  const int64_t m = perm.shape().back();
+  const Tensor pos = arange(0, m, 1, DType::Int64, perm.device());
+  return mT(cast(eq(unsqueeze(perm, -1), pos), dtype));
+}
+
+// P, L (unit diagonal, m x k) and U (k x n) from LU (..., m, n) and its perm.
+LuUnpacked unpack(const Tensor& LU, const Tensor& perm) {
+  const int64_t m = LU.shape()[LU.ndim() - 2], n = LU.shape().back(), k = std::min(m, n);
+  const Tensor rows = unsqueeze(arange(0, m, 1, DType::Int64, LU.device()), -1);
+  const Tensor unit = cast(eq(rows, arange(0, k, 1, DType::Int64, LU.device())), LU.dtype());
+  const Tensor L = tril(narrow(LU, -1, 0, k), -1) + unit;
+  return {permutation_matrix(perm, LU.dtype()), L, triu(narrow(LU, -2, 0, k))};
+}
+
 }  // namespace
 
 void add_solve_ops(OpList& ops) {
@@ -207,6 +268,20 @@ void add_solve_ops(OpList& ops) {
        .grad_doc = "torch's lu_factor_ex_backward: dA = P L^-T (tril(L^T tril(g, -1), -1) + "
                    "triu(triu(g) U^T)) U^-T, the solves by triangular_solve and P by scatter_add "
                    "along perm"});
+  ops.push_back(
+      {.kind = OpKind::Cholesky,
+       .name = "cholesky",
+       .arity = 1,
+       .signature = "cholesky(A) -> L",
+       .summary = "A = L L^T of each symmetric positive-definite matrix (batched; "
+                  "float32/float64), read from A's lower triangle (LAPACK potrf's): "
+                  "right-looking, L's strict upper triangle zero. A leading minor that is not "
+                  "positive-definite leaves a NaN or zero on L's diagonal from there on "
+                  "(cholesky_info reads it on the device)",
+       .infer = infer_lu,
+       .grad = cholesky_grad,
+       .grad_doc = "torch's cholesky_backward: P = tril(L^T g), S = (P + tril(P, -1)^T) / 2, "
+                   "dA = L^-T S L^-1 by two triangular_solves (symmetric)"});
   ops.push_back(
       {.kind = OpKind::TriangularSolve,
        .name = "triangular_solve",
@@ -236,6 +311,89 @@ Tensor lu_info(const Tensor& LU) {
     return zeros(Shape(d.shape().begin(), d.shape().end() - 1), DType::Int32, d.device());
   const Tensor any = amax(z, {-1});
   return cast(any * (argmax(z, -1) + 1), DType::Int32);
+}
+
+LuUnpacked lu_unpack(const Tensor& LU, const Tensor& pivots) {
+  check_pivots(LU, pivots, "lu_unpack");
+  return unpack(LU, perm_of_pivots(pivots, LU.shape()[LU.ndim() - 2]));
+}
+
+LuUnpacked lu(const Tensor& A) {
+  check_matrix_op(A, "linalg.lu");
+  const LuFactors f = lu_factor_ex(A);
+  return unpack(f.LU, f.perm);
+}
+
+Tensor lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left, bool adjoint) {
+  const char* op = "linalg.lu_solve";
+  check_matrix_op(LU, op);
+  check_pivots(LU, pivots, op);
+  VK_CHECK(B.ndim() >= 2, ShapeError, op,
+           ": the input tensor B must have at least 2 dimensions, got shape ",
+           shape_str(B.shape()));
+  if (!left) return mT(lu_solve(LU, pivots, mT(B), true, !adjoint));
+  const int64_t n = LU.shape().back();
+  VK_CHECK(B.shape()[B.ndim() - 2] == n, ShapeError, op,
+           ": incompatible shapes of A and B for the equation AX = B (", shape_str(LU.shape()),
+           " and ", shape_str(B.shape()), ")");
+  const Shape batch = batch_broadcast(LU, B, op);
+  Shape sa = batch, sb = batch, sp = batch;
+  sa.insert(sa.end(), {n, n});
+  sb.insert(sb.end(), {n, B.shape().back()});
+  sp.push_back(n);
+  const Tensor lu_e = expand(LU, sa), b = expand(B, sb);
+  const Tensor idx = expand(unsqueeze(perm_of_pivots(expand(pivots, sp), n), -1), sb);
+  if (!adjoint)  // L U X = P^T B: B's rows gathered by perm, then the two triangles
+    return tri_solve(lu_e, tri_solve(lu_e, gather(b, -2, idx), false, true), true, false);
+  // U^T L^T (P^T X) = B: the transposed triangles, then row i of the result goes to row perm[i]
+  const Tensor z = tri_solve(mT(lu_e), tri_solve(mT(lu_e), b, false, false), true, true);
+  return scatter_add(zeros_like(z), -2, idx, z);
+}
+
+Tensor cholesky_ex(const Tensor& A, bool upper) {
+  if (upper) return mT(dispatch(OpKind::Cholesky, {mT(A)}));
+  return dispatch(OpKind::Cholesky, {A});
+}
+
+Tensor cholesky_info(const Tensor& L) {
+  NoGradGuard no_grad;
+  const Tensor d = diagonal(L, 0, -2, -1);
+  if (d.shape().back() == 0)
+    return zeros(Shape(d.shape().begin(), d.shape().end() - 1), DType::Int32, d.device());
+  // Not "d <= 0": a NaN pivot fails too, as LAPACK's.
+  const Tensor bad = cast(logical_not(gt(d, zeros({}, d.dtype(), d.device()))), DType::Int32);
+  return cast(amax(bad, {-1}) * (argmax(bad, -1) + 1), DType::Int32);
+}
+
+Tensor cholesky(const Tensor& A, bool upper) {
+  const char* op = "linalg.cholesky";
+  check_matrix_op(A, op);
+  const Tensor L = cholesky_ex(A, upper);
+  const Tensor info = host_read(cholesky_info(L));  // on the Vulkan device: waits for the factor
+  const int32_t* p = info.data<int32_t>();
+  for (int64_t b = 0; b < info.numel(); ++b)
+    if (p[b] != 0)
+      throw LinAlgError(detail::cat(
+          op, ": ", batch_prefix(A, b),
+          "The factorization could not be completed because the input is not positive-definite "
+          "(the leading minor of order ",
+          p[b], " is not positive-definite)."));
+  return L;
+}
+
+Tensor cholesky_solve(const Tensor& B, const Tensor& L, bool upper) {
+  const char* op = "cholesky_solve";
+  check_matrix_op(L, op);
+  VK_CHECK(B.ndim() >= 2 && B.shape()[B.ndim() - 2] == L.shape().back(), ShapeError, op,
+           ": incompatible shapes of A and B for the equation AX = B (", shape_str(L.shape()),
+           " and ", shape_str(B.shape()), ")");
+  const Tensor lower = upper ? mT(L) : L;  // A = lower lower^T
+  return tri_solve(mT(lower), tri_solve(lower, B, false, false), true, false);
+}
+
+Tensor cholesky_inverse(const Tensor& L, bool upper) {
+  check_matrix_op(L, "cholesky_inverse");
+  return cholesky_solve(identity_like(L), L, upper);
 }
 
 TensorPair lu_factor(const Tensor& A) {

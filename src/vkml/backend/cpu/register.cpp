@@ -148,6 +148,7 @@ void register_backend() {
       {OpKind::Fmod, cpu::fmod},
       // solvers (#15 linalg)
       {OpKind::LuFactor, cpu::lu_factor},
+      {OpKind::Cholesky, cpu::cholesky},
       {OpKind::TriangularSolve, cpu::triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);

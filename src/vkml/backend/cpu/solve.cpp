@@ -1,6 +1,6 @@
-// The solver family on the CPU (#15 linalg): an unblocked right-looking LU (LAPACK getf2's order)
-// and substitution, each matrix on one thread, in the same order of operations as the Vulkan
-// shaders so the two devices agree to rounding.
+// The solver family on the CPU (#15 linalg): an unblocked right-looking LU (LAPACK getf2's order),
+// a right-looking Cholesky and substitution, each matrix on one thread, in the same order of
+// operations as the Vulkan shaders so the two devices agree to rounding.
 #include "vkml/backend/cpu/solve.h"
 
 #include <algorithm>
@@ -48,6 +48,24 @@ void lu_one(T* a, int64_t n, int32_t* piv, int64_t* perm) {
   }
 }
 
+// A = L L^T of one n x n row-major matrix in place, from its lower triangle (right-looking, the
+// shader's order): l_kk = sqrt(a_kk), the column below divided by it, the trailing lower triangle
+// updated. A non-positive pivot leaves a NaN or zero l_kk for cholesky_info to find. The strict
+// upper triangle is zeroed.
+template <class T>
+void cholesky_one(T* a, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T diag = std::sqrt(a[k * n + k]);
+    a[k * n + k] = diag;
+    for (int64_t i = k + 1; i < n; ++i) a[i * n + k] /= diag;
+    for (int64_t i = k + 1; i < n; ++i) {
+      const T lik = a[i * n + k];
+      for (int64_t j = k + 1; j <= i; ++j) a[i * n + j] -= lik * a[j * n + k];
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) std::fill(a + i * n + i + 1, a + i * n + n, T(0));
+}
+
 // X = A^-1 B in place of B (n x k row-major): x[i] = (b[i] - sum a[i][j] x[j]) / a[i][i], the j
 // in the order the shader subtracts them (ascending for lower, descending for upper).
 template <class T>
@@ -88,6 +106,23 @@ VK_KERNEL(lu_factor) {
     });
   });
   return {lu, pivots, perm};
+}
+
+VK_KERNEL(cholesky) {
+  (void)a;
+  const Tensor A = contiguous_copy(in[0]);
+  const int64_t n = A.shape().back();
+  const int64_t batch = batch_count(A.shape());
+  Tensor l = Tensor::empty(m.shape, m.dtype);
+  if (l.numel() == 0) return l;
+  VK_DISPATCH_FLOAT(m.dtype, "cholesky", {
+    std::memcpy(l.data<T>(), A.data<T>(), static_cast<size_t>(A.numel()) * sizeof(T));
+    T* out = l.data<T>();
+    parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) cholesky_one(out + b * n * n, n);
+    });
+  });
+  return l;
 }
 
 VK_KERNEL(triangular_solve) {

@@ -1,6 +1,6 @@
-// The solver family's CPU kernels (#15 linalg): LU factorization with partial pivoting and
-// triangular solves, one matrix per work item of the pool (each matrix sequential, so results do
-// not depend on the thread count). The update order is the Vulkan shaders' (solve.comp).
+// The solver family's CPU kernels (#15 linalg): LU factorization with partial pivoting, Cholesky
+// and triangular solves, one matrix per work item of the pool (each matrix sequential, so results
+// do not depend on the thread count). The update order is the Vulkan shaders' (solve.comp).
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
@@ -8,6 +8,8 @@ namespace vk::cpu {
 
 // in: A (..., n, n) float32/float64. Out: LU (contiguous), pivots (int32, 1-based), perm (int64).
 VK_KERNEL(lu_factor);
+// in: A (..., n, n) float32/float64, its lower triangle read. Out: L (contiguous, upper zeroed).
+VK_KERNEL(cholesky);
 // in: A (..., n, n), B (..., n, k), equal batch dims, one dtype; attrs.triangular. Out: X.
 VK_KERNEL(triangular_solve);
 

@@ -146,6 +146,7 @@ void register_backend() {
       // ---- end of math ops (#15) ----
       // solvers (#15 linalg)
       {OpKind::LuFactor, lu_factor},
+      {OpKind::Cholesky, cholesky},
       {OpKind::TriangularSolve, triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);

@@ -1,7 +1,7 @@
-// The solver family on the Vulkan device (#15 linalg, shaders/solve.comp): LU factorization and
-// triangular solves, one workgroup cooperating per matrix (per 16 columns of B for the solves),
-// float32 and float64 (shaderFloat64). The inputs are copied into the outputs first (a strided
-// copy) and factored or solved there in place. Deterministic: fixed trees, fixed orders.
+// The solver family on the Vulkan device (#15 linalg, shaders/solve.comp): LU factorization,
+// Cholesky and triangular solves, one workgroup cooperating per matrix (per 16 columns of B for the
+// solves), float32 and float64 (shaderFloat64). The inputs are copied into the outputs first (a
+// strided copy) and factored or solved there in place. Deterministic: fixed trees, fixed orders.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -19,7 +19,8 @@ struct SolveParams {
 static_assert(sizeof(SolveParams) == 20, "solve.comp's push constants");
 
 // The largest n each shader takes within lavapipe's 65535 loop iterations per invocation
-// (solve.comp's counts: LU about n^3 / 768 + 12 n, TRSM about n^2 / 32 + 2 n).
+// (solve.comp's counts: LU about n^3 / 768 + 12 n, Cholesky n^3 / 768 + 4 n, TRSM about
+// n^2 / 32 + 2 n).
 constexpr int64_t kMaxLu = 256, kMaxTrsm = 1024;
 constexpr int64_t kCols = 16;          // TRSM's columns per workgroup
 constexpr int64_t kMaxGroups = 65535;  // per dispatch dimension (the guaranteed minimum)
@@ -68,6 +69,31 @@ VK_KERNEL(lu_factor) {
     context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1}, 3);
   }
   return {lu, pivots, perm};
+}
+
+VK_KERNEL(cholesky) {
+  (void)a;
+  const char* op = "cholesky";
+  const std::string suffix = rows::dtype_suffix(m.dtype, op);
+  const int64_t n = m.shape.back();
+  VK_CHECK(n <= kMaxLu, SizeError, op, ": ", n, " x ", n,
+           " matrices are larger than the vulkan backend factors (", kMaxLu, " x ", kMaxLu,
+           "); factor them on the cpu");
+  check_size(in[0], op);
+  Tensor l = Tensor::empty(m.shape, m.dtype, m.device);
+  if (l.numel() == 0) return l;
+  copy_into(l, in[0]);
+  const std::vector<Buffer*> buffers = bound_buffers({&l}, op);
+  const Pipeline& pipe = pipeline_of("cholesky_" + suffix, buffers.size());
+  const int64_t batch = batch_count(m.shape);
+  SolveParams p;
+  p.n = static_cast<uint32_t>(n);
+  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
+    p.batch_base = static_cast<uint32_t>(b0);
+    const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
+    context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1}, 1);
+  }
+  return l;
 }
 
 VK_KERNEL(triangular_solve) {

@@ -7,6 +7,11 @@
 //         whole, then when the pivot is nonzero the column below is divided by it and the trailing
 //         block updated. The CPU's order of operations (backend/cpu/solve.cpp). About n^3 / 768
 //         + 12 n iterations per invocation: the host keeps n <= 256.
+//   CHOL  A = L L^T in place (a: the matrix copied in; its lower triangle read): per column k,
+//         l_kk = sqrt(a_kk), the column below divided by it, then the trailing lower triangle
+//         updated, a_ij -= l_ik l_jk (right-looking, the CPU's order); a non-positive a_kk gives
+//         a NaN or zero l_kk that the host finds (the LAPACK info). The strict upper triangle is
+//         zeroed last. About n^3 / 768 + 4 n iterations per invocation: the host keeps n <= 256.
 //   TRSM  X = A^-1 B in place (x: B copied in), A triangular, for a block of up to 16 columns of
 //         B per workgroup: row i divided by a[i][i] (unless unitriangular), then subtracted from
 //         the rows still to solve, in the CPU's order. About n^2 / 32 + 2 n iterations.
@@ -29,8 +34,38 @@ layout(push_constant) uniform Params {
   int a_offset;     // TRSM: A's first element
 } p;
 
-#if defined(LU)
+#if defined(LU) || defined(CHOL)
 layout(std430, binding = 0) coherent buffer LUBuf { T a[]; };
+#endif
+
+#if defined(CHOL)
+void sync() {
+  memoryBarrierBuffer();
+  barrier();
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint n = p.n;
+  const uint base = (p.batch_base + gl_WorkGroupID.x) * n * n;
+  for (uint k = 0u; k < n; ++k) {
+    if (t == 0u) a[base + k * n + k] = sqrt(a[base + k * n + k]);
+    sync();
+    const T diag = a[base + k * n + k];
+    for (uint i = k + 1u + t; i < n; i += LANES) a[base + i * n + k] = a[base + i * n + k] / diag;
+    sync();
+    const uint m = n - k - 1u;
+    for (uint e = t; e < m * m; e += LANES) {
+      const uint i = k + 1u + e / m, j = k + 1u + e % m;
+      if (j <= i) a[base + i * n + j] -= a[base + i * n + k] * a[base + j * n + k];
+    }
+    sync();
+  }
+  for (uint e = t; e < n * n; e += LANES)
+    if (e % n > e / n) a[base + e] = T(0);
+}
+
+#elif defined(LU)
 layout(std430, binding = 1) coherent buffer PivBuf { int piv[]; };
 layout(std430, binding = 2) coherent buffer PermBuf { uint perm[]; };
 
