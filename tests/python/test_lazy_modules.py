@@ -7,6 +7,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import save_file
 
 import vkml as vk
 from vkml import nn
@@ -134,7 +135,7 @@ LAZY_ARGS = {"LazyLinear": (4,), "LazyConv2d": (4, 3), "LazyConvTranspose1d": (4
 
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("lazy,full,shape", NON_LAZY, ids=[c[0] for c in NON_LAZY])
-def test_load_state_dict_before_first_call_takes_the_checkpoint_shapes(lazy, full, shape, device):
+def test_load_state_dict_before_first_call_takes_the_checkpoint_shapes(lazy, full, shape, device, tmp_path):
     kw = {"affine": True, "track_running_stats": True} if full[0] == "InstanceNorm1d" else {}
     tm = getattr(torch.nn, full[0])(*full[1], **kw, dtype=torch.float64)
     if full[0] in ("BatchNorm2d", "InstanceNorm1d"):  # running stats and affine parameters that are not defaults
@@ -144,7 +145,9 @@ def test_load_state_dict_before_first_call_takes_the_checkpoint_shapes(lazy, ful
                 p.uniform_(-1, 1)
         tm.eval()
     vm = getattr(nn, lazy)(*LAZY_ARGS.get(lazy, ()), device=device, dtype=vk.float64)
-    assert str(vm.load_state_dict(_vk_state(tm))) == "<All keys matched successfully>"
+    path = str(tmp_path / "full.safetensors")  # a torch checkpoint of the non-lazy layer
+    save_file({k: v.contiguous() for k, v in tm.state_dict().items()}, path)
+    assert str(vm.load_state_dict(vk.load(path))) == "<All keys matched successfully>"
     assert type(vm).__name__ == lazy and not vm.has_uninitialized_params()
     assert getattr(vm, vm._inferred) == full[1][0]  # in_features etc. read from the checkpoint
     vm.train(tm.training)
