@@ -3,3 +3,5 @@
 from . import functional, init, utils
 from .modules import *  # noqa: F401,F403
 from .modules import Module, Parameter
+from . import parameter  # vk.nn.parameter, as torch.nn.parameter (lazy modules)
+from .parameter import UninitializedBuffer, UninitializedParameter

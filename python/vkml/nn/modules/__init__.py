@@ -69,3 +69,10 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
 from .more import *  # noqa: E402,F401,F403
 from . import more as _more  # noqa: E402
 __all__ += _more.__all__
+# lazy modules (torch.nn.Lazy*): nn/modules/lazy.py; InstanceNorm3d for LazyInstanceNorm3d
+from .normalization import InstanceNorm3d  # noqa: E402
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,  # noqa: E402
+                   LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+                   LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
+from . import lazy as _lazy  # noqa: E402
+__all__ += ["InstanceNorm3d"] + _lazy._LAZY

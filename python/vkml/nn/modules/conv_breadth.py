@@ -56,12 +56,6 @@ class _ConvTransposeNd(_ConvNd):
         return fn(input, self.weight, self.bias, self.stride, self.padding,
                   self._output_padding(input, output_size), self.groups, self.dilation)
 
-    def extra_repr(self):
-        s = super().extra_repr()
-        if self.output_padding != (0,) * self._n:
-            s += f", output_padding={self.output_padding}"
-        return s
-
 
 class ConvTranspose1d(_ConvTransposeNd):
     _n = 1

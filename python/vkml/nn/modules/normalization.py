@@ -185,3 +185,7 @@ class InstanceNorm1d(_InstanceNorm):
 
 class InstanceNorm2d(_InstanceNorm):
     _expected_dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):  # for LazyInstanceNorm3d (torch.nn.InstanceNorm3d)
+    _expected_dims = (4, 5)
