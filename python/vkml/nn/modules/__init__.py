@@ -69,3 +69,8 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
 from .more import *  # noqa: E402,F401,F403
 from . import more as _more  # noqa: E402
 __all__ += _more.__all__
+# porting breadth (#15): Buffer, NLLLoss2d, SyncBatchNorm
+from .loss import NLLLoss2d  # noqa: E402
+from .module import Buffer  # noqa: E402
+from .normalization import SyncBatchNorm  # noqa: E402
+__all__ += ["Buffer", "NLLLoss2d", "SyncBatchNorm"]
