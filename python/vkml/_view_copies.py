@@ -43,7 +43,9 @@ def unfold(self, dimension, size, step):
 # ---- the *_copy functions: a view op, then a copy ----
 
 def view_copy(input, size):
-    return input.view(size).clone()
+    """input's elements in `size`, copied. torch's view_copy takes any input, a non-contiguous one
+    too (it is the functional form of view): reshape, then a copy."""
+    return input.reshape(size).clone()
 
 
 def permute_copy(input, dims):

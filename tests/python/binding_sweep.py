@@ -99,6 +99,9 @@ def arg_lists(t):
         (x, 0.5, True), (x, idx), (t["pooled"], t["argmax"], 2),
         # random fills (#15): geometric_(p) wants p in (0, 1), on a tensor that does not require grad
         (t["xc"], 0.5),
+        # porting breadth (#15): empty_strided(size, stride), empty_permuted(size, physical_layout)
+        # and Tensor.new_empty_strided: a size and a same-length stride (or permutation)
+        ((ROWS, COLS), (1, 0)), (x, (ROWS, COLS), (1, 0)),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 

@@ -95,6 +95,14 @@ def test_copy_functions_match_torch_and_own_their_memory(device, name, shape, ar
         _grads_match(lambda x: getattr(vk, name)(x, *args), lambda x: getattr(torch, name)(x, *args), a, device)
 
 
+def test_view_copy_of_a_non_contiguous_input():
+    """torch's view_copy is view's functional form: a transposed input is fine (its view is not)."""
+    a = RNG.standard_normal((3, 4))
+    _grads_match(lambda x: vk.view_copy(x.t(), [-1]), lambda x: torch.view_copy(x.t(), [-1]), a, "cpu")
+    with pytest.raises(vk.ShapeError, match="reshape"):  # vkml's type for a shape that does not fit
+        vk.view_copy(vk.ones(3, 4), [5])
+
+
 def test_detach_copy_has_no_graph():
     # (torch's result carries a NotImplemented grad_fn: it cannot be differentiated either)
     assert not vk.detach_copy(vk.ones(3, requires_grad=True)).requires_grad
