@@ -157,8 +157,9 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
 
 def _asarray_tensor(obj, dtype, device, copy):
     wanted_dtype = obj.dtype if dtype is None else dtype
-    wanted_device = obj.device if device is None else _C.device(device) if isinstance(device, str) else device
-    if wanted_dtype != obj.dtype or str(wanted_device) != str(obj.device):
+    # the device as a tensor made there reports it ("vulkan" and "vulkan:0" are one device)
+    wanted_device = obj.device if device is None else _C.empty(0, device=device).device
+    if wanted_dtype != obj.dtype or wanted_device != obj.device:
         if copy is False:
             raise ValueError(f"can't alias tensor with dtype {obj.dtype} on {obj.device} into dtype "
                              f"{wanted_dtype} on {wanted_device}.")

@@ -20,7 +20,7 @@ def unfold(self, dimension, size, step):
     """Windows of `size` elements every `step` along `dimension`, as a new last dimension (torch's
     Tensor.unfold). torch returns a strided view; here one index_select of the computed window
     indices gives the same values, and its backward (a scatter-add) the same gradient, where
-    windows overlap too."""
+    windows overlap too; being a copy, writing into the result leaves self unchanged."""
     if self.ndim == 0:
         _wrap(dimension, 0, "unfold")
         return unfold(self.reshape(1), 0, size, step).reshape(-1)

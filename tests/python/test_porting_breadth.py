@@ -108,7 +108,8 @@ def test_detach_copy_has_no_graph():
     assert not vk.detach_copy(vk.ones(3, requires_grad=True)).requires_grad
 
 
-@pytest.mark.parametrize("name,args", [("split_copy", (2,)), ("split_copy", (3, 1)), ("split_with_sizes_copy", ([1, 3],)),
+@pytest.mark.parametrize("name,args", [("split_copy", (2,)), ("split_copy", (3, 1)),
+                                       ("split_with_sizes_copy", ([1, 3],)),
                                        ("unbind_copy", (1,)), ("unsafe_split", (3,)), ("unsafe_chunk", (3,)),
                                        ("unsafe_chunk", (2, 1)), ("unsafe_split_with_sizes", ([2, 2], 1))])
 def test_tuple_results_match_torch(name, args):
@@ -339,12 +340,15 @@ def test_asarray_device(device):
     v = vk.asarray([1.0, 2.0], device=device)
     assert v.device == vk.ones(1, device=device).device
     assert vk.asarray(np.arange(3.0), device=device).device == v.device
+    assert vk.asarray(v, device=device, copy=False) is v  # "vulkan" names the tensor's "vulkan:0"
+    assert vk.asarray(v, device=vk.ones(1, device=device).device) is v
 
 
 @pytest.mark.parametrize("dtype,fmt", [("float32", "f"), ("float64", "d"), ("int32", "i"), ("int64", "q")])
 def test_frombuffer_reads_like_torch(dtype, fmt):
     buf = bytearray(struct.pack("<6" + fmt, *range(1, 7)))
-    for kw in (dict(), dict(count=2), dict(offset=struct.calcsize(fmt) * 2), dict(count=3, offset=struct.calcsize(fmt))):
+    item = struct.calcsize(fmt)
+    for kw in (dict(), dict(count=2), dict(offset=item * 2), dict(count=3, offset=item)):
         v = vk.frombuffer(buf, dtype=getattr(vk, dtype), **kw)
         t = torch.frombuffer(buf, dtype=getattr(torch, dtype), **kw)
         assert v.dtype == getattr(vk, dtype)
@@ -358,7 +362,8 @@ def test_frombuffer_reads_like_torch(dtype, fmt):
 @pytest.mark.parametrize("buf,kw,msg", [(bytearray(8), dict(count=3), "must not be greater than actual buffer length"),
                                         (bytearray(8), dict(offset=9), "offset .9 bytes. must be non-negative"),
                                         (bytearray(7), {}, "must be a multiple of element size .4."),
-                                        (bytearray(0), {}, "must not be 0"), (bytearray(8), dict(count=0), "must not be 0"),
+                                        (bytearray(0), {}, "must not be 0"),
+                                        (bytearray(8), dict(count=0), "must not be 0"),
                                         ([1, 2], {}, "buffer protocol")])
 def test_frombuffer_errors_are_torchs(buf, kw, msg):
     with pytest.raises(ValueError):
@@ -464,7 +469,8 @@ def test_sync_batchnorm_errors_and_convert():
         vk.nn.SyncBatchNorm(3)(vk.ones(3))
     with pytest.raises(ValueError, match="number of input channels should be non-zero"):
         vk.nn.SyncBatchNorm(0)(vk.ones(2, 0))
-    net = vk.nn.Sequential(vk.nn.Conv2d(1, 2, 3), vk.nn.BatchNorm2d(2), vk.nn.Sequential(vk.nn.BatchNorm1d(4, affine=False)))
+    inner = vk.nn.Sequential(vk.nn.BatchNorm1d(4, affine=False))
+    net = vk.nn.Sequential(vk.nn.Conv2d(1, 2, 3), vk.nn.BatchNorm2d(2), inner)
     net.eval()
     w = net[1].weight
     out = vk.nn.SyncBatchNorm.convert_sync_batchnorm(net, process_group="pg")
@@ -534,7 +540,8 @@ def test_adafactor_batched_matrices_and_state_dict_from_torch():
     np.testing.assert_allclose(to_np(pv), to_np(pt), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("kw,msg", [(dict(lr=-1.0), "Learning rate should be >= 0"), (dict(beta2_decay=0.5), "beta2_decay"),
+@pytest.mark.parametrize("kw,msg", [(dict(lr=-1.0), "Learning rate should be >= 0"),
+                                    (dict(beta2_decay=0.5), "beta2_decay"),
                                     (dict(eps=(-1.0, 1e-3)), "epsilon1"), (dict(eps=(None, -1.0)), "epsilon2"),
                                     (dict(d=0.5), "Clipping threshold d"), (dict(weight_decay=-1.0), "weight_decay")])
 def test_adafactor_bad_arguments_are_torchs(kw, msg):
