@@ -425,6 +425,16 @@ def test_buffer_keeps_requires_grad_and_pickles():
     assert vk.nn.Buffer().numel() == 0
 
 
+@pytest.mark.parametrize("name,exc", [("weight", TypeError), ("plain", KeyError), ("inner", TypeError)])
+def test_buffer_over_another_kind_of_attribute_is_torchs_error(name, exc):
+    for mod in (torch, vk):
+        m = mod.nn.Linear(2, 2)
+        m.plain = 3
+        m.inner = mod.nn.Linear(1, 1)
+        with pytest.raises(exc):
+            setattr(m, name, mod.nn.Buffer(mod.ones(1)))
+
+
 def test_buffer_before_module_init_is_an_error():
     class Early(vk.nn.Module):
         def __init__(self):

@@ -120,10 +120,7 @@ class Module:
             modules[name] = None
             return
         buffers = self.__dict__.get("_buffers")
-        if isinstance(value, Buffer):
-            if buffers is None:
-                raise AttributeError("cannot assign buffer before Module.__init__() call")
-            self._remove_from(name)
+        if isinstance(value, Buffer):  # (after the parameter and module names, as torch)
             self.register_buffer(name, value, value.persistent)
             return
         if buffers is not None and name in buffers:
