@@ -264,7 +264,7 @@ def install(namespace):
     Tensor.mvlgamma = mvlgamma
     Tensor.mvlgamma_ = _mvlgamma_
     Tensor.histogram = histogram
-    Tensor.is_conj = lambda self: False
-    Tensor.is_inference = lambda self: False
+    Tensor.is_conj = is_conj
+    Tensor.is_inference = is_inference
     Tensor.new_empty_strided = _new_empty_strided
     namespace["return_types"].histogram = histogram_type
