@@ -102,6 +102,8 @@ def arg_lists(t):
         # porting breadth (#15): empty_strided(size, stride), empty_permuted(size, physical_layout)
         # and Tensor.new_empty_strided: a size and a same-length stride (or permutation)
         ((ROWS, COLS), (1, 0)), (x, (ROWS, COLS), (1, 0)),
+        # ... and mvlgamma_(p): an int p >= 1, on a tensor that does not require grad
+        (t["xc"], 2),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 
