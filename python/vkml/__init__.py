@@ -383,3 +383,13 @@ from . import _nanmedian  # noqa: E402  (torch.nanmedian / Tensor.nanmedian)
 if not _os.environ.get("VKML_STUBGEN"):
     _nanmedian.install(globals())
 # ---- end torch-namespace nn aliases ----
+
+# ---- porting breadth (#15): unfold, the *_copy functions, unsafe_split/chunk, adjoint/mH/H
+# (vkml/_view_copies.py); mvlgamma, histogram, asarray, frombuffer, empty_strided/permuted,
+# get_device/is_conj/is_inference (vkml/_porting_breadth.py) ----
+from . import _porting_breadth, _view_copies  # noqa: E402
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _view_copies.install(globals())
+    _porting_breadth.install(globals())
+# ---- end porting breadth ----

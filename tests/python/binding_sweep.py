@@ -104,6 +104,11 @@ def arg_lists(t):
         (t["spd"],),  # cholesky (#15 linalg): a symmetric positive-definite matrix
         # lu_unpack(LU, pivots), lu_solve(B, LU, pivots), linalg.lu_solve(LU, pivots, B)
         (t["lu"], t["piv"]), (x.t(), t["lu"], t["piv"]), (t["lu"], t["piv"], x.t()),
+        # porting breadth (#15): empty_strided(size, stride), empty_permuted(size, physical_layout)
+        # and Tensor.new_empty_strided: a size and a same-length stride (or permutation)
+        ((ROWS, COLS), (1, 0)), (x, (ROWS, COLS), (1, 0)),
+        # ... and mvlgamma_(p): an int p >= 1, on a tensor that does not require grad
+        (t["xc"], 2),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 

@@ -35,6 +35,9 @@ UNREACHED_OK = {
     "vk.poisson_nll_loss", "F.affine_grid", "F.grid_sample", "F.max_unpool1d",
     # solvers (#15): `upper` is keyword-only and required, as torch's; test_linalg_solve.py calls it
     "linalg.solve_triangular",
+    # porting breadth (#15): dtype is keyword-only and required and the first argument a Python
+    # buffer, as torch's; test_porting_breadth.py calls it
+    "vk.frombuffer",
 }
 
 

@@ -12,3 +12,6 @@ from .rprop_asgd import ASGD, Rprop
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "RMSprop", "Adamax", "NAdam", "RAdam",
            "LBFGS", "lr_scheduler"]
 __all__ += ["Rprop", "ASGD"]  # (issue #15)
+from .adafactor import Adafactor  # (issue #15)
+
+__all__ += ["Adafactor"]

@@ -76,3 +76,8 @@ from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d
                    LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
 from . import lazy as _lazy  # noqa: E402
 __all__ += ["InstanceNorm3d"] + _lazy._LAZY
+# porting breadth (#15): Buffer, NLLLoss2d, SyncBatchNorm
+from .loss import NLLLoss2d  # noqa: E402
+from .module import Buffer  # noqa: E402
+from .normalization import SyncBatchNorm  # noqa: E402
+__all__ += ["Buffer", "NLLLoss2d", "SyncBatchNorm"]

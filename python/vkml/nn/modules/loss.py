@@ -55,6 +55,10 @@ class NLLLoss(_WeightedLoss):
         return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
+class NLLLoss2d(NLLLoss):
+    """torch's deprecated name of NLLLoss from when NLLLoss took no image-shaped input; the same."""
+
+
 class BCELoss(_WeightedLoss):
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)

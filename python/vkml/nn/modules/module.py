@@ -30,8 +30,24 @@ class Parameter(Tensor):
         return new
 
     def __reduce_ex__(self, protocol):
-        from .. import _rebuild
+        from ... import _rebuild  # vkml._rebuild (".." was vkml.nn, which has none)
         return (_rebuild, (Parameter, self.detach().numpy().copy(), self.requires_grad, None))
+
+
+class Buffer(Tensor):
+    """A Tensor that a Module registers as a buffer when assigned as an attribute (torch.nn.Buffer,
+    torch >= 2.5): `self.mask = Buffer(t, persistent=False)` is register_buffer("mask", t,
+    persistent=False). Keeps data's requires_grad, as torch's."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = _C.empty(0)
+        buf = Tensor._make_subclass(cls, data.detach(), data.requires_grad)
+        buf.persistent = persistent
+        return buf
+
+    def __init__(self, data=None, *, persistent=True):
+        pass
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -104,6 +120,9 @@ class Module:
             modules[name] = None
             return
         buffers = self.__dict__.get("_buffers")
+        if isinstance(value, Buffer):  # (after the parameter and module names, as torch)
+            self.register_buffer(name, value, value.persistent)
+            return
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}'")

@@ -51,10 +51,13 @@ class _BatchNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
-    def forward(self, input):
+    def _check_input_dim(self, input):
         if input.ndim not in self._expected_dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected_dims)} input "
                              f"(got {input.ndim}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():
@@ -82,6 +85,41 @@ class BatchNorm2d(_BatchNorm):
 
 class BatchNorm3d(_BatchNorm):  # issue #16
     _expected_dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """torch.nn.SyncBatchNorm. torch synchronizes the batch statistics across the processes of a
+    distributed run; vkml runs one process (vk.distributed has no process groups), where torch's
+    SyncBatchNorm is BatchNorm over any input of 2 or more dims: so is this one."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm*d in it replaced by a SyncBatchNorm holding the same
+        parameters and buffers (the objects themselves, as torch's); a BatchNorm passed itself
+        gives a new SyncBatchNorm."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group, bias=module.bias is not None)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
 
 
 class LayerNorm(Module):

@@ -3,12 +3,12 @@
 from . import dataloader, dataset, distributed, sampler
 from ._collate import default_collate, default_convert
 from .dataloader import DataLoader, WorkerInfo, get_worker_info
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset,
                       TensorDataset, random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = ["DataLoader", "WorkerInfo", "get_worker_info", "default_collate", "default_convert",
            "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
-           "ChainDataset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
+           "ChainDataset", "random_split", "StackDataset", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]

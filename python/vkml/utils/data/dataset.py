@@ -7,7 +7,7 @@ import warnings
 
 from .sampler import _randperm
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset",
            "ChainDataset", "random_split"]
 
 
@@ -46,6 +46,49 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: sample i is (d[i] for d in args), or with keyword
+    datasets {name: d[i]} (torch.utils.data.StackDataset)."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        parts = list(args or kwargs.values())
+        self._length = len(parts[0])
+        if any(len(d) != self._length for d in parts):
+            raise ValueError("Size mismatch between datasets")
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices):
+        """A batch of samples; a dataset with __getitems__ of its own is asked once for all."""
+        named = isinstance(self.datasets, dict)
+        parts = self.datasets.items() if named else enumerate(self.datasets)
+        columns = {key: self._column(d, indices) for key, d in parts}
+        if named:
+            return [{k: col[i] for k, col in columns.items()} for i in range(len(indices))]
+        return [tuple(columns[k][i] for k in range(len(self.datasets))) for i in range(len(indices))]
+
+    @staticmethod
+    def _column(dataset, indices):
+        if not callable(getattr(dataset, "__getitems__", None)):
+            return [dataset[i] for i in indices]
+        items = dataset.__getitems__(indices)
+        if len(items) != len(indices):
+            raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
+        return items
+
+    def __len__(self):
+        return self._length
 
 
 class Subset(Dataset):
