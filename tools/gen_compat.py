@@ -95,6 +95,10 @@ DIFFERENCES = [
     "Dtypes: bool, int32, int64, float32, float64. `vk.float16`, `bfloat16`, `uint8`, `int8`, "
     "`int16` exist as names (dtype tables build) but a tensor of them is a `vk.DTypeError` until "
     "the half-precision issue (#19); `GradScaler` and `autocast` run in full precision.",
+    "Copies where torch gives views or strided layouts: `Tensor.unfold` (one index_select: "
+    "torch's values and gradients, but writing into its result leaves the input unchanged), "
+    "`frombuffer` (a copy of the buffer), `empty_strided`/`new_empty_strided`/`empty_permuted` "
+    "(contiguous tensors: the strides are a layout hint).",
     "Sorting is always stable (torch's `stable=False` may order ties differently); `topk` and "
     "`unique` return sorted results even with `sorted=False`.",
     "In-place ops: the same version-counter rules as torch, but an in-place op on a tensor in the "
@@ -145,7 +149,12 @@ DIFFERENCES = [
     "its upper one with `upper=True`, as LAPACK's potrf); a matrix that is not positive-definite "
     "is found by reading L's diagonal on the host (`cholesky` only). `cholesky_solve` and "
     "`cholesky_inverse` give the factor's unread triangle no gradient (torch's rule gives it "
-    "one; finite differences there are zero); through `cholesky` the gradients are torch's.",
+    "one; finite differences there are zero); through `cholesky` the gradients are torch's. "
+    "`linalg.matrix_exp` scales the whole batch by its largest 1-norm (a host read) for its "
+    "[13/13] Pade approximant; `linalg.cond` takes p = 'fro', 1, -1, inf, -inf (None, 2, -2 and "
+    "'nuc' need singular values: NotImplementedError). Not yet: `svd`, `svdvals`, `eig`, "
+    "`eigh`, `eigvals(h)`, `qr`, `lstsq`, `pinv`, `matrix_rank`, `householder_product`, "
+    "`ldl_factor`/`ldl_solve`.",
 ]
 
 

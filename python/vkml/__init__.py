@@ -207,6 +207,7 @@ Tensor.slogdet = lambda self: linalg.slogdet(self)
 Tensor.triangular_solve = linalg._triangular_solve
 lu, lu_unpack, lu_solve = linalg._lu, linalg._lu_unpack, linalg._lu_solve
 Tensor.lu, Tensor.lu_solve = linalg._lu, linalg._lu_solve
+matrix_exp = Tensor.matrix_exp = linalg.matrix_exp
 # ---- end of solvers (#15 linalg) ----
 
 del _name

@@ -124,3 +124,195 @@ def _triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 __all__ += ["LinAlgError", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "cholesky", "cholesky_ex", "solve_triangular",
             "solve", "inv", "det", "slogdet", "matrix_power"]
 # ---- end of solvers (#15 linalg) ----
+
+
+# ---- more of torch.linalg (#15 linalg): compositions of the ops above and of the core's ----
+import math as _math  # noqa: E402
+
+_inv_ex_type = _namedtuple("linalg_inv_ex", ["inverse", "info"], module="vkml.return_types")
+_solve_ex_type = _namedtuple("linalg_solve_ex", ["result", "info"], module="vkml.return_types")
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """torch.linalg.diagonal: Tensor.diagonal with the matrix dims last by default."""
+    return _C.diagonal(A, offset, dim1, dim2)
+
+
+def inv_ex(A, *, check_errors=False):
+    """(inverse, info) as torch.linalg.inv_ex: info > 0 is the zero pivot of a singular matrix,
+    whose 'inverse' then holds infs and NaNs (nothing raised unless check_errors)."""
+    if check_errors:
+        inverse = inv(A)
+        return _inv_ex_type(inverse, _C.zeros(tuple(A.shape[:-2]), dtype=_C.int32, device=A.device))
+    LU, pivots, info = _C._linalg.lu_factor_ex(A)
+    eye = _C.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    return _inv_ex_type(lu_solve(LU, pivots, eye.expand(tuple(A.shape))), info)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """(result, info) as torch.linalg.solve_ex (info as inv_ex's)."""
+    if check_errors:
+        result = solve(A, B, left=left)
+        return _solve_ex_type(result, _C.zeros(tuple(A.shape[:-2]), dtype=_C.int32, device=A.device))
+    LU, pivots, info = _C._linalg.lu_factor_ex(A)
+    # B a vector when 1-D or one dim short of A with A's batch dims, as linalg.solve's rule
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape[:-1]) == tuple(A.shape[:-2]))
+    b = B.unsqueeze(-1) if vector else B
+    if not left:
+        b = b.mT
+    x = lu_solve(LU, pivots, b, adjoint=not left)
+    x = x.squeeze(-1) if vector else x if left else x.mT
+    return _solve_ex_type(x, info)
+
+
+def multi_dot(tensors):
+    """The product of a chain of matrices, as torch.linalg.multi_dot: the first may be a row
+    vector and the last a column vector (dropped from the result); parenthesized in the order of
+    fewest multiplications (the classic dynamic programme), which changes only the rounding."""
+    tensors = list(tensors)
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    for i, t in enumerate(tensors):
+        allowed = (1, 2) if i in (0, n - 1) else (2,)
+        if t.ndim not in allowed:
+            where = "first" if i == 0 else "last" if i == n - 1 else f"{i}th"
+            want = "1D or 2D" if len(allowed) == 2 else "2D"
+            raise RuntimeError(f"multi_dot(): the {where} tensor must be {want} but got {t.ndim}D")
+    first_vector, last_vector = tensors[0].ndim == 1, tensors[-1].ndim == 1
+    mats = list(tensors)
+    if first_vector:
+        mats[0] = mats[0].unsqueeze(0)
+    if last_vector:
+        mats[-1] = mats[-1].unsqueeze(1)
+    for i in range(n - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                               f"{list(tensors[i + 1].shape)} cannot be multiplied")
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    split = _chain_order(dims)
+    # Evaluate the order iteratively (an explicit stack, no recursion over the user's chain).
+    results, stack = {}, [(0, n - 1, False)]
+    while stack:
+        i, j, ready = stack.pop()
+        if i == j:
+            results[(i, j)] = mats[i]
+        elif ready:
+            k = split[i][j]
+            results[(i, j)] = results.pop((i, k)) @ results.pop((k + 1, j))
+        else:
+            k = split[i][j]
+            stack += [(i, j, True), (i, k, False), (k + 1, j, False)]
+    out = results[(0, n - 1)]
+    if first_vector:
+        out = out.squeeze(0)
+    if last_vector:
+        out = out.squeeze(-1)
+    return out
+
+
+def _chain_order(dims):
+    """split[i][j]: where the cheapest parenthesization of matrices i..j splits (dims[i] x
+    dims[i + 1] is matrix i's shape)."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix of x (..., n): columns x^0, x^1, ..., x^(N-1) (increasing powers,
+    as torch.linalg.vander; N defaults to n), by a cumulative product."""
+    n = x.shape[-1] if x.ndim >= 1 else 1
+    N = n if N is None else N
+    if x.ndim < 1 or N <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = x.unsqueeze(-1).expand(tuple(x.shape) + (N - 1,)).cumprod(-1)
+    return _C.cat([_C.ones_like(x).unsqueeze(-1), powers], -1)
+
+
+def tensorinv(A, ind=2):
+    """The inverse of A for tensordot over its first ind dims, as torch.linalg.tensorinv."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    prod_rows, prod_cols = _math.prod(rows), _math.prod(cols)
+    if prod_rows != prod_cols:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {prod_cols} != {prod_rows}")
+    return inv(A.reshape(prod_rows, prod_cols)).reshape(cols + rows)
+
+
+def tensorsolve(A, B, dims=None):
+    """X with tensordot(A, X, X.ndim) = B, as torch.linalg.tensorsolve (dims of A moved last first)."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.permute(*([d for d in range(A.ndim) if d not in dims] + dims))
+    rest = tuple(A.shape[B.ndim:])
+    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or _math.prod(rest) != B.numel():
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {_math.prod(rest)} != {B.numel()}")
+    return solve(A.reshape(B.numel(), _math.prod(rest)), B.reshape(-1)).reshape(rest)
+
+
+# Higham's [13/13] Pade approximant of exp (SIAM J. Matrix Anal. Appl. 26, 2005): its
+# coefficients, and the 1-norm up to which it is accurate to double precision without scaling.
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def matrix_exp(A):
+    """e^A of each square matrix, as torch.linalg.matrix_exp: scaling and squaring with the
+    [13/13] Pade approximant (one scaling for the whole batch, from its largest 1-norm: a host
+    read). Its gradient is that of these ops (matmul, solve), exact for the computed function."""
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise _C.ShapeError(f"linalg.matrix_exp: A must be batches of square matrices, got shape {list(A.shape)}")
+    if not A.is_floating_point():
+        raise _C.DTypeError(f"linalg.matrix_exp: expected a float32 or float64 tensor, got {A.dtype}")
+    if A.numel() == 0:
+        return A.clone()
+    norm = float(A.detach().abs().sum(-2).amax().item())
+    s = max(0, _math.ceil(_math.log2(norm / _THETA13))) if _math.isfinite(norm) and norm > 0 else 0
+    if s:
+        A = A / float(2 ** s)
+    b = _PADE13
+    eye = _C.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    A2 = A @ A
+    A4 = A2 @ A2
+    A6 = A4 @ A2
+    U = A @ (A6 @ (b[13] * A6 + b[11] * A4 + b[9] * A2) + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * eye)
+    V = A6 @ (b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2 + b[0] * eye
+    R = solve(V - U, V + U)
+    for _ in range(s):
+        R = R @ R
+    return R
+
+
+def cond(A, p=None):
+    """The condition number ||A||_p ||A^-1||_p, as torch.linalg.cond for p in 'fro', inf, -inf,
+    1 and -1 (inf for a singular matrix, as torch's). p = None, 2, -2 and 'nuc' need singular
+    values (no SVD in vkml yet): NotImplementedError."""
+    if p is None or p in (2, -2, "nuc"):
+        raise NotImplementedError(f"linalg.cond: p={p!r} needs singular values, which vkml cannot compute yet "
+                                  "(no SVD); p='fro', inf, -inf, 1 or -1 work")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise _C.ShapeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                               f"{A.shape[-2] if A.ndim >= 2 else A.ndim} by {A.shape[-1] if A.ndim else 0} matrices")
+    inverse, info = inv_ex(A)
+    c = matrix_norm(A, p) * matrix_norm(inverse, p)
+    return _C.where(info > 0, _C.full_like(c, float("inf")), c)
+
+
+__all__ += ["diagonal", "inv_ex", "solve_ex", "multi_dot", "vander", "tensorinv", "tensorsolve", "matrix_exp",
+            "cond"]
+# ---- end of more of torch.linalg (#15 linalg) ----

@@ -41,58 +41,55 @@ void check_size(const Tensor& t, const char* op) {
            " reaches elements beyond the vulkan backend's 32-bit indices");
 }
 
+// The factorizations' matrices: a dtype the device computes in (float64 needs shaderFloat64),
+// n within what one workgroup factors.
+void check_factor(const Tensor& A, const char* op) {
+  rows::dtype_suffix(A.dtype(), op);
+  const int64_t n = A.shape().back();
+  VK_CHECK(n <= kMaxLu, SizeError, op, ": ", n, " x ", n,
+           " matrices are larger than the vulkan backend factors (", kMaxLu, " x ", kMaxLu,
+           "); factor them on the cpu");
+  check_size(A, op);
+}
+
+// Shader `op` over every matrix of m's shape, one workgroup each (in dispatches of at most
+// kMaxGroups), writing all of `buffers`: the first holds the matrices, factored in place.
+void factor_in_place(const char* op, const Meta& m, const std::vector<Buffer*>& buffers) {
+  const Pipeline& pipe =
+      pipeline_of(std::string(op) + "_" + rows::dtype_suffix(m.dtype, op), buffers.size());
+  const int64_t batch = batch_count(m.shape);
+  SolveParams p;
+  p.n = static_cast<uint32_t>(m.shape.back());
+  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
+    p.batch_base = static_cast<uint32_t>(b0);
+    const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
+    context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1},
+                       static_cast<uint32_t>(buffers.size()));
+  }
+}
+
 }  // namespace
 
 VK_KERNEL(lu_factor) {
   (void)a;
-  const char* op = "lu_factor";
-  const std::string suffix = rows::dtype_suffix(m.dtype, op);
-  const int64_t n = m.shape.back();
-  VK_CHECK(n <= kMaxLu, SizeError, op, ": ", n, " x ", n,
-           " matrices are larger than the vulkan backend factors (", kMaxLu, " x ", kMaxLu,
-           "); factor them on the cpu");
-  check_size(in[0], op);
+  check_factor(in[0], "lu_factor");
   Tensor lu = Tensor::empty(m.shape, m.dtype, m.device);
   const Shape ps(m.shape.begin(), m.shape.end() - 1);
   Tensor pivots = Tensor::empty(ps, DType::Int32, m.device);
   Tensor perm = Tensor::empty(ps, DType::Int64, m.device);
   if (lu.numel() == 0) return {lu, pivots, perm};
   copy_into(lu, in[0]);
-  const std::vector<Buffer*> buffers = bound_buffers({&lu, &pivots, &perm}, op);
-  const Pipeline& pipe = pipeline_of("lu_factor_" + suffix, buffers.size());
-  const int64_t batch = batch_count(m.shape);
-  SolveParams p;
-  p.n = static_cast<uint32_t>(n);
-  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
-    p.batch_base = static_cast<uint32_t>(b0);
-    const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
-    context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1}, 3);
-  }
+  factor_in_place("lu_factor", m, bound_buffers({&lu, &pivots, &perm}, "lu_factor"));
   return {lu, pivots, perm};
 }
 
 VK_KERNEL(cholesky) {
   (void)a;
-  const char* op = "cholesky";
-  const std::string suffix = rows::dtype_suffix(m.dtype, op);
-  const int64_t n = m.shape.back();
-  VK_CHECK(n <= kMaxLu, SizeError, op, ": ", n, " x ", n,
-           " matrices are larger than the vulkan backend factors (", kMaxLu, " x ", kMaxLu,
-           "); factor them on the cpu");
-  check_size(in[0], op);
+  check_factor(in[0], "cholesky");
   Tensor l = Tensor::empty(m.shape, m.dtype, m.device);
   if (l.numel() == 0) return l;
   copy_into(l, in[0]);
-  const std::vector<Buffer*> buffers = bound_buffers({&l}, op);
-  const Pipeline& pipe = pipeline_of("cholesky_" + suffix, buffers.size());
-  const int64_t batch = batch_count(m.shape);
-  SolveParams p;
-  p.n = static_cast<uint32_t>(n);
-  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
-    p.batch_base = static_cast<uint32_t>(b0);
-    const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
-    context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1}, 1);
-  }
+  factor_in_place("cholesky", m, bound_buffers({&l}, "cholesky"));
   return l;
 }
 
