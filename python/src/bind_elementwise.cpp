@@ -120,7 +120,7 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
   c.def(
       "pow",
       [other_of](const Tensor& x, nb::handle exponent) {
-        if (PyBool_Check(exponent.ptr())) return vk::pow(x, vk::Scalar(exponent.ptr() == Py_True));
+        if (std::optional<Tensor> r = pow_scalar_exponent(x, exponent)) return *r;
         Tensor y = other_of(x, exponent, "pow");
         return without_gil(heavy(x, y), [&] { return vk::pow(x, y); });
       },
@@ -130,8 +130,7 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
       [other_of](nb::handle base, nb::handle exponent) {
         if (nb::isinstance<Tensor>(base)) {
           const Tensor& x = nb::cast<const Tensor&>(base);
-          if (PyBool_Check(exponent.ptr()))
-            return vk::pow(x, vk::Scalar(exponent.ptr() == Py_True));
+          if (std::optional<Tensor> r = pow_scalar_exponent(x, exponent)) return *r;
           return vk::pow(x, other_of(x, exponent, "pow"));
         }
         if (!nb::isinstance<Tensor>(exponent))

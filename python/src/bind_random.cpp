@@ -303,8 +303,8 @@ void bind_random(nb::module_& m) {
         Tensor prob = nb::isinstance<Tensor>(p)
                           ? vk::cast(nb::cast<const Tensor&>(p), f)
                           : vk::full(x.shape(), scalar_value(p), f, x.device());
-        vk::NoGradGuard ng;
-        vk::copy_(x, vk::bernoulli(vk::expand(prob, x.shape()), gen));
+        vk::inplace(x, {}, "bernoulli_",
+                    [&] { return vk::bernoulli(vk::expand(prob, x.shape()), gen); });
         return nb::borrow(self);
       },
       nb::scope(cls), nb::name("bernoulli_"), nb::is_method(), "p"_a = 0.5, nb::kw_only(),

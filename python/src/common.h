@@ -60,6 +60,9 @@ std::optional<Tensor> operand(nb::handle h, const Tensor& like, const char* op);
 std::optional<std::pair<Tensor, Tensor>> compare_operands(const Tensor& a, nb::handle b,
                                                           const char* op);
 bool is_py_scalar(nb::handle h);  // Python or numpy bool/int/float (not an array)
+// x ** e for a Python (or numpy) number e goes through vk::pow(Tensor, Scalar): torch's rules of a
+// scalar exponent (bool ** True, an integer tensor to a negative int raises). nullopt for other e.
+std::optional<Tensor> pow_scalar_exponent(const Tensor& x, nb::handle e);
 double scalar_value(nb::handle h);
 // other * alpha for add/sub(other, alpha=...), in the dtype that x + other has, with PyTorch's
 // checks: a float alpha needs a floating result, a bool alpha a bool result. `other` itself when

@@ -315,6 +315,14 @@ std::optional<vk::Scalar> opt_scalar(nb::handle h, const char* op) {
   return to_scalar(h, op);
 }
 
+std::optional<Tensor> pow_scalar_exponent(const Tensor& x, nb::handle e) {
+  if (PyBool_Check(e.ptr())) return vk::pow(x, vk::Scalar(e.ptr() == Py_True));
+  if (!is_py_scalar(e) || !vk::is_integral(x.dtype())) return std::nullopt;
+  const vk::Scalar s = to_scalar(e, "pow");
+  if (!s.is_integral() || s.to_double() >= 0) return std::nullopt;
+  return vk::pow(x, s);  // raises, as torch
+}
+
 std::optional<Tensor> operand(nb::handle h, const Tensor& like, const char* op) {
   if (nb::isinstance<Tensor>(h)) return nb::cast<Tensor>(h);
   if (std::optional<vk::Scalar> s = to_scalar_opt(h, op)) {

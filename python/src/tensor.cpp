@@ -148,7 +148,7 @@ nb::object size_object(const Shape& s) {
 // a <op> b and b <op> a (reflected), with b a Tensor, a Python/numpy scalar, or array data. A
 // number promotes by its kind, never its value (vk::scalar_like); `op` names the op in errors.
 // Compare: comparisons, whose number operand may widen an int32 tensor (compare_operands).
-// Pow: a Python bool exponent goes to vk::pow(Tensor, Scalar) (torch's bool ** True).
+// Pow: a number exponent follows torch's scalar rules (pow_scalar_exponent).
 enum class Binary { Plain, Compare, Pow };
 template <BinFn F, Binary Kind = Binary::Plain>
 void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname, const char* op) {
@@ -169,8 +169,8 @@ void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname, cons
           if (!ab) return not_implemented();
           return nb::cast(F(ab->first, ab->second));
         } else {
-          if (Kind == Binary::Pow && PyBool_Check(b.ptr()))
-            return nb::cast(vk::pow(a, vk::Scalar(b.ptr() == Py_True)));
+          if (Kind == Binary::Pow)
+            if (std::optional<Tensor> r = pow_scalar_exponent(a, b)) return nb::cast(*r);
           std::optional<Tensor> t = operand(b, a, op);
           if (!t) return not_implemented();
           return nb::cast(F(a, *t));
@@ -703,12 +703,12 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         VK_CHECK(from <= to, RuntimeError,
                  "uniform_ expects to return a [from, to) range, but found from=", from,
                  " > to=", to);
-        vk::NoGradGuard ng;
-        // On x's device, from `generator` (issue 15 item 3).
-        vk::copy_(x,
-                  vk::rand(x.shape(), x.dtype(), x.device(), generator_arg(generator, "uniform_")) *
-                          (to - from) +
-                      from);
+        vk::Generator* gen = generator_arg(generator, "uniform_");
+        // On x's device, from `generator` (issue 15 item 3); refused for a tensor that requires
+        // grad while grad mode is on, as every in-place write.
+        vk::inplace(x, {}, "uniform_", [&] {
+          return vk::rand(x.shape(), x.dtype(), x.device(), gen) * (to - from) + from;
+        });
         return nb::borrow(self);
       },
       "from"_a = 0.0, "to"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(),
@@ -718,11 +718,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       [](nb::handle self, double mean, double std, nb::handle generator) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         VK_CHECK(std >= 0.0, RuntimeError, "normal_ expects std >= 0.0, but found std ", std);
-        vk::NoGradGuard ng;
-        vk::copy_(
-            x,
-            vk::randn(x.shape(), x.dtype(), x.device(), generator_arg(generator, "normal_")) * std +
-                mean);
+        vk::Generator* gen = generator_arg(generator, "normal_");
+        vk::inplace(x, {}, "normal_",
+                    [&] { return vk::randn(x.shape(), x.dtype(), x.device(), gen) * std + mean; });
         return nb::borrow(self);
       },
       "mean"_a = 0.0, "std"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(),

@@ -122,6 +122,7 @@ class _Encoder:
         self.names = {"__metadata__"}  # taken; the format reserves this one
 
     def add(self, tensor, path):
+        _refuse_uninitialized(tensor, _where(path))
         key = ".".join(path) if path else "tensor"
         base, n = key, 1
         while key in self.names:
@@ -130,6 +131,15 @@ class _Encoder:
         self.names.add(key)
         self.tensors.append((key, tensor.detach()))
         return key
+
+
+def _refuse_uninitialized(tensor, where):
+    """A lazy module's parameter before its first forward holds no values: saving it would write
+    an empty tensor that loads back as a shape-(0,) weight."""
+    from .nn.parameter import is_lazy  # nn imports this module: imported when a save needs it
+    if is_lazy(tensor):
+        raise RuntimeError(f"vk.save: {where} is an uninitialized parameter or buffer of a lazy module; "
+                           "run a forward (or load_state_dict) to give it its shape before saving")
 
 
 def _where(path):
@@ -390,6 +400,8 @@ def save(obj, f, metadata=None):
     path = _fspath(f, "vk.save")
     meta = _check_metadata(metadata)
     if _is_flat(obj):
+        for k, v in obj.items():
+            _refuse_uninitialized(v, f"obj[{k}]")
         tensors = [(k, v.detach()) for k, v in obj.items()]
     else:
         tree, tensors = _encode(obj)

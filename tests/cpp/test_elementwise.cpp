@@ -141,8 +141,11 @@ TEST(Elementwise, Pow) {
   Tensor p = pow(ints({3, -2, 5, 1, -1, 2}, {6}), ints({4, 3, 0, 2, 3, 1}, {6}));
   EXPECT_EQ(p.dtype(), DType::Int64);
   expect_close(p, {81, -8, 1, 1, -1, 2}, 0);
-  // no integer result for a negative integer exponent: an error, as PyTorch
-  EXPECT_THROW(pow(ints({2, 2}, {2}), ints({1, -1}, {2})), RuntimeError);
+  // a tensor of negative integer exponents truncates 1 / base^-e, as PyTorch; a negative scalar
+  // exponent has no integer result: an error, as PyTorch
+  expect_close(pow(ints({2, 1, -1, -1, -3}, {5}), ints({-1, -5, -3, -2, -2}, {5})),
+               {0, 1, -1, 1, 0}, 0);
+  EXPECT_THROW(pow(ints({2, 2}, {2}), Scalar(int64_t{-1})), RuntimeError);
   // a fractional exponent makes an integer base float32
   Tensor q = pow(ints({4}, {1}), 0.5);
   EXPECT_EQ(q.dtype(), DType::Float32);

@@ -232,7 +232,7 @@ ROWS = [
     row("arange-to-nan", lambda: vk.arange(0, NAN), (vk.ShapeError, RuntimeError, ValueError), "arange", "nan"),
     row("int-floordiv-by-zero", lambda: vk.tensor([2]) // vk.tensor([0]), RuntimeError, "floor_divide",
         "division by zero"),
-    row("int-pow-negative-exponent", lambda: vk.tensor([2, 3]) ** vk.tensor([1, -1]), RuntimeError, "pow",
+    row("int-pow-negative-exponent", lambda: vk.tensor([2, 3]) ** -1, RuntimeError, "pow",
         "negative integer powers"),
     row("int-mod-by-zero", lambda: vk.tensor([[2, 3]]) % vk.tensor([1, 0]), RuntimeError, "remainder",
         "division by zero"),

@@ -93,6 +93,18 @@ def test_default_collate_and_convert_equal_torch():
         vd.default_collate([np.array(["a"]), np.array(["b"])])
 
 
+def test_default_collate_strings_in_samples_are_a_tuple_as_torch_regression():
+    # Strings from (tensor, str) samples came back as a list; torch's collate gives the tuple of
+    # zip(*batch) (a top-level batch of strings stays the list it is).
+    def batch(L):
+        return [(L.tensor([1.0, 2.0]), "a", {"k": "x"}), (L.tensor([3.0, 4.0]), "b", {"k": "y"})]
+    v, t = vd.default_collate(batch(vk)), td.default_collate(batch(torch))
+    assert type(v) is type(t) is list
+    assert v[1] == t[1] == ("a", "b") and type(v[1]) is tuple
+    assert v[2] == t[2] == {"k": ["x", "y"]}
+    assert vd.default_collate(["a", "b"]) == td.default_collate(["a", "b"]) == ["a", "b"]
+
+
 def test_tensor_dataset_subset_concat_as_torch():
     xs, ys = np.arange(12.0).reshape(6, 2), np.arange(6)
     v = vd.TensorDataset(vk.tensor(xs), vk.tensor(ys))

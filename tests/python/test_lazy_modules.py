@@ -330,3 +330,19 @@ def test_user_lazy_module_keeps_its_reset_parameters_and_loads():
     other = Scale()
     assert str(other.load_state_dict({"w": vk.tensor([3.0, 4.0])})) == "<All keys matched successfully>"
     assert to_np(other(vk.ones(1, 2))).tolist() == [[3.0, 4.0]] and other.resets == 0
+
+
+def test_save_of_an_uninitialized_module_refuses_instead_of_writing_empty_weights_regression(tmp_path):
+    # vk.save wrote the uninitialized weight as an empty tensor: loading the file gave shape-(0,)
+    # weights. It now refuses, and the file saved before stays as it was.
+    path = tmp_path / "m.safetensors"
+    vk.save({"w": vk.ones(2)}, str(path))
+    m = nn.LazyLinear(3)
+    with pytest.raises(RuntimeError, match=r"vk.save: obj\[weight\] is an uninitialized parameter"):
+        vk.save(m.state_dict(), str(path))
+    with pytest.raises(RuntimeError, match=r"vk.save: obj\[model\]\[bias\] is an uninitialized"):
+        vk.save({"model": {"bias": m.bias}, "step": 1}, str(path))
+    assert vk.load(str(path))["w"].tolist() == [1.0, 1.0]
+    m(vk.ones(4, 5))
+    vk.save(m.state_dict(), str(path))
+    assert tuple(vk.load(str(path))["weight"].shape) == (3, 5)

@@ -522,3 +522,20 @@ def test_logcumsumexp_matches_torch(dtype, device):
         vk.logcumsumexp(vk.tensor([1, 2]), 0)
     with pytest.raises(IndexError):
         vk.logcumsumexp(vk.tensor([1.0, 2.0]), 1)
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_int_pow_negative_tensor_exponent_is_torchs_regression(device, dtype):
+    # An integer tensor raised to a tensor of negative exponents raised RuntimeError; torch gives
+    # 1 / base^-e truncated (0, but 1 and -1 for the bases 1 and -1), and refuses only a negative
+    # scalar exponent. Scalar base with a tensor exponent too.
+    base = np.array([2, -2, 1, -1, -1, 0, 7, 3])
+    exp = np.array([-1, -3, -7, -2, -5, 2, 0, 2])
+    v = lambda a: vk.tensor(a, dtype=getattr(vk, dtype)).to(device)
+    t = lambda a: torch.tensor(a, dtype=getattr(torch, dtype))
+    assert (v(base) ** v(exp)).tolist() == (t(base) ** t(exp)).tolist()
+    assert vk.pow(2, v(exp)).tolist() == torch.pow(2, t(exp)).tolist()
+    for L, mk in ((vk, v), (torch, t)):
+        with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+            mk(base) ** -1

@@ -144,6 +144,22 @@ def test_fills_return_self_bump_version_and_keep_no_graph():
     assert leaf.grad_fn is None and leaf.requires_grad
 
 
+def test_uniform_normal_bernoulli_refuse_a_leaf_that_requires_grad_regression():
+    # They wrote into a leaf that requires grad without a word (their fill ran under no_grad);
+    # torch refuses, as vkml does for every other in-place write. Under no_grad they still fill.
+    for L in (vk, torch):
+        leaf = L.zeros(3, requires_grad=True)
+        for fill in ("uniform_", "normal_", "bernoulli_"):
+            with pytest.raises(RuntimeError):
+                getattr(leaf, fill)()
+        assert leaf.tolist() == [0.0, 0.0, 0.0]
+        with L.no_grad():
+            leaf.uniform_(2.0, 3.0)
+        assert leaf.min().item() >= 2.0 and leaf.grad_fn is None and leaf.requires_grad
+    with pytest.raises(RuntimeError, match="normal_: in-place write into a float32"):
+        vk.ones(2, requires_grad=True).normal_()
+
+
 @pytest.mark.parametrize("fill", [
     lambda t, g: t.random_(0, 100, generator=g), lambda t, g: t.exponential_(1.5, generator=g),
     lambda t, g: t.geometric_(0.2, generator=g), lambda t, g: t.log_normal_(generator=g),

@@ -84,6 +84,7 @@ LAYERS = [
     ("InstanceNorm3d", lambda lib: lib.InstanceNorm3d(2, affine=True, track_running_stats=True),
      [(2, 2, 3, 3, 3)], None),
     ("EmbeddingBag", lambda lib: lib.EmbeddingBag(6, 3, mode="mean"), [("int", 6, (2, 4))], None),
+    ("SyncBatchNorm", lambda lib: lib.SyncBatchNorm(3), [(4, 3, 2)], None),
 ]
 
 

@@ -488,6 +488,10 @@ Tensor pow(const Tensor& a, Scalar exponent) {
   // (there is no bool pow kernel, and bool ** bool tensor raises).
   if (a.dtype() == DType::Bool && exponent.is_bool())
     return exponent.to_bool() ? clone(a) : ones_like(a);
+  // As PyTorch: 2 ** -1 has no integer result (Python gives the float 0.5); a tensor of
+  // exponents is computed (1 / base^-e truncated: 0 but for bases 1 and -1).
+  VK_CHECK(!(is_integral(a.dtype()) && exponent.is_integral() && exponent.to_double() < 0),
+           RuntimeError, "pow: Integers to negative integer powers are not allowed.");
   return pow(a, scalar_like(exponent, a, "pow"));
 }
 Tensor maximum(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Maximum, {a, b}); }

@@ -52,12 +52,12 @@ def default_collate(batch):
             return out
         return _rebuild(elem, fields)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if any(len(s) != size for s in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        fields = [default_collate(list(s)) for s in zip(*batch)]
+        fields = [default_collate(s) for s in zip(*batch)]
         if isinstance(elem, tuple):
             return fields
         return _rebuild(elem, fields)

@@ -189,10 +189,15 @@ T wrapping(T x, T y, F f) {
 }
 
 // Integer power by squaring, wrapping on overflow like C++ unsigned arithmetic (and PyTorch).
-// A negative exponent is an error, raised by the kernel after the loop.
+// A negative exponent truncates 1 / base^-e as torch's: 1 for base 1, +-1 for base -1 (by the
+// exponent's parity), else 0. (A negative scalar exponent is refused before: ops' pow.)
 template <class T>
 T int_pow(T base, T e) {
-  if (e < 0) return 0;
+  if (e < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (e & 1) != 0 ? T(-1) : T(1);
+    return 0;
+  }
   using U = std::make_unsigned_t<T>;
   U r = 1, b = static_cast<U>(base);
   for (U k = static_cast<U>(e); k != 0; k >>= 1) {
@@ -413,22 +418,15 @@ VK_KERNEL(pow) {
     });
     return out;
   }
-  std::atomic<bool> negative_int_exponent{false};
-  Tensor out = binary_numeric(
+  return binary_numeric(
       in, m, "pow",
-      [&](auto x, auto y) {
-        if constexpr (is_float_v<decltype(x)>) {
+      [](auto x, auto y) {
+        if constexpr (is_float_v<decltype(x)>)
           return std::pow(x, y);
-        } else {
-          if (y < 0) negative_int_exponent.store(true, std::memory_order_relaxed);
+        else
           return int_pow(x, y);
-        }
       },
       kLibmGrain);
-  // As PyTorch: 2 ** -1 has no integer result (Python gives the float 0.5).
-  VK_CHECK(!negative_int_exponent.load(), RuntimeError,
-           "pow: Integers to negative integer powers are not allowed.");  // torch's text
-  return out;
 }
 
 // maximum/minimum propagate NaN from either side, as PyTorch.

@@ -338,10 +338,8 @@ TO compute(int ia, int ib, int ic) {
   return dm_pow_f32(x, y);
 #endif
 #else
-  if (y < TA(0)) {
-    raise_flag();
-    return TA(0);
-  }
+  if (y < TA(0))  // 1 / x^-y truncated, as the CPU's (and torch's)
+    return x == TA(1) ? TA(1) : x == TA(-1) ? ((y & TA(1)) != TA(0) ? TA(-1) : TA(1)) : TA(0);
   return dm_int_pow(x, y);
 #endif
 #endif
