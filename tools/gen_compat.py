@@ -95,6 +95,12 @@ DIFFERENCES = [
     "Dtypes: bool, int32, int64, float32, float64. `vk.float16`, `bfloat16`, `uint8`, `int8`, "
     "`int16` exist as names (dtype tables build) but a tensor of them is a `vk.DTypeError` until "
     "the half-precision issue (#19); `GradScaler` and `autocast` run in full precision.",
+    "Layouts and memory formats: `vk.strided` only (another layout is NotImplementedError); "
+    "`memory_format=` is accepted wherever torch takes it and results stay row-major "
+    "(`channels_last` changes no strides; values, shapes and gradients are torch's; "
+    "`is_contiguous(memory_format=...)` reads the actual strides); `pin_memory=` does nothing; "
+    "`use_deterministic_algorithms` only records the mode (vkml is deterministic in every "
+    "mode); `set_flush_denormal` returns False (not switched).",
     "Copies where torch gives views or strided layouts: `Tensor.unfold` (one index_select: "
     "torch's values and gradients, but writing into its result leaves the input unchanged), "
     "`frombuffer` (a copy of the buffer), `empty_strided`/`new_empty_strided`/`empty_permuted` "

@@ -394,3 +394,11 @@ if not _os.environ.get("VKML_STUBGEN"):
     _view_copies.install(globals())
     _porting_breadth.install(globals())
 # ---- end porting breadth ----
+
+# ---- torch's process-wide names (#15, vkml/_torch_globals.py): layouts and memory formats (and
+# the layout=/memory_format=/pin_memory= arguments), the determinism switches, interop threads ----
+from . import _torch_globals  # noqa: E402
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _torch_globals.install(globals())
+# ---- end torch's process-wide names ----

@@ -104,6 +104,8 @@ def arg_lists(t):
         (t["spd"],),  # cholesky (#15 linalg): a symmetric positive-definite matrix
         # lu_unpack(LU, pivots), lu_solve(B, LU, pivots), linalg.lu_solve(LU, pivots, B)
         (t["lu"], t["piv"]), (x.t(), t["lu"], t["piv"]), (t["lu"], t["piv"], x.t()),
+        # linalg.cond(A, p), linalg.tensorinv(A, ind), linalg.multi_dot([A, B])
+        (t["square"], "fro"), (t["square"], 1), ([x, y.t()],),
         # porting breadth (#15): empty_strided(size, stride), empty_permuted(size, physical_layout)
         # and Tensor.new_empty_strided: a size and a same-length stride (or permutation)
         ((ROWS, COLS), (1, 0)), (x, (ROWS, COLS), (1, 0)),
@@ -118,7 +120,8 @@ def arg_lists(t):
 SKIP = {"save", "load", "set_num_threads", "set_default_dtype", "manual_seed", "seed",
         "set_printoptions", "set_grad_enabled", "set_rng_state", "set_anomaly_enabled",
         "_set_grad_enabled", "_set_anomaly_enabled", "_set_package_dir", "detect_anomaly",
-        "set_flush_denormal", "use_deterministic_algorithms",
+        "set_flush_denormal", "use_deterministic_algorithms", "set_deterministic_debug_mode",
+        "set_num_interop_threads", "set_warn_always",
         # composite ops (issue #15 item 4): kron(x, y) of two (192, 256) inputs is a 2.4e9-element
         # result (as torch's); tests/python/test_composite_ops.py exercises it
         "kron",
