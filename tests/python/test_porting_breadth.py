@@ -491,6 +491,22 @@ def test_sync_batchnorm_errors_and_convert():
     assert type(single) is vk.nn.SyncBatchNorm and single.num_features == 5
 
 
+def test_convert_sync_batchnorm_walks_a_deep_tree_without_recursion_regression():
+    # It called itself once per level: a model nested deeper than Python's recursion limit raised
+    # RecursionError. The walk is an explicit stack now.
+    deepest = vk.nn.BatchNorm1d(2)
+    net = deepest
+    for _ in range(3000):
+        parent = vk.nn.Module()
+        parent.add_module("child", net)
+        net = parent
+    vk.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    node = net
+    for _ in range(3000):
+        node = node._modules["child"]
+    assert type(node) is vk.nn.SyncBatchNorm and node.running_mean is deepest.running_mean
+
+
 # ---- utils.data.StackDataset ----
 
 def test_stack_dataset_like_torch():

@@ -108,18 +108,28 @@ class SyncBatchNorm(_BatchNorm):
         """module with every BatchNorm*d in it replaced by a SyncBatchNorm holding the same
         parameters and buffers (the objects themselves, as torch's); a BatchNorm passed itself
         gives a new SyncBatchNorm."""
-        out = module
-        if isinstance(module, _BatchNorm):
-            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
-                      process_group, bias=module.bias is not None)
-            if module.affine:
-                out.weight, out.bias = module.weight, module.bias
-            out.running_mean, out.running_var = module.running_mean, module.running_var
-            out.num_batches_tracked = module.num_batches_tracked
-            out.training = module.training
-        for name, child in module.named_children():
-            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
-        return out
+        def converted(m):
+            if not isinstance(m, _BatchNorm):
+                return m
+            out = cls(m.num_features, m.eps, m.momentum, m.affine, m.track_running_stats, process_group,
+                      bias=m.bias is not None)
+            if m.affine:
+                out.weight, out.bias = m.weight, m.bias
+            out.running_mean, out.running_var = m.running_mean, m.running_var
+            out.num_batches_tracked = m.num_batches_tracked
+            out.training = m.training
+            return out
+
+        # An explicit stack of (module, what replaces it), not recursion over the user's tree.
+        root = converted(module)
+        stack = [(module, root)]
+        while stack:
+            old, new = stack.pop()
+            for name, child in list(old.named_children()):
+                replacement = converted(child)
+                new.add_module(name, replacement)
+                stack.append((child, replacement))
+        return root
 
 
 class LayerNorm(Module):
