@@ -85,8 +85,12 @@ python: venv
 	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON -DVKML_NATIVE=ON -DVKML_BLAS=$(PY_BLAS) >/dev/null
 	$(CMAKE) --build $(PYBUILD) -j $(JOBS)
 
+# Then the op sweep's float32 cases on the Vulkan device as one without float64 would run them
+# (VKML_VULKAN_NO_FLOAT64: the float32-alone shader variants), forward and derivatives vs torch.
 test-python: python
 	$(VULKAN_TEST_ENV) PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q tests/python
+	$(VULKAN_TEST_ENV) VKML_VULKAN_NO_FLOAT64=1 PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest \
+	  -q -p no:cacheprovider tests/python/test_ops_vs_torch.py -k "vulkan and not float64 and not mixed"
 
 # The Python suite again against an ASan+UBSan build of the extension, built in $(ASAN) next to
 # test-asan's library (compiled once). The interpreter is not instrumented, so the ASan runtime is

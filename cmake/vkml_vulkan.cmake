@@ -192,6 +192,12 @@ foreach(op log1p expm1)  # float32 through vmath's float64 exp and log
   vkml_elementwise_variants(${op} 1 "VM_DOUBLE=1" f32-f32)
   vkml_elementwise_variants(${op} 1 "" f64-f64)
 endforeach()
+# float32 in float32 alone, for a device without shaderFloat64 (elementwise.cpp picks them there)
+foreach(op sin cos log1p expm1)
+  string(TOUPPER "OP_${op}" op_define)
+  list(APPEND VKML_VULKAN_SHADERS "${op}_nof64|elementwise|NIN=1,${op_define},NO_FLOAT64")
+endforeach()
+list(APPEND VKML_VULKAN_SHADERS "pow_nof64|elementwise|NIN=2,OP_POW,NO_FLOAT64")
 foreach(op neg abs sign relu floor ceil round)
   vkml_elementwise_variants(${op} 1 "" ${vkml_numeric})
 endforeach()
@@ -234,6 +240,13 @@ foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygam
     list(APPEND VKML_VULKAN_SHADERS "${op}_f64f64|math|NIN=1,${op_define},DTO=4")
   endif()
 endforeach()
+# float32 in float32 alone, for a device without shaderFloat64 (math.cpp picks them there)
+foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygamma erfinv)
+  string(TOUPPER "OP_${op}" op_define)
+  list(APPEND VKML_VULKAN_SHADERS "${op}_nof64|math|NIN=1,${op_define},NO_FLOAT64")
+endforeach()
+list(APPEND VKML_VULKAN_SHADERS "atan2_nof64|math|NIN=2,OP_ATAN2,NO_FLOAT64"
+  "fmod_nof64|math|NIN=2,OP_FMOD,NO_FLOAT64")
 list(APPEND VKML_VULKAN_SHADERS
   "tan_f64f64i32|math|NIN=2,OP_TAN,DTO=4,DTB=1"  # float64 reads 2/pi from a second buffer
   "atan2|math|NIN=2,OP_ATAN2" "atan2_f64f64f64|math|NIN=2,OP_ATAN2,DTO=4"

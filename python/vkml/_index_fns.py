@@ -10,7 +10,10 @@ overwritten one none, amax/amin split among ties as torch's scatter_reduce does.
 are checked on the host on the CPU (one read of the indices) and on the device elsewhere (raised at
 the next host read, issue #14), so that a bad index is an IndexError naming the op."""
 
+from contextlib import nullcontext as _nullcontext
+
 from . import _C
+from ._grad_mode import no_grad as _no_grad
 from ._C import DTypeError, ShapeError, Tensor, dtype
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -85,28 +88,19 @@ def _destinations(x, d, index):
     return key.reshape(-1)
 
 
-def _slots(x, keys, values):
-    """The values grouped by destination: a (numel(x), L) buffer (L the most values one
-    destination receives) holding destination p's values in row-major order at [p, 0..], the
-    mask of the filled slots, and each destination's count. One host read (L)."""
-    m = keys.numel()
-    order = _C.argsort(keys, stable=True)
-    ks = keys.index_select(0, order)
-    pos = _C.arange(0, m, dtype=dtype.int64, device=keys.device)
-    new = _C.ones(m, dtype=dtype.bool, device=keys.device)
-    if m > 1:
-        new = _C.cat([new[:1], ks[1:] != ks[:-1]])
-    start = _C.cummax(_C.where(new, pos, pos * 0), 0)[0]
-    rank = pos - start
-    width = int(rank.max().item()) + 1 if m else 1
-    n = max(x.numel(), 1)
-    flat = ks * width + rank
-    buf = _C.scatter_add(_C.zeros(n * width, dtype=values.dtype, device=values.device), 0, flat,
-                         values.reshape(-1).index_select(0, order))
-    filled = _C.scatter_add(_C.zeros(n * width, dtype=dtype.int64, device=keys.device), 0, flat,
-                            _C.ones_like(flat)) > 0
-    count = filled.reshape(n, width).to(dtype.int64).sum(1)
-    return buf.reshape(n, width), filled.reshape(n, width), count
+def _run_reduce(ks, vs, combine, longest):
+    """Each run of equal keys in ks (sorted, 1-D) reduced with combine into the run's first
+    position of vs (whose first dim follows ks), without a host read (issue #14): by doubling,
+    after the round of step s position i holds combine over vs[i : i + 2s] within its run, so
+    ceil(log2(longest)) rounds cover runs of up to `longest` values (a bound known from the
+    shapes). Exact for max and min; a product is formed in tree order."""
+    m, s = ks.shape[0], 1
+    while s < min(longest, m):
+        same = (ks[s:] == ks[:-s]).reshape((m - s,) + (1,) * (vs.ndim - 1))
+        head = vs[:-s]
+        vs = _C.cat([_C.where(same, combine(head, vs[s:]), head), vs[m - s:]])
+        s *= 2
+    return vs
 
 
 def _last_writes(x, keys, values):
@@ -144,10 +138,48 @@ def _scatter_sum(x, keys, src, reduce, include_self):
     return r, count
 
 
-def _identity(reduce, dt):
-    big = float("inf") if dt in (dtype.float32, dtype.float64) else (
-        2 ** 31 - 1 if dt == dtype.int32 else 2 ** 63 - 1)
-    return {"prod": 1, "amax": -big, "amin": big}.get(reduce, 0)
+_COMBINE = {"prod": _C.mul, "amax": _C.maximum, "amin": _C.minimum}
+
+
+def _scatter_extreme(x, keys, src, reduce, include_self, longest):
+    """scatter_reduce's prod, amax and amin in x's flat positions without a host read: the values
+    sorted by destination, each destination's run reduced (_run_reduce) and read at its start.
+    prod's gradient is that of the products; amax/amin give theirs by the rule below."""
+    n, m = x.numel(), keys.numel()
+    flat, combine = x.reshape(-1), _COMBINE[reduce]
+    if m == 0:
+        return flat.clone()
+    count = _C.scatter_add(_C.zeros(n, dtype=dtype.int64, device=keys.device), 0, keys,
+                           _C.ones_like(keys))
+    hit = count > 0
+    order = _C.argsort(keys, stable=True)
+    src_flat = src.reshape(-1)
+    extreme = reduce != "prod"
+    with _no_grad() if extreme else _nullcontext():
+        runs = _run_reduce(keys.index_select(0, order), src_flat.index_select(0, order), combine,
+                           longest)
+        first = _C.clamp(_C.cumsum(count, 0) - count, max=max(m - 1, 0))
+        r = runs.index_select(0, first)
+        if include_self:
+            r = combine(flat, r)
+        out = _C.where(hit, r, flat)
+    if not extreme or not _C.is_grad_enabled() or not (flat.requires_grad or src_flat.requires_grad):
+        return out
+    # torch's rule: the gradient of a destination split evenly among the values equal to its
+    # result. Unlike torch's, an excluded self (include_self=False) is not counted among them
+    # (torch counts it, then zeroes its share: the values' gradient no longer sums to one).
+    self_is = (flat == out) & ~hit if not include_self else flat == out
+    src_is = src_flat == out.index_select(0, keys)
+    dt = out.dtype
+
+    def rule(g):
+        ties = self_is.to(dt).index_add(0, keys, src_is.to(dt))
+        share = g / _C.clamp(ties, min=1)
+        zero = _C.zeros((), dtype=dt, device=g.device)
+        grad_self = _C.where(hit, _C.where(self_is, share, zero), g)
+        return [grad_self, _C.where(src_is, share.index_select(0, keys), zero)]
+
+    return _C.from_op(out, [flat, src_flat], rule, f"scatter_reduce_{reduce}", False)
 
 
 def _scatter_reduce(x, dim, index, src, reduce, include_self, op):
@@ -164,24 +196,9 @@ def _scatter_reduce(x, dim, index, src, reduce, include_self, op):
     if reduce in ("sum", "mean"):
         r, count = _scatter_sum(x, keys, src, reduce, include_self)
         return _C.where((count > 0).reshape(x.shape), r.reshape(x.shape), x)
-    buf, filled, count = _slots(x, keys, src)  # one host read (the widest slot)
-    flat = x.reshape(-1, 1) if x.numel() else x.reshape(0, 1)
-    if reduce in ("sum", "mean"):
-        r = buf.sum(1, keepdim=True)
-    else:
-        r = _C.where(filled, buf, _identity(reduce, x.dtype))
-    if include_self:
-        r = _C.cat([r, flat], 1)
-        count = count + 1
-    if reduce in ("sum", "mean"):
-        r = r.sum(1)
-        if reduce == "mean":
-            c = _C.clamp(count, min=1)
-            r = r / c.to(r.dtype) if r.is_floating_point() else _C.floor_divide(r, c)
-    else:
-        r = getattr(r, reduce)(1)
-    hit = (count > 0).reshape(x.shape)
-    return _C.where(hit, r.reshape(x.shape), x)
+    longest = index.shape[d] if x.ndim else index.numel()  # the most values one place receives
+    out = _scatter_extreme(x, keys, src, reduce, include_self, longest)
+    return out.reshape(x.shape)
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import vkml as vk
-from conftest import assert_close, check_fd, to_np
+from conftest import assert_close, check_fd, devices, to_np
 
 # torch's own notice on its index_reduce (the oracle's, not vkml's)
 pytestmark = pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
@@ -611,3 +611,65 @@ def test_inplace_view_shares_memory_with_earlier_views():
     x.t_()
     x[1, 0] = 5.0
     assert row.tolist() == [0.0, 5.0, 0.0]
+
+
+# ---- scatter_reduce's prod/amax/amin without a host read (issue #14): reduced per destination by
+# doubling over the sorted values; gradients with ties and zeros against torch, and the one place
+# where vkml's rule is not torch's against central differences ----
+
+def _tied(shape, seed):
+    return np.random.default_rng(seed).integers(-2, 3, shape).astype(np.float64)  # ties, zeros
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+@pytest.mark.parametrize("device", devices())
+def test_scatter_reduce_gradients_with_ties_and_zeros_match_torch(reduce, device):
+    x, src = _tied((3, 4), 1), _tied((5, 4), 2)
+    index = np.random.default_rng(3).integers(0, 3, (5, 4))
+    g = np.random.default_rng(4).standard_normal((3, 4))
+    for include_self in ([True, False] if reduce == "prod" else [True]):
+        tx, ts = torch.tensor(x, requires_grad=True), torch.tensor(src, requires_grad=True)
+        vx = vk.tensor(x, requires_grad=True, device=device)
+        vs = vk.tensor(src, requires_grad=True, device=device)
+        t = tx.scatter_reduce(0, torch.tensor(index), ts, reduce, include_self=include_self)
+        v = vx.scatter_reduce(0, vk.tensor(index, device=device), vs, reduce,
+                              include_self=include_self)
+        np.testing.assert_array_equal(to_np(v), to_np(t))
+        t.backward(torch.tensor(g))
+        v.backward(vk.tensor(g, device=device))
+        np.testing.assert_allclose(to_np(vx.grad), to_np(tx.grad), atol=1e-12)
+        np.testing.assert_allclose(to_np(vs.grad), to_np(ts.grad), atol=1e-12)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_gradients_match_central_differences(reduce, include_self):
+    rng = np.random.default_rng(5)
+    index = vk.tensor(rng.integers(0, 3, (5, 2)))
+    check_fd(lambda a, b: a.scatter_reduce(0, index, b, reduce, include_self=include_self),
+             [rng.uniform(0.5, 2.0, (3, 2)), rng.uniform(0.5, 2.0, (5, 2))])
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_scatter_reduce_excluded_self_equal_to_the_result_takes_no_share(reduce):
+    # torch counts an excluded self that equals the result among the ties, then zeroes its share:
+    # src[0], the only value taking part, got half its gradient. out[0] = src[0] here, so its
+    # derivative is 1 (central differences agree); vkml gives 1.
+    s = vk.tensor([3.0, 5.0], requires_grad=True)
+    src = vk.tensor([3.0, 1.0] if reduce == "amax" else [3.0, 4.0], requires_grad=True)
+    out = s.scatter_reduce(0, vk.tensor([0, 0]), src, reduce, include_self=False)
+    out.backward(vk.ones(2))
+    assert src.grad.tolist() == [1.0, 0.0]
+    assert s.grad.tolist() == [0.0, 1.0]
+    check_fd(lambda a, b: a.scatter_reduce(0, vk.tensor([0, 0]), b, reduce, include_self=False),
+             [[3.0, 5.0], src.detach().tolist()])
+
+
+def test_scatter_reduce_second_order_of_prod_and_amax():
+    rng = np.random.default_rng(6)
+    index = vk.tensor([0, 1, 0, 0])
+    for reduce in ("prod", "amax"):
+        x = vk.tensor(rng.uniform(0.5, 2.0, 2), requires_grad=True)
+        src = vk.tensor(rng.uniform(0.5, 2.0, 4), requires_grad=True)
+        assert vk.autograd.gradgradcheck(
+            lambda a, b: a.scatter_reduce(0, index, b, reduce) ** 2, (x, src))

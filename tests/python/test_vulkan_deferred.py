@@ -199,3 +199,92 @@ def test_index_composites_do_not_wait_and_raise_a_bad_index_at_the_next_read():
     if mask.sum() > 1:
         with pytest.raises(RuntimeError, match="masked_scatter: Number of elements of source"):
             out.tolist()
+
+
+# ---- the last host waits that did not come from a value-dependent shape: x[idx] and index_put
+# with tensor indices (their bounds), binary_cross_entropy (its probability range),
+# scatter_reduce / index_reduce prod, amax, amin (the widest destination) and embedding_bag's max
+# (the longest bag). Each now runs without a wait and still raises bad input at the next read. ----
+
+
+def test_advanced_indexing_does_not_wait_and_raises_a_bad_index_at_the_next_read():
+    gen = np.random.default_rng(11)
+    x = gen.standard_normal((4, 3)).astype(np.float32)
+    X, rows, cols = _dev(x), _dev([3, -1, 0, 3]), _dev([2, 0, 1, 1])
+    tx, tr, tc = torch.tensor(x), torch.tensor([3, -1, 0, 3]), torch.tensor([2, 0, 1, 1])
+    got = [_no_wait(lambda: X[rows]), _no_wait(lambda: X[rows, cols]),
+           _no_wait(lambda: X[:, cols[:2]])]
+    want = [tx[tr], tx[tr, tc], tx[:, tc[:2]]]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.cpu().numpy(), w.numpy())
+    Y = _dev(x)
+    _no_wait(lambda: Y.index_put_((rows, cols), _dev(np.float32(7.0))))
+    ty = torch.tensor(x)
+    ty.index_put_((tr, tc), torch.tensor(7.0))
+    np.testing.assert_array_equal(Y.cpu().numpy(), ty.numpy())
+    for fn in [lambda: X[_dev([4])], lambda: X[:, _dev([0, -4])],
+               lambda: _dev(x).index_put_((_dev([9]),), _dev(np.float32(1.0)))]:
+        out = _no_wait(fn)
+        with pytest.raises(IndexError, match="index(_put)?: an index is out of bounds"):
+            out.tolist()
+    with pytest.raises(IndexError, match="out of bounds for dim 0 with size 4"):  # CPU: at once
+        vk.tensor(x)[vk.tensor([4])]
+
+
+def test_binary_cross_entropy_does_not_wait_and_raises_a_bad_probability_at_the_next_read():
+    p = np.array([0.2, 0.9, 0.5], dtype=np.float32)
+    y = np.array([1.0, 0.0, 1.0], dtype=np.float32)
+    loss = _no_wait(lambda: vk.nn.functional.binary_cross_entropy(_dev(p), _dev(y)))
+    want = torch.nn.functional.binary_cross_entropy(torch.tensor(p), torch.tensor(y))
+    np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-6)
+    for bad in ([0.2, 1.5, 0.5], [0.2, float("nan"), 0.5], [-0.1, 0.5, 0.5]):
+        out = _no_wait(lambda: vk.nn.functional.binary_cross_entropy(_dev(np.float32(bad)), _dev(y)))
+        with pytest.raises(RuntimeError, match="binary_cross_entropy: every element of the input "
+                                               "must be a probability"):
+            out.item()
+    with pytest.raises(RuntimeError, match="found values in"):  # CPU: at once, with the range
+        vk.nn.functional.binary_cross_entropy(vk.tensor([1.5]), vk.tensor([1.0]))
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_extremes_do_not_wait_and_match_torch(reduce, include_self):
+    gen = np.random.default_rng(13)
+    x = gen.integers(-3, 4, (4, 3)).astype(np.float32)  # small integers: many ties
+    src = gen.integers(-3, 4, (6, 3)).astype(np.float32)
+    index = gen.integers(0, 4, (6, 3))
+    X, S, I = _dev(x), _dev(src), _dev(index)
+    tx, ts, ti = torch.tensor(x), torch.tensor(src), torch.tensor(index)
+    got = _no_wait(lambda: X.scatter_reduce(0, I, S, reduce, include_self=include_self))
+    want = tx.scatter_reduce(0, ti, ts, reduce, include_self=include_self)
+    np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())
+    rows = _dev([2, 0, 2, 2, 1, 0])
+    got = _no_wait(lambda: X.index_reduce(0, rows, S, reduce, include_self=include_self))
+    want = tx.index_reduce(0, torch.tensor([2, 0, 2, 2, 1, 0]), ts, reduce,
+                           include_self=include_self)
+    np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())
+    out = _no_wait(lambda: X.scatter_reduce(0, _dev([[0, 4, 1]]), S, reduce))
+    with pytest.raises(IndexError, match="scatter_reduce: an index is out of bounds"):
+        out.tolist()
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag_max_does_not_wait_and_matches_torch(padding_idx):
+    gen = np.random.default_rng(17)
+    w = gen.standard_normal((6, 4)).astype(np.float32)
+    inp, offsets = [1, 2, 2, 5, 0, 3, 2, 4, 4], [0, 3, 3, 4, 7, 9]  # an empty bag, a last one
+    W = vk.tensor(w, requires_grad=True, device="vulkan")
+    I, O = _dev(inp), _dev(offsets)
+    out = _no_wait(lambda: vk.nn.functional.embedding_bag(I, W, O, mode="max",
+                                                          padding_idx=padding_idx))
+    tw = torch.tensor(w, requires_grad=True)
+    want = torch.nn.functional.embedding_bag(torch.tensor(inp), tw, torch.tensor(offsets),
+                                             mode="max", padding_idx=padding_idx)
+    np.testing.assert_array_equal(out.detach().cpu().numpy(), want.detach().numpy())
+    g = gen.standard_normal(tuple(want.shape)).astype(np.float32)
+    out.backward(vk.tensor(g, device="vulkan"))
+    want.backward(torch.tensor(g))
+    np.testing.assert_allclose(W.grad.cpu().numpy(), tw.grad.numpy(), rtol=1e-6)
+    out = _no_wait(lambda: vk.nn.functional.embedding_bag(I, W, _dev([0, 5, 3]), mode="max"))
+    with pytest.raises(RuntimeError, match="embedding_bag: offsets must be non-decreasing"):
+        out.tolist()

@@ -16,6 +16,7 @@ import math
 
 from .. import _C
 from .._grad_mode import no_grad
+from .._index_fns import _run_reduce
 
 _nn = _C._nn
 
@@ -432,33 +433,13 @@ def freq_scaled(looked_up, indices):
     return _C.from_op(looked_up.detach(), [looked_up], lambda g: [g * scale], "scale_grad_by_freq")
 
 
-def _bags(input, offsets, include_last_offset):
-    """(bags, longest) positions into the 1-D input and their validity, from the offsets (a host read
-    of the offsets, which are index bookkeeping as embedding's indices are)."""
-    n = input.shape[0]
-    starts = [int(v) for v in offsets.tolist()]
-    if starts and starts[0] != 0:
-        raise RuntimeError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
-                           f"has to start from position 0. However, got {starts[0]}")
-    if starts and starts[-1] > n:
-        raise RuntimeError(f"embedding_bag: offsets[-1] can not be greater than input's length ({n}), but got "
-                           f"offsets[-1] of {starts[-1]}")
-    if include_last_offset:  # the last offset closes the last bag: torch reads it as the input's end
-        starts = starts[:-1]
-    ends = starts[1:] + [n]
-    if any(e < b for b, e in zip(starts, ends)):
-        raise RuntimeError(f"embedding_bag: offsets must be non-decreasing, got {offsets.tolist()}")
-    longest = max([e - b for b, e in zip(starts, ends)] + [0])
-    pos = [[min(b + j, max(n - 1, 0)) for j in range(longest)] for b in starts]
-    valid = [[b + j < e for j in range(longest)] for b, e in zip(starts, ends)]
-    return pos, valid, longest
-
-
-def _bag_sums(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx):
-    """embedding_bag's sum and mean over 1-D input and offsets without a host read (hostwait,
-    issue #14): each position's bag is the number of bag starts at or before it, minus one
-    (searchsorted), and the rows are added into their bags (index_add). The offsets are checked
-    where they live (on the Vulkan device: raised at the next host read), with torch's errors."""
+def _bags_1d(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx):
+    """embedding_bag over 1-D input and offsets without a host read (hostwait, issue #14): each
+    position's bag is the number of bag starts at or before it, minus one (searchsorted); the rows
+    are added into their bags (index_add) for sum and mean, and for max each bag's run of rows is
+    reduced in place (_run_reduce) and read at the bag's start. An empty bag gives zeros (torch).
+    The offsets are checked where they live (on the Vulkan device: raised at the next host read),
+    with torch's errors."""
     op, n = "embedding_bag", input.shape[0]
     check = _C._expect_all
     if offsets.numel():
@@ -479,6 +460,13 @@ def _bag_sums(input, weight, offsets, mode, per_sample_weights, include_last_off
     except IndexError as e:  # torch's embedding_bag says RuntimeError where embedding says IndexError
         raise RuntimeError(f"{op}: {e}") from None
     keep = None if padding_idx is None else input != padding_idx
+    if mode == "max":
+        if keep is not None:
+            emb = _C.where(keep.unsqueeze(-1), emb, _C.full((), -math.inf, dtype=emb.dtype, device=emb.device))
+        kept = _C.ones(n, dtype=_C.dtype.int64, device=input.device) if keep is None else keep.to(_C.dtype.int64)
+        size = _C.zeros(bags, dtype=_C.dtype.int64, device=input.device).index_add(0, bag, kept)
+        top = _run_reduce(bag, emb, _C.maximum, n).index_select(0, _C.clamp(starts.to(_C.dtype.int64), max=n - 1))
+        return _C.where((size > 0).unsqueeze(1), top, _C.zeros((), dtype=emb.dtype, device=emb.device))
     if per_sample_weights is not None:
         emb = emb * per_sample_weights.unsqueeze(-1)
     if keep is not None:
@@ -532,23 +520,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         padding_idx = padding_idx % rows
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
-    if input.ndim == 1 and mode != "max":  # hostwait: no host read of the offsets
-        return _bag_sums(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
-    if input.ndim == 2:
-        idx, valid = input, None
-    else:
-        pos, valid_rows, longest = _bags(input, offsets, include_last_offset)
-        bags = len(pos)
-        if longest == 0 or input.shape[0] == 0:  # only empty bags: zeros (torch)
-            return _C.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device)
-        at = _C.tensor(pos, dtype=_C.dtype.int64, device=input.device)
-        valid = _C.tensor(valid_rows, device=input.device)
-        idx = input.index_select(0, at.reshape(-1)).reshape(bags, longest)
-        if per_sample_weights is not None:
-            per_sample_weights = per_sample_weights.index_select(0, at.reshape(-1)).reshape(bags, longest)
-    if padding_idx is not None:
-        keep = idx != padding_idx
-        valid = keep if valid is None else valid & keep
+    if input.ndim == 1:  # hostwait: no host read of the offsets
+        return _bags_1d(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+    idx = input  # (bags, length): fixed-length bags
+    valid = None if padding_idx is None else idx != padding_idx
     try:
         emb = _nn.embedding(idx, weight, padding_idx)  # (bags, longest, dim)
     except IndexError as e:  # torch's embedding_bag says RuntimeError where embedding says IndexError

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "vkml/core/grad_mode.h"
+#include "vkml/ops/composite.h"
 #include "vkml/ops/conv.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/device_ops.h"
@@ -368,6 +369,12 @@ Tensor log_clamped_at_minus_100(const Tensor& t, double neutral, LogFn log_fn) {
 void check_probabilities(const Tensor& p, const char* fn) {
   if (p.numel() == 0) return;
   NoGradGuard no_grad;
+  if (!values_on_host(p)) {
+    // issue #14: a device checks without a host wait (raised at its next host read); NaN fails
+    expect_all(logical_and(ge(p, scalar_like(0.0, p)), le(p, scalar_like(1.0, p))), false, fn,
+               "every element of the input must be a probability in [0, 1]");
+    return;
+  }
   const Tensor range = host_read(cast(stack({amin(p), amax(p)}), DType::Float64));
   const double lo = range.data<double>()[0], hi = range.data<double>()[1];
   VK_CHECK(lo >= 0.0 && hi <= 1.0, RuntimeError, fn,

@@ -7,17 +7,17 @@
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/core/kernel.h"
+#include "vkml/ops/composite.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/expect.h"
 #include "vkml/ops/index.h"
 #include "vkml/ops/reduction.h"
 #include "vkml/ops/shape.h"
 #include "vkml/ops/sort.h"
 
 namespace vk {
-
-Tensor logical_or_oob(const Tensor& idx, int64_t n);  // idx < -n or idx >= n, as int64
 
 namespace {
 
@@ -135,9 +135,11 @@ Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape
   for (size_t k = adv.size(); k-- > 0;) {
     int64_t n = r.shape()[adv[k].dim];
     Tensor idx = to_device(adv[k].indices, r.device());  // CPU indices may index any device
-    Tensor out_of_range = sum(cast(logical_or_oob(idx, n), DType::Int64));
-    VK_CHECK(host_read(out_of_range).item() == 0, IndexError,
-             "index: an index is out of bounds for dim ", adv[k].dim, " with size ", n);
+    // Checked where the index lives: at once on the CPU, at the device's next host read elsewhere
+    // (issue #14: reading the bounds here made x[idx] wait for the device)
+    expect_all(logical_and(ge(idx, scalar_like(-n, idx)), lt(idx, scalar_like(n, idx))), true,
+               "index",
+               detail::cat("an index is out of bounds for dim ", adv[k].dim, " with size ", n));
     idx = where(lt(idx, scalar_like(0, idx)), idx + n, idx);
     const int64_t mult = in_storage ? r.strides()[adv[k].dim] : stride;
     lin = lin + idx * mult;
@@ -262,12 +264,6 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
   Tensor out = reshape(picked, out_shape);
   // NumPy: adjacent advanced indices keep their place; separated ones go to the front.
   return place_index_dims(out, adv, static_cast<int64_t>(index_shape.size()));
-}
-
-Tensor logical_or_oob(const Tensor& idx, int64_t n) {
-  Tensor lo = lt(idx, scalar_like(-n, idx));
-  Tensor hi = ge(idx, scalar_like(n, idx));
-  return add(cast(lo, DType::Int64), cast(hi, DType::Int64));
 }
 
 void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {

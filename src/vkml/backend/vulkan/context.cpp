@@ -222,6 +222,10 @@ bool Context::init(std::string& why) {
       has_device_extension(physical_, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (!has_8bit_extension) supported.pNext = nullptr;
   api_.vkGetPhysicalDeviceFeatures2(physical_, &supported);
+  // VKML_VULKAN_NO_FLOAT64=1 runs as a device without shaderFloat64 would (most mobile GPUs,
+  // Intel Arc, Apple's through MoltenVK): so that the paths for them are tested on any device,
+  // with the validation layers catching a shader that still uses float64.
+  if (env_flag("VKML_VULKAN_NO_FLOAT64")) supported.features.shaderFloat64 = VK_FALSE;
   has_float64_ = supported.features.shaderFloat64 == VK_TRUE;
   has_int64_ = supported.features.shaderInt64 == VK_TRUE;
   has_int8_storage_ = has_8bit_extension && storage8.storageBuffer8BitAccess == VK_TRUE;

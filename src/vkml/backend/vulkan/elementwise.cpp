@@ -24,8 +24,19 @@ Tensor launch(const char* shader, const std::vector<Tensor>& in, const Meta& m) 
 // torch's text ("ZeroDivisionError"), as the CPU's.
 constexpr const char* kZeroDivision = "ZeroDivisionError (integer division by zero)";
 
-// Ops computed in float64 whatever their dtype (float32 pow, log1p, expm1, sin, cos).
-void check_float64_math(std::string_view op) { check_dtype(DType::Float64, op); }
+// float32 pow, log1p, expm1, sin and cos are computed in float64 where the device has it (so that
+// they round as the CPU's libm), else in float32 alone (the "_nof64" variants, within 2 ulp:
+// most mobile GPUs, Intel Arc and Apple's through MoltenVK have no shaderFloat64). The shader
+// variant for m's dtype, after checking the device can run it.
+const char* float_math_variant(const char* op, const char* nof64, const Meta& m) {
+  if (m.dtype == DType::Float32 && !context().has_float64()) {
+    if (std::string_view(op) == "sin" || std::string_view(op) == "cos")
+      check_dtype(DType::Int64, op);  // the exact reduction's integer products
+    return nof64;
+  }
+  check_dtype(DType::Float64, op);
+  return op;
+}
 
 // Runs s with the error word, which the shader raises on an integer error: RuntimeError
 // "<op>: <message>" at the next host read (hostwait: reading a flag here waited for the device).
@@ -65,9 +76,9 @@ constexpr uint32_t kTwoOverPi[40] = {
 // Reduced exactly modulo pi/2 and computed in float64 (shaders/trig.glsl): GLSL's builtins may
 // be far less exact than the CPU's libm, and float64 has none. float64 reads 2/pi from a buffer
 // (uploaded per call: as a constant array in the shader, lavapipe takes 12 s to compile it).
-Tensor trig(const char* op, const std::vector<Tensor>& in, const Meta& m) {
-  check_float64_math(op);
-  if (m.dtype == DType::Float32) return launch(op, in, m);
+Tensor trig(const char* op, const char* nof64, const std::vector<Tensor>& in, const Meta& m) {
+  const char* shader = float_math_variant(op, nof64, m);
+  if (m.dtype == DType::Float32) return run_strided(Strided{.shader = shader, .op = op}, in, m);
   return run_strided(Strided{.shader = op, .op = op}, {in[0], two_over_pi_table(m)}, m);
 }
 
@@ -125,22 +136,22 @@ VKML_VULKAN_OP(gelu_backward)
 
 VK_KERNEL(sin) {
   (void)a;
-  return trig("sin", in, m);
+  return trig("sin", "sin_nof64", in, m);
 }
 VK_KERNEL(cos) {
   (void)a;
-  return trig("cos", in, m);
+  return trig("cos", "cos_nof64", in, m);
 }
 
 VK_KERNEL(log1p) {
   (void)a;
-  check_float64_math("log1p");
-  return launch("log1p", in, m);
+  return run_strided(
+      Strided{.shader = float_math_variant("log1p", "log1p_nof64", m), .op = "log1p"}, in, m);
 }
 VK_KERNEL(expm1) {
   (void)a;
-  check_float64_math("expm1");
-  return launch("expm1", in, m);
+  return run_strided(
+      Strided{.shader = float_math_variant("expm1", "expm1_nof64", m), .op = "expm1"}, in, m);
 }
 
 VK_KERNEL(gelu) {
@@ -168,7 +179,7 @@ VK_KERNEL(pow) {
   (void)a;
   Strided s{.shader = "pow", .op = "pow"};
   if (!is_floating(m.dtype)) return run_strided(s, in, m);
-  check_float64_math("pow");
+  s.shader = float_math_variant("pow", "pow_nof64", m);
   // One exponent for every element: the CPU's products and roots for the usual powers.
   s.scalar[0] = is_uniform(in[1]) ? 1u : 0u;
   return run_strided(s, in, m);

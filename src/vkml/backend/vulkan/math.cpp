@@ -1,9 +1,11 @@
 // The math family's kernels on the Vulkan device (ops/math.cpp; issue #15): one strided shader
 // variant per op and dtype (shaders/math.comp), laid out and launched as the element-wise
-// family's (launch.h). Every float op computes in double (float32 results rounded once), so the
-// device needs float64 for float32 tensors too, as log1p, expm1 and pow do.
+// family's (launch.h). Every float op computes in double (float32 results rounded once) where the
+// device has float64, as log1p, expm1 and pow do; in float alone elsewhere.
 #include "vkml/backend/vulkan/math.h"
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "vkml/backend/vulkan/context.h"  // hostwait: deferred errors
@@ -14,10 +16,15 @@
 namespace vk::vulkan {
 namespace {
 
+// Computed in double, float32 included, where the device has float64; else float32 tensors take
+// the "_nof64" variants (the same steps in float alone) and float64 ones are refused.
 Tensor float_op(const char* op, const std::vector<Tensor>& in, const Meta& m,
                 uint32_t scalar0 = 0) {
-  check_dtype(DType::Float64, op);  // computed in double, float32 included
-  Strided s{.shader = op, .op = op};
+  const bool alone = m.dtype == DType::Float32 && !context().has_float64();
+  if (alone && std::string_view(op) == "tan") check_dtype(DType::Int64, op);  // its reduction
+  if (!alone) check_dtype(DType::Float64, op);
+  const std::string nof64 = std::string(op) + "_nof64";
+  Strided s{.shader = alone ? std::string_view(nof64) : std::string_view(op), .op = op};
   s.scalar[0] = scalar0;
   return run_strided(s, in, m);
 }

@@ -90,24 +90,76 @@ DT_I dm_int_pow(DT_I base, DT_I e) {
 #endif
 
 #if defined(OP_LOG1P) || defined(OP_EXPM1) || (defined(OP_POW) && DTA >= 3)
-// log1p, expm1 and pow through vmath's double exp and log: float32 arguments come out correctly
-// rounded but for rare halfway cases (the CPU's libm is as close); float64 ones within a few ulp.
-double dm_log1p(double x) {
-  precise double u = 1.0lf + x;  // precise: (1 + x) - 1 must not simplify to x
-  if (u == 1.0lf) return x;  // also -0
-  if (isinf(x) && x > 0.0lf) return x;
-  precise double d = u - 1.0lf;
+// log1p, expm1 and pow through vmath's exp and log in its type VT: double for float32 arguments
+// where the device has float64 (correctly rounded but for rare halfway cases, as the CPU's libm)
+// and for float64 ones (within a few ulp); float for float32 ones on a device without float64
+// (NO_FLOAT64: within a few ulp).
+VT dm_log1p(VT x) {
+  precise VT u = VT(1) + x;  // precise: (1 + x) - 1 must not simplify to x
+  if (u == VT(1)) return x;  // also -0
+  if (isinf(x) && x > VT(0)) return x;
+  precise VT d = u - VT(1);
   return vm_log(u) * (x / d);  // the log of the rounded 1 + x, corrected (Goldberg)
 }
 
-double dm_expm1(double x) {
-  precise double u = vm_exp(x);
-  if (u == 1.0lf) return x;  // also -0
+VT dm_expm1(VT x) {
+  precise VT u = vm_exp(x);
+  if (u == VT(1)) return x;  // also -0
   if (isinf(u)) return u;
-  precise double um1 = u - 1.0lf;
-  if (um1 == -1.0lf) return -1.0lf;
-  return um1 * x / vm_log(u);  // (Kahan)
+  precise VT um1 = u - VT(1);
+  if (um1 == VT(-1)) return VT(-1);
+  return um1 * (x / vm_log(u));  // (Kahan; the ratio first: (u - 1) x overflows near exp's limit)
 }
+
+#if defined(OP_POW) && defined(NO_FLOAT64)
+#include "ff.glsl"
+
+// log(x) = hi + lo for finite x > 0 in float-float, to about 2^-40 of itself: dm_log_dd's steps
+// in float32 (x = 2^k m, log(m) = 2 atanh(s), s = (m - 1) / (m + 1), z = s^2 <= 0.0295).
+void dm_log_ff(float x, out float hi, out float lo) {
+  const bool tiny = x < kVmMinNormal;
+  precise float xs = tiny ? x * kVmSubnormalScale : x;
+  const uint ix = floatBitsToUint(xs) + (kVmOneBits - kVmSqrtHalfBits);
+  const float k = float(int(ix >> 23) - 127) - (tiny ? kVmSubnormalLog2 : 0.0);
+  precise float f = uintBitsToFloat((ix & kVmMantMask) + kVmSqrtHalfBits) - 1.0;  // exact
+  float dh, dl, p, pe, s2h, s2l, s3h, s3l, ch, cl, kh, kl, h, l;
+  ff_two_sum(2.0, f, dh, dl);
+  precise float sh = f / dh;
+  ff_two_prod(sh, dh, p, pe);
+  precise float sl = (((f - p) - pe) - sh * dl) / dh;
+  ff_two_prod(sh, sh, s2h, s2l);
+  s2l += 2.0 * sh * sl;
+  ff_two_prod(s2h, sh, s3h, s3l);
+  s3l += s2h * sl + s2l * sh;
+  const float third_hi = 0.6666666865348816, third_lo = -1.9868215517249155e-08;  // 2/3
+  ff_two_prod(third_hi, s3h, ch, cl);
+  cl += third_hi * s3l + third_lo * s3h;
+  const float R[6] = float[](0.2, 0.14285714285714285, 0.1111111111111111, 0.09090909090909091,
+                             0.07692307692307693, 0.06666666666666667);
+  precise float z = sh * sh;
+  precise float r = R[5];
+  for (int j = 4; j >= 0; --j) r = r * z + R[j];
+  precise float tail = 2.0 * sh * z * z * r;
+  ff_two_prod(k, 0.6931471824645996, kh, kl);  // k ln2, ln2 as float-float
+  kl += k * -1.9046542121259336e-09;
+  ff_add(kh, kl, 2.0 * sh, 2.0 * sl, h, l);
+  ff_add(h, l, ch, cl, h, l);
+  ff_add(h, l, tail, 0.0, hi, lo);
+}
+
+// e^(y log |x|) for finite x != 0 with y log |x| in float-float, so that only vmath's float exp
+// rounds.
+float dm_exp_y_log(float ax, float y) {
+  float lh, ll, th, tl;
+  dm_log_ff(ax, lh, ll);
+  ff_two_prod(y, lh, th, tl);
+  if (!(abs(th) < 200.0)) return th > 0.0 ? uintBitsToFloat(0x7f800000u) : 0.0;
+  tl += y * ll;
+  precise float hi = th + tl;  // normalised: exp_impl's second part must be small
+  precise float lo = tl - (hi - th);
+  return vm_exp_impl(hi, lo, true, true);
+}
+#endif
 
 #if DTA == 4
 #include "dd.glsl"
@@ -150,7 +202,9 @@ void dm_log_dd(double x, out double hi, out double lo) {
 }
 #endif
 
-// C's pow for float32 arguments: its special cases, then |x|^y as e^(y log |x|) in double.
+#if defined(OP_POW)
+// C's pow for float32 arguments: its special cases, then |x|^y as e^(y log |x|) in double (in
+// float-float without float64).
 float dm_pow_f32(float x, float y) {
   if (y == 0.0 || x == 1.0) return 1.0;
   if (isnan(x) || isnan(y)) return x + y;
@@ -166,9 +220,14 @@ float dm_pow_f32(float x, float y) {
   else if (isinf(ax))
     m = y < 0.0 ? 0.0 : inf;
   else
+#if defined(NO_FLOAT64)
+    m = dm_exp_y_log(ax, y);
+#else
     m = float(vm_exp(double(y) * vm_log(double(ax))));
+#endif
   return y_odd && floatBitsToUint(x) >= 0x80000000u ? -m : m;
 }
+#endif
 #endif
 
 #if DTA == 4 && defined(OP_POW)

@@ -20,6 +20,9 @@
 #ifndef DTC
 #define DTC DTB
 #endif
+#ifdef NO_FLOAT64  // float32 math for a device without float64 (log1p, expm1, pow, sin, cos)
+#define VM_DOUBLE 0
+#endif
 #ifndef VM_DOUBLE
 #define VM_DOUBLE (DTA == 4)
 #endif
@@ -246,9 +249,9 @@ TO compute(int ia, int ib, int ic) {
 #elif defined(OP_GELU_BACKWARD)  // x is the incoming gradient, y the input
   return x * vm_gelu_grad(y);
 #elif defined(OP_LOG1P)
-  return TA(dm_log1p(double(x)));
+  return TA(dm_log1p(VT(x)));
 #elif defined(OP_EXPM1)
-  return TA(dm_expm1(double(x)));
+  return TA(dm_expm1(VT(x)));
 #elif defined(OP_MAXIMUM) || defined(OP_MINIMUM)
 #if DTA == 0
 #if defined(OP_MAXIMUM)

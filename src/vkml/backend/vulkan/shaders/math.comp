@@ -5,7 +5,8 @@
 // 1 int32, 2 int64). Every float op computes in double whatever its dtype, with vmath.glsl's
 // exp/log/erf (GLSL has none in double; the float builtins may be far less exact than the CPU's
 // libm): float32 results are the double result rounded once; float64 results are within a few
-// ulp. Every loop is bounded (lavapipe allows 65535 iterations per invocation in all).
+// ulp. On a device without float64, the float32 variants (NO_FLOAT64) compute the same steps in
+// float alone (MR), within a few ulp. Every loop is bounded (lavapipe allows 65535 iterations per invocation in all).
 #version 450
 
 #ifndef DTO
@@ -17,7 +18,11 @@
 #ifndef DTB
 #define DTB DTA
 #endif
+#ifdef NO_FLOAT64  // float32 alone, for a device without float64
+#define VM_DOUBLE 0
+#else
 #define VM_DOUBLE 1
+#endif
 
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 
@@ -59,7 +64,7 @@ layout(std430, binding = IN_BINDING(1)) readonly buffer B { TB b[]; };
 
 #if DTA >= 3
 #include "vmath.glsl"
-#define OP_LOG1P  // divmod.glsl's double log1p and expm1 are compiled under this name
+#define OP_LOG1P  // divmod.glsl's log1p and expm1 (in vmath's VT) are compiled under this name
 #endif
 #include "divmod.glsl"
 #if defined(OP_TAN)
@@ -75,92 +80,105 @@ void raise_flag() {
 }
 
 #if DTA >= 3
-const double MT_PI = 3.141592653589793lf;
-const double MT_PI_LO = 1.2246467991473532e-16lf;  // pi - MT_PI
-const double MT_PI_2 = 1.5707963267948966lf;
-const double MT_PI_2_LO = 6.123233995736766e-17lf;
-const double MT_LN2 = 0.6931471805599453lf;
+// MR: the type the float ops compute in: double (float32 results rounded once), or float alone on
+// a device without float64 (NO_FLOAT64, float32 only: within a few ulp). Literals are written
+// MR(...lf): exact in double, rounded once to float at compile time (no float64 in the module).
+#define MR VT
+#if VM_DOUBLE
+const MR MT_PI = 3.141592653589793lf;
+const MR MT_PI_LO = 1.2246467991473532e-16lf;  // pi - MT_PI
+const MR MT_PI_2 = 1.5707963267948966lf;
+const MR MT_PI_2_LO = 6.123233995736766e-17lf;
+#else
+const MR MT_PI = 3.1415927410125732;
+const MR MT_PI_LO = -8.742278e-08;
+const MR MT_PI_2 = 1.5707963705062866;
+const MR MT_PI_2_LO = -4.371139e-08;
+#endif
+const MR MT_LN2 = MR(0.6931471805599453lf);
 
-double mt_inf() { return uint64BitsToDouble(0x7ff0000000000000ul); }
-double mt_nan() { return uint64BitsToDouble(0x7ff8000000000000ul); }
-bool mt_negative(double x) { return doubleBitsToUint64(x) >= 0x8000000000000000ul; }
+MR mt_inf() { return VM_AS_T(kVmInfBits); }
+MR mt_nan() { return VM_AS_T(kVmInfBits | (VU(1) << (kVmMantBits - 1u))); }
+bool mt_negative(MR x) { return VM_AS_U(x) >= kVmSignMask; }
 
 // ---- trigonometric ----
 
 // sin(u) and cos(u) for |u| <= pi/4 by their Taylor series (to u^21, u^20: below 2^-60).
-double mt_sin_series(double u) {
-  precise double z = u * u;
-  precise double s = 1.9572941063391263e-20lf;
-  s = -8.22063524662433e-18lf + z * s;
-  s = 2.8114572543455206e-15lf + z * s;
-  s = -7.647163731819816e-13lf + z * s;
-  s = 1.6059043836821613e-10lf + z * s;
-  s = -2.505210838544172e-08lf + z * s;
-  s = 2.7557319223985893e-06lf + z * s;
-  s = -0.0001984126984126984lf + z * s;
-  s = 0.008333333333333333lf + z * s;
-  s = -0.16666666666666666lf + z * s;
-  s = 1.0lf + z * s;
-  precise double r = u * s;
+MR mt_sin_series(MR u) {
+  precise MR z = u * u;
+  precise MR s = MR(1.9572941063391263e-20lf);
+  s = MR(-8.22063524662433e-18lf) + z * s;
+  s = MR(2.8114572543455206e-15lf) + z * s;
+  s = MR(-7.647163731819816e-13lf) + z * s;
+  s = MR(1.6059043836821613e-10lf) + z * s;
+  s = MR(-2.505210838544172e-08lf) + z * s;
+  s = MR(2.7557319223985893e-06lf) + z * s;
+  s = MR(-0.0001984126984126984lf) + z * s;
+  s = MR(0.008333333333333333lf) + z * s;
+  s = MR(-0.16666666666666666lf) + z * s;
+  s = MR(1.0lf) + z * s;
+  precise MR r = u * s;
   return r;
 }
-double mt_cos_series(double u) {
-  precise double z = u * u;
-  precise double c = 4.110317623312165e-19lf;
-  c = -1.5619206968586225e-16lf + z * c;
-  c = 4.779477332387385e-14lf + z * c;
-  c = -1.1470745597729725e-11lf + z * c;
-  c = 2.08767569878681e-09lf + z * c;
-  c = -2.755731922398589e-07lf + z * c;
-  c = 2.48015873015873e-05lf + z * c;
-  c = -0.001388888888888889lf + z * c;
-  c = 0.041666666666666664lf + z * c;
-  c = -0.5lf + z * c;
-  c = 1.0lf + z * c;
+MR mt_cos_series(MR u) {
+  precise MR z = u * u;
+  precise MR c = MR(4.110317623312165e-19lf);
+  c = MR(-1.5619206968586225e-16lf) + z * c;
+  c = MR(4.779477332387385e-14lf) + z * c;
+  c = MR(-1.1470745597729725e-11lf) + z * c;
+  c = MR(2.08767569878681e-09lf) + z * c;
+  c = MR(-2.755731922398589e-07lf) + z * c;
+  c = MR(2.48015873015873e-05lf) + z * c;
+  c = MR(-0.001388888888888889lf) + z * c;
+  c = MR(0.041666666666666664lf) + z * c;
+  c = MR(-0.5lf) + z * c;
+  c = MR(1.0lf) + z * c;
   return c;
 }
 
 // sin(pi x) with the argument reduced exactly (pi x itself would round): x mod 2, then the
 // symmetries of sine down to [0, 1/4].
-double mt_sinpi(double x) {
-  precise double r = x - 2.0lf * floor(x * 0.5lf);  // in [0, 2), exact
-  const double sign = r >= 1.0lf ? -1.0lf : 1.0lf;
-  r = r >= 1.0lf ? r - 1.0lf : r;
-  r = r > 0.5lf ? 1.0lf - r : r;
-  return sign * (r > 0.25lf ? mt_cos_series(MT_PI * (0.5lf - r)) : mt_sin_series(MT_PI * r));
+MR mt_sinpi(MR x) {
+  // of |x| (sine is odd): x mod 2 of a small negative x would round x + 2
+  const MR ax = abs(x);
+  precise MR r = ax - MR(2.0lf) * floor(ax * MR(0.5lf));  // in [0, 2), exact
+  const MR sign = (r >= MR(1.0lf)) != (x < MR(0.0lf)) ? MR(-1.0lf) : MR(1.0lf);
+  r = r >= MR(1.0lf) ? r - MR(1.0lf) : r;
+  r = r > MR(0.5lf) ? MR(1.0lf) - r : r;
+  return sign * (r > MR(0.25lf) ? mt_cos_series(MT_PI * (MR(0.5lf) - r)) : mt_sin_series(MT_PI * r));
 }
-double mt_cospi(double x) { return mt_sinpi(x + 0.5lf); }
+MR mt_cospi(MR x) { return mt_sinpi(x + MR(0.5lf)); }
 
 // atan(t) for t >= 0 (inf included): 1/t past 1, then twice atan(u) = 2 atan(u / (1 + sqrt(1 +
 // u^2))) down to u <= tan(pi/16), then the series u (1 - z/3 + z^2/5 - ...) to z^12.
-double mt_atan_pos(double t) {
-  const bool inv = t > 1.0lf;
-  precise double u = inv ? 1.0lf / t : t;
-  for (int k = 0; k < 2; ++k) u = u / (1.0lf + sqrt(1.0lf + u * u));
-  precise double z = u * u;
-  precise double s = 1.0lf / 25.0lf;
-  for (int k = 11; k >= 0; --k) s = ((k & 1) == 0 ? 1.0lf : -1.0lf) / double(2 * k + 1) + z * s;
-  precise double r = 4.0lf * (u * s);
-  precise double inverted = (MT_PI_2 - r) + MT_PI_2_LO;
+MR mt_atan_pos(MR t) {
+  const bool inv = t > MR(1.0lf);
+  precise MR u = inv ? MR(1.0lf) / t : t;
+  for (int k = 0; k < 2; ++k) u = u / (MR(1.0lf) + sqrt(MR(1.0lf) + u * u));
+  precise MR z = u * u;
+  precise MR s = MR(1.0lf) / MR(25.0lf);
+  for (int k = 11; k >= 0; --k) s = ((k & 1) == 0 ? MR(1.0lf) : MR(-1.0lf)) / MR(2 * k + 1) + z * s;
+  precise MR r = MR(4.0lf) * (u * s);
+  precise MR inverted = (MT_PI_2 - r) + MT_PI_2_LO;
   return inv ? inverted : r;
 }
 
 // C's atan2, its signed zeros and infinities included.
-double mt_atan2(double y, double x) {
+MR mt_atan2(MR y, MR x) {
   if (isnan(x) || isnan(y)) return x + y;
   const bool xneg = mt_negative(x);
-  double r;
-  if (y == 0.0lf) {
-    r = xneg ? MT_PI : 0.0lf;
+  MR r;
+  if (y == MR(0.0lf)) {
+    r = xneg ? MT_PI : MR(0.0lf);
   } else if (isinf(x) && isinf(y)) {
-    r = xneg ? 2.356194490192345lf : 0.7853981633974483lf;
-  } else if (x == 0.0lf || isinf(y)) {
+    r = xneg ? MR(2.356194490192345lf) : MR(0.7853981633974483lf);
+  } else if (x == MR(0.0lf) || isinf(y)) {
     r = MT_PI_2;
   } else if (isinf(x)) {
-    r = xneg ? MT_PI : 0.0lf;
+    r = xneg ? MT_PI : MR(0.0lf);
   } else {
-    const double t = mt_atan_pos(abs(y) / abs(x));
-    precise double from_pi = (MT_PI - t) + MT_PI_LO;
+    const MR t = mt_atan_pos(abs(y) / abs(x));
+    precise MR from_pi = (MT_PI - t) + MT_PI_LO;
     r = xneg ? from_pi : t;
   }
   return vm_with_sign_of(r, y);
@@ -168,12 +186,12 @@ double mt_atan2(double y, double x) {
 
 // asin(x) = atan2(x, sqrt((1 - x)(1 + x))), acos(x) = atan2(sqrt((1 - x)(1 + x)), x): 1 - x is
 // exact near 1, where 1 - x^2 would cancel. NaN outside [-1, 1] (the square root's).
-double mt_cosine_side(double x) {
-  precise double q = (1.0lf - x) * (1.0lf + x);
+MR mt_cosine_side(MR x) {
+  precise MR q = (MR(1.0lf) - x) * (MR(1.0lf) + x);
   return sqrt(q);
 }
 
-#if defined(OP_TAN) && DTA == 3
+#if defined(OP_TAN) && DTA == 3 && VM_DOUBLE
 float mt_tan(float x) {
   if (isnan(x) || isinf(x)) return uintBitsToFloat(0x7fc00000u);
   const float ax = abs(x);
@@ -184,72 +202,73 @@ float mt_tan(float x) {
   return float(floatBitsToUint(x) >= 0x80000000u ? -t : t);
 }
 #elif defined(OP_TAN)
-double mt_tan(double x) {
+// float64, and float32 without float64: r = rh + rl, to first order in rl
+MR mt_tan(MR x) {
   if (isnan(x) || isinf(x)) return mt_nan();
-  const double ax = abs(x);
-  double rh = ax, rl = 0.0lf;
-  const uint q = ax < 0.5lf ? 0u : trig_reduce(ax, rh, rl);
-  precise double s = trig_sin_poly(rh) + rl * trig_cos_poly(rh);
-  precise double c = trig_cos_poly(rh) - rl * trig_sin_poly(rh);
-  precise double t = (q & 1u) == 0u ? s / c : -c / s;
+  const MR ax = abs(x);
+  MR rh = ax, rl = MR(0);
+  const uint q = ax < MR(0.5) ? 0u : trig_reduce(ax, rh, rl);
+  precise MR s = trig_sin_poly(rh) + rl * trig_cos_poly(rh);
+  precise MR c = trig_cos_poly(rh) - rl * trig_sin_poly(rh);
+  precise MR t = (q & 1u) == 0u ? s / c : -c / s;
   return mt_negative(x) ? -t : t;
 }
 #endif
 
 // ---- hyperbolic ----
 
-double mt_sinh(double x) {
-  const double ax = abs(x);
-  precise double r;
-  if (ax < 1.0lf) {
-    const double e = dm_expm1(ax);
-    r = 0.5lf * (e + e / (e + 1.0lf));
-  } else if (ax < 22.0lf) {
-    const double e = vm_exp(ax);
-    r = 0.5lf * (e - 1.0lf / e);
+MR mt_sinh(MR x) {
+  const MR ax = abs(x);
+  precise MR r;
+  if (ax < MR(1.0lf)) {
+    const MR e = dm_expm1(ax);
+    r = MR(0.5lf) * (e + e / (e + MR(1.0lf)));
+  } else if (ax < MR(22.0lf)) {
+    const MR e = vm_exp(ax);
+    r = MR(0.5lf) * (e - MR(1.0lf) / e);
   } else {  // e^-x is below an ulp; e^(x/2) squared reaches the top of the range
-    const double h = vm_exp(0.5lf * ax);
-    r = (0.5lf * h) * h;
+    const MR h = vm_exp(MR(0.5lf) * ax);
+    r = (MR(0.5lf) * h) * h;
   }
   return vm_with_sign_of(r, x);
 }
 
-double mt_cosh(double x) {
-  const double ax = abs(x);
-  precise double r;
-  if (ax < 22.0lf) {
-    const double e = vm_exp(ax);
-    r = 0.5lf * (e + 1.0lf / e);
+MR mt_cosh(MR x) {
+  const MR ax = abs(x);
+  precise MR r;
+  if (ax < MR(22.0lf)) {
+    const MR e = vm_exp(ax);
+    r = MR(0.5lf) * (e + MR(1.0lf) / e);
   } else {
-    const double h = vm_exp(0.5lf * ax);
-    r = (0.5lf * h) * h;
+    const MR h = vm_exp(MR(0.5lf) * ax);
+    r = (MR(0.5lf) * h) * h;
   }
   return r;
 }
 
-double mt_asinh(double x) {
-  const double ax = abs(x);
-  precise double r;
-  if (ax > 268435456.0lf) {  // 2^28: sqrt(1 + x^2) is |x| to double precision
+MR mt_asinh(MR x) {
+  const MR ax = abs(x);
+  precise MR r;
+  if (ax > MR(268435456.0lf)) {  // 2^28: sqrt(1 + x^2) is |x| to MR precision
     r = vm_log(ax) + MT_LN2;
   } else {
-    precise double x2 = ax * ax;
-    r = dm_log1p(ax + x2 / (1.0lf + sqrt(1.0lf + x2)));
+    precise MR x2 = ax * ax;
+    r = dm_log1p(ax + x2 / (MR(1.0lf) + sqrt(MR(1.0lf) + x2)));
   }
   return vm_with_sign_of(r, x);
 }
 
-double mt_acosh(double x) {
-  if (x < 1.0lf) return mt_nan();
-  if (x > 268435456.0lf) return vm_log(x) + MT_LN2;
-  precise double t = x - 1.0lf;
-  precise double r = dm_log1p(t + sqrt(2.0lf * t + t * t));
+MR mt_acosh(MR x) {
+  if (x < MR(1.0lf)) return mt_nan();
+  if (x > MR(268435456.0lf)) return vm_log(x) + MT_LN2;
+  precise MR t = x - MR(1.0lf);
+  precise MR r = dm_log1p(t + sqrt(MR(2.0lf) * t + t * t));
   return r;
 }
 
-double mt_atanh(double x) {
-  const double ax = abs(x);
-  precise double r = 0.5lf * dm_log1p(2.0lf * ax / (1.0lf - ax));
+MR mt_atanh(MR x) {
+  const MR ax = abs(x);
+  precise MR r = MR(0.5lf) * dm_log1p(MR(2.0lf) * ax / (MR(1.0lf) - ax));
   return vm_with_sign_of(r, x);
 }
 
@@ -257,203 +276,203 @@ double mt_atanh(double x) {
 
 // lgamma(2 + z) = (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) / k z^k for |z| <= 1/2: the terms
 // fall as (z/2)^k (to z^31 here), and none cancels another.
-double mt_lgamma2p(double z) {
-  precise double s = -1.5021384080754142e-11lf;
-  s = 3.1044247747322276e-11lf + z * s;
-  s = -6.4229645638381e-11lf + z * s;
-  s = 1.330476437424449e-10lf + z * s;
-  s = -2.7595228851242334e-10lf + z * s;
-  s = 5.731367241678862e-10lf + z * s;
-  s = -1.1921401405860912e-09lf + z * s;
-  s = 2.4836745438024785e-09lf + z * s;
-  s = -5.183475041970047e-09lf + z * s;
-  s = 1.0838659214896955e-08lf + z * s;
-  s = -2.2711094608943164e-08lf + z * s;
-  s = 4.7698101693639804e-08lf + z * s;
-  s = -1.0043224823968099e-07lf + z * s;
-  s = 2.1207184805554665e-07lf + z * s;
-  s = -4.492469198764566e-07lf + z * s;
-  s = 9.55141213040742e-07lf + z * s;
-  s = -2.039215753801366e-06lf + z * s;
-  s = 4.374866789907488e-06lf + z * s;
-  s = -9.439488275268397e-06lf + z * s;
-  s = 2.050721277567069e-05lf + z * s;
-  s = -4.492623673813314e-05lf + z * s;
-  s = 9.945751278180853e-05lf + z * s;
-  s = -0.00022315475845357939lf + z * s;
-  s = 0.0005096695247430425lf + z * s;
-  s = -0.001192753911703261lf + z * s;
-  s = 0.0028905103307415234lf + z * s;
-  s = -0.007385551028673986lf + z * s;
-  s = 0.020580808427784546lf + z * s;
-  s = -0.0673523010531981lf + z * s;
-  s = 0.3224670334241132lf + z * s;
-  precise double r = z * (0.42278433509846713lf + z * s);
+MR mt_lgamma2p(MR z) {
+  precise MR s = MR(-1.5021384080754142e-11lf);
+  s = MR(3.1044247747322276e-11lf) + z * s;
+  s = MR(-6.4229645638381e-11lf) + z * s;
+  s = MR(1.330476437424449e-10lf) + z * s;
+  s = MR(-2.7595228851242334e-10lf) + z * s;
+  s = MR(5.731367241678862e-10lf) + z * s;
+  s = MR(-1.1921401405860912e-09lf) + z * s;
+  s = MR(2.4836745438024785e-09lf) + z * s;
+  s = MR(-5.183475041970047e-09lf) + z * s;
+  s = MR(1.0838659214896955e-08lf) + z * s;
+  s = MR(-2.2711094608943164e-08lf) + z * s;
+  s = MR(4.7698101693639804e-08lf) + z * s;
+  s = MR(-1.0043224823968099e-07lf) + z * s;
+  s = MR(2.1207184805554665e-07lf) + z * s;
+  s = MR(-4.492469198764566e-07lf) + z * s;
+  s = MR(9.55141213040742e-07lf) + z * s;
+  s = MR(-2.039215753801366e-06lf) + z * s;
+  s = MR(4.374866789907488e-06lf) + z * s;
+  s = MR(-9.439488275268397e-06lf) + z * s;
+  s = MR(2.050721277567069e-05lf) + z * s;
+  s = MR(-4.492623673813314e-05lf) + z * s;
+  s = MR(9.945751278180853e-05lf) + z * s;
+  s = MR(-0.00022315475845357939lf) + z * s;
+  s = MR(0.0005096695247430425lf) + z * s;
+  s = MR(-0.001192753911703261lf) + z * s;
+  s = MR(0.0028905103307415234lf) + z * s;
+  s = MR(-0.007385551028673986lf) + z * s;
+  s = MR(0.020580808427784546lf) + z * s;
+  s = MR(-0.0673523010531981lf) + z * s;
+  s = MR(0.3224670334241132lf) + z * s;
+  precise MR r = z * (MR(0.42278433509846713lf) + z * s);
   return r;
 }
 
 // lgamma for x > 0, finite: near [1.5, 2.5] by the series above (below 1.5 by lgamma(x) =
 // lgamma(x + 1) - log(x), with x - 1 exact; above 2.5 by lgamma(x) = lgamma(x - 1) + log(x - 1),
 // at most 8 steps, none cancelling); from 10 on, Stirling's series.
-double mt_lgamma_pos(double x) {
-  if (x >= 10.0lf) {
-    precise double z = 1.0lf / (x * x);
-    precise double series =
-        (0.08333333333333333lf +
-         z * (-0.002777777777777778lf +
-              z * (0.0007936507936507937lf +
-                   z * (-0.0005952380952380953lf +
-                        z * (0.0008417508417508417lf +
-                             z * (-0.0019175269175269176lf + z * 0.00641025641025641lf)))))) / x;
-    precise double r = (x - 0.5lf) * vm_log(x) - x + 0.9189385332046728lf + series;
+MR mt_lgamma_pos(MR x) {
+  if (x >= MR(10.0lf)) {
+    precise MR z = MR(1.0lf) / (x * x);
+    precise MR series =
+        (MR(0.08333333333333333lf) +
+         z * (MR(-0.002777777777777778lf) +
+              z * (MR(0.0007936507936507937lf) +
+                   z * (MR(-0.0005952380952380953lf) +
+                        z * (MR(0.0008417508417508417lf) +
+                             z * (MR(-0.0019175269175269176lf) + z * MR(0.00641025641025641lf))))))) / x;
+    precise MR r = (x - MR(0.5lf)) * vm_log(x) - x + MR(0.9189385332046728lf) + series;
     return r;
   }
-  if (x < 0.5lf) {
-    precise double z = (x + 2.0lf) - 2.0lf;
-    precise double r = mt_lgamma2p(z) - vm_log(x * (x + 1.0lf));
+  if (x < MR(0.5lf)) {
+    precise MR z = (x + MR(2.0lf)) - MR(2.0lf);
+    precise MR r = mt_lgamma2p(z) - vm_log(x * (x + MR(1.0lf)));
     return r;
   }
-  if (x < 1.5lf) {
-    precise double z = x - 1.0lf;  // exact
-    precise double r = mt_lgamma2p(z) - dm_log1p(z);
+  if (x < MR(1.5lf)) {
+    precise MR z = x - MR(1.0lf);  // exact
+    precise MR r = mt_lgamma2p(z) - dm_log1p(z);
     return r;
   }
-  precise double y = x;
-  precise double up = 1.0lf;
-  for (int k = 0; k < 10 && y > 2.5lf; ++k) {
-    y -= 1.0lf;
+  precise MR y = x;
+  precise MR up = MR(1.0lf);
+  for (int k = 0; k < 10 && y > MR(2.5lf); ++k) {
+    y -= MR(1.0lf);
     up *= y;
   }
-  precise double r = mt_lgamma2p(y - 2.0lf) + vm_log(up);
+  precise MR r = mt_lgamma2p(y - MR(2.0lf)) + vm_log(up);
   return r;
 }
 
 // inf at 0, the negative integers and +-inf; below 0 by reflection: lgamma(x) =
 // log(pi / |sin(pi x)|) - lgamma(1 - x).
-double mt_lgamma(double x) {
+MR mt_lgamma(MR x) {
   if (isnan(x)) return x;
-  if (isinf(x) || (x <= 0.0lf && x == floor(x))) return mt_inf();
-  if (x > 0.0lf) return mt_lgamma_pos(x);
-  precise double r = vm_log(MT_PI / abs(mt_sinpi(x))) - mt_lgamma_pos(1.0lf - x);
+  if (isinf(x) || (x <= MR(0.0lf) && x == floor(x))) return mt_inf();
+  if (x > MR(0.0lf)) return mt_lgamma_pos(x);
+  precise MR r = vm_log(MT_PI / abs(mt_sinpi(x))) - mt_lgamma_pos(MR(1.0lf) - x);
   return r;
 }
 
 // backend/cpu/math.cpp's digamma: up to 10 steps psi(x) = psi(x + 1) - 1/x, then the asymptotic
 // series; below 0 by reflection.
-double mt_digamma_pos(double x) {
-  precise double result = 0.0lf;
-  precise double y = x;
-  for (int k = 0; k < 12 && y < 10.0lf; ++k) {
-    result -= 1.0lf / y;
-    y += 1.0lf;
+MR mt_digamma_pos(MR x) {
+  precise MR result = MR(0.0lf);
+  precise MR y = x;
+  for (int k = 0; k < 12 && y < MR(10.0lf); ++k) {
+    result -= MR(1.0lf) / y;
+    y += MR(1.0lf);
   }
-  precise double z = 1.0lf / (y * y);
-  precise double tail =
-      z * (1.0lf / 12.0lf -
-           z * (1.0lf / 120.0lf -
-                z * (1.0lf / 252.0lf -
-                     z * (1.0lf / 240.0lf -
-                          z * (1.0lf / 132.0lf - z * (691.0lf / 32760.0lf - z / 12.0lf))))));
-  precise double r = result + vm_log(y) - 0.5lf / y - tail;
+  precise MR z = MR(1.0lf) / (y * y);
+  precise MR tail =
+      z * (MR(1.0lf) / MR(12.0lf) -
+           z * (MR(1.0lf) / MR(120.0lf) -
+                z * (MR(1.0lf) / MR(252.0lf) -
+                     z * (MR(1.0lf) / MR(240.0lf) -
+                          z * (MR(1.0lf) / MR(132.0lf) - z * (MR(691.0lf) / MR(32760.0lf) - z / MR(12.0lf)))))));
+  precise MR r = result + vm_log(y) - MR(0.5lf) / y - tail;
   return r;
 }
 
-double mt_digamma(double x) {
-  if (x == 0.0lf) return mt_negative(x) ? mt_inf() : -mt_inf();
-  if (x < 0.0lf) {
+MR mt_digamma(MR x) {
+  if (x == MR(0.0lf)) return mt_negative(x) ? mt_inf() : -mt_inf();
+  if (x < MR(0.0lf)) {
     if (x == floor(x)) return mt_nan();
-    const double r = x - trunc(x);
-    precise double v = mt_digamma_pos(1.0lf - x) - MT_PI * mt_cospi(r) / mt_sinpi(r);
+    const MR r = x - trunc(x);
+    precise MR v = mt_digamma_pos(MR(1.0lf) - x) - MT_PI * mt_cospi(r) / mt_sinpi(r);
     return v;
   }
   return mt_digamma_pos(x);
 }
 
 // y^-s for an integer s and y != 0 (negative y too).
-double mt_pow_neg(double y, double s) {
-  const double m = vm_exp(-s * vm_log(abs(y)));
-  const bool odd = floor(s * 0.5lf) * 2.0lf != s;
-  return y < 0.0lf && odd ? -m : m;
+MR mt_pow_neg(MR y, MR s) {
+  const MR m = vm_exp(-s * vm_log(abs(y)));
+  const bool odd = floor(s * MR(0.5lf)) * MR(2.0lf) != s;
+  return y < MR(0.0lf) && odd ? -m : m;
 }
 
 // backend/cpu/math.cpp's hurwitz_zeta: zeta(s, x) for an integer s >= 2; NaN below -50000.
-double mt_hurwitz_zeta(double s, double x) {
-  if (x < -50000.0lf) return mt_nan();
-  precise double sum = 0.0lf;
-  precise double y = x;
-  for (int k = 0; k < 65000 && y < 10.0lf + s; ++k) {
+MR mt_hurwitz_zeta(MR s, MR x) {
+  if (x < MR(-50000.0lf)) return mt_nan();
+  precise MR sum = MR(0.0lf);
+  precise MR y = x;
+  for (int k = 0; k < 65000 && y < MR(10.0lf) + s; ++k) {
     sum += mt_pow_neg(y, s);
-    y += 1.0lf;
+    y += MR(1.0lf);
   }
-  const double C[7] = double[](0.08333333333333333lf, -0.001388888888888889lf,
-                               3.3068783068783067e-05lf, -8.267195767195767e-07lf,
-                               2.08767569878681e-08lf, -5.284190138687493e-10lf,
-                               1.3382536530684679e-11lf);
-  precise double pw = s * mt_pow_neg(y, s + 1.0lf);
-  precise double tail = 0.0lf;
+  const MR C[7] = MR[](MR(0.08333333333333333lf), MR(-0.001388888888888889lf),
+                               MR(3.3068783068783067e-05lf), MR(-8.267195767195767e-07lf),
+                               MR(2.08767569878681e-08lf), MR(-5.284190138687493e-10lf),
+                               MR(1.3382536530684679e-11lf));
+  precise MR pw = s * mt_pow_neg(y, s + MR(1.0lf));
+  precise MR tail = MR(0.0lf);
   for (int j = 0; j < 7; ++j) {
     tail += C[j] * pw;
-    pw *= (s + double(2 * j + 1)) * (s + double(2 * j + 2)) / (y * y);
+    pw *= (s + MR(2 * j + 1)) * (s + MR(2 * j + 2)) / (y * y);
   }
-  precise double r = sum + mt_pow_neg(y, s - 1.0lf) / (s - 1.0lf) + 0.5lf * mt_pow_neg(y, s) + tail;
+  precise MR r = sum + mt_pow_neg(y, s - MR(1.0lf)) / (s - MR(1.0lf)) + MR(0.5lf) * mt_pow_neg(y, s) + tail;
   return r;
 }
 
-double mt_polygamma(uint n, double x) {
+MR mt_polygamma(uint n, MR x) {
   if (isnan(x)) return x;
-  const double sign = (n & 1u) == 1u ? 1.0lf : -1.0lf;
-  if (x <= 0.0lf && x == floor(x)) return sign * mt_inf();
+  const MR sign = (n & 1u) == 1u ? MR(1.0lf) : MR(-1.0lf);
+  if (x <= MR(0.0lf) && x == floor(x)) return sign * mt_inf();
   if (n == 1u) {
-    if (x < 0.0lf) {  // psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x)
-      const double sp = mt_sinpi(x);
-      precise double v = MT_PI * MT_PI / (sp * sp) - mt_hurwitz_zeta(2.0lf, 1.0lf - x);
+    if (x < MR(0.0lf)) {  // psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x)
+      const MR sp = mt_sinpi(x);
+      precise MR v = MT_PI * MT_PI / (sp * sp) - mt_hurwitz_zeta(MR(2.0lf), MR(1.0lf) - x);
       return v;
     }
-    return isinf(x) ? 0.0lf : mt_hurwitz_zeta(2.0lf, x);
+    return isinf(x) ? MR(0.0lf) : mt_hurwitz_zeta(MR(2.0lf), x);
   }
-  if (isinf(x)) return 0.0lf;
-  precise double factorial = 1.0lf;
-  for (uint k = 2u; k <= n && k < 172u; ++k) factorial *= double(k);
+  if (isinf(x)) return MR(0.0lf);
+  precise MR factorial = MR(1.0lf);
+  for (uint k = 2u; k <= n && k < 172u; ++k) factorial *= MR(k);
   if (n >= 172u) factorial = mt_inf();
-  precise double v = sign * factorial * mt_hurwitz_zeta(double(n + 1u), x);
+  precise MR v = sign * factorial * mt_hurwitz_zeta(MR(n + 1u), x);
   return v;
 }
 
 // backend/cpu/math.cpp's erfinv: Giles' single-precision approximation, then two Newton steps,
 // past |x| = 1/2 on erfc(|y|) - (1 - |x|) (1 - |x| exact).
-double mt_erfinv(double x) {
-  if (isnan(x) || x < -1.0lf || x > 1.0lf) return mt_nan();
-  if (abs(x) == 1.0lf) return vm_with_sign_of(mt_inf(), x);
-  precise double w = -vm_log((1.0lf - x) * (1.0lf + x));
-  precise double q;
-  if (w < 5.0lf) {
-    w = w - 2.5lf;
-    q = 2.81022636e-08lf;
-    q = 3.43273939e-07lf + q * w;
-    q = -3.5233877e-06lf + q * w;
-    q = -4.39150654e-06lf + q * w;
-    q = 0.00021858087lf + q * w;
-    q = -0.00125372503lf + q * w;
-    q = -0.00417768164lf + q * w;
-    q = 0.246640727lf + q * w;
-    q = 1.50140941lf + q * w;
+MR mt_erfinv(MR x) {
+  if (isnan(x) || x < MR(-1.0lf) || x > MR(1.0lf)) return mt_nan();
+  if (abs(x) == MR(1.0lf)) return vm_with_sign_of(mt_inf(), x);
+  precise MR w = -vm_log((MR(1.0lf) - x) * (MR(1.0lf) + x));
+  precise MR q;
+  if (w < MR(5.0lf)) {
+    w = w - MR(2.5lf);
+    q = MR(2.81022636e-08lf);
+    q = MR(3.43273939e-07lf) + q * w;
+    q = MR(-3.5233877e-06lf) + q * w;
+    q = MR(-4.39150654e-06lf) + q * w;
+    q = MR(0.00021858087lf) + q * w;
+    q = MR(-0.00125372503lf) + q * w;
+    q = MR(-0.00417768164lf) + q * w;
+    q = MR(0.246640727lf) + q * w;
+    q = MR(1.50140941lf) + q * w;
   } else {
-    w = sqrt(w) - 3.0lf;
-    q = -0.000200214257lf;
-    q = 0.000100950558lf + q * w;
-    q = 0.00134934322lf + q * w;
-    q = -0.00367342844lf + q * w;
-    q = 0.00573950773lf + q * w;
-    q = -0.0076224613lf + q * w;
-    q = 0.00943887047lf + q * w;
-    q = 1.00167406lf + q * w;
-    q = 2.83297682lf + q * w;
+    w = sqrt(w) - MR(3.0lf);
+    q = MR(-0.000200214257lf);
+    q = MR(0.000100950558lf) + q * w;
+    q = MR(0.00134934322lf) + q * w;
+    q = MR(-0.00367342844lf) + q * w;
+    q = MR(0.00573950773lf) + q * w;
+    q = MR(-0.0076224613lf) + q * w;
+    q = MR(0.00943887047lf) + q * w;
+    q = MR(1.00167406lf) + q * w;
+    q = MR(2.83297682lf) + q * w;
   }
-  const double ax = abs(x);
-  precise double t = abs(q * x);
+  const MR ax = abs(x);
+  precise MR t = abs(q * x);
   for (int k = 0; k < 2; ++k) {
-    precise double residual = ax <= 0.5lf ? vm_erf(t) - ax : (1.0lf - ax) - vm_erfc(t);
-    t -= residual * 0.886226925452758lf * vm_exp(t * t);
+    precise MR residual = ax <= MR(0.5lf) ? vm_erf(t) - ax : (MR(1.0lf) - ax) - vm_erfc(t);
+    t -= residual * MR(0.886226925452758lf) * vm_exp(t * t);
   }
   return vm_with_sign_of(t, x);
 }
@@ -467,31 +486,31 @@ TO compute(int ia, int ib) {
 #if defined(OP_TAN)
   return mt_tan(x);
 #elif defined(OP_ASIN)
-  return TO(mt_atan2(double(x), mt_cosine_side(double(x))));
+  return TO(mt_atan2(MR(x), mt_cosine_side(MR(x))));
 #elif defined(OP_ACOS)
-  return TO(mt_atan2(mt_cosine_side(double(x)), double(x)));
+  return TO(mt_atan2(mt_cosine_side(MR(x)), MR(x)));
 #elif defined(OP_ATAN)
-  return TO(vm_with_sign_of(mt_atan_pos(abs(double(x))), double(x)));
+  return TO(vm_with_sign_of(mt_atan_pos(abs(MR(x))), MR(x)));
 #elif defined(OP_SINH)
-  return TO(mt_sinh(double(x)));
+  return TO(mt_sinh(MR(x)));
 #elif defined(OP_COSH)
-  return TO(mt_cosh(double(x)));
+  return TO(mt_cosh(MR(x)));
 #elif defined(OP_ASINH)
-  return TO(mt_asinh(double(x)));
+  return TO(mt_asinh(MR(x)));
 #elif defined(OP_ACOSH)
-  return TO(mt_acosh(double(x)));
+  return TO(mt_acosh(MR(x)));
 #elif defined(OP_ATANH)
-  return TO(mt_atanh(double(x)));
+  return TO(mt_atanh(MR(x)));
 #elif defined(OP_LGAMMA)
-  return TO(mt_lgamma(double(x)));
+  return TO(mt_lgamma(MR(x)));
 #elif defined(OP_DIGAMMA)
-  return TO(mt_digamma(double(x)));
+  return TO(mt_digamma(MR(x)));
 #elif defined(OP_POLYGAMMA)
-  return TO(mt_polygamma(p.scalar[0], double(x)));
+  return TO(mt_polygamma(p.scalar[0], MR(x)));
 #elif defined(OP_ERFINV)
-  return TO(mt_erfinv(double(x)));
+  return TO(mt_erfinv(MR(x)));
 #elif defined(OP_ATAN2)
-  return TO(mt_atan2(double(x), double(y)));
+  return TO(mt_atan2(MR(x), MR(y)));
 #elif defined(OP_FMOD) && DTA >= 3
   return dm_fmod(x, y);
 #elif defined(OP_FMOD)

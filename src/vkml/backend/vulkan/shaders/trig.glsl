@@ -1,4 +1,5 @@
-// sin and cos, computed in float64 for float32 arguments, so that the result rounds as the
+// sin and cos, computed in float64 for float32 arguments (in float32 with a float-float
+// reduced argument on a device without float64: NO_FLOAT64), so that the result rounds as the
 // CPU's libm (sinf, cosf) does but for rare halfway cases, and within 2 ulp of it for float64
 // ones: GLSL's builtins may be far less exact (Vulkan allows them an absolute error of 2^-11,
 // lavapipe's are wrong for |x| of 1e20) and float64 has none. The argument is reduced modulo
@@ -27,7 +28,74 @@ uint tp_word(int first) {
   return o == 0 ? tp_table(j) : (tp_table(j) << o) | (tp_table(j + 1) >> (32 - o));
 }
 
-#if DTA == 3
+#if DTA == 3 && defined(NO_FLOAT64)
+#include "ff.glsl"
+
+// As below, for a device without float64: the same exact reduction (integer arithmetic), r as
+// float-float, and float32 polynomials; within 2 ulp of sinf/cosf.
+uint trig_reduce(float ax, out float rh, out float rl) {
+  const uint bits = floatBitsToUint(ax);
+  const int e = int(bits >> 23) - 150;
+  const uint m = (bits & 0x7fffffu) | 0x800000u;
+  const int first = e - 1;
+  const uint64_t p0 = uint64_t(m) * tp_word(first), p1 = uint64_t(m) * tp_word(first + 32),
+                 p2 = uint64_t(m) * tp_word(first + 64);
+  const uint64_t lo = p2 + (p1 << 32);
+  const uint64_t hi = p0 + (p1 >> 32) + (lo < p2 ? 1ul : 0ul);
+  uint q = uint(hi >> 30) & 3u;
+  uint64_t frac = (hi << 34) | (lo >> 30);
+  float sign = 1.0;
+  if ((frac >> 63) != 0ul) {  // past one half: the next quadrant, f negative
+    q = (q + 1u) & 3u;
+    frac = ~frac + 1ul;
+    sign = -1.0;
+  }
+  // f = frac 2^-64 as fh + fl: frac rounded to a float, and what the rounding dropped
+  const float fh = float(frac);
+  const float fl = float(int64_t(frac - uint64_t(fh)));
+  float ph, pl;
+  ff_two_prod(fh, 1.5707963705062866, ph, pl);  // times pi/2 as float-float
+  pl += fh * -4.371138828673793e-08 + fl * 1.5707963705062866;
+  precise float h = ph + pl;
+  precise float l = pl - (h - ph);
+  rh = sign * h * 5.421010862427522e-20;  // 2^-64, exact
+  rl = sign * l * 5.421010862427522e-20;
+  return q;
+}
+
+float trig_sin_poly(float r) {
+  const float S[5] = float[](-0.16666666666666666, 0.008333333333333333, -0.0001984126984126984,
+                             2.7557319223985893e-06, -2.505210838544172e-08);
+  precise float z = r * r;
+  precise float s = S[4];
+  for (int k = 3; k >= 0; --k) s = s * z + S[k];
+  precise float result = r + r * z * s;
+  return result;
+}
+
+float trig_cos_poly(float r) {
+  const float C[6] = float[](-0.5, 0.041666666666666664, -0.001388888888888889,
+                             2.48015873015873e-05, -2.755731922398589e-07, 2.08767569878681e-09);
+  precise float z = r * r;
+  precise float c = C[5];
+  for (int k = 4; k >= 0; --k) c = c * z + C[k];
+  precise float result = 1.0 + z * c;
+  return result;
+}
+
+// sin or cos of x: of rh + rl, to first order in rl.
+float trig(float x, bool want_cos) {
+  if (isnan(x) || isinf(x)) return uintBitsToFloat(0x7fc00000u);
+  const float ax = abs(x);
+  float rh = ax, rl = 0.0;
+  const uint q = ax < 0.5 ? 0u : trig_reduce(ax, rh, rl);
+  precise float s = trig_sin_poly(rh) + rl * trig_cos_poly(rh);
+  precise float c = trig_cos_poly(rh) - rl * trig_sin_poly(rh);
+  const uint k = want_cos ? q : (q + 3u) & 3u;  // sin x = cos(x - pi/2)
+  const float v = k == 0u ? c : k == 1u ? -s : k == 2u ? -c : s;
+  return !want_cos && floatBitsToUint(x) >= 0x80000000u ? -v : v;
+}
+#elif DTA == 3
 // |x| = (q + f) pi/2 with q an integer (returned mod 4) and |f| <= 1/2; r = f pi/2. |x| is
 // m 2^e with m an integer of 24 bits; only the bits of 2/pi from e - 1 on matter modulo 4, and
 // 96 of them leave the fraction exact to 2^-70.
