@@ -21,13 +21,15 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_MATMUL("mv");
   VKPY_MATMUL("dot");
 #undef VKPY_MATMUL
-  // torch.addmm: beta * input + alpha * (mat1 @ mat2); a 1-D input (a bias) with beta = alpha = 1
-  // is the fused addmm op, anything else the composed ops.
+  // torch.addmm: beta * input + alpha * (mat1 @ mat2); an input of shape (N) or (M, N) with beta =
+  // alpha = 1 is the fused addmm op, anything else the composed ops.
   m.def(
       "addmm",
       [](const Tensor& input, const Tensor& mat1, const Tensor& mat2, double beta, double alpha) {
-        const bool fused = beta == 1.0 && alpha == 1.0 && input.ndim() == 1 && mat1.ndim() == 2 &&
-                           mat2.ndim() == 2 && is_floating(mat1.dtype());
+        const bool shaped = mat1.ndim() == 2 && mat2.ndim() == 2 &&
+                            (input.shape() == vk::Shape{mat2.shape()[1]} ||
+                             input.shape() == vk::Shape{mat1.shape()[0], mat2.shape()[1]});
+        const bool fused = beta == 1.0 && alpha == 1.0 && shaped && is_floating(mat1.dtype());
         return without_gil(heavy(mat1, mat2), [&] {
           if (fused) return vk::addmm(input, mat1, mat2);
           Tensor out = vk::matmul(mat1, mat2);

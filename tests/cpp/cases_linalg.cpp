@@ -19,6 +19,16 @@ RegisterOpCases linalg_cases({
        return V{leaf({3}), leaf({4, 2}), leaf({3, 2})};
      },
      [](const V& x) { return addmm(x[0], x[1], transpose(x[2], 0, 1)); }},
+    {OpKind::Addmm, "addmm/matrix_bias",  // a recurrent step: x_t W^T + h W_hh^T in one GEMM
+     [] {
+       return V{leaf({3, 4}), leaf({3, 2}), leaf({2, 4})};
+     },
+     [](const V& x) { return addmm(x[0], x[1], x[2]); }},
+    {OpKind::Addmm, "addmm/matrix_bias_strided",
+     [] {
+       return V{leaf({4, 3}), leaf({3, 5}), leaf({4, 5})};
+     },
+     [](const V& x) { return addmm(transpose(x[0], 0, 1), x[1], transpose(x[2], 0, 1)); }},
     {OpKind::Addmm, "addmm/strided_input",
      [] {
        return V{leaf({2}), leaf({5, 3}), leaf({5, 2})};

@@ -159,7 +159,12 @@ TEST(Addmm, BiasOnEveryRowAndErrors) {
   VK_EXPECT_ERROR(addmm(zeros({3}), zeros({2, 3}), zeros({3, 4})), ShapeError, "addmm", "[3]",
                   "[2, 3]", "[3, 4]");
   VK_EXPECT_ERROR(addmm(zeros({4}), zeros({2, 3}), zeros({2, 4})), ShapeError, "addmm");
-  VK_EXPECT_ERROR(addmm(zeros({2, 4}), zeros({2, 3}), zeros({3, 4})), ShapeError, "addmm");
+  VK_EXPECT_ERROR(addmm(zeros({3, 4}), zeros({2, 3}), zeros({3, 4})), ShapeError, "addmm", "[3, 4]",
+                  "expected [2, 4]");
+  VK_EXPECT_ERROR(addmm(zeros({1, 2, 4}), zeros({2, 3}), zeros({3, 4})), ShapeError, "addmm");
+  // a bias of the product's shape: added element by element
+  Tensor full_bias = values({10, 20, 30, 40, 50, 60}, {3, 2}, false);
+  expect_values(addmm(full_bias, a, b), {11, 22, 33, 44, 55, 66}, 0);
   VK_EXPECT_ERROR(
       addmm(zeros({4}, DType::Int64), zeros({2, 3}, DType::Int64), zeros({3, 4}, DType::Int64)),
       DTypeError, "addmm", "int64");

@@ -590,7 +590,10 @@ SPECS = {
               Case(lambda m, c, x, w: m.addmm(c, x, w.transpose(0, 1)), [F(3), F(5, 2), F(3, 2)],
                    label="linear"),
               Case(lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2.0), [F(2, 4), F(2, 3), F(3, 4)],
-                   label="composed")],
+                   label="composed"),
+              Case(lambda m, c, a, b: m.addmm(c, a, b), [F(2, 4), F(2, 3), F(3, 4)], label="matrix-bias"),
+              Case(lambda m, c, a, b: m.addmm(c.t(), a, b), [F(4, 2), F(2, 3), F(3, 4)],
+                   label="matrix-bias-strided")],
     "im2col": [Case(lambda m, x: (vk.im2col(x, 2) if m is vk else TF.unfold(x, 2)), [F(1, 2, 3, 4)]),
                Case(lambda m, x: (vk.im2col(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)) if m is vk
                                   else TF.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))),

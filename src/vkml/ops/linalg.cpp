@@ -81,13 +81,14 @@ Tensor grad_of_b(const Tensor& a, const Tensor& b, const Tensor& g) {
 
 Meta infer_addmm(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
   const Tensor &bias = in[0], &a = in[1], &b = in[2];
-  VK_CHECK(a.ndim() == 2 && b.ndim() == 2 && bias.ndim() == 1, ShapeError, op,
-           ": expects a 1-D bias and 2-D matrices, got shapes ", shape_str(bias.shape()), ", ",
-           shape_str(a.shape()), " and ", shape_str(b.shape()));
+  VK_CHECK(a.ndim() == 2 && b.ndim() == 2 && (bias.ndim() == 1 || bias.ndim() == 2), ShapeError, op,
+           ": expects a 1-D or 2-D bias and 2-D matrices, got shapes ", shape_str(bias.shape()),
+           ", ", shape_str(a.shape()), " and ", shape_str(b.shape()));
   check_inner(a, b, op);
-  VK_CHECK(bias.shape()[0] == b.shape()[1], ShapeError, op, ": bias of shape ",
-           shape_str(bias.shape()), " does not match the ", b.shape()[1], " columns of ",
-           shape_str(a.shape()), " @ ", shape_str(b.shape()));
+  const Shape want = bias.ndim() == 1 ? Shape{b.shape()[1]} : Shape{a.shape()[0], b.shape()[1]};
+  VK_CHECK(bias.shape() == want, ShapeError, op, ": bias of shape ", shape_str(bias.shape()),
+           " does not match ", shape_str(a.shape()), " @ ", shape_str(b.shape()), " (expected ",
+           shape_str(want), ")");
   VK_CHECK(is_floating(a.dtype()), DTypeError, op, ": expects floating tensors, got ",
            dtype_name(a.dtype()));
   return {{a.shape()[0], b.shape()[1]}, a.dtype()};
@@ -112,22 +113,25 @@ void add_linalg_ops(OpList& ops) {
        },
        .grad_doc = "da = g @ b^T, db = a^T @ g (batch broadcasting is summed back by expand's "
                    "rule; 1-D operands by the view ops around the core)"});
-  ops.push_back({.kind = OpKind::Addmm,
-                 .name = "addmm",
-                 .arity = 3,
-                 .signature = "addmm(bias, a, b)",
-                 .summary =
-                     "a @ b + bias for 2-D a (M, K), b (K, N) and a 1-D bias (N) on every row "
-                     "(linear layers): the bias is written first and BLAS adds the product onto it",
-                 .prepare = prepare_common_dtype,
-                 .infer = infer_addmm,
-                 .grad = [](const GradCtx& c) -> Grads {
-                   const Tensor &a = c.in[1], &b = c.in[2];
-                   return {c.needs[0] ? sum(c.grad, {0}) : Tensor(),
-                           c.needs[1] ? matmul(c.grad, mT(b)) : Tensor(),
-                           c.needs[2] ? grad_of_b(a, b, c.grad) : Tensor()};
-                 },
-                 .grad_doc = "dbias = g summed over rows, da = g @ b^T, db = a^T @ g"});
+  ops.push_back(
+      {.kind = OpKind::Addmm,
+       .name = "addmm",
+       .arity = 3,
+       .signature = "addmm(bias, a, b)",
+       .summary = "a @ b + bias for 2-D a (M, K), b (K, N) and a bias (N) on every row (linear "
+                  "layers) or (M, N) (a recurrent step's input term): the bias is written "
+                  "first and BLAS adds the product onto it",
+       .prepare = prepare_common_dtype,
+       .infer = infer_addmm,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Tensor &a = c.in[1], &b = c.in[2];
+         const bool rows = c.in[0].ndim() == 1;  // a bias on every row
+         return {c.needs[0] ? (rows ? sum(c.grad, {0}) : c.grad) : Tensor(),
+                 c.needs[1] ? matmul(c.grad, mT(b)) : Tensor(),
+                 c.needs[2] ? grad_of_b(a, b, c.grad) : Tensor()};
+       },
+       .grad_doc = "dbias = g (summed over rows for a 1-D bias), da = g @ b^T, db = a^T @ "
+                   "g"});
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {

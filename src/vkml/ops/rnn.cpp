@@ -159,7 +159,7 @@ LstmLayerStates lstm_layer_forward(const Tensor& xw, const Tensor& h0, const Ten
   Tensor h = h0, c = c0;
   for (size_t k = 0; k < n; ++k) {
     const size_t t = reverse ? n - 1 - k : k;
-    s.gates[t] = select(xw, 0, static_cast<int64_t>(t)) + matmul(h, wt);
+    s.gates[t] = addmm(select(xw, 0, static_cast<int64_t>(t)), h, wt);  // one GEMM onto xw_t
     const Tensor hc = lstm_cell(s.gates[t], c);
     h = s.hs[t] = select(hc, 0, 0);
     c = s.cs[t] = select(hc, 0, 1);
@@ -184,7 +184,7 @@ LstmLayerGrads lstm_layer_backward(const Tensor& g, const LstmLayerStates& s, co
                                         first ? c0 : s.cs[static_cast<size_t>(prev)]);
     das[ti] = reshape(narrow(d, 0, 0, b * 4 * h), {b, 4 * h});
     dc = reshape(narrow(d, 0, b * 4 * h, b * h), {b, h});
-    dh = first ? matmul(das[ti], w) : select(g, 0, prev) + matmul(das[ti], w);
+    dh = first ? matmul(das[ti], w) : addmm(select(g, 0, prev), das[ti], w);
   }
   // wt's gradient: sum over steps of h_prev^T dgates, as one (H, T B) @ (T B, 4H) product.
   std::vector<Tensor> hprev(s.hs.size());

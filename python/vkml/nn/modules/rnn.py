@@ -26,12 +26,12 @@ def _rnn_step(nonlinearity):
     act = _C.tanh if nonlinearity == "tanh" else _C.relu
 
     def step(xw, h, c, w_hh, b_hh):
-        return act(xw + h.matmul(w_hh)), None
+        return act(_C.addmm(xw, h, w_hh)), None  # one GEMM onto the input term
     return step
 
 
 def _lstm_step(xw, h, c, w_hh, b_hh):
-    return _C._lstm_cell(xw + h.matmul(w_hh), c)
+    return _C._lstm_cell(_C.addmm(xw, h, w_hh), c)
 
 
 def _gru_step(xw, h, c, w_hh, b_hh):

@@ -173,7 +173,7 @@ GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k) {
 namespace {
 
 // The product of A (B..., M, K) and B (B..., K, N) into a fresh (B..., M, N), plus `bias` (N) on
-// every row when given (floating dtypes only).
+// every row or (M, N) when given (2-D products of floating dtypes only).
 Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta& m) {
   const int64_t nd = A.ndim();
   const int64_t M = A.shape()[nd - 2], K = A.shape()[nd - 1], N = B.shape()[nd - 1];
@@ -198,7 +198,8 @@ Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta&
     const T* pb = B.data<T>();
     T* po = out.data<T>();
     const T* pbias = bias ? bias->data<T>() : nullptr;
-    const int64_t bias_stride = bias ? bias->strides()[0] : 0;
+    const int64_t bias_cs = bias ? bias->strides().back() : 0;
+    const int64_t bias_rs = bias && bias->ndim() == 2 ? bias->strides()[0] : 0;
     // K slice s > 0 writes its product to partial[s - 1] (M x N each).
     std::vector<T> partial(static_cast<size_t>((nk - 1) * M * N));
     parallel_for(batch * ntile, grain, [&](int64_t begin, int64_t end) {
@@ -223,7 +224,8 @@ Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta&
           const bool add_bias = pbias && ks == 0;
           if (add_bias)
             for (int64_t r = r0; r < r1; ++r)
-              for (int64_t j = c0; j < c1; ++j) c[(r - r0) * N + (j - c0)] = pbias[j * bias_stride];
+              for (int64_t j = c0; j < c1; ++j)
+                c[(r - r0) * N + (j - c0)] = pbias[r * bias_rs + j * bias_cs];
           gemm<T>(r1 - r0, c1 - c0, k1 - k0, am, bm, add_bias ? T(1) : T(0), c, N);
         } else {
           int_gemm<T>(r1 - r0, c1 - c0, K, am, bm, c, N);

@@ -79,10 +79,11 @@ MatrixParams matrix_params(const Tensor& A, const Tensor& B, const Tensor* bias,
   p.b_rs = i32(B.strides()[nd - 2], op);
   p.b_cs = i32(B.strides()[nd - 1], op);
   p.c_rs = static_cast<int32_t>(p.head.N);
-  if (bias) {
-    p.head.flags = kGemmBiasCol;
+  if (bias) {  // (N) on every row, or (M, N) of a 2-D product (bias_sb its row stride)
+    p.head.flags = bias->ndim() == 1 ? kGemmBiasCol : kGemmBiasMatrix;
     p.bias_off = i32(bias->offset(), op);
-    p.bias_s = i32(bias->strides()[0], op);
+    p.bias_s = i32(bias->strides().back(), op);
+    if (bias->ndim() == 2) p.bias_sb = i32(bias->strides()[0], op);
   }
   return p;
 }

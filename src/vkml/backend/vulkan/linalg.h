@@ -18,7 +18,8 @@ struct GemmHead {
   uint32_t nb1 = 1;                             // batch index b = b0 * nb1 + b1
   uint32_t m_base = 0, n_base = 0, b_base = 0;  // this dispatch's first row, column, batch
 };
-inline constexpr uint32_t kGemmBiasCol = 1, kGemmBiasRow = 2, kGemmAccumulate = 4;
+inline constexpr uint32_t kGemmBiasCol = 1, kGemmBiasRow = 2, kGemmAccumulate = 4,
+                          kGemmBiasMatrix = 8;
 
 // Runs gemm.comp variant `shader` over M x N x K for `batches` batches with push constants
 // `params` (`bytes` of them, starting with `head`, which this fills in per dispatch): dispatches

@@ -59,6 +59,7 @@ layout(push_constant) uniform Params {
 const uint BIAS_COL = 1u;    // bias[col] added to every row
 const uint BIAS_ROW = 2u;    // bias[row] added to every column
 const uint ACCUMULATE = 4u;  // a later pass over k: add onto C
+const uint BIAS_MATRIX = 8u;  // bias[row, col] (a 2-D product; bias_sb is its row stride)
 
 layout(std430, binding = 0) buffer Out { T c[]; };
 layout(std430, binding = 1) readonly buffer InA { T a[]; };
@@ -99,6 +100,7 @@ int c_index(uint b0, uint b1, uint row, uint col) {
   return p.c_off + int(b0) * p.c_s0 + int(b1) * p.c_s1 + int(row) * p.c_rs + int(col);
 }
 int bias_index(uint b1, uint row, uint col) {
+  if ((p.flags & BIAS_MATRIX) != 0u) return p.bias_off + int(row) * p.bias_sb + int(col) * p.bias_s;
   return p.bias_off + int(b1) * p.bias_sb + int((p.flags & BIAS_ROW) != 0u ? row : col) * p.bias_s;
 }
 #endif
@@ -154,7 +156,7 @@ void main() {
       T v = acc[i][j];
       if ((p.flags & ACCUMULATE) != 0u)
         v += c[ci];
-      else if ((p.flags & (BIAS_ROW | BIAS_COL)) != 0u)
+      else if ((p.flags & (BIAS_ROW | BIAS_COL | BIAS_MATRIX)) != 0u)
         v += bias[bias_index(b1, row, col)];
       c[ci] = v;
     }
