@@ -126,11 +126,17 @@ DIFFERENCES = [
     # shape/index breadth (#15)
     "`scatter`, `index_copy`, `index_put` and `put` with repeated indices: the last writer in "
     "row-major order wins (torch: unspecified) and only it gets a gradient (torch gives every "
-    "writer `gather(grad)`). `scatter_reduce`, `unique(dim=...)`, `masked_select`/"
-    "`masked_scatter` and bounds checks of index arguments read the indices on the host.",
+    "writer `gather(grad)`). `scatter_reduce`/`index_reduce` amax/amin with "
+    "`include_self=False`: a self value equal to the result takes no share of the gradient "
+    "(torch counts it among the ties, then drops its share: the values' gradients sum to less "
+    "than 1). `unique(dim=...)` and `masked_select` read values on the host (their output "
+    "shapes depend on them); index bounds on a device are checked there and raised at the next "
+    "read.",
     # math ops (#15)
     "Element-wise math (#15): float32 results of the special functions are the float64 result "
-    "rounded (torch's float32 digamma and trigamma are a few ulp to 1e-6 off, vkml's not); "
+    "rounded (torch's float32 digamma and trigamma are a few ulp to 1e-6 off, vkml's not; on a "
+    "Vulkan device without float64 they compute in float32 alone: 2 to 6 ulp, the gamma "
+    "family within 1e-5 relative away from its zeros); "
     "`polygamma(1, x)` (trigamma) is within ulps in float64 where torch's is ~1e-9 off; "
     "`polygamma(1, -k)` is +inf at the poles (torch: 1.3e15); `polygamma(n, inf)` is 0 for "
     "every n (torch: NaN for n >= 2); `polygamma(n >= 2, x)` is NaN for x < -50000, and on "
