@@ -247,6 +247,14 @@ foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygam
 endforeach()
 list(APPEND VKML_VULKAN_SHADERS "atan2_nof64|math|NIN=2,OP_ATAN2,NO_FLOAT64"
   "fmod_nof64|math|NIN=2,OP_FMOD,NO_FLOAT64")
+# integer bits and steps (#15): int32 and int64; nextafter float32 (no float64 in it) and float64
+foreach(op bitwise_left_shift bitwise_right_shift gcd lcm)
+  string(TOUPPER "OP_${op}" op_define)
+  list(APPEND VKML_VULKAN_SHADERS "${op}_i32i32i32|math|NIN=2,${op_define},DTO=1"
+    "${op}_i64i64i64|math|NIN=2,${op_define},DTO=2")
+endforeach()
+list(APPEND VKML_VULKAN_SHADERS "nextafter|math|NIN=2,OP_NEXTAFTER,NO_FLOAT64"
+  "nextafter_f64f64f64|math|NIN=2,OP_NEXTAFTER,DTO=4")
 list(APPEND VKML_VULKAN_SHADERS
   "tan_f64f64i32|math|NIN=2,OP_TAN,DTO=4,DTB=1"  # float64 reads 2/pi from a second buffer
   "atan2|math|NIN=2,OP_ATAN2" "atan2_f64f64f64|math|NIN=2,OP_ATAN2,DTO=4"

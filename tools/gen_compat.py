@@ -133,6 +133,10 @@ DIFFERENCES = [
     "shapes depend on them); index bounds on a device are checked there and raised at the next "
     "read.",
     # math ops (#15)
+    "`gcd` and `lcm` are those of the magnitudes as unsigned numbers: with the minimum integer "
+    "torch's signed loop gives negative results (`gcd(-2**63, 6)` is -2 there, 2 here) and "
+    "`lcm(-2**63, 2**63 - 1)` kills torch's process (SIGFPE); vkml's wrap where the true value "
+    "does not fit.",
     "Element-wise math (#15): float32 results of the special functions are the float64 result "
     "rounded (torch's float32 digamma and trigamma are a few ulp to 1e-6 off, vkml's not; on a "
     "Vulkan device without float64 they compute in float32 alone: 2 to 6 ulp, the gamma "

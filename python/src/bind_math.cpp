@@ -59,6 +59,11 @@ void bind_math_binary(nb::module_& m, nb::class_<Tensor>& c) {
   VKPY_BINARY("atan2", vk::atan2(x, y));
   VKPY_BINARY("arctan2", vk::atan2(x, y));
   VKPY_BINARY("fmod", vk::fmod(x, y));
+  VKPY_BINARY("bitwise_left_shift", vk::bitwise_left_shift(x, y));
+  VKPY_BINARY("bitwise_right_shift", vk::bitwise_right_shift(x, y));
+  VKPY_BINARY("gcd", vk::gcd(x, y));
+  VKPY_BINARY("lcm", vk::lcm(x, y));
+  VKPY_BINARY("nextafter", vk::nextafter(x, y));
   VKPY_BINARY("hypot", vk::hypot(x, y));
   VKPY_BINARY("copysign", vk::copysign(x, y));
   VKPY_BINARY("logaddexp", vk::logaddexp(x, y));

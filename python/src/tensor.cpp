@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "vkml/core/default_dtype.h"
+#include "vkml/ops/math.h"
 
 namespace vkpy {
 
@@ -129,6 +130,8 @@ Tensor f_ge(const Tensor& a, const Tensor& b) { return vk::ge(a, b); }
 Tensor f_and(const Tensor& a, const Tensor& b) { return vk::bitwise_and(a, b); }
 Tensor f_or(const Tensor& a, const Tensor& b) { return vk::bitwise_or(a, b); }
 Tensor f_xor(const Tensor& a, const Tensor& b) { return vk::bitwise_xor(a, b); }
+Tensor f_lshift(const Tensor& a, const Tensor& b) { return vk::bitwise_left_shift(a, b); }
+Tensor f_rshift(const Tensor& a, const Tensor& b) { return vk::bitwise_right_shift(a, b); }
 
 // ---------------------------------------------------------------- vk.Size (porting, issue #15)
 
@@ -626,6 +629,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   def_binary<f_and>(c, "__and__", "__rand__", "bitwise_and");
   def_binary<f_or>(c, "__or__", "__ror__", "bitwise_or");
   def_binary<f_xor>(c, "__xor__", "__rxor__", "bitwise_xor");
+  def_binary<f_lshift>(c, "__lshift__", "__rlshift__", "bitwise_left_shift");
+  def_binary<f_rshift>(c, "__rshift__", "__rrshift__", "bitwise_right_shift");
   def_binary<f_floordiv>(c, "__floordiv__", "__rfloordiv__", "floor_divide");
   def_binary<f_mod>(c, "__mod__", "__rmod__", "remainder");
   c.def("__neg__", [](const Tensor& a) { return vk::neg(a); });

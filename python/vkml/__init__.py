@@ -164,7 +164,8 @@ _INPLACE_OPS = (
     "floor_divide", "remainder", "clip", "lerp", "addcmul", "addcdiv", "masked_fill",
     "nan_to_num", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
     "bitwise_or", "bitwise_xor", "maximum", "minimum", "addmv", "addr", "baddbmm", "addbmm",
-    "clamp_min", "clamp_max", "trunc", "fix", "index_fill",
+    "clamp_min", "clamp_max", "trunc", "fix", "index_fill", "bitwise_left_shift",
+    "bitwise_right_shift", "gcd", "lcm", "nextafter",
 )
 
 

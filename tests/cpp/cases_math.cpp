@@ -100,6 +100,38 @@ RegisterOpCases math_cases({
                 values({2.0, 2.0, -1.5, 3.0, 0.7, -1.4}, {2, 3})};
      },
      [](const V& x) { return fmod(x[0], x[1]); }},
+
+    // ---- integer bits and steps (integer or stepped results: no rule) ----
+    {OpKind::BitwiseLeftShift, "bitwise_left_shift",
+     [] {
+       return V{from_vector({3, -5, 7, 1, -1}, {5}, DType::Int64),
+                from_vector({2, 1, 64, -1, 63}, {5}, DType::Int64)};
+     },
+     [](const V& x) { return bitwise_left_shift(x[0], x[1]); }},
+    {OpKind::BitwiseRightShift, "bitwise_right_shift",
+     [] {
+       return V{from_vector({12, -12, 7, -7}, {2, 2}, DType::Int32),
+                from_vector({2, 33}, {2}, DType::Int32)};
+     },
+     [](const V& x) { return bitwise_right_shift(x[0], x[1]); }},
+    {OpKind::Gcd, "gcd",
+     [] {
+       return V{from_vector({12, -18, 0, 7, 0}, {5}, DType::Int64),
+                from_vector({8, 24, 5, -21, 0}, {5}, DType::Int64)};
+     },
+     [](const V& x) { return gcd(x[0], x[1]); }},
+    {OpKind::Lcm, "lcm",
+     [] {
+       return V{from_vector({4, -6, 0, 7}, {4}, DType::Int32),
+                from_vector({6, 4, 5, -3}, {4}, DType::Int32)};
+     },
+     [](const V& x) { return lcm(x[0], x[1]); }},
+    {OpKind::Nextafter, "nextafter",
+     [] {
+       return V{values({1.0, -1.0, 0.0, 2.5}, {4}, false),
+                values({2.0, -2.0, -1.0, 2.5}, {4}, false)};
+     },
+     [](const V& x) { return nextafter(x[0], x[1]); }},
 });
 
 }  // namespace

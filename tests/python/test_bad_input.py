@@ -742,6 +742,15 @@ NANINF.update({
     "polygamma": lambda: (_f(3, 4).polygamma(1), vk.polygamma(3, _f(3, 4))),
     **{b: (lambda b=b: getattr(vk, b)(_f(3, 4), _f(4)[[3, 2, 1, 0]])) for b in ("atan2", "fmod")},
 })
+# integer bits and steps (#15): the extreme integers (no NaN in them), NaN and inf for nextafter
+_EXTREMES = [-2 ** 63, -1, 0, 2 ** 63 - 1]
+NANINF.update({
+    **{s: (lambda s=s: getattr(vk, s)(vk.tensor(_EXTREMES), vk.tensor([0, 1, 63, 64])))
+       for s in ("bitwise_left_shift", "bitwise_right_shift")},
+    **{g: (lambda g=g: getattr(vk, g)(vk.tensor(_EXTREMES), vk.tensor(_EXTREMES[::-1])))
+       for g in ("gcd", "lcm")},
+    "nextafter": lambda: vk.nextafter(_f(3, 4, grad=False), _f(4, grad=False)[[3, 2, 1, 0]]),
+})
 # solvers (#15 linalg)
 NANINF.update({
     "lu_factor": lambda: tuple(vk.linalg.lu_factor_ex(_f(3, 3))) + (vk.linalg.det(_f(2, 2)),),

@@ -963,6 +963,19 @@ SPECS.update({
                     scalars=False)[:3],
     "fmod": binary(lambda m, a, b: m.fmod(a, b), lo2=0.5, hi2=2.0, scalars=False)[:3]
     + int_forward(lambda m, a, b: m.fmod(a, b)),
+    # integer bits and steps: forward only (integer results; nextafter a step, as torch)
+    "bitwise_left_shift": int_forward(lambda m, a, b: m.bitwise_left_shift(a, b), b=((2, 0, 65),))
+    + int_forward(lambda m, a, b: a << b, b=((1, 63, -1),), dtypes=("int32",))
+    + int_forward(lambda m, a, b: a << 3),
+    "bitwise_right_shift": int_forward(lambda m, a, b: m.bitwise_right_shift(a, b), b=((1, 70, 2),))
+    + int_forward(lambda m, a, b: a >> b, b=((31, 0, -3),), dtypes=("int32",)),
+    "gcd": int_forward(lambda m, a, b: m.gcd(a, b), a=((12, -18, 0), (7, 0, 9)), b=((8, 24, 0),))
+    + int_forward(lambda m, a, b: a.gcd(b), dtypes=("int32",)),
+    "lcm": int_forward(lambda m, a, b: m.lcm(a, b), a=((4, -6, 0), (7, 3, 9)), b=((6, 4, 5),))
+    + int_forward(lambda m, a, b: a.lcm(b), dtypes=("int32",)),
+    "nextafter": [Case(lambda m, a, b: m.nextafter(a, b), [F(3, 4), F(4)], forward_only=True),
+                  Case(lambda m, a: m.nextafter(a, a * 0.0), [F(2, 3)], label="towards-zero",
+                       forward_only=True)],
 })
 # ---- end of math ops (#15) ----
 

@@ -54,6 +54,8 @@ enum class OpKind : uint16_t {
   // math ops (#15): the elementwise math torch has beyond the basics
   Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Lgamma, Digamma, Polygamma, Erfinv,
   Atan2, Fmod,
+  // integer bits and steps (#15): shifts, gcd/lcm, nextafter
+  BitwiseLeftShift, BitwiseRightShift, Gcd, Lcm, Nextafter,
   // solvers (#15 linalg): LU factorization, Cholesky and triangular solves
   LuFactor, Cholesky, TriangularSolve,
   kCount

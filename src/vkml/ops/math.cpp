@@ -54,6 +54,30 @@ Grads atan2_grad(const GradCtx& c) {
   return {c.needs[0] ? c.grad * x * r : Tensor(), c.needs[1] ? neg(c.grad * y * r) : Tensor()};
 }
 
+// Integer operands (bool and floats are refused, as torch), the result in a's dtype.
+Meta infer_integer_binary(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  VK_CHECK(in[0].dtype() == DType::Int32 || in[0].dtype() == DType::Int64, DTypeError, op,
+           ": expects integer tensors, got ", dtype_name(in[0].dtype()));
+  return {in[0].shape(), in[0].dtype()};
+}
+
+Meta infer_nextafter(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  VK_CHECK(is_floating(in[0].dtype()), DTypeError, op, ": expects floating tensors, got ",
+           dtype_name(in[0].dtype()));
+  return {in[0].shape(), in[0].dtype()};
+}
+
+OpDef integer_binary(OpKind kind, std::string_view name, std::string_view summary) {
+  return {.kind = kind,
+          .name = name,
+          .arity = 2,
+          .signature = "(a, b)",
+          .summary = summary,
+          .prepare = prepare_binary,
+          .infer = infer_integer_binary,
+          .grad_doc = "integer result: not differentiable"};
+}
+
 Grads fmod_grad(const GradCtx& c) {
   return {c.needs[0] ? c.grad : Tensor(),
           c.needs[1] ? neg(c.grad * trunc(c.in[0] / c.in[1])) : Tensor()};
@@ -123,6 +147,25 @@ void add_math_ops(OpList& ops) {
                  .infer = infer_fmod,
                  .grad = fmod_grad,
                  .grad_doc = "da = g, db = -g * trunc(a / b) (as torch)"});
+  ops.push_back(integer_binary(OpKind::BitwiseLeftShift, "bitwise_left_shift",
+                               "a << b on the bits of a (two's complement, wrapping); 0 for a "
+                               "shift below 0 or past the width, as torch"));
+  ops.push_back(integer_binary(OpKind::BitwiseRightShift, "bitwise_right_shift",
+                               "a >> b, arithmetic (the sign fills); a shift below 0 or past the "
+                               "width gives 0 or -1 by a's sign, as torch"));
+  ops.push_back(integer_binary(OpKind::Gcd, "gcd",
+                               "the greatest common divisor of |a| and |b| (gcd(0, 0) = 0)"));
+  ops.push_back(integer_binary(
+      OpKind::Lcm, "lcm", "the least common multiple |a / gcd(a, b) * b| (0 when a or b is 0)"));
+  ops.push_back({.kind = OpKind::Nextafter,
+                 .name = "nextafter",
+                 .arity = 2,
+                 .signature = "nextafter(a, b)",
+                 .summary = "the next float after a towards b (C's nextafter: b where a == b, NaN "
+                            "where either is NaN)",
+                 .prepare = prepare_binary,
+                 .infer = infer_nextafter,
+                 .grad_doc = "a step to a neighbouring float: not differentiable (as torch)"});
 }
 
 Tensor tan(const Tensor& x) { return dispatch(OpKind::Tan, {x}); }
@@ -146,5 +189,14 @@ Tensor polygamma(int64_t n, const Tensor& x) {
 Tensor erfinv(const Tensor& x) { return dispatch(OpKind::Erfinv, {x}); }
 Tensor atan2(const Tensor& y, const Tensor& x) { return dispatch(OpKind::Atan2, {y, x}); }
 Tensor fmod(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Fmod, {a, b}); }
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::BitwiseLeftShift, {a, b});
+}
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::BitwiseRightShift, {a, b});
+}
+Tensor gcd(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Gcd, {a, b}); }
+Tensor lcm(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Lcm, {a, b}); }
+Tensor nextafter(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Nextafter, {a, b}); }
 
 }  // namespace vk

@@ -25,6 +25,13 @@ Tensor polygamma(int64_t n, const Tensor& x);  // n >= 0; n = 0 is digamma
 Tensor erfinv(const Tensor& x);
 Tensor atan2(const Tensor& y, const Tensor& x);
 Tensor fmod(const Tensor& a, const Tensor& b);  // C's fmod: the sign of a; integers stay integer
+// Integers (int32, int64), as torch: shifts of two's complement bits (out-of-range shifts give 0,
+// or -1 for a negative a shifted right), gcd and lcm of the magnitudes.
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
+Tensor gcd(const Tensor& a, const Tensor& b);
+Tensor lcm(const Tensor& a, const Tensor& b);
+Tensor nextafter(const Tensor& a, const Tensor& b);  // floats: the next float after a towards b
 
 // ---- composites (ops/composite_math.cpp) ----
 Tensor log2(const Tensor& x);

@@ -259,4 +259,91 @@ VK_KERNEL(fmod) {
   return out;
 }
 
+// ---- integer bits and steps: torch's definitions, on the two's complement bits (no UB) ----
+
+namespace {
+
+template <class T>
+T shift_left(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  constexpr T kBits = sizeof(T) * 8;
+  return b < T(0) || b >= kBits ? T(0) : static_cast<T>(static_cast<U>(a) << b);
+}
+template <class T>
+T shift_right(T a, T b) {
+  constexpr T kBits = sizeof(T) * 8;
+  return a >> (b < T(0) || b >= kBits ? kBits - 1 : b);  // arithmetic: the sign fills
+}
+// gcd and lcm on the magnitudes as unsigned numbers (|-2^63| = 2^63 fits): the true values, cast
+// back to T (wrapping where they do not fit). torch's signed loop gives gcd(-2^63, 6) = -2, and
+// its lcm(-2^63, 2^63 - 1) divides -2^63 by -1, which traps (SIGFPE kills the process).
+template <class T>
+std::make_unsigned_t<T> magnitude(T a) {
+  using U = std::make_unsigned_t<T>;
+  return a < T(0) ? U(0) - static_cast<U>(a) : static_cast<U>(a);
+}
+template <class U>
+U gcd_unsigned(U a, U b) {
+  while (a != U(0)) {
+    const U c = a;
+    a = b % a;
+    b = c;
+  }
+  return b;
+}
+template <class T>
+T gcd_value(T a, T b) {
+  return static_cast<T>(gcd_unsigned(magnitude(a), magnitude(b)));
+}
+template <class T>
+T lcm_value(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  const U g = gcd_unsigned(magnitude(a), magnitude(b));
+  return g == U(0) ? T(0) : static_cast<T>(magnitude(a) / g * magnitude(b));
+}
+
+template <class F>
+Tensor integer_binary(const std::vector<Tensor>& in, const Meta& m, std::string_view op, F f) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (m.dtype == DType::Int32)
+    map_elements<int32_t, int32_t, int32_t>(out, {&in[0], &in[1]},
+                                            [&](int32_t x, int32_t y) { return f(x, y); });
+  else if (m.dtype == DType::Int64)
+    map_elements<int64_t, int64_t, int64_t>(out, {&in[0], &in[1]},
+                                            [&](int64_t x, int64_t y) { return f(x, y); });
+  else
+    throw DTypeError(detail::cat(op, ": expects integer tensors, got ", dtype_name(m.dtype)));
+  return out;
+}
+
+}  // namespace
+
+VK_KERNEL(bitwise_left_shift) {
+  (void)a;
+  return integer_binary(in, m, "bitwise_left_shift",
+                        [](auto x, auto y) { return shift_left(x, y); });
+}
+VK_KERNEL(bitwise_right_shift) {
+  (void)a;
+  return integer_binary(in, m, "bitwise_right_shift",
+                        [](auto x, auto y) { return shift_right(x, y); });
+}
+VK_KERNEL(gcd) {
+  (void)a;
+  return integer_binary(in, m, "gcd", [](auto x, auto y) { return gcd_value(x, y); });
+}
+VK_KERNEL(lcm) {
+  (void)a;
+  return integer_binary(in, m, "lcm", [](auto x, auto y) { return lcm_value(x, y); });
+}
+VK_KERNEL(nextafter) {
+  (void)a;
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_FLOAT(
+      in[0].dtype(), "nextafter",
+      map_elements<T, T, T>(
+          out, {&in[0], &in[1]}, [](T x, T y) -> T { return std::nextafter(x, y); }, kGrain));
+  return out;
+}
+
 }  // namespace vk::cpu

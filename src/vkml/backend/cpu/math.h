@@ -18,7 +18,12 @@ VK_KERNEL(digamma);
 VK_KERNEL(polygamma);  // a.order = n >= 1
 VK_KERNEL(erfinv);
 VK_KERNEL(atan2);
-VK_KERNEL(fmod);  // every numeric dtype; an integer division by zero raises
+VK_KERNEL(fmod);                // every numeric dtype; an integer division by zero raises
+VK_KERNEL(bitwise_left_shift);  // int32, int64
+VK_KERNEL(bitwise_right_shift);
+VK_KERNEL(gcd);
+VK_KERNEL(lcm);
+VK_KERNEL(nextafter);  // float32, float64
 
 // The special functions in double, as the Vulkan shader computes them (shaders/math.comp).
 double digamma_value(double x);

@@ -146,6 +146,11 @@ void register_backend() {
       {OpKind::Erfinv, cpu::erfinv},
       {OpKind::Atan2, cpu::atan2},
       {OpKind::Fmod, cpu::fmod},
+      {OpKind::BitwiseLeftShift, cpu::bitwise_left_shift},
+      {OpKind::BitwiseRightShift, cpu::bitwise_right_shift},
+      {OpKind::Gcd, cpu::gcd},
+      {OpKind::Lcm, cpu::lcm},
+      {OpKind::Nextafter, cpu::nextafter},
       // solvers (#15 linalg)
       {OpKind::LuFactor, cpu::lu_factor},
       {OpKind::Cholesky, cpu::cholesky},

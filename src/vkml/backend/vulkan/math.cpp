@@ -76,4 +76,19 @@ VK_KERNEL(fmod) {
   return run_strided(s, in, m);
 }
 
+// Integer bits and steps: int32, and int64 where the device has it; nextafter works on the bits
+// (float64 where the device has it).
+#define VKML_VULKAN_BITS_OP(name)                                     \
+  VK_KERNEL(name) {                                                   \
+    (void)a;                                                          \
+    check_dtype(m.dtype, #name);                                      \
+    return run_strided(Strided{.shader = #name, .op = #name}, in, m); \
+  }
+VKML_VULKAN_BITS_OP(bitwise_left_shift)
+VKML_VULKAN_BITS_OP(bitwise_right_shift)
+VKML_VULKAN_BITS_OP(gcd)
+VKML_VULKAN_BITS_OP(lcm)
+VKML_VULKAN_BITS_OP(nextafter)
+#undef VKML_VULKAN_BITS_OP
+
 }  // namespace vk::vulkan

@@ -18,6 +18,11 @@ VK_KERNEL(polygamma);
 VK_KERNEL(erfinv);
 VK_KERNEL(atan2);
 VK_KERNEL(fmod);
+VK_KERNEL(bitwise_left_shift);
+VK_KERNEL(bitwise_right_shift);
+VK_KERNEL(gcd);
+VK_KERNEL(lcm);
+VK_KERNEL(nextafter);
 
 // The bits of 2/pi as an int32 tensor on m's device, viewed at m's shape (every element the whole
 // table): what trig.glsl's float64 argument reduction reads (backend/vulkan/elementwise.cpp).

@@ -143,6 +143,11 @@ void register_backend() {
       {OpKind::Erfinv, erfinv},
       {OpKind::Atan2, atan2},
       {OpKind::Fmod, fmod},
+      {OpKind::BitwiseLeftShift, bitwise_left_shift},
+      {OpKind::BitwiseRightShift, bitwise_right_shift},
+      {OpKind::Gcd, gcd},
+      {OpKind::Lcm, lcm},
+      {OpKind::Nextafter, nextafter},
       // ---- end of math ops (#15) ----
       // solvers (#15 linalg)
       {OpKind::LuFactor, lu_factor},

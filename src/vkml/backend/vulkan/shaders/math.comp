@@ -478,6 +478,51 @@ MR mt_erfinv(MR x) {
 }
 #endif
 
+#if DTA == 1 || DTA == 2
+#define TU XCAT(UTYPE_, DTA)
+const TA kBits = TA(DTA == 2 ? 64 : 32);
+// gcd and lcm on the magnitudes as unsigned numbers, as the CPU's (backend/cpu/math.cpp): GLSL's
+// % of negative operands is undefined, and |-2^63| fits only unsigned.
+TU mt_magnitude(TA a) { return a < TA(0) ? TU(0) - TU(a) : TU(a); }
+TU mt_gcd(TA x, TA y) {
+  TU a = mt_magnitude(x), b = mt_magnitude(y);
+  for (int k = 0; k < 200 && a != TU(0); ++k) {  // Euclid: under 100 steps for 64 bits
+    const TU c = a;
+    a = b % a;
+    b = c;
+  }
+  return b;
+}
+#endif
+
+#if defined(OP_NEXTAFTER)
+// The next float after x towards y, on the bits (compares of subnormals may flush to zero): the
+// magnitude steps up or down by one unit in the last place.
+#if DTA == 4
+#define NU uint64_t
+#define NI int64_t
+#define AS_NU doubleBitsToUint64
+#define AS_NT uint64BitsToDouble
+const NU kNaSign = 0x8000000000000000ul;
+#else
+#define NU uint
+#define NI int
+#define AS_NU floatBitsToUint
+#define AS_NT uintBitsToFloat
+const NU kNaSign = 0x80000000u;
+#endif
+NI mt_order(NU bits) { return (bits & kNaSign) != NU(0) ? -NI(bits & ~kNaSign) : NI(bits); }
+TA mt_nextafter(TA x, TA y) {
+  if (isnan(x) || isnan(y)) return x + y;
+  const NU bx = AS_NU(x), by = AS_NU(y);
+  const NI ox = mt_order(bx), oy = mt_order(by);
+  if (ox == oy) return y;  // equal (+0 and -0 too): y, as C's
+  if ((bx & ~kNaSign) == NU(0)) return AS_NT((by & kNaSign) | NU(1));  // from zero: the smallest
+  const bool away = (oy > ox) == ((bx & kNaSign) == NU(0));  // the magnitude grows
+  return AS_NT(away ? bx + NU(1) : bx - NU(1));
+}
+#endif
+
 TO compute(int ia, int ib) {
   const TA x = a[ia];
 #if NIN >= 2
@@ -511,6 +556,17 @@ TO compute(int ia, int ib) {
   return TO(mt_erfinv(MR(x)));
 #elif defined(OP_ATAN2)
   return TO(mt_atan2(MR(x), MR(y)));
+#elif defined(OP_BITWISE_LEFT_SHIFT)
+  return y < TA(0) || y >= kBits ? TA(0) : TA(TU(x) << TU(y));
+#elif defined(OP_BITWISE_RIGHT_SHIFT)
+  return x >> (y < TA(0) || y >= kBits ? kBits - TA(1) : y);  // arithmetic: the sign fills
+#elif defined(OP_GCD)
+  return TA(mt_gcd(x, y));
+#elif defined(OP_LCM)
+  const TU g = mt_gcd(x, y);
+  return g == TU(0) ? TA(0) : TA(mt_magnitude(x) / g * mt_magnitude(y));
+#elif defined(OP_NEXTAFTER)
+  return mt_nextafter(x, y);
 #elif defined(OP_FMOD) && DTA >= 3
   return dm_fmod(x, y);
 #elif defined(OP_FMOD)
