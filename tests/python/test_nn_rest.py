@@ -15,6 +15,8 @@ from conftest import assert_close, to_np
 
 TN, TF = torch.nn, torch.nn.functional
 RNG = np.random.default_rng(0)
+# torch's and vkml's Linear both warn on the zero-width projection of a far cluster (in // div^i == 0)
+pytestmark = pytest.mark.filterwarnings("ignore:Initializing zero-element tensors is a no-op")
 
 
 def both(a, grad=True):
@@ -49,9 +51,10 @@ def assert_param_grads(vm, tm):
 
 # ---- 3-D pads ----
 
-PADS3D = [("ConstantPad3d", ((1, 2, 0, 1, 2, 1), 1.5)), ("ConstantPad3d", (1, -0.5)), ("ZeroPad3d", ((2, 0, 1, 1, 0, 2),)),
-          ("ZeroPad3d", (1,)), ("ReflectionPad3d", ((1, 2, 0, 1, 2, 1),)), ("ReflectionPad3d", (1,)),
-          ("ReplicationPad3d", ((1, 2, 0, 3, 2, 1),)), ("CircularPad3d", ((1, 2, 0, 1, 2, 1),)), ("CircularPad3d", (1,))]
+PADS3D = [("ConstantPad3d", ((1, 2, 0, 1, 2, 1), 1.5)), ("ConstantPad3d", (1, -0.5)),
+          ("ZeroPad3d", ((2, 0, 1, 1, 0, 2),)), ("ZeroPad3d", (1,)), ("ReflectionPad3d", ((1, 2, 0, 1, 2, 1),)),
+          ("ReflectionPad3d", (1,)), ("ReplicationPad3d", ((1, 2, 0, 3, 2, 1),)),
+          ("CircularPad3d", ((1, 2, 0, 1, 2, 1),)), ("CircularPad3d", (1,))]
 
 
 @pytest.mark.parametrize("name,args", PADS3D, ids=[f"{n}-{i}" for i, (n, _) in enumerate(PADS3D)])
@@ -204,7 +207,8 @@ def test_linear_cross_entropy_matches_torch(case):
     cw = RNG.uniform(0.5, 2, w.shape[0]) if case.get("weight") else None
     kw = dict(reduction=case.get("reduction", "mean"), label_smoothing=case.get("label_smoothing", 0.0),
               ignore_index=case.get("ignore_index"))
-    yv = F.linear_cross_entropy(xv, wv, vk.tensor(t), linear_bias=bv, weight=None if cw is None else vk.tensor(cw), **kw)
+    yv = F.linear_cross_entropy(xv, wv, vk.tensor(t), linear_bias=bv,
+                                weight=None if cw is None else vk.tensor(cw), **kw)
     yt = TF.linear_cross_entropy(xt, wt, torch.tensor(t), linear_bias=bt,
                                  weight=None if cw is None else torch.tensor(cw), **kw)
     assert_close(yv, yt, what="forward")
@@ -431,3 +435,37 @@ def test_fractional_max_pool_errors_as_torch():
         nn.FractionalMaxPool3d(2, 3, 0.5)
     with pytest.raises(ValueError, match=r"output_ratio must be between 0 and 1 \(got 1.2\)"):
         nn.FractionalMaxPool2d(2, output_ratio=1.2)
+
+
+def test_fractional_max_pool_empty_output_as_torch():
+    x = RNG.standard_normal((2, 3, 9, 9))
+    samples = RNG.uniform(0, 1, (2, 3, 2))
+    yv = F.fractional_max_pool2d(vk.tensor(x), 2, (0, 3), _random_samples=vk.tensor(samples))
+    yt = TF.fractional_max_pool2d(torch.tensor(x), 2, (0, 3), _random_samples=torch.tensor(samples))
+    assert tuple(yv.shape) == tuple(yt.shape) == (2, 3, 0, 3)
+
+
+# ---- on the Vulkan device: the same numbers as on the CPU ----
+
+@pytest.mark.skipif(not vk.vulkan.is_available(), reason="no Vulkan device")
+def test_nn_rest_on_vulkan_matches_cpu():
+    x = vk.randn(2, 3, 9, 9)
+    s = vk.rand(2, 3, 2)
+    calls = [
+        lambda d, x=x, s=s: F.fractional_max_pool2d(x.to(d), 2, 4, return_indices=True, _random_samples=s.to(d)),
+        lambda d, x=x: nn.ReflectionPad3d(1)(x.to(d)),
+        lambda d, x=x: nn.CrossMapLRN2d(3, 0.3)(x.to(d)),
+        lambda d, x=x: F.linear_cross_entropy(x.reshape(6, 81).to(d), vk.ones(5, 81).to(d) * 0.01,
+                                              vk.tensor([0, 1, 2, 3, 4, 0]).to(d)),
+    ]
+    for f in calls:
+        cpu, dev = f("cpu"), f("vulkan")
+        for a, b in zip(cpu if isinstance(cpu, tuple) else (cpu,), dev if isinstance(dev, tuple) else (dev,)):
+            assert str(b.device).startswith("vulkan")
+            np.testing.assert_allclose(to_np(b), to_np(a), rtol=1e-5, atol=1e-6)
+    vm = nn.AdaptiveLogSoftmaxWithLoss(8, 12, [3, 7], div_value=2.0)
+    inp, target = vk.randn(5, 8), vk.tensor([0, 4, 8, 11, 2])
+    want = vm(inp, target)
+    vm.to("vulkan")
+    got = vm(inp.to("vulkan"), target.to("vulkan"))
+    np.testing.assert_allclose(to_np(got.output), to_np(want.output), rtol=1e-5, atol=1e-6)

@@ -135,8 +135,8 @@ def _window_starts(sample, size, out, k):
     """Start of each of `out` windows of width k along an axis of `size`, per plane (sample: (B, C)):
     trunc((i + u) * a) - trunc(u * a) with a = (size - k) / (out - 1), computed in the input's dtype as
     torch does, and the last window flush with the end."""
-    last = _C.full(tuple(sample.shape) + (1,), size - k, dtype=_C.dtype.int64, device=sample.device)
-    if out == 1:
+    last = _C.full(tuple(sample.shape) + (min(out, 1),), size - k, dtype=_C.dtype.int64, device=sample.device)
+    if out <= 1:  # (no window, or the one flush with the end)
         return last
     alpha = (size - k) / (out - 1)
     steps = _C.arange(out - 1, dtype=sample.dtype, device=sample.device)
@@ -173,9 +173,10 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples,
     full = (b, c) + out + kernel
     index = index.expand(full).reshape(b, c, -1)
     # every window's elements, then the first maximum of each (its gradient goes there, as max pooling)
-    values = x.reshape(b, c, -1).gather(2, index).reshape((b, c) + out + (-1,))
+    windows = (b, c) + out + (math.prod(kernel),)
+    values = x.reshape(b, c, -1).gather(2, index).reshape(windows)
     result, which = values.max(-1)
-    flat = index.reshape((b, c) + out + (-1,)).gather(-1, which.unsqueeze(-1)).squeeze(-1)
+    flat = index.reshape(windows).gather(-1, which.unsqueeze(-1)).squeeze(-1)
     if not batched:
         result, flat = result.squeeze(0), flat.squeeze(0)
     return result, flat
