@@ -312,6 +312,13 @@ def test_cross_map_lrn2d_needs_4d_input():
         nn.CrossMapLRN2d(3)(vk.randn(2, 3, 4))
 
 
+def test_new_modules_repr_as_torch():
+    for make in [lambda L: L.AdaptiveLogSoftmaxWithLoss(8, 12, [3, 7]),
+                 lambda L: L.LinearCrossEntropyLoss(3, 4, out_features=(2,), bias=True, ignore_index=1),
+                 lambda L: L.FractionalMaxPool3d(2, output_ratio=0.5), lambda L: L.CrossMapLRN2d(3, k=2)]:
+        assert repr(make(nn)) == repr(make(TN))
+
+
 def test_container_registers_keyword_modules_as_torch():
     with pytest.warns(FutureWarning, match="Container is deprecated"):
         vm = nn.Container(first=nn.Linear(2, 3), second=nn.ReLU())
@@ -376,6 +383,21 @@ def test_fractional_max_pool_ties_take_the_first_maximum_as_torch():
     yv, iv = F.fractional_max_pool2d_with_indices(xv, 3, 4, _random_samples=vk.tensor(samples))
     yt, it = TF.fractional_max_pool2d_with_indices(xt, 3, 4, _random_samples=torch.tensor(samples))
     np.testing.assert_array_equal(to_np(iv), to_np(it))
+    backward_both(yv, yt)
+    assert_close(xv.grad, xt.grad)
+
+
+def test_fractional_max_pool_nan_takes_the_last_nan_of_a_window_as_torch():
+    """Regression: vkml's max picks a window's first NaN, torch's kernel its last; the index (and so the
+    gradient) must be torch's."""
+    x = RNG.standard_normal((1, 2, 6, 6))
+    x[0, 0, 0, 0] = x[0, 0, 1, 1] = x[0, 1, 3, 4] = x[0, 1, 4, 5] = np.nan
+    samples = RNG.uniform(0, 1, (1, 2, 2))
+    xv, xt = both(x)
+    yv, iv = F.fractional_max_pool2d(xv, 3, 3, return_indices=True, _random_samples=vk.tensor(samples))
+    yt, it = TF.fractional_max_pool2d(xt, 3, 3, return_indices=True, _random_samples=torch.tensor(samples))
+    np.testing.assert_array_equal(to_np(iv), to_np(it))
+    assert_close(yv, yt)
     backward_both(yv, yt)
     assert_close(xv.grad, xt.grad)
 

@@ -160,6 +160,15 @@ def _flat_window_index(starts, kernel, spatial):
     return index
 
 
+def _pick(values):
+    """Per window (the last axis), torch's choice: the first maximum, or the last NaN if there is one."""
+    first_max = values.detach().max(-1)[1].unsqueeze(-1)
+    nan = values.detach().isnan()
+    positions = _C.arange(1, values.shape[-1] + 1, device=values.device)
+    last_nan = (nan.to(_C.dtype.int64) * positions).argmax(-1, keepdim=True)
+    return _C.where(nan.any(-1, keepdim=True), last_nan, first_max)
+
+
 def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples, n):
     kernel, out = _fractional_sizes(input, kernel_size, output_size, output_ratio, n)
     batched = input.ndim == n + 2
@@ -175,8 +184,10 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples,
     # every window's elements, then the first maximum of each (its gradient goes there, as max pooling)
     windows = (b, c) + out + (math.prod(kernel),)
     values = x.reshape(b, c, -1).gather(2, index).reshape(windows)
-    result, which = values.max(-1)
-    flat = index.reshape(windows).gather(-1, which.unsqueeze(-1)).squeeze(-1)
+    which = _pick(values)
+    # the picked element's value (its gradient goes there, as max pooling's) and its input index
+    result = values.gather(-1, which).squeeze(-1)
+    flat = index.reshape(windows).gather(-1, which).squeeze(-1)
     if not batched:
         result, flat = result.squeeze(0), flat.squeeze(0)
     return result, flat

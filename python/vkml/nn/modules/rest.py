@@ -107,6 +107,12 @@ class LinearCrossEntropyLoss(_WeightedLoss):
                                       reduction=self.reduction, ignore_index=self.ignore_index,
                                       label_smoothing=self.label_smoothing, options=self.options)
 
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
+
 
 def _check_cutoffs(cutoffs, n_classes):
     if len(cutoffs) == 0:
