@@ -447,6 +447,12 @@ def test_fractional_max_pool_errors_as_torch():
         F.fractional_max_pool2d(vk.randn(2, 1, 1, 10, 10), 2, 3)
     with pytest.raises(RuntimeError, match="fractional_max_pool2d: Expect _random_samples.size\\(2\\) equals to 2"):
         F.fractional_max_pool2d(x, 2, 3, _random_samples=vk.rand(1, 1, 3))
+    with pytest.raises(RuntimeError, match=r"size\(0\) no less than input batch size 2, got 1"):
+        F.fractional_max_pool2d(vk.randn(2, 1, 8, 8), 2, 3, _random_samples=vk.rand(1, 1, 2))
+    with pytest.raises(RuntimeError, match=r"size\(1\) equals to input channel size 1, got 2"):
+        F.fractional_max_pool2d(x, 2, 3, _random_samples=vk.rand(1, 2, 2))
+    with pytest.raises(RuntimeError, match="Expect _random_samples to have 3 dimensions, got 2"):
+        F.fractional_max_pool2d(x, 2, 3, _random_samples=vk.rand(1, 2))
     with pytest.raises(RuntimeError, match="Expect _random_samples to have the same dtype as input"):
         F.fractional_max_pool2d(x, 2, 3, _random_samples=vk.rand(1, 1, 2, dtype=vk.float64))
     with pytest.raises(RuntimeError, match="output_size must either be a single Int or tuple of Ints"):

@@ -120,15 +120,19 @@ def _fractional_samples(input, samples, planes, n):
     if samples is None:
         return _C.rand((batch, planes, n), dtype=input.dtype, device=input.device)
     name = f"fractional_max_pool{n}d"
-    if samples.ndim != 3 or samples.shape[2] != n:
-        got = samples.shape[2] if samples.ndim == 3 else list(samples.shape)
-        raise RuntimeError(f"{name}: Expect _random_samples.size(2) equals to {n}; got {got}.")
+    if samples.ndim != 3:
+        raise RuntimeError(f"{name}: Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+    if samples.shape[2] != n:
+        raise RuntimeError(f"{name}: Expect _random_samples.size(2) equals to {n}; got {samples.shape[2]}.")
     if samples.dtype != input.dtype:
         raise RuntimeError(f"{name}: Expect _random_samples to have the same dtype as input")
-    if samples.shape[0] < batch or samples.shape[1] < planes:
-        raise RuntimeError(f"{name}: Expect _random_samples of at least ({batch}, {planes}, {n}), got "
-                           f"{list(samples.shape)}")
-    return samples[:batch, :planes]
+    if samples.shape[0] < batch:
+        raise RuntimeError(f"{name}: Expect _random_samples.size(0) no less than input batch size {batch}, "
+                           f"got {samples.shape[0]}.")
+    if samples.shape[1] != planes:
+        raise RuntimeError(f"{name}: Expect _random_samples.size(1) equals to input channel size {planes}, "
+                           f"got {samples.shape[1]}.")
+    return samples[:batch]
 
 
 def _window_starts(sample, size, out, k):
