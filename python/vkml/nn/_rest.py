@@ -183,9 +183,8 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples,
     axis = (lambda d: 1 - d) if n == 2 else (lambda d: d)
     starts = [_window_starts(u[:, :, axis(d)], spatial[d], out[d], kernel[d]) for d in range(n)]
     index = _flat_window_index(starts, kernel, spatial)
-    full = (b, c) + out + kernel
-    index = index.expand(full).reshape(b, c, -1)
-    # every window's elements, then the first maximum of each (its gradient goes there, as max pooling)
+    index = index.expand((b, c) + out + kernel).reshape(b, c, -1)
+    # every window's elements, one window per row of the last axis
     windows = (b, c) + out + (math.prod(kernel),)
     values = x.reshape(b, c, -1).gather(2, index).reshape(windows)
     which = _pick(values)
