@@ -111,6 +111,9 @@ def arg_lists(t):
         ((ROWS, COLS), (1, 0)), (x, (ROWS, COLS), (1, 0)),
         # ... and mvlgamma_(p): an int p >= 1, on a tensor that does not require grad
         (t["xc"], 2),
+        # the rest of torch.nn (#16): F.linear_cross_entropy(input, linear_weight, target), x's rows through
+        # a (256, 256) weight onto target's classes
+        (x, t["square"], t["target"]),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 

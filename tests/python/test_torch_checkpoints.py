@@ -85,6 +85,13 @@ LAYERS = [
      [(2, 2, 3, 3, 3)], None),
     ("EmbeddingBag", lambda lib: lib.EmbeddingBag(6, 3, mode="mean"), [("int", 6, (2, 4))], None),
     ("SyncBatchNorm", lambda lib: lib.SyncBatchNorm(3), [(4, 3, 2)], None),
+    # the rest of torch.nn (#16): adaptive softmax through log_prob (every cluster's projection gets a
+    # gradient), the loss with its own Linear (K-dimensional, with bias)
+    ("AdaptiveLogSoftmaxWithLoss", lambda lib: lib.AdaptiveLogSoftmaxWithLoss(8, 12, [3, 7], div_value=2.0,
+                                                                              head_bias=True),
+     [(4, 8)], lambda m, x: m.log_prob(x)),
+    ("LinearCrossEntropyLoss", lambda lib: lib.LinearCrossEntropyLoss(3, 4, out_features=(2,), bias=True),
+     [(5, 3), ("int", 4, (5, 2))], None),
 ]
 
 

@@ -569,3 +569,9 @@ from . import _more  # noqa: E402
 
 __all__ += _more.__all__
 # ---- end aliases and nn breadth ----
+
+# the rest of torch.nn (issue #16): linear_cross_entropy and fractional max pooling, in nn/_rest.py
+from ._rest import *  # noqa: E402,F401,F403
+from . import _rest  # noqa: E402
+
+__all__ += _rest.__all__

@@ -81,3 +81,8 @@ from .loss import NLLLoss2d  # noqa: E402
 from .module import Buffer  # noqa: E402
 from .normalization import SyncBatchNorm  # noqa: E402
 __all__ += ["Buffer", "NLLLoss2d", "SyncBatchNorm"]
+# the rest of torch.nn (issue #16): the 3-D pads, and modules/rest.py over nn/_rest.py
+from .padding import CircularPad3d, ConstantPad3d, ReflectionPad3d, ReplicationPad3d, ZeroPad3d  # noqa: E402
+from .rest import *  # noqa: E402,F401,F403
+from . import rest as _rest  # noqa: E402
+__all__ += ["CircularPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"] + _rest.__all__

@@ -1,4 +1,4 @@
-"""vk.nn: the padding layers (constant, zero, reflection, replication, circular)."""
+"""vk.nn: the padding layers (constant, zero, reflection, replication, circular), 1-D to 3-D."""
 
 from .. import functional as F
 
@@ -38,6 +38,10 @@ class ConstantPad2d(ConstantPad1d):
     _n = 2
 
 
+class ConstantPad3d(ConstantPad1d):
+    _n = 3
+
+
 class ZeroPad1d(ConstantPad1d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -50,12 +54,20 @@ class ZeroPad2d(ZeroPad1d):
     _n = 2
 
 
+class ZeroPad3d(ZeroPad1d):
+    _n = 3
+
+
 class ReflectionPad1d(_PadNd):
     _mode = "reflect"
 
 
 class ReflectionPad2d(_PadNd):
     _n, _mode = 2, "reflect"
+
+
+class ReflectionPad3d(_PadNd):
+    _n, _mode = 3, "reflect"
 
 
 class ReplicationPad1d(_PadNd):
@@ -66,9 +78,17 @@ class ReplicationPad2d(_PadNd):
     _n, _mode = 2, "replicate"
 
 
+class ReplicationPad3d(_PadNd):
+    _n, _mode = 3, "replicate"
+
+
 class CircularPad1d(_PadNd):
     _mode = "circular"
 
 
 class CircularPad2d(_PadNd):
     _n, _mode = 2, "circular"
+
+
+class CircularPad3d(_PadNd):
+    _n, _mode = 3, "circular"
