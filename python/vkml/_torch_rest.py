@@ -198,6 +198,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * D
     if len(per_dim) != D:
         raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+    if any(not isinstance(b, (int, Tensor)) or isinstance(b, bool) for b in per_dim):
+        raise TypeError("histogramdd(): argument 'bins' must be an int, a list of ints or a list of 1-D tensors")
     if range is not None and len(range) != 2 * D:
         raise RuntimeError(f"torch.histogramdd: for a {D}-dimensional histogram range should have {2 * D} "
                            f"elements, but got {len(range)}")
@@ -205,9 +207,9 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
              for k in builtin_range(D)]
     counts = [e.numel() - 1 for e in edges]
     flat, inside = _joint_bin(pts, edges, counts)
-    total = 1
-    for c in counts:
-        total *= c
+    total = _numel(counts)
+    if total >= 2 ** 31:
+        raise RuntimeError(f"torch.histogramdd: {total} bins in all ({' x '.join(map(str, counts))}) are too many")
     dump = _C.full((), total, dtype=_dt.int64, device=input.device)
     w = None if weight is None else _histogramdd_weight(input, weight).reshape(-1)
     hist = _C.bincount(_C.where(inside, flat, dump), w, total + 1)[:total].to(input.dtype).reshape(counts)
