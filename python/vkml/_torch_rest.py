@@ -47,8 +47,9 @@ def _gradient_dims(input, dim):
         return list(range(input.ndim))
     dims = [dim] if isinstance(dim, int) else list(dim)
     dims = [_wrap_dim(d, input.ndim) for d in dims]
-    if len(set(dims)) != len(dims):
-        raise RuntimeError("torch.gradient: dim must not repeat a dimension")
+    for d in dims:
+        if dims.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return dims
 
 
@@ -58,10 +59,14 @@ def _gradient_spacings(input, spacing, dims, all_dims):
         if isinstance(spacing, Tensor) and spacing.ndim > 0:
             raise RuntimeError("torch.gradient expected spacing to be a scalar or a list of 1-D tensors")
         return [spacing.item() if isinstance(spacing, Tensor) else spacing] * len(dims)
-    if len(spacing) != len(dims):
-        given = (f"since dim argument was not given" if all_dims else f"since dim has length {len(dims)}")
+    if len(spacing) != len(dims) and all_dims:
         raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
-                           f"equal to 'self.dim() = {len(dims)}', {given}, but got a list of length {len(spacing)}")
+                           f"equal to 'self.dim() = {len(dims)}', since dim argument was not given, but got a "
+                           f"list of length {len(spacing)}")
+    if len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                           f"arguments to have the same length, but got a spacing argument of length "
+                           f"{len(spacing)} and a dim argument of length {len(dims)}.")
     out = []
     for d, h in zip(dims, spacing):
         if isinstance(h, Tensor) and h.ndim > 0:
@@ -252,6 +257,8 @@ def _histogramdd_weight(input, weight):
 def nonzero_static(input, *, size, fill_value=-1):
     """nonzero(input) with exactly `size` rows, as torch.nonzero_static: the first `size` indices,
     padded with rows of fill_value when there are fewer (a shape known before the data is read)."""
+    if not isinstance(fill_value, int) or isinstance(fill_value, bool):
+        raise TypeError(f"nonzero_static(): argument 'fill_value' must be int, not {type(fill_value).__name__}")
     if size < 0:
         raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got {size}")
     nz = _C.nonzero(input)

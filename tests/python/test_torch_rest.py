@@ -82,10 +82,14 @@ def test_gradient_integer_input_gives_default_float():
                  torch.gradient(torch.tensor([1.0, 4, 9, 16]), spacing=(torch.tensor(c),))[0], "float32")
 
 
-@pytest.mark.parametrize("kw", [dict(edge_order=3), dict(spacing=[1.0, 2.0]), dict(dim=5)])
-def test_gradient_bad_arguments_raise_as_torch(kw):
-    _same_error(lambda: vk.gradient(vk.tensor([1.0, 4, 9, 16]), **kw),
-                lambda: torch.gradient(torch.tensor([1.0, 4, 9, 16]), **kw))
+@pytest.mark.parametrize("shape,kw", [((4,), dict(edge_order=3)), ((4,), dict(spacing=[1.0, 2.0])), ((4,), dict(dim=5)),
+                                      ((3, 4), dict(spacing=[1.0, 2.0], dim=1)), ((3, 4), dict(dim=[1, -1]))])
+def test_gradient_bad_arguments_raise_as_torch(shape, kw):
+    with pytest.raises(Exception) as et:
+        torch.gradient(torch.ones(shape), **kw)
+    with pytest.raises(type(et.value)) as ev:
+        vk.gradient(vk.ones(*shape), **kw)
+    assert str(ev.value) == str(et.value)
 
 
 def test_gradient_too_short_a_dim_for_the_edge_order():
@@ -220,8 +224,10 @@ def test_nonzero_static_pads_or_truncates_as_torch(device, size, fill):
     assert_close(xv.nonzero_static(size=size), xt.nonzero_static(size=size))
 
 
-def test_nonzero_static_negative_size_is_refused():
-    _same_error(lambda: vk.nonzero_static(vk.ones(2), size=-1), lambda: torch.nonzero_static(torch.ones(2), size=-1))
+@pytest.mark.parametrize("kw", [dict(size=-1), dict(size=1, fill_value=2.5)])
+def test_nonzero_static_bad_size_or_fill_value_is_refused(kw):
+    _same_error(lambda: vk.nonzero_static(vk.ones(2), **kw), lambda: torch.nonzero_static(torch.ones(2), **kw),
+                match="nonzero_static")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -367,6 +373,17 @@ def test_resize_in_place_keeps_the_elements_in_memory_order(sizes):
     n = min(6, int(np.prod(sizes)))
     assert tuple(xv.shape) == tuple(xt.shape) and tuple(xv.stride()) == tuple(xt.stride())
     assert_close(xv.reshape(-1)[:n], xt.reshape(-1)[:n])  # grown elements are uninitialized in torch
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_resize_grows_and_shrinks_on_every_device(device):
+    x = vk.arange(6.0, device=device)
+    x.resize_(2, 4)
+    assert tuple(x.shape) == (2, 4) and x.device.type == device
+    assert x.reshape(-1)[:6].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    x.resize_(3)
+    assert x.tolist() == [0.0, 1.0, 2.0]
+    assert x.new(2, 2).device.type == device and x.new([1.0]).device.type == device
 
 
 @pytest.mark.parametrize("sizes", [(3, 2), (2, 3), (6,), (4,)])
