@@ -180,7 +180,8 @@ def test_as_strided_scatter_method_and_src_of_the_wrong_shape():
 # ---- histogramdd ----
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kw", [dict(bins=[2, 3]), dict(bins=4, density=True), dict(bins=2, range=[0.0, 1.0, -1.0, 1.0]),
+@pytest.mark.parametrize("kw", [dict(bins=[2, 3]), dict(bins=4, density=True),
+                                dict(bins=2, range=[0.0, 1.0, -1.0, 1.0]),
                                 dict(bins=[3, 2], weight=True), dict(bins=[3, 2], weight=True, density=True)])
 def test_histogramdd_matches_torch(device, kw):
     a = RNG.standard_normal((5, 7, 2))
@@ -220,7 +221,8 @@ def test_histogramdd_bad_arguments_raise_as_torch(args, kw):
 def test_nonzero_static_pads_or_truncates_as_torch(device, size, fill):
     a = [[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]
     xv, xt = _pair(a, device)
-    assert_close(vk.nonzero_static(xv, size=size, fill_value=fill), torch.nonzero_static(xt, size=size, fill_value=fill))
+    assert_close(vk.nonzero_static(xv, size=size, fill_value=fill),
+                 torch.nonzero_static(xt, size=size, fill_value=fill))
     assert_close(xv.nonzero_static(size=size), xt.nonzero_static(size=size))
 
 
