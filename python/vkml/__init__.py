@@ -403,3 +403,11 @@ from . import _torch_globals  # noqa: E402
 if not _os.environ.get("VKML_STUBGEN"):
     _torch_globals.install(globals())
 # ---- end torch's process-wide names ----
+
+# ---- the rest of the torch namespace (#15, vkml/_torch_rest.py): gradient, as_strided (a copy),
+# histogramdd, nonzero_static, the legacy Tensor.new/resize_ family, apply_/map_/map2_ ----
+from . import _torch_rest  # noqa: E402
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _torch_rest.install(globals())
+# ---- end of the rest of the torch namespace ----

@@ -41,9 +41,11 @@ def inputs():
     # in-place methods need a float self that does not require grad, as torch's do.
     xc = vk.randn(COLS, ROWS).t()
     imgc = vk.randn(16, 32, 32)
+    # as_strided and its copy/scatter forms (#15) read the flat memory of a contiguous input
+    flat = vk.randn(ROWS * COLS)
     return dict(x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
                 target=target, prob=prob, square=square, cols=cols, pooled=pooled, argmax=argmax,
-                one=vk.tensor(3), xc=xc, imgc=imgc, spd=spd, lu=lu, piv=piv)
+                one=vk.tensor(3), xc=xc, imgc=imgc, spd=spd, lu=lu, piv=piv, flat=flat)
 
 
 def arg_lists(t):
@@ -114,6 +116,9 @@ def arg_lists(t):
         # the rest of torch.nn (#16): F.linear_cross_entropy(input, linear_weight, target), x's rows through
         # a (256, 256) weight onto target's classes
         (x, t["square"], t["target"]),
+        # the rest of the torch namespace (#15): as_strided(input, size, stride) of a contiguous
+        # input and as_strided_scatter(input, src, size, stride)
+        (t["flat"], (ROWS, COLS), (1, ROWS)), (t["flat"], x, (ROWS, COLS), (1, ROWS)),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 
@@ -124,7 +129,7 @@ SKIP = {"save", "load", "set_num_threads", "set_default_dtype", "manual_seed", "
         "set_printoptions", "set_grad_enabled", "set_rng_state", "set_anomaly_enabled",
         "_set_grad_enabled", "_set_anomaly_enabled", "_set_package_dir", "detect_anomaly",
         "set_flush_denormal", "use_deterministic_algorithms", "set_deterministic_debug_mode",
-        "set_num_interop_threads", "set_warn_always",
+        "set_num_interop_threads", "set_warn_always", "set_default_tensor_type",
         # composite ops (issue #15 item 4): kron(x, y) of two (192, 256) inputs is a 2.4e9-element
         # result (as torch's); tests/python/test_composite_ops.py exercises it
         "kron",
