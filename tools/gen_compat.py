@@ -104,7 +104,10 @@ DIFFERENCES = [
     "Copies where torch gives views or strided layouts: `Tensor.unfold` (one index_select: "
     "torch's values and gradients, but writing into its result leaves the input unchanged), "
     "`frombuffer` (a copy of the buffer), `empty_strided`/`new_empty_strided`/`empty_permuted` "
-    "(contiguous tensors: the strides are a layout hint).",
+    "(contiguous tensors: the strides are a layout hint), `as_strided`/`Tensor.as_strided`/"
+    "`as_strided_copy` (one index_select from a contiguous input: torch's values and gradients, "
+    "but writing into its result leaves the input unchanged; a non-contiguous input and "
+    "`as_strided_` raise).",
     "Sorting is always stable (torch's `stable=False` may order ties differently); `topk` and "
     "`unique` return sorted results even with `sorted=False`.",
     "In-place ops: the same version-counter rules as torch, but an in-place op on a tensor in the "
