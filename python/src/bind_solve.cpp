@@ -52,6 +52,15 @@ void bind_solve(nb::module_& m, nb::class_<Tensor>& c) {
         return nb::make_tuple(L, vk::cholesky_info(L));
       },
       "A"_a, nb::kw_only(), "upper"_a = false);
+  // (eigenvalues, eigenvectors) of symmetric matrices, read from the lower triangle (upper: the
+  // upper one); python/vkml/linalg.py names them
+  l.def(
+      "eigh",
+      [](const Tensor& A, bool upper) {
+        const vk::TensorPair r = without_gil(heavy(A), [&] { return vk::eigh(A, upper); });
+        return nb::make_tuple(r.first, r.second);
+      },
+      "A"_a, nb::kw_only(), "upper"_a = false);
   l.def(
       "solve_triangular",
       [](const Tensor& A, const Tensor& B, bool upper, bool left, bool unitriangular) {

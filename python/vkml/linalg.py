@@ -316,3 +316,29 @@ def cond(A, p=None):
 __all__ += ["diagonal", "inv_ex", "solve_ex", "multi_dot", "vander", "tensorinv", "tensorsolve", "matrix_exp",
             "cond"]
 # ---- end of more of torch.linalg (#15 linalg) ----
+
+
+# ---- symmetric eigendecomposition (#15 linalg): the eigh op (Jacobi rotations, both devices) ----
+_eigh_type = _namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"], module="vkml.return_types")
+
+
+def _uplo(UPLO, op):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO == "U"
+
+
+def eigh(A, UPLO="L"):
+    """(eigenvalues ascending, eigenvectors as columns) of each symmetric matrix, as
+    torch.linalg.eigh, read from A's lower (UPLO='L') or upper triangle. An eigenvector's sign is
+    arbitrary in torch (LAPACK's); vkml makes each one's largest component positive."""
+    return _eigh_type(*_C._linalg.eigh(A, upper=_uplo(UPLO, "linalg.eigh")))
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues of each symmetric matrix, ascending (torch.linalg.eigvalsh)."""
+    return eigh(A, UPLO)[0]
+
+
+__all__ += ["eigh", "eigvalsh"]
+# ---- end of symmetric eigendecomposition (#15 linalg) ----

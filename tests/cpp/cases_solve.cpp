@@ -115,6 +115,22 @@ RegisterOpCases solve_cases({
        return V{leaf({3, 3})};
      },
      [](const V& x) { return cholesky_inverse(cholesky(spd(x[0]), true), true); }},
+    {OpKind::Eigh, "eigh/values_and_vectors",  // of a symmetric A: x + x^T
+     [] {
+       return V{leaf({2, 4, 4})};
+     },
+     [](const V& x) {
+       const TensorPair r = eigh(x[0] + transpose(x[0], -1, -2));
+       return cat({unsqueeze(r.first, -2), r.second}, -2);
+     }},
+    {OpKind::Eigh, "eigh/upper_reconstructed",  // V diag(L) V^T from A's upper triangle
+     [] {
+       return V{leaf({3, 3})};
+     },
+     [](const V& x) {
+       const TensorPair r = eigh(triu(x[0]) + transpose(triu(x[0], 1), -1, -2), true);
+       return matmul(r.second * unsqueeze(r.first, -2), transpose(r.second, -1, -2));
+     }},
     {OpKind::TriangularSolve, "triangular_solve/lower",
      [] {
        return V{leaf({3, 3}), leaf({3, 2})};

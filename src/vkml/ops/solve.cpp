@@ -107,6 +107,30 @@ Grads cholesky_grad(const GradCtx& c) {
   return {mT(tri_solve(mT(L), mT(x), true, false))};  // (L^-T (L^-T S)^T)^T = L^-T S L^-1
 }
 
+// eigh's packed output (..., n + 1, n): row 0 the eigenvalues L, rows 1.. the eigenvectors V.
+// torch's linalg_eig_backward for symmetric A: with M = (V^T gV - gV^T V) / 2 (the skew part, the
+// tangent space of the orthogonal group) and E_ij = L_j - L_i, dA = V (M / E with diag(gL)) V^T.
+// Repeated eigenvalues make E zero off the diagonal: inf or NaN, as torch's.
+Grads eigh_grad(const GradCtx& c) {
+  const int64_t n = c.out.shape().back();
+  const Tensor L = narrow(c.out, -2, 0, 1), V = narrow(c.out, -2, 1, n);
+  const Tensor gL = squeeze(narrow(c.grad, -2, 0, 1), -2), gV = narrow(c.grad, -2, 1, n);
+  const Tensor vg = matmul(mT(V), gV);
+  const Tensor skew = (vg - mT(vg)) * 0.5;
+  const Tensor eye = identity_like(V);
+  const Tensor gaps = mT(L) * -1.0 + L + eye;  // L_j - L_i, ones on the diagonal
+  const Tensor inner = skew / gaps * (1.0 - eye) + diag_embed(gL);
+  return {matmul(matmul(V, inner), mT(V))};
+}
+
+Meta infer_eigh(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  check_square(in[0], op);
+  check_float(in[0], op);
+  Shape s = in[0].shape();
+  s[s.size() - 2] += 1;
+  return {s, in[0].dtype()};
+}
+
 // The batch dims of A and B broadcast by recorded expand views (as matmul's).
 void prepare_solve(std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
   prepare_common_dtype(in, a, op);
@@ -283,6 +307,20 @@ void add_solve_ops(OpList& ops) {
        .grad_doc = "torch's cholesky_backward: P = tril(L^T g), S = (P + tril(P, -1)^T) / 2, "
                    "dA = L^-T S L^-1 by two triangular_solves (symmetric)"});
   ops.push_back(
+      {.kind = OpKind::Eigh,
+       .name = "eigh",
+       .arity = 1,
+       .signature = "eigh(A) -> (..., n + 1, n)",
+       .summary = "the eigendecomposition A = V diag(L) V^T of each symmetric matrix (batched; "
+                  "float32/float64), read from A's lower triangle, by cyclic Jacobi rotations in "
+                  "round-robin order until a sweep rotates nothing: row 0 of the result holds "
+                  "the eigenvalues L, ascending, rows 1..n the eigenvectors V as columns, each "
+                  "with its largest component positive",
+       .infer = infer_eigh,
+       .grad = eigh_grad,
+       .grad_doc = "torch's linalg_eig_backward for symmetric A: M = skew(V^T gV), E_ij = L_j - "
+                   "L_i, dA = V (M / E + diag(gL)) V^T"});
+  ops.push_back(
       {.kind = OpKind::TriangularSolve,
        .name = "triangular_solve",
        .arity = 2,
@@ -363,6 +401,12 @@ Tensor cholesky_info(const Tensor& L) {
   // Not "d <= 0": a NaN pivot fails too, as LAPACK's.
   const Tensor bad = cast(logical_not(gt(d, zeros({}, d.dtype(), d.device()))), DType::Int32);
   return cast(amax(bad, {-1}) * (argmax(bad, -1) + 1), DType::Int32);
+}
+
+TensorPair eigh(const Tensor& A, bool upper) {
+  const Tensor packed = dispatch(OpKind::Eigh, {upper ? mT(A) : A});
+  const int64_t n = packed.shape().back();
+  return {squeeze(narrow(packed, -2, 0, 1), -2), narrow(packed, -2, 1, n)};
 }
 
 Tensor cholesky(const Tensor& A, bool upper) {

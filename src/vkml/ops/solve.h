@@ -64,5 +64,10 @@ TensorPair slogdet(const Tensor& A);
 Tensor logdet(const Tensor& A);  // log det: NaN where det < 0, -inf where it is 0
 // A^n by repeated squaring; n < 0 is inv(A)^-n, n = 0 the identity.
 Tensor matrix_power(const Tensor& A, int64_t n);
+// torch.linalg.eigh: the eigenvalues (..., n), ascending, and the eigenvectors (..., n, n, as
+// columns) of each symmetric matrix, read from A's lower triangle (upper: its upper one). Each
+// eigenvector's largest component (the first of equal ones) is positive, so that results do not
+// depend on the device (LAPACK leaves the signs to its algorithm; compare them up to sign).
+TensorPair eigh(const Tensor& A, bool upper = false);
 
 }  // namespace vk

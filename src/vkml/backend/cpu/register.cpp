@@ -154,6 +154,7 @@ void register_backend() {
       // solvers (#15 linalg)
       {OpKind::LuFactor, cpu::lu_factor},
       {OpKind::Cholesky, cpu::cholesky},
+      {OpKind::Eigh, cpu::eigh},
       {OpKind::TriangularSolve, cpu::triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);

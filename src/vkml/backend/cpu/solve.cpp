@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
@@ -84,7 +87,119 @@ void solve_one(const T* a, T* x, int64_t n, int64_t k, bool upper, bool unit) {
   }
 }
 
+// The pair of the round-robin schedule's round r at slot k (m players, m even, player m - 1 fixed,
+// the others turning): every pair once in m - 1 rounds, the pairs of a round disjoint.
+std::pair<int64_t, int64_t> round_pair(int64_t m, int64_t r, int64_t k) {
+  const int64_t p = k == 0 ? m - 1 : (r + k) % (m - 1), q = (r - k + (m - 1)) % (m - 1);
+  return {std::min(p, q), std::max(p, q)};
+}
+
+// The rotation (c, s) that zeroes a_pq of the symmetric 2 x 2 block [[app, apq], [apq, aqq]]
+// (the smaller angle: |t| <= 1); false, without a rotation, when a_pq is negligible beside the
+// diagonal (the Demmel-Veselic test, which keeps small eigenvalues accurate).
+template <class T>
+bool jacobi_rotation(T app, T aqq, T apq, T& c, T& s) {
+  if (apq == T(0) ||
+      std::abs(apq) <= std::numeric_limits<T>::epsilon() * std::sqrt(std::abs(app * aqq)))
+    return false;
+  const T theta = (aqq - app) / (T(2) * apq);
+  const T at = std::abs(theta);
+  const T root =
+      at > T(1) ? at * std::sqrt(T(1) + T(1) / (theta * theta)) : std::sqrt(theta * theta + T(1));
+  const T t = (theta < T(0) ? T(-1) : T(1)) / (at + root);
+  c = T(1) / std::sqrt(t * t + T(1));
+  s = t * c;
+  return true;
+}
+
+// One symmetric n x n matrix (its lower triangle read from `in`) into `out` (n + 1 rows of n):
+// cyclic Jacobi sweeps in the round-robin order, each round's disjoint rotations applied to the
+// rows, then the columns, then V's columns (the shader's order), until a sweep rotates nothing
+// (at most kSweeps); then the eigenvalues ascending with their vectors, each vector's largest
+// component positive.
+template <class T>
+void eigh_one(const T* in, T* out, int64_t n, std::vector<T>& a, std::vector<T>& v) {
+  constexpr int kSweeps = 30;
+  a.assign(static_cast<size_t>(n * n), T(0));
+  v.assign(static_cast<size_t>(n * n), T(0));
+  for (int64_t i = 0; i < n; ++i) {
+    v[i * n + i] = T(1);
+    for (int64_t j = 0; j <= i; ++j) a[i * n + j] = a[j * n + i] = in[i * n + j];
+  }
+  const int64_t m = n + (n & 1);
+  std::vector<T> cs(static_cast<size_t>(m)), sn(static_cast<size_t>(m));
+  std::vector<char> on(static_cast<size_t>(m / 2));
+  for (int sweep = 0; sweep < kSweeps && n > 1; ++sweep) {
+    bool rotated = false;
+    for (int64_t r = 0; r < m - 1; ++r) {
+      for (int64_t k = 0; k < m / 2; ++k) {
+        const auto [p, q] = round_pair(m, r, k);
+        on[k] = q < n && jacobi_rotation(a[p * n + p], a[q * n + q], a[p * n + q], cs[k], sn[k]);
+        rotated = rotated || on[k];
+      }
+      for (int64_t k = 0; k < m / 2; ++k) {  // rows p and q: J^T A
+        if (!on[k]) continue;
+        const auto [p, q] = round_pair(m, r, k);
+        for (int64_t j = 0; j < n; ++j) {
+          const T ap = a[p * n + j], aq = a[q * n + j];
+          a[p * n + j] = cs[k] * ap - sn[k] * aq;
+          a[q * n + j] = sn[k] * ap + cs[k] * aq;
+        }
+      }
+      for (int64_t k = 0; k < m / 2; ++k) {  // columns p and q: (J^T A) J, and V J
+        if (!on[k]) continue;
+        const auto [p, q] = round_pair(m, r, k);
+        for (int64_t i = 0; i < n; ++i) {
+          const T ap = a[i * n + p], aq = a[i * n + q];
+          a[i * n + p] = cs[k] * ap - sn[k] * aq;
+          a[i * n + q] = sn[k] * ap + cs[k] * aq;
+          const T vp = v[i * n + p], vq = v[i * n + q];
+          v[i * n + p] = cs[k] * vp - sn[k] * vq;
+          v[i * n + q] = sn[k] * vp + cs[k] * vq;
+        }
+      }
+    }
+    if (!rotated) break;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const T d = a[i * n + i];
+    int64_t rank = 0;  // ascending, ties in index order (NaN last)
+    for (int64_t j = 0; j < n; ++j) {
+      const T e = a[j * n + j];
+      rank += (e < d || (e == d && j < i) || (std::isnan(d) && !std::isnan(e)) ||
+               (std::isnan(d) && std::isnan(e) && j < i))
+                  ? 1
+                  : 0;
+    }
+    int64_t big = 0;
+    for (int64_t r = 1; r < n; ++r)
+      if (std::abs(v[r * n + i]) > std::abs(v[big * n + i])) big = r;
+    const T sign = v[big * n + i] < T(0) ? T(-1) : T(1);
+    out[rank] = d;
+    for (int64_t r = 0; r < n; ++r) out[(r + 1) * n + rank] = sign * v[r * n + i];
+  }
+}
+
 }  // namespace
+
+VK_KERNEL(eigh) {
+  (void)a;
+  const Tensor A = contiguous_copy(in[0]);
+  const int64_t n = A.shape().back();
+  const int64_t batch = batch_count(A.shape());
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (out.numel() == 0) return out;
+  VK_DISPATCH_FLOAT(m.dtype, "eigh", {
+    const T* pa = A.data<T>();
+    T* po = out.data<T>();
+    parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+      std::vector<T> work, vecs;
+      for (int64_t b = begin; b < end; ++b)
+        eigh_one(pa + b * n * n, po + b * (n + 1) * n, n, work, vecs);
+    });
+  });
+  return out;
+}
 
 VK_KERNEL(lu_factor) {
   (void)a;

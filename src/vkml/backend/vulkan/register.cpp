@@ -152,6 +152,7 @@ void register_backend() {
       // solvers (#15 linalg)
       {OpKind::LuFactor, lu_factor},
       {OpKind::Cholesky, cholesky},
+      {OpKind::Eigh, eigh},
       {OpKind::TriangularSolve, triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);

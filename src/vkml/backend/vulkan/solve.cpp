@@ -93,6 +93,31 @@ VK_KERNEL(cholesky) {
   return l;
 }
 
+// Jacobi sweeps, one workgroup per matrix on a copy of A (and V beside it), into the packed
+// (..., n + 1, n) result: at most 30 sweeps of n - 1 rounds keep n <= 64 within lavapipe's loop
+// budget (about 36 n^2 / 256 + 3 n iterations per sweep and invocation).
+VK_KERNEL(eigh) {
+  (void)a;
+  const char* op = "eigh";
+  constexpr int64_t kMaxEigh = 64;
+  const int64_t n = in[0].shape().back();
+  VK_CHECK(n <= kMaxEigh, SizeError, op, ": ", n, " x ", n,
+           " matrices are larger than the vulkan backend decomposes (", kMaxEigh, " x ", kMaxEigh,
+           "); decompose them on the cpu");
+  const std::string suffix = rows::dtype_suffix(m.dtype, op);
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  check_size(out, op);
+  if (out.numel() == 0) return out;
+  Shape ws = in[0].shape();
+  ws[ws.size() - 2] *= 2;  // A, then V, per matrix
+  Tensor work = Tensor::empty(ws, m.dtype, m.device);
+  check_size(work, op);
+  copy_into(work.alias(in[0].shape(), work.strides(), 0), in[0]);
+  Meta per_matrix{in[0].shape(), m.dtype, m.device};
+  factor_in_place(op, per_matrix, bound_buffers({&out, &work}, op));
+  return out;
+}
+
 VK_KERNEL(triangular_solve) {
   const char* op = "triangular_solve";
   const std::string suffix = rows::dtype_suffix(m.dtype, op);

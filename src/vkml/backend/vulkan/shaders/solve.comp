@@ -149,6 +149,120 @@ void main() {
   }
 }
 
+#elif defined(EIGH)
+// o: the packed result (n + 1 rows of n per matrix); w: per matrix A (copied in, its lower
+// triangle read) then V, 2 n rows of n, worked in place.
+layout(std430, binding = 0) coherent buffer OutBuf { T o[]; };
+layout(std430, binding = 1) coherent buffer WorkBuf { T w[]; };
+
+#define MAX_PAIRS 64u
+shared T rot_c[MAX_PAIRS];
+shared T rot_s[MAX_PAIRS];
+shared bool rot_on[MAX_PAIRS];
+shared uint rotated;
+
+void sync() {
+  memoryBarrierBuffer();
+  memoryBarrierShared();
+  barrier();
+}
+
+// backend/cpu/solve.cpp's round_pair and jacobi_rotation.
+uvec2 round_pair(uint m, uint r, uint k) {
+  const uint p = k == 0u ? m - 1u : (r + k) % (m - 1u), q = (r + (m - 1u) - k) % (m - 1u);
+  return uvec2(min(p, q), max(p, q));
+}
+
+#if defined(FLOAT64)
+const T kEps = 2.220446049250313e-16lf;
+#else
+const T kEps = 1.1920928955078125e-07;
+#endif
+
+bool jacobi_rotation(T app, T aqq, T apq, out T c, out T s) {
+  c = T(1);
+  s = T(0);
+  if (apq == T(0) || abs(apq) <= kEps * sqrt(abs(app * aqq))) return false;
+  precise T theta = (aqq - app) / (T(2) * apq);
+  const T at = abs(theta);
+  precise T root = at > T(1) ? at * sqrt(T(1) + T(1) / (theta * theta)) : sqrt(theta * theta + T(1));
+  precise T t = (theta < T(0) ? T(-1) : T(1)) / (at + root);
+  c = T(1) / sqrt(t * t + T(1));
+  s = t * c;
+  return true;
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint n = p.n, m = n + (n & 1u), pairs = m / 2u;
+  const uint b = p.batch_base + gl_WorkGroupID.x;
+  const uint ab = b * 2u * n * n, vb = ab + n * n, ob = b * (n + 1u) * n;
+  for (uint e = t; e < n * n; e += LANES) {
+    const uint i = e / n, j = e % n;
+    if (j > i) w[ab + e] = w[ab + j * n + i];  // the lower triangle mirrored
+    w[vb + e] = i == j ? T(1) : T(0);
+  }
+  for (uint sweep = 0u; sweep < 30u && n > 1u; ++sweep) {
+    sync();  // every invocation has read `rotated` before it is reset
+    if (t == 0u) rotated = 0u;
+    sync();
+    for (uint r = 0u; r + 1u < m; ++r) {
+      for (uint k = t; k < pairs; k += LANES) {
+        const uvec2 pq = round_pair(m, r, k);
+        T c, s;
+        const bool on = pq.y < n && jacobi_rotation(w[ab + pq.x * n + pq.x], w[ab + pq.y * n + pq.y],
+                                                    w[ab + pq.x * n + pq.y], c, s);
+        rot_c[k] = c;
+        rot_s[k] = s;
+        rot_on[k] = on;
+        if (on) rotated = 1u;
+      }
+      sync();
+      for (uint e = t; e < pairs * n; e += LANES) {  // rows p and q: J^T A
+        const uint k = e / n, j = e % n;
+        if (!rot_on[k]) continue;
+        const uvec2 pq = round_pair(m, r, k);
+        const T ap = w[ab + pq.x * n + j], aq = w[ab + pq.y * n + j];
+        w[ab + pq.x * n + j] = rot_c[k] * ap - rot_s[k] * aq;
+        w[ab + pq.y * n + j] = rot_s[k] * ap + rot_c[k] * aq;
+      }
+      sync();
+      for (uint e = t; e < pairs * n; e += LANES) {  // columns p and q: (J^T A) J, and V J
+        const uint k = e / n, i = e % n;
+        if (!rot_on[k]) continue;
+        const uvec2 pq = round_pair(m, r, k);
+        const T ap = w[ab + i * n + pq.x], aq = w[ab + i * n + pq.y];
+        w[ab + i * n + pq.x] = rot_c[k] * ap - rot_s[k] * aq;
+        w[ab + i * n + pq.y] = rot_s[k] * ap + rot_c[k] * aq;
+        const T vp = w[vb + i * n + pq.x], vq = w[vb + i * n + pq.y];
+        w[vb + i * n + pq.x] = rot_c[k] * vp - rot_s[k] * vq;
+        w[vb + i * n + pq.y] = rot_s[k] * vp + rot_c[k] * vq;
+      }
+      sync();
+    }
+    if (rotated == 0u) break;
+  }
+  sync();
+  // The eigenvalues ascending (ties in index order, NaN last) with their vectors, each vector's
+  // largest component (the first of equal ones) positive.
+  for (uint i = t; i < n; i += LANES) {
+    const T d = w[ab + i * n + i];
+    uint rank = 0u;
+    for (uint j = 0u; j < n; ++j) {
+      const T e = w[ab + j * n + j];
+      const bool before = e < d || (e == d && j < i) || (isnan(d) && !isnan(e)) ||
+                          (isnan(d) && isnan(e) && j < i);
+      rank += before ? 1u : 0u;
+    }
+    uint big = 0u;
+    for (uint r = 1u; r < n; ++r)
+      if (abs(w[vb + r * n + i]) > abs(w[vb + big * n + i])) big = r;
+    const T sign = w[vb + big * n + i] < T(0) ? T(-1) : T(1);
+    o[ob + rank] = d;
+    for (uint r = 0u; r < n; ++r) o[ob + (r + 1u) * n + rank] = sign * w[vb + r * n + i];
+  }
+}
+
 #elif defined(TRSM)
 layout(std430, binding = 0) coherent buffer XBuf { T x[]; };
 layout(std430, binding = 1) readonly buffer ABuf { T a[]; };
