@@ -174,6 +174,11 @@ DIFFERENCES = [
     "'nuc' need singular values: NotImplementedError). Not yet: `svd`, `svdvals`, `eig`, "
     "`eigh`, `eigvals(h)`, `qr`, `lstsq`, `pinv`, `matrix_rank`, `householder_product`, "
     "`ldl_factor`/`ldl_solve`.",
+    "Optimizers: `optim.Muon` runs its Newton-Schulz iterations in the gradient's dtype (torch's in "
+    "bfloat16, which vkml lacks until #19), so its steps agree with torch's to bfloat16's precision, "
+    "and exactly with a full-precision iteration. `optim.SparseAdam` is a refusal: vkml has no sparse "
+    "gradients, and its step() raises torch's RuntimeError for a dense gradient (it constructs, "
+    "checks its arguments and saves its state_dict as torch's).",
 ]
 
 

@@ -15,3 +15,9 @@ __all__ += ["Rprop", "ASGD"]  # (issue #15)
 from .adafactor import Adafactor  # (issue #15)
 
 __all__ += ["Adafactor"]
+# Muon, SparseAdam (a refusal: vkml has no sparse gradients), swap_in_optimizer_params_and_state (#15)
+from .muon import Muon
+from .sparse_adam import SparseAdam
+from .swap_in import swap_in_optimizer_params_and_state
+
+__all__ += ["Muon", "SparseAdam", "swap_in_optimizer_params_and_state"]
