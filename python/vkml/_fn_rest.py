@@ -304,7 +304,7 @@ class Event:
         if not (self._recorded and end_event._recorded):
             raise ValueError("Both events must be recorded before calculating elapsed time.")
         if not (self.enable_timing and end_event.enable_timing):
-            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
+            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
         return (end_event._time - self._time) * 1000.0
 
     def __repr__(self):
