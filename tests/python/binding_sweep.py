@@ -51,7 +51,8 @@ def inputs():
     grid = vk.rand(2, 8, 8, 2) * 2 - 1
     rnn = {g: [vk.randn(g * 8, 32), vk.randn(g * 8, 8), vk.randn(g * 8), vk.randn(g * 8)] for g in (1, 3, 4)}
     h8 = vk.zeros(1, 16, 8)
-    return dict(tbc=tbc, theta=theta, grid=grid, rnn=rnn, h8=h8,x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
+    return dict(tbc=tbc, theta=theta, grid=grid, rnn=rnn, h8=h8,
+                x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
                 target=target, prob=prob, square=square, cols=cols, pooled=pooled, argmax=argmax,
                 one=vk.tensor(3), xc=xc, imgc=imgc, spd=spd, lu=lu, piv=piv, flat=flat)
 
