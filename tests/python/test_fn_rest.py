@@ -371,3 +371,15 @@ def test_argument_validation_and_dataset_kind():
     assert it.fetch([0, 1]) == [10, 11] and it.fetch([0, 1]) == [12]
     with pytest.raises(StopIteration):
         it.fetch([0, 1])
+
+
+def test_functional_rnn_takes_keywords_and_drops_between_layers_only_in_training():
+    vk.manual_seed(5)
+    params = [vk.randn(4, 3), vk.randn(4, 4), vk.randn(4, 4), vk.randn(4, 4)]
+    x, h0 = vk.randn(5, 2, 3), vk.zeros(2, 2, 4)
+    kw = dict(input=x, hx=h0, params=params, has_biases=False, num_layers=2, bidirectional=False, batch_first=False)
+    eval_out, _ = vk.rnn_tanh(dropout=0.9, train=False, **kw)
+    again, _ = vk.rnn_tanh(x, h0, params, False, 2, 0.0, False, False, False)
+    assert eval_out.tolist() == again.tolist()
+    train_out, _ = vk.rnn_tanh(dropout=0.9, train=True, **kw)
+    assert list(train_out.shape) == [5, 2, 4] and train_out.tolist() != eval_out.tolist()
