@@ -411,3 +411,11 @@ from . import _torch_rest  # noqa: E402
 if not _os.environ.get("VKML_STUBGEN"):
     _torch_rest.install(globals())
 # ---- end of the rest of the torch namespace ----
+
+# ---- the last torch-namespace names that compose existing ops (#15, vkml/_fn_rest.py): convolution,
+# conv_tbc, the grid sampler's coded forms, the functional RNNs, Stream/Event, Tensor.is_set_to & co ----
+from . import _fn_rest  # noqa: E402
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _fn_rest.install(globals())
+# ---- end of the last torch-namespace names ----

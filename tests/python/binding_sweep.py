@@ -43,7 +43,16 @@ def inputs():
     imgc = vk.randn(16, 32, 32)
     # as_strided and its copy/scatter forms (#15) read the flat memory of a contiguous input
     flat = vk.randn(ROWS * COLS)
-    return dict(x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
+    # the last torch-namespace names (#15): conv_tbc's (kernel, in, out) weight for img[:, :, 0] as
+    # (time 2, batch 16, channels 32), affine_grid_generator's theta and grid_sampler's grid for img,
+    # and the functional RNNs' flat weights (hidden 8) over the same (2, 16, 32) sequence
+    tbc = (vk.randn(2, 32, 8), vk.randn(8))
+    theta = vk.randn(2, 2, 3)
+    grid = vk.rand(2, 8, 8, 2) * 2 - 1
+    rnn = {g: [vk.randn(g * 8, 32), vk.randn(g * 8, 8), vk.randn(g * 8), vk.randn(g * 8)] for g in (1, 3, 4)}
+    h8 = vk.zeros(1, 16, 8)
+    return dict(tbc=tbc, theta=theta, grid=grid, rnn=rnn, h8=h8,
+                x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
                 target=target, prob=prob, square=square, cols=cols, pooled=pooled, argmax=argmax,
                 one=vk.tensor(3), xc=xc, imgc=imgc, spd=spd, lu=lu, piv=piv, flat=flat)
 
@@ -119,6 +128,13 @@ def arg_lists(t):
         # the rest of the torch namespace (#15): as_strided(input, size, stride) of a contiguous
         # input and as_strided_scatter(input, src, size, stride)
         (t["flat"], (ROWS, COLS), (1, ROWS)), (t["flat"], x, (ROWS, COLS), (1, ROWS)),
+        # the last torch-namespace names (#15): conv_tbc, convolution (a 2-D one), affine_grid_generator,
+        # grid_sampler (bilinear, zeros), rnn_tanh/rnn_relu, gru and lstm over flat weight lists
+        (img[:, :, 0], *t["tbc"]), (img, w4, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+        (t["theta"], [2, 16, 32, 32], False), (img, t["grid"], 0, 0, False),
+        (img[:, :, 0], t["h8"], t["rnn"][1], True, 1, 0.0, False, False, False),
+        (img[:, :, 0], t["h8"], t["rnn"][3], True, 1, 0.0, False, False, False),
+        (img[:, :, 0], [t["h8"], t["h8"]], t["rnn"][4], True, 1, 0.0, False, False, False),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 
@@ -191,7 +207,8 @@ def backward_through(out):
 def writes_self(name):
     return (name.endswith("_") and not name.startswith("__")) or name in (
         "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
-        "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__imatmul__")
+        "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__imatmul__",
+        "module_load")  # (#15) copies its argument into self, as load_state_dict wants
 
 
 def sweep(names, log, grad, t=None):

@@ -44,6 +44,10 @@ UNREACHED_OK = {
     # test_torch_rest.py calls each
     "vk.as_strided_", "Tensor.as_strided_", "vk.nonzero_static", "Tensor.nonzero_static",
     "Tensor.apply_", "Tensor.map_", "Tensor.map2_", "Tensor.as_subclass",
+    # the last torch-namespace names (#15): handle_torch_function always raises (vkml has no
+    # __torch_function__ overrides), boolean_dispatch needs two callables, grid_sampler_3d raises
+    # NotImplementedError until grid_sample samples 5-D inputs; test_fn_rest.py calls each
+    "F.handle_torch_function", "F.boolean_dispatch", "vk.grid_sampler_3d",
 }
 
 
@@ -69,4 +73,6 @@ def test_binding_sweep_calls_everything_with_big_noncontiguous_inputs():
     # (+2: Tensor.renorm_ (#15) and Tensor.float_power_, reached since the sweep has (xc, 0.5), the
     # same)
     # (+8: the torch-namespace rest's names in UNREACHED_OK (#15) are rejected with grad too)
-    assert len(s["ok_with_grad"]) >= s["called"] - 16 - 3 - 2 - 8, len(s["ok_with_grad"])
+    # (+3: F.handle_torch_function, F.boolean_dispatch and vk.grid_sampler_3d (#15), in UNREACHED_OK,
+    # are rejected with grad too)
+    assert len(s["ok_with_grad"]) >= s["called"] - 16 - 3 - 2 - 8 - 3, len(s["ok_with_grad"])

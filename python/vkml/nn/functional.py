@@ -575,3 +575,10 @@ from ._rest import *  # noqa: E402,F401,F403
 from . import _rest  # noqa: E402
 
 __all__ += _rest.__all__
+
+# the last torch.nn.functional porting names (#15): the __torch_function__ hooks, boolean_dispatch,
+# assert_int_or_pair, conv_tbc, in nn/_fn_rest.py
+from ._fn_rest import *  # noqa: E402,F401,F403
+from . import _fn_rest  # noqa: E402
+
+__all__ += _fn_rest.__all__

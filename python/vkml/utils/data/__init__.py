@@ -2,6 +2,9 @@
 
 from . import dataloader, dataset, distributed, sampler
 from ._collate import default_collate, default_convert
+from ._decorators import (_DatasetKind, argument_validation, functional_datapipe,  # noqa: F401
+                          guaranteed_datapipes_determinism, non_deterministic, runtime_validation,
+                          runtime_validation_disabled)
 from .dataloader import DataLoader, WorkerInfo, get_worker_info
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset,
                       TensorDataset, random_split)
@@ -11,4 +14,6 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
 __all__ = ["DataLoader", "WorkerInfo", "get_worker_info", "default_collate", "default_convert",
            "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "ChainDataset", "random_split", "StackDataset", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
+           "functional_datapipe", "runtime_validation", "runtime_validation_disabled", "non_deterministic",
+           "guaranteed_datapipes_determinism", "argument_validation", "_DatasetKind"]
