@@ -98,7 +98,7 @@ _NAMESPACE_INPLACE = (
     "deg2rad", "erf", "erfc", "exp2", "exp", "expm1", "fix", "floor", "frac", "ldexp", "log10",
     "log1p", "log2", "log", "logit", "nan_to_num", "neg", "negative", "rad2deg", "reciprocal",
     "relu", "round", "rsqrt", "sigmoid", "sin", "sinc", "sinh", "sqrt", "square", "tan", "tanh",
-    "trunc", "xlogy",
+    "trunc", "xlogy", "gcd", "lcm",
 )
 
 
