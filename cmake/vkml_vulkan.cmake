@@ -134,6 +134,7 @@ list(APPEND VKML_VULKAN_SHADERS
   "lu_factor_f32|solve|LU" "lu_factor_f64|solve|LU,FLOAT64"
   "cholesky_f32|solve|CHOL" "cholesky_f64|solve|CHOL,FLOAT64"
   "eigh_f32|solve|EIGH" "eigh_f64|solve|EIGH,FLOAT64"
+  "svd_f32|solve|SVD" "svd_f64|solve|SVD,FLOAT64"
   "triangular_solve_f32|solve|TRSM" "triangular_solve_f64|solve|TRSM,FLOAT64")
 
 # ---- element-wise family: every op in every dtype its CPU kernel takes ----

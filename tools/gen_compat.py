@@ -116,7 +116,14 @@ DIFFERENCES = [
     "Error types: mismatched shapes raise `vk.ShapeError` (a ValueError), too-large sizes "
     "`vk.SizeError` (a RuntimeError), where torch raises RuntimeError for both.",
     "Integer division by zero raises (torch's CPU gives undefined values or raises).",
-    "SVD-based norms (`nuc`, 2, -2) raise NotImplementedError.",
+    "Eigen and singular value decompositions (#15 linalg): `linalg.eigh` and `linalg.svd` use "
+    "Jacobi rotations (values agree with LAPACK's to rounding, float32 to ~1e-5 of the largest "
+    "for 64 x 64); each eigenvector's (and each column of the taller SVD factor's) largest "
+    "component is positive where LAPACK's signs are its algorithm's; where a singular value is "
+    "0, U's and V's columns are 0 (torch: an orthonormal completion); on the Vulkan device eigh "
+    "takes n <= 64 and svd m <= 64, n <= 32 (after transposing wide matrices). `lstsq` is "
+    "`pinv(A) @ B` with torch's default driver's outputs (empty residuals and singular values); "
+    "`linalg.eig`, `qr`, `householder_product` and `ldl_*` are not there yet.",
     # attention and Transformer layers (issue #16)
     "`nn.MultiheadAttention` and the Transformer layers always compose core ops: torch's fused "
     "inference fast path gives the same values up to rounding, and there are no nested tensors "

@@ -61,6 +61,14 @@ void bind_solve(nb::module_& m, nb::class_<Tensor>& c) {
         return nb::make_tuple(r.first, r.second);
       },
       "A"_a, nb::kw_only(), "upper"_a = false);
+  // (U, S, V) of the reduced SVD (python/vkml/linalg.py: Vh, full_matrices, and what builds on S)
+  l.def(
+      "svd",
+      [](const Tensor& A) {
+        const vk::SvdResult r = without_gil(heavy(A), [&] { return vk::svd(A); });
+        return nb::make_tuple(r.U, r.S, r.V);
+      },
+      "A"_a);
   l.def(
       "solve_triangular",
       [](const Tensor& A, const Tensor& B, bool upper, bool left, bool unitriangular) {

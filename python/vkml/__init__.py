@@ -209,6 +209,11 @@ Tensor.triangular_solve = linalg._triangular_solve
 lu, lu_unpack, lu_solve = linalg._lu, linalg._lu_unpack, linalg._lu_solve
 Tensor.lu, Tensor.lu_solve = linalg._lu, linalg._lu_solve
 matrix_exp = Tensor.matrix_exp = linalg.matrix_exp
+svd = Tensor.svd = linalg._torch_svd
+pinverse = Tensor.pinverse = linalg._pinverse
+nuclear_norm = linalg._nuclear_norm
+Tensor.lstsq, Tensor.solve = linalg._removed("lstsq", "lstsq"), linalg._removed("solve", "solve")
+Tensor.symeig, Tensor.eig = linalg._removed("symeig", "eigh"), linalg._removed("eig", "eig")
 # ---- end of solvers (#15 linalg) ----
 
 del _name

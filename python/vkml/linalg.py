@@ -5,6 +5,8 @@ NotImplementedError), norm, cross; vecdot and matmul are the core's own.
 """
 
 from . import _C
+from ._C import Tensor
+from ._grad_mode import no_grad as _no_grad
 
 vector_norm = _C._linalg.vector_norm
 matrix_norm = _C._linalg.matrix_norm
@@ -299,12 +301,13 @@ def matrix_exp(A):
 
 
 def cond(A, p=None):
-    """The condition number ||A||_p ||A^-1||_p, as torch.linalg.cond for p in 'fro', inf, -inf,
-    1 and -1 (inf for a singular matrix, as torch's). p = None, 2, -2 and 'nuc' need singular
-    values (no SVD in vkml yet): NotImplementedError."""
-    if p is None or p in (2, -2, "nuc"):
-        raise NotImplementedError(f"linalg.cond: p={p!r} needs singular values, which vkml cannot compute yet "
-                                  "(no SVD); p='fro', inf, -inf, 1 or -1 work")
+    """The condition number ||A||_p ||A^-1||_p, as torch.linalg.cond: p None or 2 (-2) is the
+    ratio of the largest and smallest singular values (inverted), for any shape; 'fro', 'nuc',
+    inf, -inf, 1 and -1 take square matrices (inf for a singular one, as torch's)."""
+    if p is None or p in (2, -2):
+        s = svdvals(A)
+        hi, lo = s.amax(-1), s.amin(-1)
+        return hi / lo if p != -2 else lo / hi
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise _C.ShapeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
                                f"{A.shape[-2] if A.ndim >= 2 else A.ndim} by {A.shape[-1] if A.ndim else 0} matrices")
@@ -342,3 +345,133 @@ def eigvalsh(A, UPLO="L"):
 
 __all__ += ["eigh", "eigvalsh"]
 # ---- end of symmetric eigendecomposition (#15 linalg) ----
+
+
+# ---- singular values (#15 linalg): the svd op (one-sided Jacobi, both devices) and what builds on
+# them: svdvals, pinv, matrix_rank, lstsq; matrix_norm's 'nuc', 2 and -2 are the core's ----
+_svd_type = _namedtuple("linalg_svd", ["U", "S", "Vh"], module="vkml.return_types")
+_lstsq_type = _namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"],
+                          module="vkml.return_types")
+
+
+def _complement(Q):
+    """An orthonormal basis (..., m, m - k) of the complement of Q's k orthonormal columns: the
+    eigenvectors of I - Q Q^T for its eigenvalue 1 (the last m - k, eigenvalues ascending)."""
+    m, k = Q.shape[-2], Q.shape[-1]
+    with _no_grad():
+        eye = _C.eye(m, dtype=Q.dtype, device=Q.device)
+        return eigh(eye - Q @ Q.mT)[1][..., k:]
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    """(U, S, Vh) as torch.linalg.svd: S descending. With full_matrices U (..., m, m) and Vh
+    (..., n, n) complete the reduced factors with an orthonormal basis of their complement (no
+    gradient flows there: torch's is not defined either). Signs: LAPACK's are its algorithm's;
+    vkml makes the largest component of each column of the taller factor positive."""
+    if driver is not None:
+        raise RuntimeError("linalg.svd: keyword argument `driver=` is only supported on CUDA inputs "
+                           "with cuSOLVER backend.")
+    U, S, V = _C._linalg.svd(A)
+    m, n = A.shape[-2], A.shape[-1]
+    if full_matrices and m != n:
+        if m > n:
+            U = _C.cat([U, _complement(U)], -1)
+        else:
+            V = _C.cat([V, _complement(V)], -1)
+    return _svd_type(U, S, V.mT)
+
+
+def svdvals(A, *, driver=None):
+    """The singular values of each matrix, descending (torch.linalg.svdvals)."""
+    return svd(A, full_matrices=False, driver=driver).S
+
+
+def _tolerance(S, atol, rtol, shape, op):
+    """torch's max(atol, rtol * S_max), rtol = eps * max(m, n) when neither is given."""
+    if rtol is None:
+        eps = 2.220446049250313e-16 if S.dtype == _C.dtype.float64 else 1.1920928955078125e-07
+        rtol = eps * max(shape[-2], shape[-1]) if atol is None else 0.0
+    hi = S.amax(-1, keepdim=True) if S.shape[-1] else _C.zeros(tuple(S.shape[:-1]) + (1,),
+                                                                 dtype=S.dtype, device=S.device)
+    tol = hi * rtol
+    if atol is not None:
+        tol = _C.maximum(tol, _C.full((), float(atol), dtype=S.dtype, device=S.device)
+                         if not isinstance(atol, Tensor) else atol.to(S.dtype))
+    return tol
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    """The Moore-Penrose pseudoinverse V diag(1/s) U^T over the singular values above
+    max(atol, rtol * s_max) (torch.linalg.pinv; hermitian: from eigh, the same result)."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.pinv(" + str(A.dtype) + "{[" + ", ".join(map(str, A.shape)) +
+                           "]}): expected a tensor with 2 or more dimensions of float, double, "
+                           "cfloat or cdouble types")
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _tolerance(S, atol, rtol, A.shape, "linalg.pinv")
+    inverse = _C.where(keep, 1.0 / _C.where(keep, S, _C.ones_like(S)), _C.zeros_like(S))
+    return (Vh.mT * inverse.unsqueeze(-2)) @ U.mT
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+    """The number of singular values above max(atol, rtol * s_max), int64 (torch.linalg.matrix_rank;
+    the deprecated tol is atol)."""
+    if tol is not None:
+        atol = tol if atol is None else atol
+    S = svdvals(A)
+    return (S > _tolerance(S, atol, rtol, A.shape, "linalg.matrix_rank")).sum(-1)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution X of A X = B (torch.linalg.lstsq), as pinv(A) @ B with the
+    singular values below rcond * s_max dropped (rcond None: eps * max(m, n)). residuals and
+    singular_values are empty and rank is A's numerical rank, as torch's default driver on the CPU
+    ('gelsy') gives them."""
+    if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, "
+                           f"gelss), got {driver}")
+    vector = B.ndim == A.ndim - 1
+    rhs = B.unsqueeze(-1) if vector else B
+    if rhs.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), got "
+                           f"{A.shape[-2]} and {rhs.shape[-2]}")
+    X = pinv(A, rtol=rcond) @ rhs
+    empty = _C.zeros(0, dtype=A.dtype, device=A.device)
+    return _lstsq_type(X.squeeze(-1) if vector else X, empty, matrix_rank(A, rtol=rcond), empty)
+
+
+_torch_svd_type = _namedtuple("svd", ["U", "S", "V"], module="vkml.return_types")
+
+
+def _torch_svd(input, some=True, compute_uv=True):
+    """torch.svd (deprecated there): (U, S, V) with V itself, reduced when some; without
+    compute_uv, U and V are zeros of the full shapes (as torch's)."""
+    U, S, Vh = svd(input, full_matrices=not some)
+    if not compute_uv:
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        return _torch_svd_type(_C.zeros(batch + (m, m), dtype=S.dtype, device=S.device), S,
+                               _C.zeros(batch + (n, n), dtype=S.dtype, device=S.device))
+    return _torch_svd_type(U, S, Vh.mT)
+
+
+def _pinverse(input, rcond=1e-15):
+    """torch.pinverse: pinv with rtol = rcond."""
+    return pinv(input, rtol=rcond)
+
+
+def _nuclear_norm(input, dim=None, keepdim=False):
+    """torch.nuclear_norm: the sum of the singular values over dim (the last two by default)."""
+    return matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim, keepdim=keepdim)
+
+
+def _removed(name, instead):
+    def method(*args, **kwargs):
+        raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed. "
+                           f"`torch.{name}` is deprecated in favor of `torch.linalg.{instead}`.")
+    method.__name__ = name
+    return method
+
+
+__all__ += ["svd", "svdvals", "pinv", "matrix_rank", "lstsq"]
+# ---- end of singular values (#15 linalg) ----

@@ -131,6 +131,25 @@ RegisterOpCases solve_cases({
        const TensorPair r = eigh(triu(x[0]) + transpose(triu(x[0], 1), -1, -2), true);
        return matmul(r.second * unsqueeze(r.first, -2), transpose(r.second, -1, -2));
      }},
+    {OpKind::Svd, "svd/tall_factors",  // S, and U and V through sign-invariant products
+     [] {
+       return V{leaf({2, 4, 3})};
+     },
+     [](const V& x) {
+       const SvdResult r = svd(x[0]);
+       const Tensor s = unsqueeze(r.S, -2);
+       return cat({r.S, reshape(matmul(r.U * s, transpose(r.U, -1, -2)), {2, -1}),
+                   reshape(matmul(r.V * s, transpose(r.V, -1, -2)), {2, -1})},
+                  -1);
+     }},
+    {OpKind::Svd, "svd/wide_packed",  // a wide matrix through its transpose: every factor
+     [] {
+       return V{leaf({2, 4})};
+     },
+     [](const V& x) {
+       const SvdResult r = svd(x[0]);
+       return cat({unsqueeze(r.S, -2), r.U, r.V}, -2);
+     }},
     {OpKind::TriangularSolve, "triangular_solve/lower",
      [] {
        return V{leaf({3, 3}), leaf({3, 2})};

@@ -31,7 +31,8 @@ TEST(Composite, NormsAndTheirGradientAtZero) {
   Tensor m = values({1, -2, 3, 4}, {2, 2});
   expect_values(matrix_norm(m, 1.0), {6});
   expect_values(matrix_norm(m, -std::numeric_limits<double>::infinity()), {3});
-  VK_EXPECT_ERROR(matrix_norm(m, "nuc"), NotImplementedError, "nuc");
+  expect_values(matrix_norm(m, "nuc"), {std::sqrt(50.0)}, 1e-5);  // (s1 + s2)^2 = tr(m^T m) + 2 det
+  VK_EXPECT_ERROR(matrix_norm(m, "max"), RuntimeError, "max");
 }
 
 TEST(Composite, EinsumMatchesMatmulAndTrace) {

@@ -756,6 +756,8 @@ NANINF.update({
     "lu_factor": lambda: tuple(vk.linalg.lu_factor_ex(_f(3, 3))) + (vk.linalg.det(_f(2, 2)),),
     "triangular_solve": lambda: vk.linalg.solve_triangular(_f(3, 3), _f(3, 2), upper=True),
     "cholesky": lambda: tuple(vk.linalg.cholesky_ex(_f(3, 3))),
+    "eigh": lambda: tuple(vk.linalg.eigh(_f(3, 3))),
+    "svd": lambda: tuple(vk.linalg.svd(_f(3, 4), full_matrices=False)) + (vk.linalg.svdvals(_f(4, 3)),),
 })
 
 

@@ -452,12 +452,13 @@ def test_error_type_matches_torch(name, f):
         f"{type(te.value).__name__}({te.value})")
 
 
-def test_nuclear_and_spectral_norms_are_not_implemented():
+def test_nuclear_and_spectral_norms_match_torch():
+    # (they raised NotImplementedError before the svd op; test_linalg_svd.py has the rest)
+    a = np.array([[1.0, 2.0], [3.0, -4.0]])
     for ord_ in ("nuc", 2, -2):
-        with pytest.raises(NotImplementedError, match="singular value"):
-            vk.linalg.matrix_norm(vk.ones(2, 2), ord_)
-    with pytest.raises(NotImplementedError):
-        vk.norm(vk.ones(2, 2), "nuc")
+        assert abs(vk.linalg.matrix_norm(vk.tensor(a), ord_).item() -
+                   torch.linalg.matrix_norm(torch.tensor(a), ord_).item()) < 1e-12
+    assert abs(vk.norm(vk.tensor(a), "nuc").item() - torch.norm(torch.tensor(a), "nuc").item()) < 1e-12
 
 
 # ---- in-place variants ----

@@ -1025,6 +1025,20 @@ SPECS.update({
         Case(lambda m, a: m.cholesky_inverse(m.linalg.cholesky(_spd(a), upper=True), upper=True),
              [_unit(3, 3)], label="inverse-upper"),
     ],
+    # eigh and svd (#15 linalg): eigenvector signs are each library's own, so the cases compare
+    # sign-invariant functions of the factors (squares, products), besides the eigen/singular values
+    "eigh": [
+        Case(lambda m, a: m.linalg.eigvalsh(a + a.mT), [F(2, 4, 4)], label="values"),
+        Case(lambda m, a: m.linalg.eigh(a + a.mT)[1] ** 2, [F(3, 3)], label="vectors-squared"),
+        # one triangle read: torch's gradient (the symmetric formula) is not the finite differences
+        Case(lambda m, a: m.linalg.eigvalsh(a, UPLO="U"), [F(3, 3)], label="upper", fd=False),
+    ],
+    "svd": [
+        Case(lambda m, a: m.linalg.svdvals(a), [F(2, 4, 3)], label="values"),
+        Case(lambda m, a: m.linalg.svd(a, full_matrices=False)[0] ** 2, [F(4, 3)], label="U-squared"),
+        Case(lambda m, a: m.linalg.svd(a, full_matrices=False)[2] ** 2, [F(2, 4)], label="Vh-squared-wide"),
+        Case(lambda m, a: m.linalg.pinv(a), [F(3, 2)], label="pinv"),
+    ],
     "triangular_solve": [
         Case(lambda m, a, b: m.linalg.solve_triangular(_dominant(m, a), b, upper=False),
              [_unit(3, 3), F(3, 2)], label="lower"),

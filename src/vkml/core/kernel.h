@@ -58,8 +58,8 @@ enum class OpKind : uint16_t {
   BitwiseLeftShift, BitwiseRightShift, Gcd, Lcm, Nextafter,
   // solvers (#15 linalg): LU factorization, Cholesky and triangular solves
   LuFactor, Cholesky, TriangularSolve,
-  // symmetric eigendecomposition (#15 linalg)
-  Eigh,
+  // symmetric eigendecomposition and singular values (#15 linalg)
+  Eigh, Svd,
   kCount
 };
 // clang-format on

@@ -14,6 +14,7 @@
 #include "vkml/ops/linalg.h"
 #include "vkml/ops/reduction.h"
 #include "vkml/ops/shape.h"
+#include "vkml/ops/solve.h"
 
 namespace vk {
 namespace {
@@ -97,20 +98,40 @@ Tensor vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims
   return pow_zero_safe(sum(powered, d, keepdim), 1.0 / ord);
 }
 
+namespace {
+
+// An SVD-based norm of x's matrices over dims (d0, d1): the singular values (the matrices moved
+// last) reduced by `reduce`, the two dims kept as size 1 when keepdim.
+template <class Reduce>
+Tensor singular_value_norm(const Tensor& x, int64_t d0, int64_t d1, bool keepdim,
+                           std::optional<DType> dtype, Reduce reduce) {
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    if (d != d0 && d != d1) perm.push_back(d);
+  perm.push_back(d0);
+  perm.push_back(d1);
+  const Tensor r = reduce(svd(permute(dtype ? cast(x, *dtype) : x, perm)).S);
+  if (!keepdim) return r;
+  return unsqueeze(unsqueeze(r, std::min(d0, d1)), std::max(d0, d1));
+}
+
+}  // namespace
+
 Tensor matrix_norm(const Tensor& x, const std::string& ord, std::vector<int64_t> dims, bool keepdim,
                    std::optional<DType> dtype) {
   VK_CHECK(x.ndim() >= 2, RuntimeError,
            "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.");
-  VK_CHECK(ord != "nuc", NotImplementedError,
-           "linalg.matrix_norm: ord='nuc' needs a singular value decomposition, which vkml does "
-           "not have yet");
-  VK_CHECK(ord == "fro", RuntimeError, "linalg.matrix_norm: Order ", ord, " not supported.");
+  VK_CHECK(ord == "fro" || ord == "nuc", RuntimeError, "linalg.matrix_norm: Order ", ord,
+           " not supported.");
   VK_CHECK(dims.size() == 2, RuntimeError, "linalg.matrix_norm: dim must be a 2-tuple. Got ",
            dims.size(), " dims");
-  VK_CHECK(wrap_dim(dims[0], x.ndim(), "linalg.matrix_norm") !=
-               wrap_dim(dims[1], x.ndim(), "linalg.matrix_norm"),
-           RuntimeError, "linalg.matrix_norm: dims must be different. Got (", dims[0], ", ",
-           dims[1], ")");
+  const int64_t d0 = wrap_dim(dims[0], x.ndim(), "linalg.matrix_norm");
+  const int64_t d1 = wrap_dim(dims[1], x.ndim(), "linalg.matrix_norm");
+  VK_CHECK(d0 != d1, RuntimeError, "linalg.matrix_norm: dims must be different. Got (", dims[0],
+           ", ", dims[1], ")");
+  if (ord == "nuc")  // the sum of the singular values
+    return singular_value_norm(x, d0, d1, keepdim, dtype,
+                               [](const Tensor& s) { return sum(s, {-1}); });
   return vector_norm(x, 2, dims, keepdim, dtype);
 }
 
@@ -118,10 +139,8 @@ Tensor matrix_norm(const Tensor& x, double ord, std::vector<int64_t> dims, bool 
                    std::optional<DType> dtype) {
   VK_CHECK(x.ndim() >= 2, RuntimeError,
            "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.");
-  VK_CHECK(std::abs(ord) != 2, NotImplementedError, "linalg.matrix_norm: ord=", ord,
-           " needs a singular value decomposition, which vkml does not have yet");
-  VK_CHECK(std::abs(ord) == 1 || std::isinf(ord), RuntimeError, "linalg.matrix_norm: Order ", ord,
-           " not supported.");
+  VK_CHECK(std::abs(ord) == 1 || std::abs(ord) == 2 || std::isinf(ord), RuntimeError,
+           "linalg.matrix_norm: Order ", ord, " not supported.");
   VK_CHECK(is_floating(x.dtype()), RuntimeError,
            "linalg.matrix_norm: Expected a floating point tensor as input. Got ",
            dtype_name(x.dtype()));
@@ -131,6 +150,10 @@ Tensor matrix_norm(const Tensor& x, double ord, std::vector<int64_t> dims, bool 
   const int64_t d1 = wrap_dim(dims[1], x.ndim(), "linalg.matrix_norm");
   VK_CHECK(d0 != d1, RuntimeError, "linalg.matrix_norm: dims must be different. Got (", dims[0],
            ", ", dims[1], ")");
+  if (std::abs(ord) == 2)  // the largest (smallest) singular value
+    return singular_value_norm(x, d0, d1, keepdim, dtype, [ord](const Tensor& s) {
+      return ord > 0 ? amax(s, {-1}) : amin(s, {-1});
+    });
   Tensor a = abs(dtype ? cast(x, *dtype) : x);
   // ord 1: the largest column sum (sum over rows d0, then max over d1); inf: the transpose.
   const bool columns = std::abs(ord) == 1;

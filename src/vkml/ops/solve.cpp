@@ -123,6 +123,41 @@ Grads eigh_grad(const GradCtx& c) {
   return {matmul(matmul(V, inner), mT(V))};
 }
 
+// svd's packed output (..., m + n + 1, n) of a tall A (m >= n, k = n): row 0 S, rows 1..m U,
+// rows m+1.. V. torch's svd_backward (real, reduced): with J = U^T gU, K = V^T gV, skew(X) = X -
+// X^T and F_ij = 1 / (s_j^2 - s_i^2) off the diagonal, dA = U ((F o skew(J)) S + S (F o skew(K))
+// + diag(gS)) V^T + (I - U U^T) gU S^-1 V^T (V is square: no term for gV's complement).
+Grads svd_grad(const GradCtx& c) {
+  const int64_t n = c.out.shape().back(), m = c.out.shape()[c.out.ndim() - 2] - n - 1;
+  const Tensor S = narrow(c.out, -2, 0, 1), U = narrow(c.out, -2, 1, m),
+               V = narrow(c.out, -2, 1 + m, n);
+  const Tensor gS = squeeze(narrow(c.grad, -2, 0, 1), -2), gU = narrow(c.grad, -2, 1, m),
+               gV = narrow(c.grad, -2, 1 + m, n);
+  const Tensor eye = identity_like(V);
+  const Tensor S2 = S * S;
+  const Tensor gaps = S2 - mT(S2) + eye;  // s_j^2 - s_i^2, ones on the diagonal
+  const Tensor J = matmul(mT(U), gU), K = matmul(mT(V), gV);
+  const Tensor skewJ = (J - mT(J)) / gaps * (1.0 - eye), skewK = (K - mT(K)) / gaps * (1.0 - eye);
+  const Tensor inner = skewJ * S + mT(S) * skewK + diag_embed(gS);
+  const Tensor rest = (gU - matmul(U, J)) / S;  // (I - U U^T) gU S^-1
+  return {matmul(matmul(U, inner) + rest, mT(V))};
+}
+
+Meta infer_svd(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
+  const Tensor& A = in[0];
+  VK_CHECK(A.ndim() >= 2, ShapeError, op, ": A must have at least 2 dimensions, got shape ",
+           shape_str(A.shape()));
+  check_float(A, op);
+  const int64_t m = A.shape()[A.ndim() - 2], n = A.shape().back();
+  VK_CHECK(m >= n, ShapeError, op,
+           ": the op takes tall matrices (m >= n; linalg.svd transposes "
+           "wide ones), got shape ",
+           shape_str(A.shape()));
+  Shape s = A.shape();
+  s[s.size() - 2] = m + n + 1;
+  return {s, A.dtype()};
+}
+
 Meta infer_eigh(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
   check_square(in[0], op);
   check_float(in[0], op);
@@ -321,6 +356,21 @@ void add_solve_ops(OpList& ops) {
        .grad_doc = "torch's linalg_eig_backward for symmetric A: M = skew(V^T gV), E_ij = L_j - "
                    "L_i, dA = V (M / E + diag(gL)) V^T"});
   ops.push_back(
+      {.kind = OpKind::Svd,
+       .name = "svd",
+       .arity = 1,
+       .signature = "svd(A) -> (..., m + n + 1, n)",
+       .summary = "the reduced singular value decomposition A = U diag(S) V^T of each tall "
+                  "matrix (m >= n, batched; float32/float64) by one-sided Jacobi rotations of "
+                  "its columns (Hestenes) in round-robin order until a sweep rotates nothing: "
+                  "row 0 of the result holds S, descending, rows 1..m U and the last n rows V, "
+                  "each U column's largest component positive (zero columns where S is 0)",
+       .infer = infer_svd,
+       .grad = svd_grad,
+       .grad_doc = "torch's svd_backward (reduced): J = U^T gU, K = V^T gV, F_ij = 1 / (s_j^2 - "
+                   "s_i^2), dA = U ((F o skew J) S + S (F o skew K) + diag(gS)) V^T + (I - U U^T) "
+                   "gU S^-1 V^T"});
+  ops.push_back(
       {.kind = OpKind::TriangularSolve,
        .name = "triangular_solve",
        .arity = 2,
@@ -407,6 +457,15 @@ TensorPair eigh(const Tensor& A, bool upper) {
   const Tensor packed = dispatch(OpKind::Eigh, {upper ? mT(A) : A});
   const int64_t n = packed.shape().back();
   return {squeeze(narrow(packed, -2, 0, 1), -2), narrow(packed, -2, 1, n)};
+}
+
+SvdResult svd(const Tensor& A) {
+  const bool wide = A.ndim() >= 2 && A.shape()[A.ndim() - 2] < A.shape().back();
+  const Tensor packed = dispatch(OpKind::Svd, {wide ? mT(A) : A});  // A^T = V S U^T when wide
+  const int64_t n = packed.shape().back(), m = packed.shape()[packed.ndim() - 2] - n - 1;
+  const Tensor S = squeeze(narrow(packed, -2, 0, 1), -2);
+  const Tensor U = narrow(packed, -2, 1, m), V = narrow(packed, -2, 1 + m, n);
+  return wide ? SvdResult{V, S, U} : SvdResult{U, S, V};
 }
 
 Tensor cholesky(const Tensor& A, bool upper) {

@@ -155,6 +155,7 @@ void register_backend() {
       {OpKind::LuFactor, cpu::lu_factor},
       {OpKind::Cholesky, cpu::cholesky},
       {OpKind::Eigh, cpu::eigh},
+      {OpKind::Svd, cpu::svd},
       {OpKind::TriangularSolve, cpu::triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);

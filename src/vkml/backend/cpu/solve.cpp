@@ -180,7 +180,116 @@ void eigh_one(const T* in, T* out, int64_t n, std::vector<T>& a, std::vector<T>&
   }
 }
 
+// The rotation (c, s) that makes columns p and q orthogonal, from their squared norms alpha, beta
+// and inner product gamma (one-sided Jacobi); false when they are already orthogonal to working
+// precision.
+template <class T>
+bool column_rotation(T alpha, T beta, T gamma, T& c, T& s) {
+  if (gamma == T(0) ||
+      std::abs(gamma) <= std::numeric_limits<T>::epsilon() * std::sqrt(alpha) * std::sqrt(beta))
+    return false;
+  const T zeta = (beta - alpha) / (T(2) * gamma);
+  const T az = std::abs(zeta);
+  const T root =
+      az > T(1) ? az * std::sqrt(T(1) + T(1) / (zeta * zeta)) : std::sqrt(zeta * zeta + T(1));
+  const T t = (zeta < T(0) ? T(-1) : T(1)) / (az + root);
+  c = T(1) / std::sqrt(t * t + T(1));
+  s = t * c;
+  return true;
+}
+
+// One tall m x n matrix (m >= n) into `out` (m + n + 1 rows of n): one-sided Jacobi sweeps over
+// its columns in the round-robin order (each round's rotations computed, then applied to W's and
+// V's columns: the shader's order) until a sweep rotates nothing (at most kSweeps); then S (the
+// column norms) descending with U = W / S and V, each U column's largest component positive.
+template <class T>
+void svd_one(const T* in, T* out, int64_t m, int64_t n, std::vector<T>& w, std::vector<T>& v) {
+  constexpr int kSweeps = 20;
+  w.assign(in, in + m * n);
+  v.assign(static_cast<size_t>(n * n), T(0));
+  for (int64_t i = 0; i < n; ++i) v[i * n + i] = T(1);
+  const int64_t mm = n + (n & 1);
+  std::vector<T> cs(static_cast<size_t>(mm)), sn(static_cast<size_t>(mm));
+  std::vector<char> on(static_cast<size_t>(mm / 2));
+  for (int sweep = 0; sweep < kSweeps && n > 1; ++sweep) {
+    bool rotated = false;
+    for (int64_t r = 0; r < mm - 1; ++r) {
+      for (int64_t k = 0; k < mm / 2; ++k) {
+        const auto [p, q] = round_pair(mm, r, k);
+        on[k] = false;
+        if (q >= n) continue;
+        T alpha = T(0), beta = T(0), gamma = T(0);
+        for (int64_t i = 0; i < m; ++i) {
+          const T wp = w[i * n + p], wq = w[i * n + q];
+          alpha += wp * wp, beta += wq * wq, gamma += wp * wq;
+        }
+        on[k] = column_rotation(alpha, beta, gamma, cs[k], sn[k]);
+        rotated = rotated || on[k];
+      }
+      for (int64_t k = 0; k < mm / 2; ++k) {
+        if (!on[k]) continue;
+        const auto [p, q] = round_pair(mm, r, k);
+        for (int64_t i = 0; i < m; ++i) {
+          const T wp = w[i * n + p], wq = w[i * n + q];
+          w[i * n + p] = cs[k] * wp - sn[k] * wq;
+          w[i * n + q] = sn[k] * wp + cs[k] * wq;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          const T vp = v[i * n + p], vq = v[i * n + q];
+          v[i * n + p] = cs[k] * vp - sn[k] * vq;
+          v[i * n + q] = sn[k] * vp + cs[k] * vq;
+        }
+      }
+    }
+    if (!rotated) break;
+  }
+  std::vector<T> norm(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    T ss = T(0);
+    for (int64_t i = 0; i < m; ++i) ss += w[i * n + j] * w[i * n + j];
+    norm[j] = std::sqrt(ss);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const T s = norm[j];
+    int64_t rank = 0;  // descending, ties in index order (NaN first)
+    for (int64_t l = 0; l < n; ++l) {
+      const T e = norm[l];
+      rank += (e > s || (e == s && l < j) || (std::isnan(e) && !std::isnan(s)) ||
+               (std::isnan(e) && std::isnan(s) && l < j))
+                  ? 1
+                  : 0;
+    }
+    int64_t big = 0;
+    for (int64_t i = 1; i < m; ++i)
+      if (std::abs(w[i * n + j]) > std::abs(w[big * n + j])) big = i;
+    const T sign = w[big * n + j] < T(0) ? T(-1) : T(1);
+    const T scale = s > T(0) ? sign / s : T(0);
+    out[rank] = s;
+    for (int64_t i = 0; i < m; ++i) out[(i + 1) * n + rank] = scale * w[i * n + j];
+    for (int64_t i = 0; i < n; ++i) out[(m + 1 + i) * n + rank] = sign * v[i * n + j];
+  }
+}
+
 }  // namespace
+
+VK_KERNEL(svd) {
+  (void)a;
+  const Tensor A = contiguous_copy(in[0]);
+  const int64_t rows = A.shape()[A.ndim() - 2], n = A.shape().back();
+  const int64_t batch = batch_count(A.shape());
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (out.numel() == 0) return out;
+  VK_DISPATCH_FLOAT(m.dtype, "svd", {
+    const T* pa = A.data<T>();
+    T* po = out.data<T>();
+    parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+      std::vector<T> w, v;
+      for (int64_t b = begin; b < end; ++b)
+        svd_one(pa + b * rows * n, po + b * (rows + n + 1) * n, rows, n, w, v);
+    });
+  });
+  return out;
+}
 
 VK_KERNEL(eigh) {
   (void)a;

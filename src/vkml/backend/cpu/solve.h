@@ -10,7 +10,9 @@ namespace vk::cpu {
 VK_KERNEL(lu_factor);
 // in: A (..., n, n) float32/float64, its lower triangle read. Out: L (contiguous, upper zeroed).
 VK_KERNEL(cholesky);
-VK_KERNEL(eigh);  // the packed (..., n + 1, n) eigenvalues and eigenvectors
+VK_KERNEL(eigh);
+VK_KERNEL(svd);  // the packed (..., m + n + 1, n) S, U and V of tall matrices  // the packed (...,
+                 // n + 1, n) eigenvalues and eigenvectors
 // in: A (..., n, n), B (..., n, k), equal batch dims, one dtype; attrs.triangular. Out: X.
 VK_KERNEL(triangular_solve);
 

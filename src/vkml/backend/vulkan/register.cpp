@@ -153,6 +153,7 @@ void register_backend() {
       {OpKind::LuFactor, lu_factor},
       {OpKind::Cholesky, cholesky},
       {OpKind::Eigh, eigh},
+      {OpKind::Svd, svd},
       {OpKind::TriangularSolve, triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);

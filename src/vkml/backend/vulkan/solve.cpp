@@ -118,6 +118,40 @@ VK_KERNEL(eigh) {
   return out;
 }
 
+// One-sided Jacobi sweeps, one workgroup per tall m x n matrix on a copy of A (and V below it),
+// into the packed (..., m + n + 1, n) result: at most 20 sweeps of n - 1 rounds keep m <= 64, n <=
+// 32 within lavapipe's loop budget (about 3 m + (m + n) n / 512 iterations per round).
+VK_KERNEL(svd) {
+  (void)a;
+  const char* op = "svd";
+  constexpr int64_t kMaxRows = 64, kMaxCols = 32;
+  const int64_t height = in[0].shape()[in[0].ndim() - 2], n = in[0].shape().back();
+  VK_CHECK(height <= kMaxRows && n <= kMaxCols, SizeError, op, ": ", height, " x ", n,
+           " matrices are larger than the vulkan backend decomposes (", kMaxRows, " x ", kMaxCols,
+           " after transposing wide ones); decompose them on the cpu");
+  rows::dtype_suffix(m.dtype, op);
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  check_size(out, op);
+  if (out.numel() == 0) return out;
+  Shape ws = in[0].shape();
+  ws[ws.size() - 2] = height + n;  // W, then V, per matrix
+  Tensor work = Tensor::empty(ws, m.dtype, m.device);
+  check_size(work, op);
+  copy_into(work.alias(in[0].shape(), work.strides(), 0), in[0]);
+  const Pipeline& pipe = pipeline_of("svd_" + rows::dtype_suffix(m.dtype, op), 2);
+  const std::vector<Buffer*> buffers = bound_buffers({&out, &work}, op);
+  const int64_t batch = batch_count(m.shape);
+  SolveParams p;
+  p.n = static_cast<uint32_t>(n);
+  p.k = static_cast<uint32_t>(height);
+  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
+    p.batch_base = static_cast<uint32_t>(b0);
+    const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
+    context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1}, 2);
+  }
+  return out;
+}
+
 VK_KERNEL(triangular_solve) {
   const char* op = "triangular_solve";
   const std::string suffix = rows::dtype_suffix(m.dtype, op);

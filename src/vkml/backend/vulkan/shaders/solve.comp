@@ -263,6 +263,122 @@ void main() {
   }
 }
 
+#elif defined(SVD)
+// o: the packed result (m + n + 1 rows of n per matrix); w: per matrix W (A copied in, m rows of
+// n) then V (n rows), worked in place. p.k is m. backend/cpu/solve.cpp's svd_one, step by step.
+layout(std430, binding = 0) coherent buffer OutBuf { T o[]; };
+layout(std430, binding = 1) coherent buffer WorkBuf { T w[]; };
+
+#define MAX_PAIRS 64u
+shared T rot_c[MAX_PAIRS];
+shared T rot_s[MAX_PAIRS];
+shared bool rot_on[MAX_PAIRS];
+shared T norms[MAX_PAIRS];
+shared uint rotated;
+
+void sync() {
+  memoryBarrierBuffer();
+  memoryBarrierShared();
+  barrier();
+}
+
+uvec2 round_pair(uint m, uint r, uint k) {
+  const uint p = k == 0u ? m - 1u : (r + k) % (m - 1u), q = (r + (m - 1u) - k) % (m - 1u);
+  return uvec2(min(p, q), max(p, q));
+}
+
+#if defined(FLOAT64)
+const T kEps = 2.220446049250313e-16lf;
+#else
+const T kEps = 1.1920928955078125e-07;
+#endif
+
+bool column_rotation(T alpha, T beta, T gamma, out T c, out T s) {
+  c = T(1);
+  s = T(0);
+  if (gamma == T(0) || abs(gamma) <= kEps * sqrt(alpha) * sqrt(beta)) return false;
+  precise T zeta = (beta - alpha) / (T(2) * gamma);
+  const T az = abs(zeta);
+  precise T root = az > T(1) ? az * sqrt(T(1) + T(1) / (zeta * zeta)) : sqrt(zeta * zeta + T(1));
+  precise T t = (zeta < T(0) ? T(-1) : T(1)) / (az + root);
+  c = T(1) / sqrt(t * t + T(1));
+  s = t * c;
+  return true;
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint n = p.n, rows = p.k, m = n + (n & 1u), pairs = m / 2u;
+  const uint b = p.batch_base + gl_WorkGroupID.x;
+  const uint wb = b * (rows + n) * n, vb = wb + rows * n, ob = b * (rows + n + 1u) * n;
+  for (uint e = t; e < n * n; e += LANES) w[vb + e] = e / n == e % n ? T(1) : T(0);
+  for (uint sweep = 0u; sweep < 20u && n > 1u; ++sweep) {
+    sync();  // every invocation has read `rotated` before it is reset
+    if (t == 0u) rotated = 0u;
+    sync();
+    for (uint r = 0u; r + 1u < m; ++r) {
+      for (uint k = t; k < pairs; k += LANES) {
+        const uvec2 pq = round_pair(m, r, k);
+        T c = T(1), s = T(0);
+        bool on = false;
+        if (pq.y < n) {
+          T alpha = T(0), beta = T(0), gamma = T(0);
+          for (uint i = 0u; i < rows; ++i) {
+            const T wp = w[wb + i * n + pq.x], wq = w[wb + i * n + pq.y];
+            alpha += wp * wp;
+            beta += wq * wq;
+            gamma += wp * wq;
+          }
+          on = column_rotation(alpha, beta, gamma, c, s);
+        }
+        rot_c[k] = c;
+        rot_s[k] = s;
+        rot_on[k] = on;
+        if (on) rotated = 1u;
+      }
+      sync();
+      for (uint e = t; e < pairs * (rows + n); e += LANES) {  // W's and V's columns p and q
+        const uint k = e / (rows + n), i = e % (rows + n);
+        if (!rot_on[k]) continue;
+        const uvec2 pq = round_pair(m, r, k);
+        const uint at = wb + i * n;  // row i of W, then of V (stored right after W)
+        const T xp = w[at + pq.x], xq = w[at + pq.y];
+        w[at + pq.x] = rot_c[k] * xp - rot_s[k] * xq;
+        w[at + pq.y] = rot_s[k] * xp + rot_c[k] * xq;
+      }
+      sync();
+    }
+    if (rotated == 0u) break;
+  }
+  sync();
+  for (uint j = t; j < n; j += LANES) {
+    T ss = T(0);
+    for (uint i = 0u; i < rows; ++i) ss += w[wb + i * n + j] * w[wb + i * n + j];
+    norms[j] = sqrt(ss);
+  }
+  sync();
+  // S descending (ties in index order, NaN first), U = W / S, each U column's largest component
+  // positive (zero columns where S is 0).
+  for (uint j = t; j < n; j += LANES) {
+    const T s = norms[j];
+    uint rank = 0u;
+    for (uint l = 0u; l < n; ++l) {
+      const T e = norms[l];
+      const bool before = e > s || (e == s && l < j) || (isnan(e) && !isnan(s)) ||
+                          (isnan(e) && isnan(s) && l < j);
+      rank += before ? 1u : 0u;
+    }
+    uint big = 0u;
+    for (uint i = 1u; i < rows; ++i)
+      if (abs(w[wb + i * n + j]) > abs(w[wb + big * n + j])) big = i;
+    const T sign = w[wb + big * n + j] < T(0) ? T(-1) : T(1);
+    const T scale = s > T(0) ? sign / s : T(0);
+    o[ob + rank] = s;
+    for (uint i = 0u; i < rows; ++i) o[ob + (i + 1u) * n + rank] = scale * w[wb + i * n + j];
+    for (uint i = 0u; i < n; ++i) o[ob + (rows + 1u + i) * n + rank] = sign * w[vb + i * n + j];
+  }
+}
+
 #elif defined(TRSM)
 layout(std430, binding = 0) coherent buffer XBuf { T x[]; };
 layout(std430, binding = 1) readonly buffer ABuf { T a[]; };
