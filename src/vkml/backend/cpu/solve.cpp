@@ -94,15 +94,17 @@ std::pair<int64_t, int64_t> round_pair(int64_t m, int64_t r, int64_t k) {
   return {std::min(p, q), std::max(p, q)};
 }
 
-// The rotation (c, s) that zeroes a_pq of the symmetric 2 x 2 block [[app, apq], [apq, aqq]]
-// (the smaller angle: |t| <= 1); false, without a rotation, when a_pq is negligible beside the
-// diagonal (the Demmel-Veselic test, which keeps small eigenvalues accurate).
+// The Jacobi rotation (c, s) that zeroes the off-diagonal `off` of the symmetric 2 x 2 block
+// [[dp, off], [off, dq]] (the smaller angle: |t| <= 1): eigh's a_pq between a_pp and a_qq, svd's
+// inner product of columns p and q between their squared norms. False, without a rotation, when
+// `off` is negligible beside the diagonal (the Demmel-Veselic test, which keeps small eigen and
+// singular values accurate).
 template <class T>
-bool jacobi_rotation(T app, T aqq, T apq, T& c, T& s) {
-  if (apq == T(0) ||
-      std::abs(apq) <= std::numeric_limits<T>::epsilon() * std::sqrt(std::abs(app * aqq)))
+bool jacobi_rotation(T dp, T dq, T off, T& c, T& s) {
+  if (off == T(0) || std::abs(off) <= std::numeric_limits<T>::epsilon() * std::sqrt(std::abs(dp)) *
+                                          std::sqrt(std::abs(dq)))
     return false;
-  const T theta = (aqq - app) / (T(2) * apq);
+  const T theta = (dq - dp) / (T(2) * off);
   const T at = std::abs(theta);
   const T root =
       at > T(1) ? at * std::sqrt(T(1) + T(1) / (theta * theta)) : std::sqrt(theta * theta + T(1));
@@ -110,6 +112,25 @@ bool jacobi_rotation(T app, T aqq, T apq, T& c, T& s) {
   c = T(1) / std::sqrt(t * t + T(1));
   s = t * c;
   return true;
+}
+
+// Columns p and q of the row-major rows x n matrix x become c x_p - s x_q and s x_p + c x_q (x J);
+// rotate_rows does the same to rows p and q (J^T x).
+template <class T>
+void rotate_columns(T* x, int64_t rows, int64_t n, int64_t p, int64_t q, T c, T s) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const T xp = x[i * n + p], xq = x[i * n + q];
+    x[i * n + p] = c * xp - s * xq;
+    x[i * n + q] = s * xp + c * xq;
+  }
+}
+template <class T>
+void rotate_rows(T* x, int64_t n, int64_t p, int64_t q, T c, T s) {
+  for (int64_t j = 0; j < n; ++j) {
+    const T xp = x[p * n + j], xq = x[q * n + j];
+    x[p * n + j] = c * xp - s * xq;
+    x[q * n + j] = s * xp + c * xq;
+  }
 }
 
 // One symmetric n x n matrix (its lower triangle read from `in`) into `out` (n + 1 rows of n):
@@ -140,23 +161,13 @@ void eigh_one(const T* in, T* out, int64_t n, std::vector<T>& a, std::vector<T>&
       for (int64_t k = 0; k < m / 2; ++k) {  // rows p and q: J^T A
         if (!on[k]) continue;
         const auto [p, q] = round_pair(m, r, k);
-        for (int64_t j = 0; j < n; ++j) {
-          const T ap = a[p * n + j], aq = a[q * n + j];
-          a[p * n + j] = cs[k] * ap - sn[k] * aq;
-          a[q * n + j] = sn[k] * ap + cs[k] * aq;
-        }
+        rotate_rows(a.data(), n, p, q, cs[k], sn[k]);
       }
       for (int64_t k = 0; k < m / 2; ++k) {  // columns p and q: (J^T A) J, and V J
         if (!on[k]) continue;
         const auto [p, q] = round_pair(m, r, k);
-        for (int64_t i = 0; i < n; ++i) {
-          const T ap = a[i * n + p], aq = a[i * n + q];
-          a[i * n + p] = cs[k] * ap - sn[k] * aq;
-          a[i * n + q] = sn[k] * ap + cs[k] * aq;
-          const T vp = v[i * n + p], vq = v[i * n + q];
-          v[i * n + p] = cs[k] * vp - sn[k] * vq;
-          v[i * n + q] = sn[k] * vp + cs[k] * vq;
-        }
+        rotate_columns(a.data(), n, n, p, q, cs[k], sn[k]);
+        rotate_columns(v.data(), n, n, p, q, cs[k], sn[k]);
       }
     }
     if (!rotated) break;
@@ -178,24 +189,6 @@ void eigh_one(const T* in, T* out, int64_t n, std::vector<T>& a, std::vector<T>&
     out[rank] = d;
     for (int64_t r = 0; r < n; ++r) out[(r + 1) * n + rank] = sign * v[r * n + i];
   }
-}
-
-// The rotation (c, s) that makes columns p and q orthogonal, from their squared norms alpha, beta
-// and inner product gamma (one-sided Jacobi); false when they are already orthogonal to working
-// precision.
-template <class T>
-bool column_rotation(T alpha, T beta, T gamma, T& c, T& s) {
-  if (gamma == T(0) ||
-      std::abs(gamma) <= std::numeric_limits<T>::epsilon() * std::sqrt(alpha) * std::sqrt(beta))
-    return false;
-  const T zeta = (beta - alpha) / (T(2) * gamma);
-  const T az = std::abs(zeta);
-  const T root =
-      az > T(1) ? az * std::sqrt(T(1) + T(1) / (zeta * zeta)) : std::sqrt(zeta * zeta + T(1));
-  const T t = (zeta < T(0) ? T(-1) : T(1)) / (az + root);
-  c = T(1) / std::sqrt(t * t + T(1));
-  s = t * c;
-  return true;
 }
 
 // One tall m x n matrix (m >= n) into `out` (m + n + 1 rows of n): one-sided Jacobi sweeps over
@@ -223,22 +216,14 @@ void svd_one(const T* in, T* out, int64_t m, int64_t n, std::vector<T>& w, std::
           const T wp = w[i * n + p], wq = w[i * n + q];
           alpha += wp * wp, beta += wq * wq, gamma += wp * wq;
         }
-        on[k] = column_rotation(alpha, beta, gamma, cs[k], sn[k]);
+        on[k] = jacobi_rotation(alpha, beta, gamma, cs[k], sn[k]);
         rotated = rotated || on[k];
       }
       for (int64_t k = 0; k < mm / 2; ++k) {
         if (!on[k]) continue;
         const auto [p, q] = round_pair(mm, r, k);
-        for (int64_t i = 0; i < m; ++i) {
-          const T wp = w[i * n + p], wq = w[i * n + q];
-          w[i * n + p] = cs[k] * wp - sn[k] * wq;
-          w[i * n + q] = sn[k] * wp + cs[k] * wq;
-        }
-        for (int64_t i = 0; i < n; ++i) {
-          const T vp = v[i * n + p], vq = v[i * n + q];
-          v[i * n + p] = cs[k] * vp - sn[k] * vq;
-          v[i * n + q] = sn[k] * vp + cs[k] * vq;
-        }
+        rotate_columns(w.data(), m, n, p, q, cs[k], sn[k]);
+        rotate_columns(v.data(), n, n, p, q, cs[k], sn[k]);
       }
     }
     if (!rotated) break;

@@ -15,6 +15,12 @@
 //   TRSM  X = A^-1 B in place (x: B copied in), A triangular, for a block of up to 16 columns of
 //         B per workgroup: row i divided by a[i][i] (unless unitriangular), then subtracted from
 //         the rows still to solve, in the CPU's order. About n^2 / 32 + 2 n iterations.
+//   EIGH  A = V diag(L) V^T of a symmetric A (its lower triangle read): cyclic Jacobi rotations in
+//         round-robin order, each round's disjoint rotations computed (one invocation per pair),
+//         then applied to rows, then to columns and V, until a sweep rotates nothing (at most 30);
+//         the host keeps n <= 64.
+//   SVD   A = U diag(S) V^T of a tall A (m >= n): one-sided Jacobi rotations of its columns, the
+//         same schedule (at most 20 sweeps); the host keeps m <= 64, n <= 32.
 // FLOAT64: double (shaderFloat64). perm (int64 on the host) is written as pairs of 32-bit words.
 #version 450
 #if defined(FLOAT64)
@@ -149,9 +155,12 @@ void main() {
   }
 }
 
-#elif defined(EIGH)
-// o: the packed result (n + 1 rows of n per matrix); w: per matrix A (copied in, its lower
+#elif defined(EIGH) || defined(SVD)
+// EIGH: o the packed result (n + 1 rows of n per matrix); w per matrix A (copied in, its lower
 // triangle read) then V, 2 n rows of n, worked in place.
+// SVD: o the packed result (m + n + 1 rows of n per matrix); w per matrix W (A copied in, m rows
+// of n) then V (n rows), worked in place; p.k is m.
+// backend/cpu/solve.cpp's eigh_one and svd_one, step by step.
 layout(std430, binding = 0) coherent buffer OutBuf { T o[]; };
 layout(std430, binding = 1) coherent buffer WorkBuf { T w[]; };
 
@@ -179,11 +188,11 @@ const T kEps = 2.220446049250313e-16lf;
 const T kEps = 1.1920928955078125e-07;
 #endif
 
-bool jacobi_rotation(T app, T aqq, T apq, out T c, out T s) {
+bool jacobi_rotation(T dp, T dq, T off, out T c, out T s) {
   c = T(1);
   s = T(0);
-  if (apq == T(0) || abs(apq) <= kEps * sqrt(abs(app * aqq))) return false;
-  precise T theta = (aqq - app) / (T(2) * apq);
+  if (off == T(0) || abs(off) <= kEps * sqrt(abs(dp)) * sqrt(abs(dq))) return false;
+  precise T theta = (dq - dp) / (T(2) * off);
   const T at = abs(theta);
   precise T root = at > T(1) ? at * sqrt(T(1) + T(1) / (theta * theta)) : sqrt(theta * theta + T(1));
   precise T t = (theta < T(0) ? T(-1) : T(1)) / (at + root);
@@ -192,6 +201,7 @@ bool jacobi_rotation(T app, T aqq, T apq, out T c, out T s) {
   return true;
 }
 
+#if defined(EIGH)
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint n = p.n, m = n + (n & 1u), pairs = m / 2u;
@@ -263,48 +273,8 @@ void main() {
   }
 }
 
-#elif defined(SVD)
-// o: the packed result (m + n + 1 rows of n per matrix); w: per matrix W (A copied in, m rows of
-// n) then V (n rows), worked in place. p.k is m. backend/cpu/solve.cpp's svd_one, step by step.
-layout(std430, binding = 0) coherent buffer OutBuf { T o[]; };
-layout(std430, binding = 1) coherent buffer WorkBuf { T w[]; };
-
-#define MAX_PAIRS 64u
-shared T rot_c[MAX_PAIRS];
-shared T rot_s[MAX_PAIRS];
-shared bool rot_on[MAX_PAIRS];
-shared T norms[MAX_PAIRS];
-shared uint rotated;
-
-void sync() {
-  memoryBarrierBuffer();
-  memoryBarrierShared();
-  barrier();
-}
-
-uvec2 round_pair(uint m, uint r, uint k) {
-  const uint p = k == 0u ? m - 1u : (r + k) % (m - 1u), q = (r + (m - 1u) - k) % (m - 1u);
-  return uvec2(min(p, q), max(p, q));
-}
-
-#if defined(FLOAT64)
-const T kEps = 2.220446049250313e-16lf;
 #else
-const T kEps = 1.1920928955078125e-07;
-#endif
-
-bool column_rotation(T alpha, T beta, T gamma, out T c, out T s) {
-  c = T(1);
-  s = T(0);
-  if (gamma == T(0) || abs(gamma) <= kEps * sqrt(alpha) * sqrt(beta)) return false;
-  precise T zeta = (beta - alpha) / (T(2) * gamma);
-  const T az = abs(zeta);
-  precise T root = az > T(1) ? az * sqrt(T(1) + T(1) / (zeta * zeta)) : sqrt(zeta * zeta + T(1));
-  precise T t = (zeta < T(0) ? T(-1) : T(1)) / (az + root);
-  c = T(1) / sqrt(t * t + T(1));
-  s = t * c;
-  return true;
-}
+shared T norms[MAX_PAIRS];
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
@@ -329,7 +299,7 @@ void main() {
             beta += wq * wq;
             gamma += wp * wq;
           }
-          on = column_rotation(alpha, beta, gamma, c, s);
+          on = jacobi_rotation(alpha, beta, gamma, c, s);
         }
         rot_c[k] = c;
         rot_s[k] = s;
@@ -378,6 +348,7 @@ void main() {
     for (uint i = 0u; i < n; ++i) o[ob + (rows + 1u + i) * n + rank] = sign * w[vb + i * n + j];
   }
 }
+#endif
 
 #elif defined(TRSM)
 layout(std430, binding = 0) coherent buffer XBuf { T x[]; };

@@ -28,28 +28,41 @@ uint tp_word(int first) {
   return o == 0 ? tp_table(j) : (tp_table(j) << o) | (tp_table(j + 1) >> (32 - o));
 }
 
-#if DTA == 3 && defined(NO_FLOAT64)
-#include "ff.glsl"
-
-// As below, for a device without float64: the same exact reduction (integer arithmetic), r as
-// float-float, and float32 polynomials; within 2 ulp of sinf/cosf.
-uint trig_reduce(float ax, out float rh, out float rl) {
+#if DTA == 3
+// |x| = (q + f) pi/2 with q an integer (returned mod 4) and |f| <= 1/2: |x| is m 2^e with m an
+// integer of 24 bits; only the bits of 2/pi from e - 1 on matter modulo 4, and 96 of them leave
+// the fraction exact to 2^-70. |f| 2^64 goes to `frac`, f's sign to `negative`.
+uint trig_quadrant(float ax, out uint64_t frac, out bool negative) {
   const uint bits = floatBitsToUint(ax);
   const int e = int(bits >> 23) - 150;
   const uint m = (bits & 0x7fffffu) | 0x800000u;
   const int first = e - 1;
   const uint64_t p0 = uint64_t(m) * tp_word(first), p1 = uint64_t(m) * tp_word(first + 32),
                  p2 = uint64_t(m) * tp_word(first + 64);
+  // m times the 96 bits: hi * 2^64 + lo, at most 120 bits, whose last 94 bits are fractional
   const uint64_t lo = p2 + (p1 << 32);
   const uint64_t hi = p0 + (p1 >> 32) + (lo < p2 ? 1ul : 0ul);
   uint q = uint(hi >> 30) & 3u;
-  uint64_t frac = (hi << 34) | (lo >> 30);
-  float sign = 1.0;
-  if ((frac >> 63) != 0ul) {  // past one half: the next quadrant, f negative
+  frac = (hi << 34) | (lo >> 30);
+  negative = (frac >> 63) != 0ul;
+  if (negative) {  // past one half: the next quadrant, f negative
     q = (q + 1u) & 3u;
     frac = ~frac + 1ul;
-    sign = -1.0;
   }
+  return q;
+}
+#endif
+
+#if DTA == 3 && defined(NO_FLOAT64)
+#include "ff.glsl"
+
+// As below, for a device without float64: the same exact reduction, r as float-float, and
+// float32 polynomials; within 2 ulp of sinf/cosf.
+uint trig_reduce(float ax, out float rh, out float rl) {
+  uint64_t frac;
+  bool negative;
+  const uint q = trig_quadrant(ax, frac, negative);
+  const float sign = negative ? -1.0 : 1.0;
   // f = frac 2^-64 as fh + fl: frac rounded to a float, and what the rounding dropped
   const float fh = float(frac);
   const float fl = float(int64_t(frac - uint64_t(fh)));
@@ -96,29 +109,13 @@ float trig(float x, bool want_cos) {
   return !want_cos && floatBitsToUint(x) >= 0x80000000u ? -v : v;
 }
 #elif DTA == 3
-// |x| = (q + f) pi/2 with q an integer (returned mod 4) and |f| <= 1/2; r = f pi/2. |x| is
-// m 2^e with m an integer of 24 bits; only the bits of 2/pi from e - 1 on matter modulo 4, and
-// 96 of them leave the fraction exact to 2^-70.
+// r = f pi/2 in double (trig_quadrant's f).
 uint trig_reduce(float ax, out double r) {
-  const uint bits = floatBitsToUint(ax);
-  const int e = int(bits >> 23) - 150;
-  const uint m = (bits & 0x7fffffu) | 0x800000u;
-  const int first = e - 1;
-  const uint64_t p0 = uint64_t(m) * tp_word(first), p1 = uint64_t(m) * tp_word(first + 32),
-                 p2 = uint64_t(m) * tp_word(first + 64);
-  // m times the 96 bits: hi * 2^64 + lo, at most 120 bits, whose last 94 bits are fractional
-  const uint64_t lo = p2 + (p1 << 32);
-  const uint64_t hi = p0 + (p1 >> 32) + (lo < p2 ? 1ul : 0ul);
-  uint q = uint(hi >> 30) & 3u;
-  const uint64_t frac = (hi << 34) | (lo >> 30);
-  double f;
-  if ((frac >> 63) != 0ul) {  // past one half: the next quadrant, f negative
-    q = (q + 1u) & 3u;
-    f = -double(~frac + 1ul) * 5.421010862427522e-20lf;  // 2^-64
-  } else {
-    f = double(frac) * 5.421010862427522e-20lf;
-  }
-  r = f * 1.5707963267948966lf;
+  uint64_t frac;
+  bool negative;
+  const uint q = trig_quadrant(ax, frac, negative);
+  const double f = double(frac) * 5.421010862427522e-20lf;  // 2^-64
+  r = (negative ? -f : f) * 1.5707963267948966lf;
   return q;
 }
 
