@@ -1,4 +1,4 @@
-// The solver family (#15 linalg). Three ops of the table:
+// The solver family (#15 linalg). Five ops of the table:
 //  - lu_factor: P A = L U of each square matrix, with partial pivoting (LAPACK getf2's order:
 //    the pivot is the first largest |a| of the column); its rule is torch's lu_factor_ex_backward
 //    written with triangular solves;
@@ -6,6 +6,9 @@
 //    with triangular solves;
 //  - triangular_solve: X = A^-1 B for a triangular A, left side only (the right side, X A = B, is
 //    the transposed problem: transpose views are recorded around the op).
+//  - eigh and svd: symmetric eigendecomposition and the SVD of tall matrices by Jacobi rotations,
+//    their rules torch's linalg_eig_backward and svd_backward (pinv, matrix_rank, lstsq and the
+//    SVD-based norms are composed of svd in Python and composite_linalg.cpp).
 // solve, inv, det, slogdet, logdet, matrix_power, cholesky_solve and cholesky_inverse are composed
 // of them, so their gradients (and higher derivatives) follow from the three rules. Singular
 // matrices are found by a host read of U's diagonal (inv, solve, lu_factor only: det and slogdet
@@ -454,7 +457,7 @@ Tensor cholesky_info(const Tensor& L) {
 }
 
 TensorPair eigh(const Tensor& A, bool upper) {
-  const Tensor packed = dispatch(OpKind::Eigh, {upper ? mT(A) : A});
+  const Tensor packed = dispatch(OpKind::Eigh, {upper && A.ndim() >= 2 ? mT(A) : A});
   const int64_t n = packed.shape().back();
   return {squeeze(narrow(packed, -2, 0, 1), -2), narrow(packed, -2, 1, n)};
 }

@@ -70,9 +70,9 @@ Tensor matrix_power(const Tensor& A, int64_t n);
 // depend on the device (LAPACK leaves the signs to its algorithm; compare them up to sign).
 TensorPair eigh(const Tensor& A, bool upper = false);
 // torch.linalg.svd(A, full_matrices=False): A = U diag(S) V^T of each m x n matrix, k = min(m, n):
-// U (..., m, k), S (..., k) descending, V (..., n, k) (torch returns Vh = V^T). Each U column's
-// largest component is positive (LAPACK's signs are its algorithm's). Where S is 0, U's and V's
-// columns are 0 (torch: some orthonormal completion).
+// U (..., m, k), S (..., k) descending, V (..., n, k) (torch returns Vh = V^T). Each column of the
+// taller factor (U when m >= n, else V) has its largest component positive (LAPACK's signs are its
+// algorithm's). Where S is 0, U's and V's columns are 0 (torch: some orthonormal completion).
 struct SvdResult {
   Tensor U, S, V;
 };
