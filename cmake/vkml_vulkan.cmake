@@ -135,6 +135,7 @@ list(APPEND VKML_VULKAN_SHADERS
   "cholesky_f32|solve|CHOL" "cholesky_f64|solve|CHOL,FLOAT64"
   "eigh_f32|solve|EIGH" "eigh_f64|solve|EIGH,FLOAT64"
   "svd_f32|solve|SVD" "svd_f64|solve|SVD,FLOAT64"
+  "qr_f32|solve|QR" "qr_f64|solve|QR,FLOAT64"
   "triangular_solve_f32|solve|TRSM" "triangular_solve_f64|solve|TRSM,FLOAT64")
 
 # ---- element-wise family: every op in every dtype its CPU kernel takes ----

@@ -214,6 +214,10 @@ pinverse = Tensor.pinverse = linalg._pinverse
 nuclear_norm = linalg._nuclear_norm
 Tensor.lstsq, Tensor.solve = linalg._removed("lstsq", "lstsq"), linalg._removed("solve", "solve")
 Tensor.symeig, Tensor.eig = linalg._removed("symeig", "eigh"), linalg._removed("eig", "eig")
+qr = Tensor.qr = linalg._torch_qr
+geqrf = Tensor.geqrf = linalg._geqrf
+orgqr = Tensor.orgqr = linalg._orgqr
+ormqr = Tensor.ormqr = linalg._ormqr
 # ---- end of solvers (#15 linalg) ----
 
 del _name

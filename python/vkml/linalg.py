@@ -475,3 +475,44 @@ def _removed(name, instead):
 
 __all__ += ["svd", "svdvals", "pinv", "matrix_rank", "lstsq"]
 # ---- end of singular values (#15 linalg) ----
+
+
+# ---- QR (#15 linalg): the qr and geqrf ops (Householder, both devices) and the reflectors'
+# products composed of forward ops ----
+_qr_type = _namedtuple("linalg_qr", ["Q", "R"], module="vkml.return_types")
+_torch_qr_type = _namedtuple("qr", ["Q", "R"], module="vkml.return_types")
+_geqrf_type = _namedtuple("geqrf", ["a", "tau"], module="vkml.return_types")
+
+
+def qr(A, mode="reduced"):
+    """(Q, R) as torch.linalg.qr, with LAPACK's signs (R's diagonal may be negative): mode
+    'reduced' Q (..., m, k), 'complete' Q (..., m, m), 'r' R only (Q empty)."""
+    return _qr_type(*_C._linalg.qr(A, mode))
+
+
+householder_product = _C._linalg.householder_product
+
+
+def _torch_qr(input, some=True):
+    """torch.qr (deprecated there): linalg.qr, reduced when some, else complete."""
+    return _torch_qr_type(*_C._linalg.qr(input, "reduced" if some else "complete"))
+
+
+def _geqrf(input):
+    """torch.geqrf: LAPACK's packed reflectors and tau (not differentiable, as torch's)."""
+    return _geqrf_type(*_C._linalg.geqrf(input))
+
+
+def _ormqr(input, input2, input3, left=True, transpose=False):
+    """torch.ormqr: input3 multiplied by the Q of geqrf's (input, input2) without forming it."""
+    return _C._linalg.ormqr(input, input2, input3, left, transpose)
+
+
+__all__ += ["qr", "householder_product"]
+
+
+
+def _orgqr(input, input2):
+    """torch.orgqr / Tensor.orgqr: householder_product (a Python function, so it binds as a method)."""
+    return householder_product(input, input2)
+# ---- end of QR (#15 linalg) ----

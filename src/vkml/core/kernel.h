@@ -60,6 +60,8 @@ enum class OpKind : uint16_t {
   LuFactor, Cholesky, TriangularSolve,
   // symmetric eigendecomposition and singular values (#15 linalg)
   Eigh, Svd,
+  // QR by Householder reflections (#15 linalg)
+  Qr, Geqrf,
   kCount
 };
 // clang-format on

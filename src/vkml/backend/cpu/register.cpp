@@ -156,6 +156,8 @@ void register_backend() {
       {OpKind::Cholesky, cpu::cholesky},
       {OpKind::Eigh, cpu::eigh},
       {OpKind::Svd, cpu::svd},
+      {OpKind::Qr, cpu::qr},
+      {OpKind::Geqrf, cpu::geqrf},
       {OpKind::TriangularSolve, cpu::triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);

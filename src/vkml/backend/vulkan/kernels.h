@@ -143,5 +143,7 @@ VK_KERNEL(lu_factor);         // outputs 1, 2: int32 pivots, int64 perm; n <= 25
 VK_KERNEL(cholesky);          // n <= 256
 VK_KERNEL(eigh);              // n <= 64
 VK_KERNEL(svd);               // tall m x n, m <= 64, n <= 32
+VK_KERNEL(qr);                // n <= 128, m min(m, n) <= 16384
+VK_KERNEL(geqrf);             // as qr
 VK_KERNEL(triangular_solve);  // a.triangular; n <= 1024
 }  // namespace vk::vulkan

@@ -154,6 +154,8 @@ void register_backend() {
       {OpKind::Cholesky, cholesky},
       {OpKind::Eigh, eigh},
       {OpKind::Svd, svd},
+      {OpKind::Qr, qr},
+      {OpKind::Geqrf, geqrf},
       {OpKind::TriangularSolve, triangular_solve},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);

@@ -52,20 +52,49 @@ void check_factor(const Tensor& A, const char* op) {
   check_size(A, op);
 }
 
-// Shader `op` over every matrix of m's shape, one workgroup each (in dispatches of at most
-// kMaxGroups), writing all of `buffers`: the first holds the matrices, factored in place.
-void factor_in_place(const char* op, const Meta& m, const std::vector<Buffer*>& buffers) {
+// Shader `name`_<dtype> over every matrix of m's shape, one workgroup each (in dispatches of at
+// most kMaxGroups), with p.n = cols, p.k = height and flags.
+void dispatch_matrices(const char* name, const Meta& m, const std::vector<Buffer*>& buffers,
+                       uint32_t cols, uint32_t height, uint32_t flags) {
   const Pipeline& pipe =
-      pipeline_of(std::string(op) + "_" + rows::dtype_suffix(m.dtype, op), buffers.size());
+      pipeline_of(std::string(name) + "_" + rows::dtype_suffix(m.dtype, name), buffers.size());
   const int64_t batch = batch_count(m.shape);
   SolveParams p;
-  p.n = static_cast<uint32_t>(m.shape.back());
+  p.n = cols;
+  p.k = height;
+  p.flags = flags;
   for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
     p.batch_base = static_cast<uint32_t>(b0);
     const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
     context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1},
                        static_cast<uint32_t>(buffers.size()));
   }
+}
+
+// The factorization `op` of every matrix of m's shape (n x n), the first buffer factored in place.
+void factor_in_place(const char* op, const Meta& m, const std::vector<Buffer*>& buffers) {
+  const auto n = static_cast<uint32_t>(m.shape.back());
+  dispatch_matrices(op, m, buffers, n, n, 0);
+}
+
+// Householder QR, one workgroup per m x n matrix on a copy of A, into the packed (..., m + k, n)
+// Q and R or (geqrf) (..., m + 1, n) reflectors and tau: the shader's shared vectors take n <= 128
+// columns, lavapipe's loop budget m k <= 16384 (about 2 m k + m n k / 128 iterations).
+Tensor householder(const Tensor& A, const Meta& m, const char* op, bool geqrf) {
+  constexpr int64_t kMaxCols = 128, kMaxWork = 16384;
+  const int64_t height = A.shape()[A.ndim() - 2], n = A.shape().back();
+  VK_CHECK(n <= kMaxCols && height * std::min(height, n) <= kMaxWork, SizeError, op, ": ", height,
+           " x ", n, " matrices are larger than the vulkan backend factors (n <= ", kMaxCols,
+           ", m min(m, n) <= ", kMaxWork, "); factor them on the cpu");
+  rows::dtype_suffix(m.dtype, op);
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  check_size(out, op);
+  if (out.numel() == 0) return out;
+  Tensor work = Tensor::empty(A.shape(), m.dtype, m.device);
+  copy_into(work, A);
+  dispatch_matrices("qr", m, bound_buffers({&out, &work}, op), static_cast<uint32_t>(n),
+                    static_cast<uint32_t>(height), geqrf ? 1u : 0u);
+  return out;
 }
 
 }  // namespace
@@ -138,18 +167,19 @@ VK_KERNEL(svd) {
   Tensor work = Tensor::empty(ws, m.dtype, m.device);
   check_size(work, op);
   copy_into(work.alias(in[0].shape(), work.strides(), 0), in[0]);
-  const Pipeline& pipe = pipeline_of("svd_" + rows::dtype_suffix(m.dtype, op), 2);
-  const std::vector<Buffer*> buffers = bound_buffers({&out, &work}, op);
-  const int64_t batch = batch_count(m.shape);
-  SolveParams p;
-  p.n = static_cast<uint32_t>(n);
-  p.k = static_cast<uint32_t>(height);
-  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGroups) {
-    p.batch_base = static_cast<uint32_t>(b0);
-    const auto groups = static_cast<uint32_t>(std::min(kMaxGroups, batch - b0));
-    context().dispatch(pipe, buffers, &p, Groups{groups, 1, 1}, 2);
-  }
+  dispatch_matrices("svd", m, bound_buffers({&out, &work}, op), static_cast<uint32_t>(n),
+                    static_cast<uint32_t>(height), 0);
   return out;
+}
+
+VK_KERNEL(qr) {
+  (void)a;
+  return householder(in[0], m, "qr", false);
+}
+
+VK_KERNEL(geqrf) {
+  (void)a;
+  return householder(in[0], m, "geqrf", true);
 }
 
 VK_KERNEL(triangular_solve) {

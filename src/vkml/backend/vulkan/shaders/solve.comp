@@ -21,6 +21,11 @@
 //         the host keeps n <= 64.
 //   SVD   A = U diag(S) V^T of a tall A (m >= n): one-sided Jacobi rotations of its columns, the
 //         same schedule (at most 20 sweeps); the host keeps m <= 64, n <= 32.
+//   QR    Householder QR (LAPACK geqr2's order and signs) of a copy of A, each column's norm by
+//         two fixed trees (the largest |a|, then the scaled sum of squares), then Q formed as
+//         org2r does into the packed result, or (p.flags 1, geqrf) the reflectors and tau written
+//         out. About 2 m k + m n k / 128 + 20 k iterations per invocation: the host keeps n <= 128
+//         and m k <= 16384.
 // FLOAT64: double (shaderFloat64). perm (int64 on the host) is written as pairs of 32-bit words.
 #version 450
 #if defined(FLOAT64)
@@ -349,6 +354,144 @@ void main() {
   }
 }
 #endif
+
+#elif defined(QR)
+// o: the packed result, (m + k) x n per matrix (Q zero beyond column k, then R) or, geqrf,
+// (m + 1) x n (the reflectors, then tau); a: per matrix the m x n copy of A, factored in place.
+// p.k is m. backend/cpu/solve.cpp's householder_one, form_q and qr_one, step by step.
+layout(std430, binding = 0) coherent buffer OutBuf { T o[]; };
+layout(std430, binding = 1) coherent buffer WorkBuf { T a[]; };
+
+#define MAX_COLS 128u
+shared T red[LANES];
+shared T wv[MAX_COLS];
+shared T tau[MAX_COLS];
+
+void sync() {
+  memoryBarrierBuffer();
+  memoryBarrierShared();
+  barrier();
+}
+
+// The largest |a[i][j]| for i in (j, m) (NaN if any is), the same for every invocation.
+T column_scale(uint ab, uint m, uint n, uint j, uint t) {
+  T s = T(0);
+  for (uint i = j + 1u + t; i < m; i += LANES) {
+    const T x = abs(a[ab + i * n + j]);
+    if (x > s || isnan(x)) s = x;
+  }
+  red[t] = s;
+  sync();
+  for (uint w = LANES / 2u; w > 0u; w >>= 1u) {
+    if (t < w && (red[t + w] > red[t] || isnan(red[t + w]))) red[t] = red[t + w];
+    sync();
+  }
+  const T r = red[0];
+  sync();
+  return r;
+}
+
+// The sum of (a[i][j] / scale)^2 for i in (j, m): a fixed tree.
+T scaled_squares(uint ab, uint m, uint n, uint j, uint t, T scale) {
+  T s = T(0);
+  for (uint i = j + 1u + t; i < m; i += LANES) {
+    const T x = a[ab + i * n + j] / scale;
+    s += x * x;
+  }
+  red[t] = s;
+  sync();
+  for (uint w = LANES / 2u; w > 0u; w >>= 1u) {
+    if (t < w) red[t] += red[t + w];
+    sync();
+  }
+  const T r = red[0];
+  sync();
+  return r;
+}
+
+// Column j's reflector (a uniform branch: scale is the same for every invocation), then H_j
+// applied to the columns right of j.
+void reflect_column(uint ab, uint m, uint n, uint j, uint t) {
+  const T scale = column_scale(ab, m, n, j, t);
+  if (scale == T(0)) {
+    if (t == 0u) tau[j] = T(0);
+    sync();
+    return;
+  }
+  const T alpha = a[ab + j * n + j];
+  const T xnorm = scale * sqrt(scaled_squares(ab, m, n, j, t, scale));
+  const T big = max(abs(alpha), xnorm), small = min(abs(alpha), xnorm);
+  const T norm = isnan(xnorm) ? xnorm : big * sqrt(T(1) + (small / big) * (small / big));
+  const T beta = alpha < T(0) || (alpha == T(0) && T(1) / alpha < T(0)) ? norm : -norm;
+  const T tj = (beta - alpha) / beta;
+  const T inv = T(1) / (alpha - beta);
+  for (uint i = j + 1u + t; i < m; i += LANES) a[ab + i * n + j] *= inv;
+  sync();
+  if (t == 0u) {
+    a[ab + j * n + j] = beta;
+    tau[j] = tj;
+  }
+  for (uint c = j + 1u + t; c < n; c += LANES) {
+    T w = a[ab + j * n + c];
+    for (uint i = j + 1u; i < m; ++i) w += a[ab + i * n + j] * a[ab + i * n + c];
+    wv[c] = w;
+  }
+  sync();
+  const uint cols = n - j - 1u;
+  for (uint e = t; e < (m - j) * cols; e += LANES) {
+    const uint i = j + e / cols, c = j + 1u + e % cols;
+    if (i == j)
+      a[ab + i * n + c] -= tj * wv[c];
+    else
+      a[ab + i * n + c] -= tj * wv[c] * a[ab + i * n + j];
+  }
+  sync();
+}
+
+// Q = H_0 ... H_k-1 [I_k; 0] into o's rows ob.. (row stride n), backwards from column k - 1.
+void form_q(uint ab, uint ob, uint m, uint n, uint k, uint t) {
+  for (uint e = t; e < m * n; e += LANES) o[ob + e] = T(0);
+  sync();
+  for (uint jj = k; jj > 0u; --jj) {
+    const uint j = jj - 1u;
+    for (uint c = j + 1u + t; c < k; c += LANES) {
+      T w = o[ob + j * n + c];
+      for (uint i = j + 1u; i < m; ++i) w += a[ab + i * n + j] * o[ob + i * n + c];
+      wv[c] = w;
+    }
+    sync();
+    const uint cols = k - j - 1u;
+    for (uint e = t; e < (m - j) * cols; e += LANES) {
+      const uint i = j + e / cols, c = j + 1u + e % cols;
+      if (i == j)
+        o[ob + i * n + c] -= tau[j] * wv[c];
+      else
+        o[ob + i * n + c] -= tau[j] * wv[c] * a[ab + i * n + j];
+    }
+    for (uint i = t; i < m; i += LANES)
+      o[ob + i * n + j] = i < j ? T(0) : i == j ? T(1) - tau[j] : -tau[j] * a[ab + i * n + j];
+    sync();
+  }
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint n = p.n, m = p.k, k = min(m, n);
+  const bool geqrf = (p.flags & 1u) != 0u;
+  const uint b = p.batch_base + gl_WorkGroupID.x;
+  const uint ab = b * m * n, ob = b * (m + (geqrf ? 1u : k)) * n;
+  for (uint j = 0u; j < k; ++j) reflect_column(ab, m, n, j, t);
+  if (geqrf) {
+    for (uint e = t; e < m * n; e += LANES) o[ob + e] = a[ab + e];
+    for (uint c = t; c < n; c += LANES) o[ob + m * n + c] = c < k ? tau[c] : T(0);
+    return;
+  }
+  form_q(ab, ob, m, n, k, t);
+  for (uint e = t; e < k * n; e += LANES) {
+    const uint i = e / n, c = e % n;
+    o[ob + (m + i) * n + c] = c >= i ? a[ab + i * n + c] : T(0);
+  }
+}
 
 #elif defined(TRSM)
 layout(std430, binding = 0) coherent buffer XBuf { T x[]; };
