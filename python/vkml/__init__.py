@@ -424,3 +424,7 @@ from . import _fn_rest  # noqa: E402
 if not _os.environ.get("VKML_STUBGEN"):
     _fn_rest.install(globals())
 # ---- end of the last torch-namespace names ----
+
+# ---- vk.special (#15, vkml/special.py): torch.special's functions that existing ops compose ----
+from . import special  # noqa: E402
+# ---- end of vk.special ----
