@@ -17,11 +17,12 @@ i0/i0e/i1/i1e/gammainc/gammaincc, which come as C++ ops. As vkml's other functio
 out=.
 """
 
-import math
+import math as _math
 
 from . import _C
 from ._porting_breadth import mvlgamma as _mvlgamma
-from .autograd import Function
+from ._shape_fns import broadcast_tensors as _broadcast_tensors, promote_types as _promote_types
+from .autograd import Function as _Function
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
            "gammaln", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln",
@@ -44,7 +45,7 @@ multigammaln = _mvlgamma
 sinc = _C.sinc
 logsumexp = _C.logsumexp
 
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_LOG_SQRT_2PI = 0.5 * _math.log(2 * _math.pi)
 
 
 def _floating(input, op):
@@ -96,24 +97,67 @@ def _pair(input, other, op):
     return input, other
 
 
+def _xlog_values(x, y, log_fn):
+    # log(y) is replaced by 0 where x is 0 before the product: an infinite log there gives 0,
+    # not 0 * inf; a NaN y stays NaN.
+    logs = _C.where(x == 0, 0.0, log_fn(y))
+    return _C.where(_C.isnan(y), y, x * logs)
+
+
+class _Xlog1py(_Function):
+    # A Function so that the gradients are torch's at the edges (NaN y, y at the pole): d/dy is
+    # x / (1 + y); d/dx is log1p(y) (as xlog1py(g, y): 0 where g is 0), but 0 where x is 0 and
+    # y <= -1, where the value is the constant 0.
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return _xlog_values(x, y, _C.log1p)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        gx = _C.where((x == 0) & (y <= -1.0), 0.0, _xlog_values(g, y, _C.log1p))
+        return gx, g * x / (y + 1.0)
+
+
+class _Xlogy(_Function):
+    # The same for x * log(y): the pole is y <= 0; d/dy is x / y. (The core's xlogy has the
+    # values but gives 0 for d/dx at x = 0, y = inf and for d/dy at x = y = 0, where torch has
+    # inf and NaN.)
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return _C.xlogy(x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        gx = _C.where((x == 0) & (y <= 0.0), 0.0, _xlog_values(g, y, _C.log))
+        return gx, g * x / y
+
+
+def _binary(fn, input, other, op):
+    """Both sides as tensors of one floating dtype and one shape (the broadcast's own backward
+    sums the gradients back to each input's shape)."""
+    input, other = _pair(input, other, op)
+    input, other = _floating(input, op), _floating(other, op)
+    dt = _promote_types(input.dtype, other.dtype)
+    return fn.apply(*_broadcast_tensors(input.to(dt), other.to(dt)))
+
+
 def xlogy(input, other):
-    """input * log(other), 0 where input is 0 (unless other is NaN), as torch.special.xlogy."""
-    if not isinstance(input, _C.Tensor):
-        input, other = _pair(input, other, "xlogy")
-    return _C.xlogy(input, other)
+    """input * log(other), 0 where input is 0 unless other is NaN (torch.special.xlogy); either
+    side may be a number."""
+    return _binary(_Xlogy, input, other, "xlogy")
 
 
 def xlog1py(input, other):
-    """input * log1p(other), 0 where input is 0 unless other is NaN (torch.special.xlog1py).
-    log1p(other) is replaced by 0 where input is 0 before the product, so that an infinite
-    log1p(-1) gives neither a NaN value nor a NaN gradient there (torch's gradient is 0 too)."""
-    input, other = _pair(input, other, "xlog1py")
-    input, other = _floating(input, "xlog1py"), _floating(other, "xlog1py")
-    l1p = _C.where(input == 0, 0.0, _C.log1p(other))
-    return _C.where(_C.isnan(other), other, input * l1p)
+    """input * log1p(other), 0 where input is 0 unless other is NaN (torch.special.xlog1py);
+    either side may be a number."""
+    return _binary(_Xlog1py, input, other, "xlog1py")
 
 
-class _Entr(Function):
+class _Entr(_Function):
     # A Function so that the gradient is torch's -(1 + log x) everywhere (inf at 0, NaN below):
     # a where() over branches would give 0 there.
     @staticmethod
@@ -138,32 +182,37 @@ def ndtr(input):
     """The standard normal CDF, 0.5 * erfc(-x / sqrt 2): erfc keeps the left tail's relative
     precision, which 0.5 * (1 + erf(x / sqrt 2)) would lose (torch.special.ndtr)."""
     x = _floating(input, "ndtr")
-    return 0.5 * _C.erfc(x * -math.sqrt(0.5))
+    return 0.5 * _C.erfc(x * -_math.sqrt(0.5))
 
 
-def _left_tail_log_ndtr(x, terms):
-    """log(ndtr(x)) for very negative x: ndtr(x) = phi(x) / |x| * (1 - 1/x^2 + 3/x^4 - ...),
+def _mills_series(x, terms):
+    """-1/x^2 + 3/x^4 - 15/x^6 ...: ndtr(x) = phi(x) / |x| * (1 + series) for very negative x,
     the asymptotic series whose error stays below its first omitted term."""
     inv2 = 1.0 / (x * x)
     series, term = _C.zeros_like(x), _C.ones_like(x)
     for k in range(1, terms + 1):
         term = term * (-(2 * k - 1)) * inv2
         series = series + term
-    return -0.5 * x * x - _C.log(-x) - _LOG_SQRT_2PI + _C.log1p(series)
+    return series
+
+
+def _log_ndtr_cut(x):
+    # Left of the cut the series takes over (float64: at x = -20 its 11th term is 6e-18, and
+    # erfc(-x / sqrt 2) is still far from underflow; float32: x = -10, 1e-12 relative).
+    return -20.0 if _is64(x) else -10.0
 
 
 def _log_ndtr_values(x):
-    # Left of `cut` erfc(-x / sqrt 2) nears underflow (float64: erfc(14) ~ 1e-87; at x = -20 the
-    # series' 10th term is 6e-18; float32: x = -10, 1e-12 relative) -- the series takes over.
-    cut = -20.0 if _is64(x) else -10.0
-    left = _left_tail_log_ndtr(_C.clamp(x, max=cut), 10)
+    cut = _log_ndtr_cut(x)
+    xl = _C.clamp(x, max=cut)
+    left = -0.5 * xl * xl - _C.log(-xl) - _LOG_SQRT_2PI + _C.log1p(_mills_series(xl, 10))
     # On the right ndtr(x) is 1 - ndtr(-x): log1p keeps the small ndtr(-x) exact.
-    right = _C.log1p(-0.5 * _C.erfc(x * math.sqrt(0.5)))
-    middle = _C.log(0.5 * _C.erfc(x * -math.sqrt(0.5)))
+    right = _C.log1p(-0.5 * _C.erfc(x * _math.sqrt(0.5)))
+    middle = _C.log(0.5 * _C.erfc(x * -_math.sqrt(0.5)))
     return _C.where(x < cut, left, _C.where(x > 0, right, middle))
 
 
-class _LogNdtr(Function):
+class _LogNdtr(_Function):
     @staticmethod
     def forward(ctx, x):
         out = _log_ndtr_values(x)
@@ -172,9 +221,14 @@ class _LogNdtr(Function):
 
     @staticmethod
     def backward(ctx, g):
-        # d/dx log ndtr(x) = phi(x) / ndtr(x), formed in logs so that neither underflows.
+        # d/dx log ndtr(x) = phi(x) / ndtr(x): in the far left tail -x / (1 + series), the
+        # series of _mills_series (exp(-x^2/2 - out) would cancel x^2/2's digits: 1e-8
+        # relative at x = -1e4); elsewhere formed in logs so that neither underflows.
         x, out = ctx.saved_tensors
-        return g * _C.exp(-0.5 * x * x - out - _LOG_SQRT_2PI)
+        cut = _log_ndtr_cut(x)
+        xl = _C.clamp(x, max=cut)
+        tail = -xl / (1.0 + _mills_series(xl, 10))
+        return g * _C.where(x < cut, tail, _C.exp(-0.5 * x * x - out - _LOG_SQRT_2PI))
 
 
 def log_ndtr(input):
@@ -188,9 +242,9 @@ def _ndtri_lower(q):
     """ndtri(q) for q in (0, 0.5]: erfinv's value as the start where 2q - 1 keeps q's digits,
     the tail asymptote -sqrt(t - log t - log 2pi), t = -2 log q, below; then Newton steps on
     log_ndtr(z) = log q, whose quadratic convergence makes 4 steps enough for float64."""
-    central = math.sqrt(2.0) * _C.erfinv(2.0 * q - 1.0)
+    central = _math.sqrt(2.0) * _C.erfinv(2.0 * q - 1.0)
     t = -2.0 * _C.log(q)
-    tail = -_C.sqrt(_C.clamp(t - _C.log(t) - math.log(2 * math.pi), min=0.0))
+    tail = -_C.sqrt(_C.clamp(t - _C.log(t) - _math.log(2 * _math.pi), min=0.0))
     z = _C.where(q > 0.05, central, tail)
     log_q = _C.log(q)
     for _ in range(4 if _is64(q) else 3):
@@ -201,7 +255,7 @@ def _ndtri_lower(q):
     return z
 
 
-class _Ndtri(Function):
+class _Ndtri(_Function):
     @staticmethod
     def forward(ctx, p):
         upper = p > 0.5
@@ -243,10 +297,10 @@ def _erfcx_asymptotic(x, terms):
     for k in range(1, terms + 1):
         term = term * (-(2 * k - 1)) * inv
         series = series + term
-    return series / (x * math.sqrt(math.pi))
+    return series / (x * _math.sqrt(_math.pi))
 
 
-class _Erfcx(Function):
+class _Erfcx(_Function):
     @staticmethod
     def forward(ctx, x):
         # The series from `cut` on (float64 x >= 12: 12th term 1e-18; float32 x >= 5: 3e-9);
@@ -263,7 +317,7 @@ class _Erfcx(Function):
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
-        return g * (2.0 * x * out - 2.0 / math.sqrt(math.pi))
+        return g * (2.0 * x * out - 2.0 / _math.sqrt(_math.pi))
 
 
 def erfcx(input):

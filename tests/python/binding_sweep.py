@@ -163,6 +163,7 @@ def functions():
     mods = [("vk", vk), ("F", vk.nn.functional)]
     if hasattr(vk, "linalg"):
         mods.append(("linalg", vk.linalg))
+    mods.append(("special", vk.special))  # torch.special's composites (#15)
     for prefix, mod in mods:
         for name in sorted(dir(mod)):
             if name.startswith("_") or name in SKIP:  # private helpers of the package
