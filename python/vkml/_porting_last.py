@@ -1,5 +1,5 @@
 """The last Python-level torch names of the porting issue (#15): from_file, get_device_module,
-thread_safe_generator, lobpcg, and the Tensor members set_, volatile and reinforce. install()
+thread_safe_generator, lobpcg, unravel_index, and the Tensor members set_, volatile and reinforce. install()
 puts them on the vkml namespace and on Tensor.
 
 Left out: Tensor.register_post_accumulate_grad_hook needs the C++ engine (a hook list run after
@@ -78,6 +78,39 @@ def thread_safe_generator():
     workers, where the global generator is the right one. vkml's DataLoader workers are
     processes, so this is always None."""
     return None
+
+
+# ---- unravel_index ----
+
+def unravel_index(indices, shape):
+    """The coordinates in a tensor of `shape` of each flat (row-major) index, as
+    torch.unravel_index: a tuple of int64 tensors of indices' shape, one per dimension. As in
+    torch an index outside [0, numel) wraps around (floor modulo numel); a zero-size shape is
+    a ZeroDivisionError-like RuntimeError."""
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"unravel_index(): expected 'indices' to be a Tensor, got "
+                        f"{type(indices).__name__}")
+    if indices.is_floating_point() or indices.dtype == _C.dtype.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    elif not isinstance(shape, (tuple, list)) and not hasattr(shape, "__iter__"):
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
+    shape = tuple(shape)
+    for d in shape:
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise TypeError(f"expected 'shape' sequence to only contain ints, but got {type(d)}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    if 0 in shape:
+        raise RuntimeError("unravel_index(): a shape with a 0 dimension has no coordinates "
+                           "(ZeroDivisionError)")
+    rest = indices.to(_C.dtype.int64)
+    coords = []
+    for size in reversed(shape):
+        coords.append(_C.remainder(rest, size))  # floor modulo: negative indices wrap
+        rest = _C.floor_divide(rest, size)
+    return tuple(reversed(coords))
 
 
 # ---- Tensor.set_, volatile, reinforce ----
@@ -266,7 +299,8 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
 def install(ns):
     """Puts the names on the vkml namespace `ns` and on Tensor."""
     ns.update(from_file=from_file, get_device_module=get_device_module,
-              thread_safe_generator=thread_safe_generator, lobpcg=lobpcg)
+              thread_safe_generator=thread_safe_generator, lobpcg=lobpcg,
+              unravel_index=unravel_index)
     Tensor.set_ = _set_
     Tensor.volatile = property(_volatile_get, _volatile_set)
     Tensor.reinforce = _reinforce

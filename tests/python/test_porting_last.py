@@ -287,3 +287,30 @@ def test_lobpcg_errors_are_torchs():
         vk.lobpcg(vk.randn(9, 8), k=1)
     with pytest.raises(ValueError, match="method"):
         vk.lobpcg(vk.tensor(_spd(9)), k=1, method="lanczos")
+
+
+# ---- unravel_index ----
+
+@pytest.mark.parametrize("shape", [(2, 3), [2, 3], 6, (2, 2, 2), (4,), ()])
+def test_unravel_index_matches_torch(shape):
+    for idx in (np.array([4, 1, -1, 5, 6, -7, 0]), np.array(7), np.array([[1, 2], [3, 4]], np.int32)):
+        got = vk.unravel_index(vk.tensor(idx), shape)
+        want = torch.unravel_index(torch.tensor(idx), shape)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(to_np(g), to_np(w))
+            assert str(to_np(g).dtype) == str(to_np(w).dtype)
+
+
+def test_unravel_index_errors_are_torchs():
+    for lib in (vk, torch):
+        with pytest.raises(TypeError, match="expected 'indices' to be integer dtype"):
+            lib.unravel_index(lib.tensor([1.0]), (2, 3))
+        with pytest.raises(ValueError, match="'shape' cannot have negative values"):
+            lib.unravel_index(lib.tensor([1]), (2, -3))
+        with pytest.raises(TypeError, match="expected 'shape' to be int or sequence of ints"):
+            lib.unravel_index(lib.tensor([1]), 5.0)
+        with pytest.raises(TypeError, match="only contain ints"):
+            lib.unravel_index(lib.tensor([1]), (2, 4.0))
+        with pytest.raises(RuntimeError):
+            lib.unravel_index(lib.tensor([3]), (0, 4))
