@@ -1,6 +1,6 @@
 """The last Python-level torch names of the porting issue (#15): from_file, get_device_module,
-thread_safe_generator, lobpcg, unravel_index, and the Tensor members set_, volatile and reinforce. install()
-puts them on the vkml namespace and on Tensor.
+thread_safe_generator, lobpcg, unravel_index, and the Tensor members set_, volatile and
+reinforce. install() puts them on the vkml namespace and on Tensor.
 
 Left out: Tensor.register_post_accumulate_grad_hook needs the C++ engine (a hook list run after
 accumulate_into for a leaf, in accumulating passes only); register_hook's hooks run before the
@@ -58,8 +58,7 @@ def get_device_module(device=None):
     if isinstance(device, _C.device):
         kind = device.type
     elif isinstance(device, str):
-        kind = device.split(":")[0] if device.split(":")[0] in ("cuda", "vulkan", "cpu") \
-            else _C.device(device).type
+        kind = device.split(":")[0]  # (vk.device("cuda") itself would say there is no CUDA)
     elif device is None:
         acc = vkml.accelerator.current_accelerator()
         kind = acc.type if acc is not None else "cpu"

@@ -12,7 +12,8 @@ def _check(mat_a, mat_b, offs, bias, out_dtype):
         if m.ndim not in (2, 3):
             raise RuntimeError(f"grouped_mm: {name} has to be 2 or 3d")
         if not m.is_floating_point():
-            raise RuntimeError(f"grouped_mm: expected {name} to be a floating matrix, got {m.dtype}")
+            raise RuntimeError(f"grouped_mm: expected {name} to be a floating matrix, got "
+                               f"{m.dtype}")
     if mat_a.dtype != mat_b.dtype:
         raise RuntimeError(f"grouped_mm: expected mat_a and mat_b to have the same dtype, got "
                            f"{mat_a.dtype} and {mat_b.dtype}")
@@ -38,7 +39,8 @@ def _group_bounds(offs, groups, length):
     ends = offs.tolist()  # host read: the slices' bounds
     starts = [0] + ends[:-1]
     if any(e < s for s, e in zip(starts, ends)) or (ends and (ends[0] < 0 or ends[-1] > length)):
-        raise RuntimeError(f"grouped_mm: offs must be non-decreasing within [0, {length}], got {ends}")
+        raise RuntimeError(f"grouped_mm: offs must be non-decreasing within [0, {length}], "
+                           f"got {ends}")
     return list(zip(starts, ends))
 
 
