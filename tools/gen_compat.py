@@ -23,6 +23,8 @@ NAMESPACES = [
     ("torch.optim", "vkml.optim", "torch.optim.__all__"),
     ("torch.optim.lr_scheduler", "vkml.optim.lr_scheduler", "classes"),
     ("torch.utils.data", "vkml.utils.data", "torch.utils.data.__all__"),
+    ("torch.linalg", "vkml.linalg", "public callables"),
+    ("torch.special", "vkml.special", "torch.special.__all__"),
 ]
 
 # Why a name is missing, by the first rule that matches (a regular expression over the name).
@@ -31,29 +33,51 @@ REASONS = [
     (r"Storage$|^(Bool|Byte|Char|Double|Float|Half|BFloat16|Int|Long|Short)Tensor$|^is_storage$"
      r"|storage|untyped",
      "legacy typed tensors and storages: vkml has one Tensor type with a dtype"),
-    (r"^quantize|quantized|^q_|qint|quint|qscheme|per_channel|per_tensor|int_repr|^fbgemm|dequant",
+    (r"^quantize|quantized|^q_|qint|quint|qscheme|per_channel|per_tensor|int_repr|^fbgemm|dequant"
+     r"|^choose_qparams|fake_quant",
      "quantization: not planned"),
     (r"sparse|_coo|_csr|_csc|_bsr|_bsc|to_dense|coalesce|^indices$|^values$|crow_|col_indices"
-     r"|row_indices|ccol_|smm|sspaddmm|hspmm|^dense_dim$|^is_coalesced$|^nnz$",
+     r"|row_indices|ccol_|smm|sspaddmm|hspmm|^dense_dim$|^is_coalesced$|^nnz$|^indices_copy$"
+     r"|^values_copy$|^spmm$|^saddmm$",
      "sparse layouts: not planned"),
     (r"complex|^conj|^resolve_conj|^resolve_neg|^is_neg$|real$|^imag|^angle|^polar|^view_as_real"
      r"|^fft|^stft|^istft|cfloat|cdouble|chalf",
      "complex dtypes: not planned yet"),
-    (r"^bits|^float8|^uint(1|2|3|4|5|6|7|16|32|64)$|^int(1|2|3|4|5|6|7)$",
+    # hash_tensor's result is uint64; scaled_mm and scaled_grouped_mm multiply float8 operands
+    (r"^bits?($|\d)|^float8|^float4|^uint(1|2|3|4|5|6|7|16|32|64)$|^int(1|2|3|4|5|6|7)$"
+     r"|^hash_tensor$|^scaled_mm$|^scaled_grouped_mm$",
      "sub-byte, unsigned wide and 8-bit float dtypes: not planned"),
     (r"float16|bfloat16|^half$|autocast|^amp$|GradScaler|^uint8$|^int8$|^int16$|^short$|^byte$"
      r"|^char$",
      "half precision and small integer dtypes: the half-precision issue (#19)"),
     (r"^compile|^export|^jit|^fx$|^Sym|^sym_|^cond$|^vmap$|^func$|^library$|^compiler|^_dynamo"
-     r"|guard|^while_loop|^unravel|^Ignore|^fake|^is_inference_mode",
+     r"|guard|^while_loop|^unravel|^Ignore|^fake|^is_inference_mode"
+     # TorchScript's IR, schema and type-comment parsers, its futures (fork/wait),
+     # functionalization's slice_inverse and functorch's first-class dims (Tensor.index)
+     r"|^parse_ir$|^parse_schema$|^parse_type_comment$|^merge_type_from_type_comment$"
+     r"|^unify_type_list$|^import_ir_module|^fork$|^wait$|^slice_inverse$|^index$",
      "compilation, tracing and export: not planned"),
     (r"distributed|^DistributedSampler$|parallel|^DataParallel|^ddp|^share_memory|is_shared"
      r"|process_group",
      "distributed training: the distributed issue (#17)"),
     (r"^cuda|^mps|^xpu|^mtia|^hip|^ipu|^is_cuda$|^is_mps$|^is_xpu$|^is_meta$|^is_mkldnn$"
      r"|^to_mkldnn|mkldnn|cudnn|miopen|^pin_memory$|^is_pinned$|^is_vulkan$|^is_ipu$|^is_maia$"
-     r"|^is_mtia$|^record_stream$|^nested|^is_nested$",
+     r"|^is_mtia$|^record_stream$",
      "another device kind's API: vkml's devices are the CPU and Vulkan"),
+    (r"^nested|^is_nested$|^to_padded_tensor$",
+     "nested (jagged) tensors: not planned"),
+    # (#15) the C++ ops another branch adds: modified Bessel functions of order 0 and 1 and the
+    # regularized incomplete gamma functions
+    (r"^(i0|i0e|i1|i1e)_?$|^igammac?_?$|^gammaincc?$",
+     "the special-function ops (#15, in progress)"),
+    (r"bessel|^airy_ai$|^zeta$",
+     "Bessel, Airy and Hurwitz zeta functions: each needs a kernel of its own (series and "
+     "rational approximations by range); no composite of existing ops keeps their precision"),
+    (r"_polynomial_",
+     "orthogonal polynomials: torch evaluates them by a recurrence as long as the degree n, a "
+     "tensor; a composite could only loop in Python over one scalar n, so they need a kernel"),
+    (r"^qr$|^householder_product$|^geqrf$|^orgqr$|^ormqr$",
+     "QR (#15, in progress)"),
     (r"^(Conv1d|Conv3d|ConvTranspose\w*|Adaptive\w*|AvgPool1d|AvgPool3d|MaxPool1d|MaxPool3d|GroupNorm"
      r"|InstanceNorm\w*|RMSNorm|Upsample\w*|interpolate|PixelShuffle|PixelUnshuffle|Dropout1d"
      r"|Dropout2d|Dropout3d|AlphaDropout|FeatureAlphaDropout|EmbeddingBag|Identity|Unflatten|Fold"
@@ -73,6 +97,8 @@ NAMESPACE_REASONS = {
                        "deprecated aliases of the in-place initializers (torch warns)")],
     "torch.utils.data": [(r"DataPipe$|^DataChunk$",
                           "DataPipes: deprecated in torch, not planned")],
+    "torch.linalg": [(r"^eig$|^eigvals$", "complex dtypes: not planned yet"),
+                     (r"^ldl_", "LDL^T with Bunch-Kaufman pivoting: not yet")],
     # torch-namespace nn aliases (#15)
     "torch": [(r"^embedding_bag$",
                "returns ATen's internal buffers (offset2bag, bag_size, max_indices) beside the result: "
@@ -159,6 +185,13 @@ DIFFERENCES = [
     "`fmod(1e30, 1e-30)` is NaN); `copysign` reads a NaN divisor as positive and gives its "
     "second operand no gradient (torch: zeros); `heaviside` does not raise in backward (torch "
     "has no derivative for it).",
+    # vk.special (#15)
+    "`vk.special` composes existing ops and is more precise than torch 2.13 in places: `ndtr` "
+    "is 0.5 * erfc(-x / sqrt 2), relatively precise in the left tail (torch's is absolute only: "
+    "0.0 below x = -8.3 in float64, 4% off at -5 in float32); float32 `erfcx` is within 2 ulp "
+    "(torch's: ~30 ulp for negative x); the gradient of `log_ndtr` at x = -1e4 is exact (torch's "
+    "loses 8 digits). `ndtri`, `log_ndtr` and `erfcx` agree with torch to ~1 ulp elsewhere, "
+    "`ndtri` down to p = 5e-324. No function of `vk.special` takes `out=`.",
     # solvers (#15 linalg)
     "Solvers (#15 linalg): `linalg.lu_factor`, `solve`, `inv`, `det`, `slogdet`, `logdet` and "
     "`matrix_power` are built on an unblocked LU with partial pivoting and triangular solves "
@@ -208,6 +241,8 @@ def torch_names(ns, how):
     if how == "classes":  # defined in that namespace, not imported into it (typing, functools)
         return sorted(n for n in names if inspect.isclass(getattr(obj, n))
                       and getattr(obj, n).__module__.startswith(ns))
+    if how == "public callables":  # torch.linalg has no __all__; its error class counts too
+        return sorted(n for n in names if callable(getattr(obj, n)))
     if how == "functions":
         return sorted(n for n in names
                       if callable(getattr(obj, n)) and not inspect.isclass(getattr(obj, n))

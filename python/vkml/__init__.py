@@ -428,3 +428,16 @@ from . import _fn_rest  # noqa: E402
 if not _os.environ.get("VKML_STUBGEN"):
     _fn_rest.install(globals())
 # ---- end of the last torch-namespace names ----
+
+# ---- vk.special (#15, vkml/special.py): torch.special's functions that existing ops compose ----
+from . import special  # noqa: E402
+# ---- end of vk.special ----
+
+# ---- the last Python-level torch names (#15, vkml/_porting_last.py): from_file,
+# get_device_module (and vk.cpu), thread_safe_generator, lobpcg, Tensor.set_/volatile/reinforce ----
+from . import cpu  # noqa: E402
+from . import _porting_last  # noqa: E402
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _porting_last.install(globals())
+# ---- end of the last Python-level torch names ----

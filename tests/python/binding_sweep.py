@@ -135,6 +135,8 @@ def arg_lists(t):
         (img[:, :, 0], t["h8"], t["rnn"][1], True, 1, 0.0, False, False, False),
         (img[:, :, 0], t["h8"], t["rnn"][3], True, 1, 0.0, False, False, False),
         (img[:, :, 0], [t["h8"], t["h8"]], t["rnn"][4], True, 1, 0.0, False, False, False),
+        # F.grouped_mm (#15): two 3-D operands are a batched product without offs
+        (img[0], img[0].transpose(1, 2)),
         ("add",), (t["one"],), ("cpu",), (),
     ]
 
@@ -163,6 +165,7 @@ def functions():
     mods = [("vk", vk), ("F", vk.nn.functional)]
     if hasattr(vk, "linalg"):
         mods.append(("linalg", vk.linalg))
+    mods.append(("special", vk.special))  # torch.special's composites (#15)
     for prefix, mod in mods:
         for name in sorted(dir(mod)):
             if name.startswith("_") or name in SKIP:  # private helpers of the package

@@ -582,3 +582,8 @@ from ._fn_rest import *  # noqa: E402,F401,F403
 from . import _fn_rest  # noqa: E402
 
 __all__ += _fn_rest.__all__
+
+# F.grouped_mm (#15): one matmul per group, in nn/_grouped_mm.py
+from ._grouped_mm import grouped_mm  # noqa: E402,F401
+
+__all__ += ["grouped_mm"]
