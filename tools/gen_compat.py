@@ -76,8 +76,6 @@ REASONS = [
     (r"_polynomial_",
      "orthogonal polynomials: torch evaluates them by a recurrence as long as the degree n, a "
      "tensor; a composite could only loop in Python over one scalar n, so they need a kernel"),
-    (r"^qr$|^householder_product$|^geqrf$|^orgqr$|^ormqr$",
-     "QR (#15, in progress)"),
     (r"^(Conv1d|Conv3d|ConvTranspose\w*|Adaptive\w*|AvgPool1d|AvgPool3d|MaxPool1d|MaxPool3d|GroupNorm"
      r"|InstanceNorm\w*|RMSNorm|Upsample\w*|interpolate|PixelShuffle|PixelUnshuffle|Dropout1d"
      r"|Dropout2d|Dropout3d|AlphaDropout|FeatureAlphaDropout|EmbeddingBag|Identity|Unflatten|Fold"
@@ -98,7 +96,9 @@ NAMESPACE_REASONS = {
     "torch.utils.data": [(r"DataPipe$|^DataChunk$",
                           "DataPipes: deprecated in torch, not planned")],
     "torch.linalg": [(r"^eig$|^eigvals$", "complex dtypes: not planned yet"),
-                     (r"^ldl_", "LDL^T with Bunch-Kaufman pivoting: not yet")],
+                     (r"^ldl_", "LDL^T with Bunch-Kaufman pivoting (LAPACK sytrf's packed 1 x 1 and "
+                      "2 x 2 blocks): not planned; `solve`, `cholesky` and `eigh` cover symmetric "
+                      "systems")],
     # torch-namespace nn aliases (#15)
     "torch": [(r"^embedding_bag$",
                "returns ATen's internal buffers (offset2bag, bag_size, max_indices) beside the result: "
@@ -148,8 +148,12 @@ DIFFERENCES = [
     "component is positive where LAPACK's signs are its algorithm's; where a singular value is "
     "0, U's and V's columns are 0 (torch: an orthonormal completion); on the Vulkan device eigh "
     "takes n <= 64 and svd m <= 64, n <= 32 (after transposing wide matrices). `lstsq` is "
-    "`pinv(A) @ B` with torch's default driver's outputs (empty residuals and singular values); "
-    "`linalg.eig`, `qr`, `householder_product` and `ldl_*` are not there yet.",
+    "`pinv(A) @ B` with torch's default driver's outputs (empty residuals and singular values). "
+    "`linalg.qr`, `geqrf`, `householder_product`/`orgqr` and `ormqr` are LAPACK's Householder "
+    "algorithm with its signs (Q and R agree with torch's to rounding); `qr`'s complete Q of a "
+    "tall matrix comes from `geqrf`, which has no gradient (torch raises too), while its R does; "
+    "on the Vulkan device `qr`/`geqrf` take n <= 128 columns and m min(m, n) <= 16384. "
+    "`linalg.eig`/`eigvals` need complex dtypes, `ldl_*` is not planned.",
     # attention and Transformer layers (issue #16)
     "`nn.MultiheadAttention` and the Transformer layers always compose core ops: torch's fused "
     "inference fast path gives the same values up to rounding, and there are no nested tensors "
@@ -210,10 +214,7 @@ DIFFERENCES = [
     "`cholesky_inverse` give the factor's unread triangle no gradient (torch's rule gives it "
     "one; finite differences there are zero); through `cholesky` the gradients are torch's. "
     "`linalg.matrix_exp` scales the whole batch by its largest 1-norm (a host read) for its "
-    "[13/13] Pade approximant; `linalg.cond` takes p = 'fro', 1, -1, inf, -inf (None, 2, -2 and "
-    "'nuc' need singular values: NotImplementedError). Not yet: `svd`, `svdvals`, `eig`, "
-    "`eigh`, `eigvals(h)`, `qr`, `lstsq`, `pinv`, `matrix_rank`, `householder_product`, "
-    "`ldl_factor`/`ldl_solve`.",
+    "[13/13] Pade approximant.",
     "Optimizers: `optim.Muon` runs its Newton-Schulz iterations in the gradient's dtype (torch's in "
     "bfloat16, which vkml lacks until #19), so its steps agree with torch's to bfloat16's precision, "
     "and exactly with a full-precision iteration. `optim.SparseAdam` is a refusal: vkml has no sparse "

@@ -612,6 +612,20 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       "hook"_a,
       "hook(grad) runs when the gradient reaches this tensor in backward; it may return a "
       "replacement gradient. Returns a handle whose remove() disables the hook.");
+  // vkml/_porting_last.py's Tensor.register_post_accumulate_grad_hook passes the tensor's own
+  // Python object to the user's hook (torch's: parameters are dict keys by identity)
+  c.def(
+      "_register_post_accumulate_grad_hook",
+      [](Tensor& t, nb::handle fn) {
+        PyRef f(fn);
+        uint64_t id = t.register_post_accumulate_hook([f](const Tensor& leaf) -> Tensor {
+          nb::gil_scoped_acquire gil;
+          f.get()(leaf);
+          return Tensor();
+        });
+        return HookHandle{t.impl_ptr(), id};
+      },
+      "hook"_a);
 
   // ---- arithmetic operators ----
   def_binary<f_add>(c, "__add__", "__radd__", "add");

@@ -1,13 +1,11 @@
 """The last Python-level torch names of the porting issue (#15): from_file, get_device_module,
-thread_safe_generator, lobpcg, unravel_index, and the Tensor members set_, volatile and
-reinforce. install() puts them on the vkml namespace and on Tensor.
-
-Left out: Tensor.register_post_accumulate_grad_hook needs the C++ engine (a hook list run after
-accumulate_into for a leaf, in accumulating passes only); register_hook's hooks run before the
-accumulation and also in autograd.grad, so no Python composition can tell the two apart."""
+thread_safe_generator, lobpcg, unravel_index, and the Tensor members set_, volatile, reinforce
+and register_post_accumulate_grad_hook (its hook list is the C++ engine's). install() puts them
+on the vkml namespace and on Tensor."""
 
 import os
 import warnings
+import weakref
 
 from . import _C
 from . import linalg as _linalg
@@ -151,6 +149,22 @@ def _volatile_get(self):
 def _volatile_set(self, value):
     warnings.warn("volatile was removed and now has no effect. Use `with vkml.no_grad():` "
                   "instead.", UserWarning, stacklevel=2)
+
+
+def _register_post_accumulate_grad_hook(self, hook):
+    """hook(tensor) after backward() has accumulated this leaf's .grad (not in autograd.grad), as
+    torch's; called with this very Python object, so a dict keyed by parameters finds it. Returns
+    a handle whose remove() takes the hook off."""
+    if not callable(hook):
+        raise TypeError(f"register_post_accumulate_grad_hook(): hook must be callable, got "
+                        f"{type(hook).__name__}")
+    own = weakref.ref(self)
+
+    def call(leaf):
+        obj = own()
+        hook(leaf if obj is None else obj)
+
+    return self._register_post_accumulate_grad_hook(call)
 
 
 def _reinforce(self, reward):
@@ -303,3 +317,4 @@ def install(ns):
     Tensor.set_ = _set_
     Tensor.volatile = property(_volatile_get, _volatile_set)
     Tensor.reinforce = _reinforce
+    Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook

@@ -51,7 +51,8 @@ def inputs():
     grid = vk.rand(2, 8, 8, 2) * 2 - 1
     rnn = {g: [vk.randn(g * 8, 32), vk.randn(g * 8, 8), vk.randn(g * 8), vk.randn(g * 8)] for g in (1, 3, 4)}
     h8 = vk.zeros(1, 16, 8)
-    return dict(tbc=tbc, theta=theta, grid=grid, rnn=rnn, h8=h8,
+    tau8 = vk.randn(8)  # householder_product / ormqr (#15 linalg): 8 reflectors of a tall x.t()
+    return dict(tau8=tau8, tbc=tbc, theta=theta, grid=grid, rnn=rnn, h8=h8,
                 x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
                 target=target, prob=prob, square=square, cols=cols, pooled=pooled, argmax=argmax,
                 one=vk.tensor(3), xc=xc, imgc=imgc, spd=spd, lu=lu, piv=piv, flat=flat)
@@ -117,6 +118,8 @@ def arg_lists(t):
         (t["lu"], t["piv"]), (x.t(), t["lu"], t["piv"]), (t["lu"], t["piv"], x.t()),
         # linalg.cond(A, p), linalg.tensorinv(A, ind), linalg.multi_dot([A, B])
         (t["square"], "fro"), (t["square"], 1), ([x, y.t()],),
+        # householder_product(A, tau) / orgqr and ormqr(A, tau, C): 8 reflectors of the tall x.t()
+        (x.t(), t["tau8"]), (x.t(), t["tau8"], x.t()),
         # porting breadth (#15): empty_strided(size, stride), empty_permuted(size, physical_layout)
         # and Tensor.new_empty_strided: a size and a same-length stride (or permutation)
         ((ROWS, COLS), (1, 0)), (x, (ROWS, COLS), (1, 0)),

@@ -758,6 +758,8 @@ NANINF.update({
     "cholesky": lambda: tuple(vk.linalg.cholesky_ex(_f(3, 3))),
     "eigh": lambda: tuple(vk.linalg.eigh(_f(3, 3))),
     "svd": lambda: tuple(vk.linalg.svd(_f(3, 4), full_matrices=False)) + (vk.linalg.svdvals(_f(4, 3)),),
+    "qr": lambda: tuple(vk.linalg.qr(_f(4, 3))) + tuple(vk.linalg.qr(_f(3, 4))),
+    "geqrf": lambda: tuple(vk.geqrf(_f(4, 3))),
 })
 
 

@@ -1039,6 +1039,20 @@ SPECS.update({
         Case(lambda m, a: m.linalg.svd(a, full_matrices=False)[2] ** 2, [F(2, 4)], label="Vh-squared-wide"),
         Case(lambda m, a: m.linalg.pinv(a), [F(3, 2)], label="pinv"),
     ],
+    # qr (#15 linalg): Householder with LAPACK's signs, so Q and R compare directly
+    "qr": [
+        Case(lambda m, a: m.linalg.qr(a)[0], [F(2, 4, 3)], label="Q-tall"),
+        Case(lambda m, a: m.linalg.qr(a)[1], [F(3, 3)], label="R-square"),
+        Case(lambda m, a: m.linalg.qr(a)[1], [F(2, 4)], label="R-wide"),
+        Case(lambda m, a, t: m.linalg.householder_product(a, t), [F(4, 3), F(2)],
+             label="householder-product"),
+        Case(lambda m, a, t, c: m.ormqr(a, t, c, left=True, transpose=True), [F(3, 2), F(2), F(3, 2)],
+             label="ormqr"),
+    ],
+    "geqrf": [
+        Case(lambda m, a: m.geqrf(a)[0], [F(4, 3)], label="a", forward_only=True),
+        Case(lambda m, a: m.geqrf(a)[1], [F(3, 4)], label="tau-wide", forward_only=True),
+    ],
     "triangular_solve": [
         Case(lambda m, a, b: m.linalg.solve_triangular(_dominant(m, a), b, upper=False),
              [_unit(3, 3), F(3, 2)], label="lower"),

@@ -314,3 +314,53 @@ def test_unravel_index_errors_are_torchs():
             lib.unravel_index(lib.tensor([1]), (2, 4.0))
         with pytest.raises(RuntimeError):
             lib.unravel_index(lib.tensor([3]), (0, 4))
+
+
+# ---- Tensor.register_post_accumulate_grad_hook (the engine's post-accumulation hooks) ----
+
+def test_post_accumulate_grad_hook_sees_the_accumulated_grad_and_the_same_object():
+    for lib in (vk, torch):
+        p = lib.tensor([1.0, 2.0], requires_grad=True)
+        p.grad = lib.tensor([10.0, 10.0])
+        seen = []
+        handle = p.register_post_accumulate_grad_hook(
+            lambda t: seen.append((t is p, t.grad.tolist())))
+        (p * 3).sum().backward()
+        lib.autograd.grad((p * 2).sum(), p)  # not an accumulating pass: no call
+        assert seen == [(True, [13.0, 13.0])], lib.__name__
+        handle.remove()
+        (p * 3).sum().backward()
+        assert len(seen) == 1
+
+
+def test_post_accumulate_grad_hook_runs_an_optimizer_in_backward_as_torch():
+    def run(lib):
+        lib.manual_seed(0)
+        w = lib.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+        b = lib.tensor([0.1, -0.2], requires_grad=True)
+        opts = {p: lib.optim.SGD([p], lr=0.1, momentum=0.9) for p in (w, b)}
+
+        def step(p):
+            opts[p].step()
+            opts[p].zero_grad()
+
+        for p in (w, b):
+            p.register_post_accumulate_grad_hook(step)
+        x = lib.tensor([[1.0, 2.0], [3.0, -1.0]])
+        for _ in range(3):
+            ((x @ w + b) ** 2).mean().backward()
+        return w.detach().numpy(), b.detach().numpy(), w.grad
+    (vw, vb, vg), (tw, tb, tg) = run(vk), run(torch)
+    np.testing.assert_allclose(vw, tw, rtol=1e-6, atol=1e-7)  # float32 rounding
+    np.testing.assert_allclose(vb, tb, rtol=1e-6, atol=1e-7)
+    assert vg is None and tg is None
+
+
+def test_post_accumulate_grad_hook_refuses_non_leaves_and_constants():
+    x = vk.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        vk.ones(2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(TypeError, match="callable"):
+        x.register_post_accumulate_grad_hook(3)

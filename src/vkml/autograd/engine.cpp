@@ -283,7 +283,9 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     if (!captured.empty())
       if (auto it = captured.find(t.impl()); it != captured.end()) results[it->second] = g;
     if (t.is_leaf()) {
-      if (opt.accumulate) accumulate_into(t, std::move(g), opt.create_graph);
+      if (!opt.accumulate) continue;
+      accumulate_into(t, std::move(g), opt.create_graph);
+      for (const Hook& hook : t.post_accumulate_hooks()) hook(t);
       continue;
     }
     if (opt.accumulate && t.retains_grad()) accumulate_into(t, g, opt.create_graph);

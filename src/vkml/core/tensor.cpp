@@ -322,12 +322,40 @@ void Tensor::set_grad(const Tensor& g) {
   old = std::exchange(impl_->grad, g.impl_);
 }
 
+namespace {
+
+uint64_t next_hook_id() {
+  static std::atomic<uint64_t> next_id{1};
+  return next_id.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::vector<Hook> copy_hooks(const std::vector<std::pair<uint64_t, Hook>>& hooks) {
+  std::vector<Hook> copy;
+  copy.reserve(hooks.size());
+  for (const auto& h : hooks) copy.push_back(h.second);
+  return copy;
+}
+
+}  // namespace
+
 uint64_t Tensor::register_hook(Hook hook) {
   VK_CHECK(requires_grad(), RuntimeError, "register_hook() on a tensor that does not require grad");
-  static std::atomic<uint64_t> next_id{1};
-  const uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t id = next_hook_id();
   std::lock_guard<std::mutex> lock(grad_mutex());
   impl_->hooks.emplace_back(id, std::move(hook));
+  impl_->has_hooks.store(true, std::memory_order_release);
+  return id;
+}
+
+uint64_t Tensor::register_post_accumulate_hook(Hook hook) {
+  VK_CHECK(requires_grad(), RuntimeError,
+           "register_post_accumulate_grad_hook() on a tensor that does not require grad");
+  VK_CHECK(is_leaf(), RuntimeError,
+           "register_post_accumulate_grad_hook(): post accumulate grad hooks cannot be registered "
+           "on non-leaf tensors");
+  const uint64_t id = next_hook_id();
+  std::lock_guard<std::mutex> lock(grad_mutex());
+  impl_->post_hooks.emplace_back(id, std::move(hook));
   impl_->has_hooks.store(true, std::memory_order_release);
   return id;
 }
@@ -335,21 +363,27 @@ uint64_t Tensor::register_hook(Hook hook) {
 void Tensor::remove_hook(uint64_t id) {
   std::vector<std::pair<uint64_t, Hook>> removed;  // destroyed after the lock: a hook may own
   std::lock_guard<std::mutex> lock(grad_mutex());  // Python objects, or tensors
-  auto& hooks = impl_->hooks;
-  auto it = std::find_if(hooks.begin(), hooks.end(), [&](const auto& h) { return h.first == id; });
-  if (it == hooks.end()) return;
-  removed.push_back(std::move(*it));
-  hooks.erase(it);
-  impl_->has_hooks.store(!hooks.empty(), std::memory_order_release);
+  for (auto* hooks : {&impl_->hooks, &impl_->post_hooks}) {
+    auto it =
+        std::find_if(hooks->begin(), hooks->end(), [&](const auto& h) { return h.first == id; });
+    if (it == hooks->end()) continue;
+    removed.push_back(std::move(*it));
+    hooks->erase(it);
+  }
+  impl_->has_hooks.store(!impl_->hooks.empty() || !impl_->post_hooks.empty(),
+                         std::memory_order_release);
 }
 
 std::vector<Hook> Tensor::hooks() const {
   if (!impl_->has_hooks.load(std::memory_order_acquire)) return {};
   std::lock_guard<std::mutex> lock(grad_mutex());
-  std::vector<Hook> copy;
-  copy.reserve(impl_->hooks.size());
-  for (const auto& h : impl_->hooks) copy.push_back(h.second);
-  return copy;
+  return copy_hooks(impl_->hooks);
+}
+
+std::vector<Hook> Tensor::post_accumulate_hooks() const {
+  if (!impl_->has_hooks.load(std::memory_order_acquire)) return {};
+  std::lock_guard<std::mutex> lock(grad_mutex());
+  return copy_hooks(impl_->post_hooks);
 }
 
 std::string Tensor::describe() const {

@@ -79,8 +79,9 @@ struct TensorImpl {
   // Outputs 1, 2, ... of the op that made this node (max_pool2d's argmax), kept for its rule.
   std::vector<Tensor> other_outputs;
   std::shared_ptr<TensorImpl> grad;              // under grad_mutex(): see Tensor::grad()
-  std::vector<std::pair<uint64_t, Hook>> hooks;  // under grad_mutex(), with their ids
-  std::atomic<bool> has_hooks{false};            // tells without the lock
+  std::vector<std::pair<uint64_t, Hook>> hooks;       // under grad_mutex(), with their ids
+  std::vector<std::pair<uint64_t, Hook>> post_hooks;  // leaves: after .grad is accumulated
+  std::atomic<bool> has_hooks{false};                 // either list, told without the lock
   std::string anomaly_trace;  // where the forward ran, filled only in anomaly mode
   // Scratch for a backward walk (autograd/engine.cpp): the walk's id and this node's position
   // in its order, so lookups need no hash map. 0 when no walk holds the node.
@@ -180,6 +181,11 @@ class Tensor {
   void remove_hook(uint64_t id);
   // The hooks registered so far, copied: a hook may register another while the copy runs.
   std::vector<Hook> hooks() const;
+  // A leaf's hook called with the leaf after backward() has accumulated its .grad (torch's
+  // register_post_accumulate_grad_hook; autograd::grad does not call it); its result is ignored.
+  // remove_hook takes it off too.
+  uint64_t register_post_accumulate_hook(Hook hook);
+  std::vector<Hook> post_accumulate_hooks() const;
 
   uint32_t version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
   void bump_version() const { impl_->storage->version.fetch_add(1, std::memory_order_relaxed); }
