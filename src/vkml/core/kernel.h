@@ -60,6 +60,8 @@ enum class OpKind : uint16_t {
   LuFactor, Cholesky, TriangularSolve,
   // symmetric eigendecomposition and singular values (#15 linalg)
   Eigh, Svd,
+  // special functions (#15): modified Bessel functions, regularized incomplete gamma
+  I0, I0e, I1, I1e, Igamma, Igammac,
   kCount
 };
 // clang-format on

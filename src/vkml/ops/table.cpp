@@ -36,6 +36,7 @@ std::vector<OpDef> build_table() {
   add_math_ops(ops);  // math ops (#15)
   // solvers (#15 linalg)
   add_solve_ops(ops);
+  add_special_ops(ops);  // special functions (#15)
   std::vector<OpDef> table(kNumOps);
   std::vector<bool> seen(kNumOps, false);
   for (auto& def : ops) {
