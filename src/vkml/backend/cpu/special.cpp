@@ -6,12 +6,12 @@
 // (release 2.8, i0.c and i1.c), which torch and SciPy use as well. The scaled forms skip the
 // exp(|x|); like torch, i0 and i1 are NaN at +-inf (inf * 0-ish / inf), i0e and i1e 0 there.
 //
-// igamma and igammac: P(a, x) by its power series where x <= max(a, 1) and Q(a, x) by Legendre's
-// continued fraction elsewhere (Lentz's method; also from x = 1/4 for a < 0.1), the other one as
-// the complement. The common
-// factor x^a e^-x / Gamma(a) is computed in log space; for a >= 10 as
-// a log1pmx((x - a) / a) + log(a / 2pi) / 2 - stirlerr(a), which does not lose the digits that
-// a log x - x - lgamma(a) loses to cancellation for large a (both terms near a log a).
+// igamma and igammac: log P(a, x) by its power series where x <= max(a, 1), Q = -expm1(log P),
+// and Q(a, x) by Legendre's continued fraction elsewhere (Lentz's method; also from x = 1/4 for
+// a < 0.1), P = 1 - Q. The common factor x^a e^-x / Gamma(a + 1) is computed in log space; for
+// a >= 10 as a log1pmx((x - a) / a) + log(a / 2pi) / 2 - stirlerr(a) - log a, which does not lose
+// the digits that a log x - x - lgamma(a + 1) loses to cancellation for large a (both terms near
+// a log a).
 #include "vkml/backend/cpu/special.h"
 
 #include <cmath>
@@ -111,14 +111,14 @@ double stirling_error(double a) {
          a;
 }
 
-// log(x^a e^-x / Gamma(a)) for a > 0 and x > 0, finite. Far from a (|x - a| > a / 2) the
-// difference a log(x / a) - (x - a) does not cancel, and (x - a) / a would lose x's digits when
-// x << a.
+// log(x^a e^-x / Gamma(a + 1)) for a > 0 and x > 0, finite: Gamma(a + 1), not Gamma(a), so that
+// a tiny a (lgamma(a) ~ -log a) loses nothing. Far from a (|x - a| > a / 2) the difference
+// a log(x / a) - (x - a) does not cancel, and (x - a) / a would lose x's digits when x << a.
 double log_gamma_factor(double a, double x) {
-  if (a < 10) return a * std::log(x) - x - std::lgamma(a);
+  if (a < 10) return a * std::log(x) - x - std::lgamma(a + 1);
   const double t = (x - a) / a;
   const double main = std::abs(t) <= 0.5 ? a * log1pmx(t) : a * std::log(x / a) - (x - a);
-  return main + 0.5 * std::log(a / (2 * std::numbers::pi)) - stirling_error(a);
+  return main + 0.5 * std::log(a / (2 * std::numbers::pi)) - stirling_error(a) - std::log(a);
 }
 
 // Q by the continued fraction (P as its complement) past x = max(a, 1), and for a < 0.1 from
@@ -126,15 +126,16 @@ double log_gamma_factor(double a, double x) {
 // (The fraction needs about 70 / x terms, so not below 1/4.)
 bool use_fraction(double a, double x) { return x > a && (x > 1 || (a < 0.1 && x > 0.25)); }
 
-// P(a, x) = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a + 1) ... (a + n)).
-double lower_series(double a, double x) {
-  double term = 1, sum = 1, denom = a;
-  for (int n = 0; n < kMaxTerms && term > kEps * sum; ++n) {
+// log P(a, x) by the series P = x^a e^-x / Gamma(a + 1) * (1 + sum_n x^n / ((a + 1) ... (a + n))):
+// its logarithm gives Q = -expm1(log P) without the cancellation of 1 - P where P is near 1.
+double log_lower_series(double a, double x) {
+  double term = 1, rest = 0, denom = a;
+  for (int n = 0; n < kMaxTerms && term > kEps * (1 + rest); ++n) {
     denom += 1;
     term *= x / denom;
-    sum += term;
+    rest += term;
   }
-  return std::exp(log_gamma_factor(a, x)) * sum / a;
+  return log_gamma_factor(a, x) + std::log1p(rest);
 }
 
 // Q(a, x) = x^a e^-x / Gamma(a) * 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)),
@@ -154,7 +155,7 @@ double upper_fraction(double a, double x) {
     h *= step;
     if (std::abs(step - 1) <= kEps) break;
   }
-  return std::exp(log_gamma_factor(a, x)) * h;
+  return a * std::exp(log_gamma_factor(a, x)) * h;
 }
 
 template <class F>
@@ -194,10 +195,11 @@ double bessel_i1e_value(double x) {
 }
 
 double igamma_value(double a, double x, bool upper) {
-  if (std::isnan(a) || std::isnan(x) || a < 0 || x < 0) return kNaN;
-  double p;  // P(a, x) at the edges, as torch
+  // torch's edges, in its order (so a NaN a with x = 0 gives 0, a NaN x with a = inf 0)
+  double p;
+  if (x < 0 || a < 0) return kNaN;
   if (a == 0) {
-    if (x == 0) return kNaN;
+    if (!(x > 0)) return kNaN;
     p = 1;
   } else if (x == 0) {
     p = 0;
@@ -206,11 +208,14 @@ double igamma_value(double a, double x, bool upper) {
     p = 0;
   } else if (std::isinf(x)) {
     p = 1;
+  } else if (std::isnan(a) || std::isnan(x)) {
+    return kNaN;
   } else if (use_fraction(a, x)) {
     const double q = upper_fraction(a, x);
     return upper ? q : 1 - q;
   } else {
-    p = lower_series(a, x);
+    const double log_p = log_lower_series(a, x);
+    return upper ? -std::expm1(log_p) : std::exp(log_p);
   }
   return upper ? 1 - p : p;
 }

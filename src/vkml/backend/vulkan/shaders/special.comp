@@ -191,15 +191,15 @@ MR sp_stirling_error(MR a) {
   return r;
 }
 
-// log(x^a e^-x / Gamma(a)) for finite a, x > 0.
+// log(x^a e^-x / Gamma(a + 1)) for finite a, x > 0 (the CPU's steps).
 MR sp_log_gamma_factor(MR a, MR x) {
   precise MR r;
   if (a < MR(10.0lf)) {
-    r = a * vm_log(x) - x - mt_lgamma_pos(a);
+    r = a * vm_log(x) - x - mt_lgamma_pos(a + MR(1.0lf));
   } else {
     const MR t = (x - a) / a;
     precise MR main = abs(t) <= MR(0.5lf) ? a * sp_log1pmx(t) : a * vm_log(x / a) - (x - a);
-    r = main + MR(0.5lf) * vm_log(a / MR(6.283185307179586lf)) - sp_stirling_error(a);
+    r = main + MR(0.5lf) * vm_log(a / MR(6.283185307179586lf)) - sp_stirling_error(a) - vm_log(a);
   }
   return r;
 }
@@ -209,16 +209,17 @@ bool sp_use_fraction(MR a, MR x) {
   return x > a && (x > MR(1.0lf) || (a < MR(0.1lf) && x > MR(0.25lf)));
 }
 
-MR sp_lower_series(MR a, MR x) {
+// log P(a, x) by the power series.
+MR sp_log_lower_series(MR a, MR x) {
   precise MR term = MR(1.0lf);
-  precise MR sum = MR(1.0lf);
+  precise MR rest = MR(0.0lf);
   precise MR denom = a;
-  for (int n = 0; n < SP_MAX_TERMS && term > SP_EPS * sum; ++n) {
+  for (int n = 0; n < SP_MAX_TERMS && term > SP_EPS * (MR(1.0lf) + rest); ++n) {
     denom += MR(1.0lf);
     term *= x / denom;
-    sum += term;
+    rest += term;
   }
-  precise MR r = vm_exp(sp_log_gamma_factor(a, x)) * sum / a;
+  precise MR r = sp_log_gamma_factor(a, x) + dm_log1p(rest);
   return r;
 }
 
@@ -239,16 +240,16 @@ MR sp_upper_fraction(MR a, MR x) {
     h *= step;
     if (abs(step - MR(1.0lf)) <= SP_EPS) break;
   }
-  precise MR r = vm_exp(sp_log_gamma_factor(a, x)) * h;
+  precise MR r = a * vm_exp(sp_log_gamma_factor(a, x)) * h;
   return r;
 }
 
-// P(a, x), or Q(a, x) when upper, with torch's values at the edges.
+// P(a, x), or Q(a, x) when upper, with torch's values at the edges (in its order).
 MR sp_igamma(MR a, MR x, bool upper) {
-  if (isnan(a) || isnan(x) || a < MR(0.0lf) || x < MR(0.0lf)) return sp_nan();
   MR lower;
+  if (x < MR(0.0lf) || a < MR(0.0lf)) return sp_nan();
   if (a == MR(0.0lf)) {
-    if (x == MR(0.0lf)) return sp_nan();
+    if (!(x > MR(0.0lf))) return sp_nan();
     lower = MR(1.0lf);
   } else if (x == MR(0.0lf)) {
     lower = MR(0.0lf);
@@ -257,11 +258,14 @@ MR sp_igamma(MR a, MR x, bool upper) {
     lower = MR(0.0lf);
   } else if (isinf(x)) {
     lower = MR(1.0lf);
+  } else if (isnan(a) || isnan(x)) {
+    return sp_nan();
   } else if (sp_use_fraction(a, x)) {
     const MR q = sp_upper_fraction(a, x);
     return upper ? q : MR(1.0lf) - q;
   } else {
-    lower = sp_lower_series(a, x);
+    const MR log_p = sp_log_lower_series(a, x);
+    return upper ? -dm_expm1(log_p) : vm_exp(log_p);
   }
   return upper ? MR(1.0lf) - lower : lower;
 }
