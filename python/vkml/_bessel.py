@@ -5,6 +5,7 @@ bind_special.cpp) and torch.special's i0e, i1 and i1e as special_i0e, special_i1
 the in-place forms on Tensor and into the vkml namespace."""
 
 from . import _C
+from ._math import _inplace_method
 
 Tensor = _C.Tensor
 
@@ -27,15 +28,6 @@ def special_i1(input):
 def special_i1e(input):
     """exp(-|input|) * i1(input), without overflow, as torch.special.i1e."""
     return _C._special_i1e(input)
-
-
-def _inplace_method(name, fn):
-    def method(self, *args, **kwargs):
-        return _C._inplace(self, name + "_", fn, args, kwargs)
-
-    method.__name__ = method.__qualname__ = name + "_"
-    method.__doc__ = f"In place: {name}(self, ...) written into self (see vkml.{name})."
-    return method
 
 
 def i0_(input):

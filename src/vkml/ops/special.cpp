@@ -84,15 +84,16 @@ void add_special_ops(OpList& ops) {
                             i1e_grad,
                             "dx = g * (i0e(x) - out * (sgn(x) + 1 / x)); g / 2 at x = 0"));
   ops.push_back(igamma_op(OpKind::Igamma, "igamma",
-                          "regularized lower incomplete gamma P(a, x) (series below max(a, 1), "
-                          "continued fraction above); NaN for a < 0, x < 0 or a = x = 0",
+                          "regularized lower incomplete gamma P(a, x) (power series up to "
+                          "max(a, 1), continued fraction past it); NaN for a < 0, x < 0 or "
+                          "a = x = 0",
                           igamma_grad,
-                          "dx = g * exp((a - 1) log x - x - lgamma(a)); none for a (as torch)"));
+                          "dx = g * exp(xlogy(a - 1, x) - x - lgamma(a)); none for a (as torch)"));
   ops.push_back(igamma_op(OpKind::Igammac, "igammac",
-                          "regularized upper incomplete gamma Q(a, x) = 1 - P(a, x), computed "
-                          "directly where it is the smaller",
+                          "regularized upper incomplete gamma Q(a, x) = 1 - P(a, x), without "
+                          "the cancellation of 1 - P where P is near 1",
                           igammac_grad,
-                          "dx = -g * exp((a - 1) log x - x - lgamma(a)); none for a (as torch)"));
+                          "dx = -g * exp(xlogy(a - 1, x) - x - lgamma(a)); none for a (as torch)"));
 }
 
 Tensor i0(const Tensor& x) { return dispatch(OpKind::I0, {x}); }
