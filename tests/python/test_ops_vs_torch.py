@@ -983,7 +983,8 @@ SPECS.update({
 # ---- special functions (#15): edge values, large a and float64 ulps in test_bessel_igamma.py ----
 def _special(name):
     """torch.special.<name> against vkml's (vkml/_bessel.py until vkml.special exists)."""
-    return lambda m, x: (getattr(vk._bessel, "special_" + name) if m is vk else getattr(torch.special, name))(x)
+    ours, theirs = getattr(vk._bessel, "special_" + name), getattr(torch.special, name)
+    return lambda m, x: (ours if m is vk else theirs)(x)
 
 
 SPECS.update({
