@@ -173,6 +173,21 @@ def test_igamma_within_1e13_of_mpmath_up_to_a_thousand(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_igamma_at_millions_and_nan_past_its_reach(device):
+    """Up to a ~ 7e6 the series converges within its 20000 terms (about 7.5 sqrt(a) near x = a):
+    within 1e-12 of SciPy (its asymptotic expansion there). Past that, x near a gives NaN rather
+    than an unconverged sum; x far below a still converges (to 0 here: P underflows)."""
+    _skip_without_float64(device, "float64")
+    a = np.repeat([1e6, 3e6], 5)
+    x = a + np.sqrt(a) * np.tile([-3.0, -0.5, 0.0, 0.5, 3.0], 2)
+    for name, ref in (("igamma", scipy.special.gammainc), ("igammac", scipy.special.gammaincc)):
+        got = to_np(getattr(vk, name)(_vk(a, device), _vk(x, device)))
+        np.testing.assert_allclose(got, ref(a, x), rtol=1e-12)
+    got = to_np(vk.igamma(_vk([1e8, 1e8], device), _vk([1e8, 5e7], device)))
+    assert np.isnan(got[0]) and got[1] == 0.0  # P(1e8, 5e7) underflows, as SciPy's
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_igamma_and_igammac_sum_to_one(device):
     _skip_without_float64(device, "float64")
     a, x = _igamma_grid()

@@ -86,7 +86,9 @@ double chebyshev(double t, const double (&c)[N]) {
 
 // ---- incomplete gamma ----
 
-constexpr int kMaxTerms = 4000;  // the shader's bound too; enough below a ~ 1e5
+// The shader's bound too. The series needs about 7.5 sqrt(a) terms where x is near a: enough up
+// to a ~ 7e6; past that, such x give NaN rather than an unconverged sum.
+constexpr int kMaxTerms = 20000;
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
 // log(1 + t) - t for |t| <= 1/2, without the cancellation of the difference: with u = t / (2 + t),
@@ -130,12 +132,13 @@ bool use_fraction(double a, double x) { return x > a && (x > 1 || (a < 0.1 && x 
 // its logarithm gives Q = -expm1(log P) without the cancellation of 1 - P where P is near 1.
 double log_lower_series(double a, double x) {
   double term = 1, rest = 0, denom = a;
-  for (int n = 0; n < kMaxTerms && term > kEps * (1 + rest); ++n) {
+  int n = 0;
+  for (; n < kMaxTerms && term > kEps * (1 + rest); ++n) {
     denom += 1;
     term *= x / denom;
     rest += term;
   }
-  return log_gamma_factor(a, x) + std::log1p(rest);
+  return n == kMaxTerms ? kNaN : log_gamma_factor(a, x) + std::log1p(rest);
 }
 
 // Q(a, x) = x^a e^-x / Gamma(a) * 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)),

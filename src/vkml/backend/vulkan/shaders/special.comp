@@ -63,7 +63,7 @@ const MR SP_TINY = 1e-300lf;  // Lentz's stand-in for a zero denominator
 const MR SP_EPS = 1.1920929e-07;
 const MR SP_TINY = 1e-30;
 #endif
-const int SP_MAX_TERMS = 4000;  // the CPU's bound: enough below a ~ 1e5
+const int SP_MAX_TERMS = 20000;  // the CPU's bound: a up to ~7e6 (NaN past it near x = a)
 
 MR sp_nan() { return VM_AS_T(kVmInfBits | (VU(1) << (kVmMantBits - 1u))); }
 
@@ -214,11 +214,13 @@ MR sp_log_lower_series(MR a, MR x) {
   precise MR term = MR(1.0lf);
   precise MR rest = MR(0.0lf);
   precise MR denom = a;
-  for (int n = 0; n < SP_MAX_TERMS && term > SP_EPS * (MR(1.0lf) + rest); ++n) {
+  int n = 0;
+  for (; n < SP_MAX_TERMS && term > SP_EPS * (MR(1.0lf) + rest); ++n) {
     denom += MR(1.0lf);
     term *= x / denom;
     rest += term;
   }
+  if (n == SP_MAX_TERMS) return sp_nan();  // not converged
   precise MR r = sp_log_gamma_factor(a, x) + dm_log1p(rest);
   return r;
 }
