@@ -265,6 +265,22 @@ list(APPEND VKML_VULKAN_SHADERS
   "fmod_i32i32i32|math|NIN=2,OP_FMOD,DTO=1,FLAG" "fmod_i64i64i64|math|NIN=2,OP_FMOD,DTO=2,FLAG")
 # ---- end of math ops (#15) ----
 
+# ---- special functions (#15): shaders/special.comp; float32 computed in double, float64, and
+# float32 in float alone (_nof64) for a device without shaderFloat64 ----
+foreach(op i0 i0e i1 i1e)
+  string(TOUPPER "OP_${op}" op_define)
+  list(APPEND VKML_VULKAN_SHADERS "${op}|special|NIN=1,${op_define}"
+    "${op}_f64f64|special|NIN=1,${op_define},DTO=4"
+    "${op}_nof64|special|NIN=1,${op_define},NO_FLOAT64")
+endforeach()
+foreach(op igamma igammac)
+  string(TOUPPER "OP_${op}" op_define)
+  list(APPEND VKML_VULKAN_SHADERS "${op}|special|NIN=2,${op_define}"
+    "${op}_f64f64f64|special|NIN=2,${op_define},DTO=4"
+    "${op}_nof64|special|NIN=2,${op_define},NO_FLOAT64")
+endforeach()
+# ---- end of special functions (#15) ----
+
 function(vkml_add_vulkan_backend target)
   set(src_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/vkml/backend/vulkan/shaders)
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/vulkan_shaders)

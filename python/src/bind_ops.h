@@ -76,5 +76,7 @@ void bind_rnn(nb::module_& m);
 void bind_math(nb::module_& m, nb::class_<Tensor>& c);  // math ops (#15)
 // solvers (#15 linalg)
 void bind_solve(nb::module_& m, nb::class_<Tensor>& c);
+void bind_qr(nb::module_& m);                              // QR (#15 linalg)
+void bind_special(nb::module_& m, nb::class_<Tensor>& c);  // special functions (#15)
 
 }  // namespace vkpy

@@ -4,7 +4,6 @@
 // inverse, cholesky, cholesky_solve, cholesky_inverse, det, slogdet, logdet and matrix_power
 // (functions and methods), and vk.linalg.LinAlgError.
 #include "bind_ops.h"
-#include "vkml/ops/qr.h"
 #include "vkml/ops/solve.h"
 
 namespace vkpy {
@@ -70,31 +69,6 @@ void bind_solve(nb::module_& m, nb::class_<Tensor>& c) {
         return nb::make_tuple(r.U, r.S, r.V);
       },
       "A"_a);
-  // (Q, R) of linalg.qr in mode "reduced", "complete" or "r" (Q empty)
-  l.def(
-      "qr",
-      [](const Tensor& A, const std::string& mode) {
-        const vk::QrResult r = without_gil(heavy(A), [&] { return vk::qr(A, mode); });
-        return nb::make_tuple(r.Q, r.R);
-      },
-      "A"_a, "mode"_a = "reduced");
-  l.def(
-      "householder_product",
-      [](const Tensor& A, const Tensor& tau) { return vk::householder_product(A, tau); }, "A"_a,
-      "tau"_a);
-  l.def(
-      "geqrf",
-      [](const Tensor& A) {
-        const vk::GeqrfResult r = vk::geqrf(A);
-        return nb::make_tuple(r.a, r.tau);
-      },
-      "A"_a);
-  l.def(
-      "ormqr",
-      [](const Tensor& A, const Tensor& tau, const Tensor& C, bool left, bool transpose) {
-        return vk::ormqr(A, tau, C, left, transpose);
-      },
-      "A"_a, "tau"_a, "C"_a, "left"_a = true, "transpose"_a = false);
   l.def(
       "solve_triangular",
       [](const Tensor& A, const Tensor& B, bool upper, bool left, bool unitriangular) {

@@ -216,6 +216,8 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_math(m, c);  // math ops (#15)
   // solvers (#15 linalg): after bind_composite, which makes _C._linalg
   bind_solve(m, c);
+  bind_qr(m);          // QR (#15 linalg)
+  bind_special(m, c);  // special functions (#15)
 }
 
 }  // namespace vkpy

@@ -617,6 +617,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def(
       "_register_post_accumulate_grad_hook",
       [](Tensor& t, nb::handle fn) {
+        if (!PyCallable_Check(fn.ptr()))
+          throw nb::type_error("register_post_accumulate_grad_hook(): hook must be callable");
         PyRef f(fn);
         uint64_t id = t.register_post_accumulate_hook([f](const Tensor& leaf) -> Tensor {
           nb::gil_scoped_acquire gil;

@@ -201,6 +201,10 @@ _math.install(globals())
 from . import _randint  # noqa: E402
 _randint.install(globals())
 # ---- end of randint part (#15) ----
+# ---- special functions (#15): in-place forms; torch.special's i0e/i1/i1e (vkml/_bessel.py) ----
+from . import _bessel  # noqa: E402
+_bessel.install(globals())
+# ---- end of special functions (#15) ----
 # ---- solvers (#15 linalg): inverse, det, logdet, matrix_power are bound as they are ----
 slogdet = linalg.slogdet
 triangular_solve = linalg._triangular_solve

@@ -324,3 +324,27 @@ def erfcx(input):
     """The scaled complementary error function exp(x^2) erfc(x), finite for large x where the
     product itself overflows (torch.special.erfcx)."""
     return _Erfcx.apply(_floating(input, "erfcx"))
+
+
+# ---- the special-function ops (#15; C++ kernels on both devices, vkml/_bessel.py) ----
+from ._bessel import special_i0 as i0, special_i0e as i0e  # noqa: E402
+from ._bessel import special_i1 as i1, special_i1e as i1e  # noqa: E402
+
+
+def gammainc(input, other):
+    """The regularized lower incomplete gamma function P(input, other), as torch.special.gammainc
+    (torch.igamma); differentiable in `other` only, as torch's."""
+    return _C.igamma(input, other)
+
+
+def gammaincc(input, other):
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P, as
+    torch.special.gammaincc (torch.igammac)."""
+    return _C.igammac(input, other)
+
+
+# torch.special's modified Bessel functions of the first kind are the same functions
+modified_bessel_i0, modified_bessel_i1 = i0, i1
+
+__all__ += ["i0", "i0e", "i1", "i1e", "gammainc", "gammaincc", "modified_bessel_i0",
+            "modified_bessel_i1"]

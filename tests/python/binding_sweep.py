@@ -51,7 +51,9 @@ def inputs():
     grid = vk.rand(2, 8, 8, 2) * 2 - 1
     rnn = {g: [vk.randn(g * 8, 32), vk.randn(g * 8, 8), vk.randn(g * 8), vk.randn(g * 8)] for g in (1, 3, 4)}
     h8 = vk.zeros(1, 16, 8)
-    tau8 = vk.randn(8)  # householder_product / ormqr (#15 linalg): 8 reflectors of a tall x.t()
+    # householder_product / ormqr (#15 linalg): 8 reflectors of the tall x.t(), each tau below
+    # 2 / |v|^2 so that I - tau v v^T stays bounded (a random tau makes the product overflow)
+    tau8 = vk.rand(8) / 128
     return dict(tau8=tau8, tbc=tbc, theta=theta, grid=grid, rnn=rnn, h8=h8,
                 x=x, y=y, xd=xd, pos=pos, idx=idx, mask=mask, img=img, w4=w4, vec=vec, idx1=idx1,
                 target=target, prob=prob, square=square, cols=cols, pooled=pooled, argmax=argmax,

@@ -751,6 +751,14 @@ NANINF.update({
        for g in ("gcd", "lcm")},
     "nextafter": lambda: vk.nextafter(_f(3, 4, grad=False), _f(4, grad=False)[[3, 2, 1, 0]]),
 })
+# special functions (#15): a without grad for igamma/igammac (it has no derivative, as torch)
+NANINF.update({
+    "i0": lambda: _f(3, 4).i0(),
+    **{u: (lambda u=u: getattr(vk._bessel, "special_" + u)(_f(3, 4)))
+       for u in ("i0e", "i1", "i1e")},
+    **{g: (lambda g=g: getattr(vk, g)(_f(3, 4, grad=False), _f(4)[[3, 2, 1, 0]]))
+       for g in ("igamma", "igammac")},
+})
 # solvers (#15 linalg)
 NANINF.update({
     "lu_factor": lambda: tuple(vk.linalg.lu_factor_ex(_f(3, 3))) + (vk.linalg.det(_f(2, 2)),),

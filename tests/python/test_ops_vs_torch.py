@@ -980,6 +980,39 @@ SPECS.update({
 # ---- end of math ops (#15) ----
 
 
+# ---- special functions (#15): edge values, large a and float64 ulps in test_bessel_igamma.py ----
+def _special(name):
+    """torch.special.<name> against vkml's (vkml/_bessel.py until vkml.special exists)."""
+    ours, theirs = getattr(vk._bessel, "special_" + name), getattr(torch.special, name)
+    return lambda m, x: (ours if m is vk else theirs)(x)
+
+
+SPECS.update({
+    "i0": unary("i0", lo=-9.0, hi=9.0, shapes=((3, 4),)),
+    "i0e": [Case(_special("i0e"), [F(3, 4, lo=-12.0, hi=12.0)]),
+            Case(_special("i0e"), [F(2, 3, lo=-0.5, hi=0.5)], label="small")],
+    "i1": [Case(_special("i1"), [F(3, 4, lo=-12.0, hi=12.0)]),
+           Case(lambda m, x: _special("i1")(m, x.transpose(0, 1)), [F(4, 3, lo=-3.0, hi=3.0)],
+                label="strided")],
+    "i1e": [Case(_special("i1e"), [F(3, 4, lo=-12.0, hi=12.0)])],
+    # a is a constant: neither library differentiates igamma with respect to it
+    "igamma": [Case(lambda m, a, x: m.igamma(a, x), [F(3, 4, lo=0.3, hi=12.0, grad=False),
+                                                     F(3, 4, lo=0.1, hi=15.0)]),
+               Case(lambda m, a, x: m.igamma(a, x), [F(3, 1, lo=0.5, hi=4.0, grad=False),
+                                                     F(1, 4, lo=0.1, hi=6.0)], label="broadcast"),
+               # torch's float64 values are ~1e-9 off from a ~ 40 on (test_bessel_igamma.py
+               # checks vkml's against mpmath there): compared in float32
+               Case(lambda m, a, x: a.igamma(x), [F(2, 3, lo=20.0, hi=60.0, grad=False),
+                                                  F(2, 3, lo=15.0, hi=70.0)], label="large-a",
+                    dtypes=("float32",))],
+    "igammac": [Case(lambda m, a, x: m.igammac(a, x), [F(3, 4, lo=0.3, hi=12.0, grad=False),
+                                                       F(3, 4, lo=0.1, hi=15.0)]),
+                Case(lambda m, a, x: a.igammac(x), [F(4, lo=1.0, hi=5.0, grad=False),
+                                                    F(2, 4, lo=0.1, hi=9.0)], label="broadcast")],
+})
+# ---- end of special functions (#15) ----
+
+
 # ---- solvers (#15 linalg): lu_factor and triangular_solve, and the composites built on them ----
 def _permuted(m, x):
     """x plus 4 * a cyclic permutation: well conditioned, with a row swap at every pivot step."""

@@ -27,10 +27,14 @@ if not vk.vulkan.is_available():
 # in float32 alone (with float64 each of these is 0 or 1).
 ULP_BOUND = {"sin": 2, "cos": 2, "log1p": 2, "expm1": 2, "pow": 2, "tan": 4, "asin": 6,
              "acos": 5, "atan": 5, "atan2": 5, "sinh": 3, "cosh": 3, "asinh": 3, "acosh": 4,
-             "atanh": 4, "erfinv": 3, "fmod": 0}
+             "atanh": 4, "erfinv": 3, "fmod": 0,
+             # special functions (#15): the Chebyshev sums of i1 and i1e cancel most near |x| = 8
+             "i0": 5, "i0e": 4, "i1": 17, "i1e": 11}
 # The gamma family near its zeros loses digits to cancellation in float32 (torch's float32 too):
 # bounded relatively where |result| > 0.1.
-REL_BOUND = {"lgamma": 1e-5, "digamma": 1e-5, "polygamma1": 1e-6, "polygamma2": 3e-6}
+REL_BOUND = {"lgamma": 1e-5, "digamma": 1e-5, "polygamma1": 1e-6, "polygamma2": 3e-6,
+             # (#15) x^a e^-x / Gamma(a) in log space: float32's error of an exponent up to ~20
+             "igamma": 3e-6, "igammac": 3e-6}
 
 CHILD = textwrap.dedent(r"""
     import json, sys
@@ -91,6 +95,24 @@ CHILD = textwrap.dedent(r"""
         want = torch.polygamma(n, torch.tensor(x.astype(np.float64))).numpy()
         out[f"polygamma{n}"] = rel(vk.polygamma(n, vk.tensor(x, device="vulkan")).cpu().numpy(),
                                    want)
+
+    # special functions (#15): the Bessel functions in ulps (|x| <= 85: e^|x| stays finite in
+    # float32), igamma and igammac relatively, a up to 100
+    bessel_x = np.concatenate([rng.uniform(-85, 85, 4000), rng.uniform(-9, 9, 2000),
+                               spec]).astype(np.float32)
+    for op in ("i0", "i0e", "i1", "i1e"):
+        fn = vk.i0 if op == "i0" else getattr(vk._bessel, "special_" + op)
+        want = getattr(torch.special, op)(torch.tensor(bessel_x.astype(np.float64))).numpy()
+        with np.errstate(over="ignore"):
+            want = want.astype(np.float32)
+        out[op] = ulps(fn(vk.tensor(bessel_x, device="vulkan")).cpu().numpy(), want)
+    ga = rng.uniform(0.01, 100, 4000).astype(np.float32)
+    gx = (ga * rng.uniform(0.2, 2.0, 4000)).astype(np.float32)
+    for op in ("igamma", "igammac"):
+        want = getattr(torch, op)(torch.tensor(ga.astype(np.float64)),
+                                  torch.tensor(gx.astype(np.float64))).numpy()
+        got = getattr(vk, op)(vk.tensor(ga, device="vulkan"), vk.tensor(gx, device="vulkan"))
+        out[op] = rel(got.cpu().numpy(), want)
 
     refused = {}
     for op in ("add", "sin", "lgamma"):  # float64 tensors: stored on the device, not computed

@@ -62,6 +62,8 @@ enum class OpKind : uint16_t {
   Eigh, Svd,
   // QR by Householder reflections (#15 linalg)
   Qr, Geqrf,
+  // special functions (#15): modified Bessel functions, regularized incomplete gamma
+  I0, I0e, I1, I1e, Igamma, Igammac,
   kCount
 };
 // clang-format on

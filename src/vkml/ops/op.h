@@ -145,6 +145,7 @@ void add_math_ops(OpList& ops);  // math ops (#15)
 // solvers (#15 linalg)
 void add_solve_ops(OpList& ops);
 void add_qr_ops(OpList& ops);
+void add_special_ops(OpList& ops);  // special functions (#15): Bessel, incomplete gamma
 
 // Shared building blocks for entries.
 std::string_view op_name(const OpDef& def);

@@ -37,6 +37,7 @@ std::vector<OpDef> build_table() {
   // solvers (#15 linalg)
   add_solve_ops(ops);
   add_qr_ops(ops);
+  add_special_ops(ops);  // special functions (#15)
   std::vector<OpDef> table(kNumOps);
   std::vector<bool> seen(kNumOps, false);
   for (auto& def : ops) {

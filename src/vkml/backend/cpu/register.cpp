@@ -13,6 +13,7 @@
 #include "vkml/backend/cpu/math.h"  // math ops (#15)
 #include "vkml/backend/cpu/norm.h"
 #include "vkml/backend/cpu/optim.h"
+#include "vkml/backend/cpu/qr.h"  // QR (#15 linalg)
 #include "vkml/backend/cpu/random.h"
 #include "vkml/backend/cpu/reduction.h"
 #include "vkml/backend/cpu/rnn.h"  // recurrent cells (rnn)
@@ -21,6 +22,7 @@
 #include "vkml/backend/cpu/softmax.h"
 #include "vkml/backend/cpu/solve.h"  // solvers (#15 linalg)
 #include "vkml/backend/cpu/sort.h"
+#include "vkml/backend/cpu/special.h"  // special functions (#15)
 
 namespace vk::cpu {
 
@@ -159,6 +161,13 @@ void register_backend() {
       {OpKind::Qr, cpu::qr},
       {OpKind::Geqrf, cpu::geqrf},
       {OpKind::TriangularSolve, cpu::triangular_solve},
+      // special functions (#15)
+      {OpKind::I0, cpu::i0},
+      {OpKind::I0e, cpu::i0e},
+      {OpKind::I1, cpu::i1},
+      {OpKind::I1e, cpu::i1e},
+      {OpKind::Igamma, cpu::igamma},
+      {OpKind::Igammac, cpu::igammac},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(DeviceType::CPU, kind, kernel);
   register_services(DeviceType::CPU, {.copy_into = copy_into,

@@ -10,10 +10,8 @@ namespace vk::cpu {
 VK_KERNEL(lu_factor);
 // in: A (..., n, n) float32/float64, its lower triangle read. Out: L (contiguous, upper zeroed).
 VK_KERNEL(cholesky);
-VK_KERNEL(eigh);   // the packed (..., n + 1, n) eigenvalues and eigenvectors
-VK_KERNEL(svd);    // the packed (..., m + n + 1, n) S, U and V of tall matrices
-VK_KERNEL(qr);     // the packed (..., m + k, n) Q (zero beyond column k) and R
-VK_KERNEL(geqrf);  // the packed (..., m + 1, n) reflectors (LAPACK's) and tau
+VK_KERNEL(eigh);  // the packed (..., n + 1, n) eigenvalues and eigenvectors
+VK_KERNEL(svd);   // the packed (..., m + n + 1, n) S, U and V of tall matrices
 // in: A (..., n, n), B (..., n, k), equal batch dims, one dtype; attrs.triangular. Out: X.
 VK_KERNEL(triangular_solve);
 

@@ -7,7 +7,8 @@
 #include "vkml/backend/vulkan/kernels.h"
 #include "vkml/backend/vulkan/math.h"  // math ops (#15)
 #include "vkml/backend/vulkan/memory.h"
-#include "vkml/core/deferred.h"  // hostwait
+#include "vkml/backend/vulkan/special.h"  // special functions (#15)
+#include "vkml/core/deferred.h"           // hostwait
 
 namespace vk::vulkan {
 
@@ -157,6 +158,13 @@ void register_backend() {
       {OpKind::Qr, qr},
       {OpKind::Geqrf, geqrf},
       {OpKind::TriangularSolve, triangular_solve},
+      // special functions (#15)
+      {OpKind::I0, i0},
+      {OpKind::I0e, i0e},
+      {OpKind::I1, i1},
+      {OpKind::I1e, i1e},
+      {OpKind::Igamma, igamma},
+      {OpKind::Igammac, igammac},
   };
   for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
   register_services(type, {.copy_into = copy_into,
