@@ -13,12 +13,6 @@
 namespace vk::cpu {
 namespace {
 
-int64_t batch_count(const Shape& s) {
-  int64_t b = 1;
-  for (size_t d = 0; d + 2 < s.size(); ++d) b *= s[d];
-  return b;
-}
-
 // Householder QR of the m x n row-major a in place, LAPACK geqr2's order and signs: for column j,
 // beta = -sign(a_jj) |a[j.., j]| (the norm scaled by the column's largest |a| below the
 // diagonal), v = a[j+1.., j] / (a_jj - beta) below an implicit 1, tau_j = (beta - a_jj) / beta,

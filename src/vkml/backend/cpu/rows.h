@@ -22,6 +22,13 @@ inline Rows rows_along(const Shape& shape, int64_t dim) {
   return s;
 }
 
+// The number of matrices in a batch of shape (..., m, n): the product of the batch dims.
+inline int64_t batch_count(const Shape& s) {
+  int64_t b = 1;
+  for (size_t d = 0; d + 2 < s.size(); ++d) b *= s[d];
+  return b;
+}
+
 inline Tensor contiguous_copy(const Tensor& x) {
   if (x.is_contiguous()) return x;
   Tensor c = Tensor::empty(x.shape(), x.dtype());

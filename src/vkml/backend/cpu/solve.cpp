@@ -16,12 +16,6 @@
 namespace vk::cpu {
 namespace {
 
-int64_t batch_count(const Shape& s) {
-  int64_t b = 1;
-  for (size_t d = 0; d + 2 < s.size(); ++d) b *= s[d];
-  return b;
-}
-
 // One n x n row-major matrix in place: pivot = the first largest |a| of column k at or below row
 // k; rows swapped whole; the column below scaled and the trailing block updated only when the
 // pivot is nonzero (a zero column has nothing to eliminate).
