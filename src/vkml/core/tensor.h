@@ -78,7 +78,7 @@ struct TensorImpl {
   uint32_t own_version = 0;  // this tensor's storage version when recorded (a rule may read it)
   // Outputs 1, 2, ... of the op that made this node (max_pool2d's argmax), kept for its rule.
   std::vector<Tensor> other_outputs;
-  std::shared_ptr<TensorImpl> grad;              // under grad_mutex(): see Tensor::grad()
+  std::shared_ptr<TensorImpl> grad;                   // under grad_mutex(): see Tensor::grad()
   std::vector<std::pair<uint64_t, Hook>> hooks;       // under grad_mutex(), with their ids
   std::vector<std::pair<uint64_t, Hook>> post_hooks;  // leaves: after .grad is accumulated
   std::atomic<bool> has_hooks{false};                 // either list, told without the lock
