@@ -1,5 +1,5 @@
 # Fails when a file includes a layer above its own (ctest: layers_hold). The layers, each using
-# only those before it: core, backend/<device>, ops, autograd, then nn / optim / io (siblings,
+# only those before it: core, backend/<device>, ops, autograd, then nn / optim / io / distributed (siblings,
 # which do not use one another). A backend folder uses core and itself; backend/builtin.cpp,
 # the list of backends compiled in, is the one file that names them all.
 # Usage: cmake -DSRC=<repo>/src/vkml -P check_layers.cmake
@@ -10,6 +10,7 @@ set(allowed_autograd core ops autograd)
 set(allowed_nn core ops autograd nn)
 set(allowed_optim core ops autograd optim)
 set(allowed_io core ops autograd io)
+set(allowed_distributed core ops autograd distributed)
 
 file(GLOB_RECURSE files RELATIVE ${SRC} ${SRC}/*.h ${SRC}/*.cpp)
 set(violations "")

@@ -165,6 +165,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m);
 void bind_nn(nb::module_& m);  // _nn, _optim, _io submodules
 void bind_devices(nb::module_& m);
+void bind_distributed(nb::module_& m);  // _distributed submodule (#17)
 
 extern nb::handle g_dtype_error;  // vkml.DTypeError
 extern nb::handle g_shape_error;  // vkml.ShapeError

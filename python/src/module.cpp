@@ -114,4 +114,5 @@ NB_MODULE(_C, m) {
   vkpy::bind_functions(m, cls);
   vkpy::bind_autograd(m);
   vkpy::bind_nn(m);
+  vkpy::bind_distributed(m);
 }

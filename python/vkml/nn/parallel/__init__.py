@@ -1,18 +1,12 @@
-"""vk.nn.parallel: torch.nn.parallel's wrappers. DistributedDataParallel is importable but raises
-NotImplementedError when constructed (vkml has no distributed training yet). DataParallel, with
+"""vk.nn.parallel: torch.nn.parallel's wrappers. DistributedDataParallel (distributed.py) averages
+gradients across the ranks of vk.distributed. DataParallel, with
 no GPU to spread over, is what torch's is without CUDA devices: a wrapper whose forward is the
 module's (its state_dict keys start with "module.")."""
 
 from ..modules import Module
+from .distributed import DistributedDataParallel
 
 __all__ = ["DataParallel", "DistributedDataParallel"]
-
-
-class DistributedDataParallel(Module):
-    def __init__(self, module=None, *args, **kwargs):
-        raise NotImplementedError(
-            "vkml.nn.parallel.DistributedDataParallel: vkml has no distributed (multi-process) "
-            "training yet; train the module itself in one process")
 
 
 class DataParallel(Module):

@@ -1,0 +1,379 @@
+// The collectives. Each checks its arguments on the caller's thread (the errors a rank can find
+// alone), then queues a body for the communication thread that first compares every rank's
+// description of the call (the errors only the ranks together can find) and then moves the data.
+//
+// A reduction is a reduce-scatter followed by an all-gather, both done here rather than left to
+// MPI_Allreduce, whose summation order is the library's choice and may differ between ranks and
+// between releases: rank r receives chunk r of every rank (MPI_Alltoallv), reduces it in rank
+// order 0, 1, ..., p-1, and the reduced chunks are gathered everywhere (MPI_Allgatherv). That is
+// the data volume of a ring all-reduce (2 (p-1)/p of the tensor in and out of each rank) and
+// gives every rank the same bits.
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "vkml/distributed/group.h"
+#include "vkml/ops/device_ops.h"
+
+namespace vk::distributed {
+namespace {
+
+enum class Kind : int64_t { AllReduce, Broadcast, AllGather, ReduceScatter, Barrier };
+
+const char* kind_name(int64_t kind) {
+  switch (static_cast<Kind>(kind)) {
+    case Kind::AllReduce:
+      return "all_reduce";
+    case Kind::Broadcast:
+      return "broadcast";
+    case Kind::AllGather:
+      return "all_gather";
+    case Kind::ReduceScatter:
+      return "reduce_scatter";
+    case Kind::Barrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+// What a rank is about to do, exchanged before the data: equal on every rank or nobody moves.
+constexpr int kMaxDims = 8;
+struct Call {
+  int64_t kind = 0, dtype = 0, op = 0, root = 0, ndim = 0, numel = 0;
+  std::array<int64_t, kMaxDims> dims{};  // the first kMaxDims extents (numel covers the rest)
+  bool operator==(const Call&) const = default;
+};
+constexpr int kCallWords = sizeof(Call) / sizeof(int64_t);
+
+Call describe_call(Kind kind, const Tensor* t, ReduceOp op, int root) {
+  Call c;
+  c.kind = static_cast<int64_t>(kind);
+  c.op = static_cast<int64_t>(op);
+  c.root = root;
+  if (t) {
+    c.dtype = static_cast<int64_t>(t->dtype());
+    c.ndim = t->ndim();
+    c.numel = t->numel();
+    for (int64_t d = 0; d < std::min<int64_t>(c.ndim, kMaxDims); ++d) c.dims[d] = t->shape()[d];
+  }
+  return c;
+}
+
+std::string call_text(const Call& c) {
+  std::ostringstream os;
+  os << kind_name(c.kind);
+  if (static_cast<Kind>(c.kind) == Kind::Barrier) return os.str() + "()";
+  os << '(' << dtype_name(static_cast<DType>(c.dtype)) << '[';
+  for (int64_t d = 0; d < std::min<int64_t>(c.ndim, kMaxDims); ++d) os << (d ? ", " : "") << c.dims[d];
+  if (c.ndim > kMaxDims) os << ", ...";
+  os << ']';
+  if (static_cast<Kind>(c.kind) == Kind::Broadcast)
+    os << ", src=" << c.root;
+  else if (static_cast<Kind>(c.kind) != Kind::AllGather)
+    os << ", " << reduce_op_name(static_cast<ReduceOp>(c.op));
+  return os.str() + ')';
+}
+
+// Every rank gathers every rank's Call and all of them raise the same error when they differ.
+void check_same_call(const Call& mine, const std::string& what) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<Call> all(size);
+  MPI_Request request;
+  detail::check_mpi(MPI_Iallgather(&mine, kCallWords, MPI_INT64_T, all.data(), kCallWords,
+                                   MPI_INT64_T, MPI_COMM_WORLD, &request),
+                    what);
+  detail::wait_request(&request, what);
+  if (std::all_of(all.begin(), all.end(), [&](const Call& c) { return c == all[0]; })) return;
+  std::string text = what + ": the ranks called different collectives or passed different "
+                            "tensors (each rank must make the same calls with the same shapes): ";
+  for (int r = 0; r < size; ++r) text += (r ? "; " : "") + ("rank " + std::to_string(r) + ": ") + call_text(all[r]);
+  const bool same_kind = std::all_of(all.begin(), all.end(), [&](const Call& c) {
+    return c.kind == all[0].kind && c.op == all[0].op && c.root == all[0].root;
+  });
+  const bool same_dtype = std::all_of(all.begin(), all.end(),
+                                      [&](const Call& c) { return c.dtype == all[0].dtype; });
+  if (same_kind && same_dtype) throw ShapeError(text);
+  if (same_kind) throw DTypeError(text);
+  throw RuntimeError(text);
+}
+
+// MPI counts are ints: the data moves as elements of a contiguous type of the dtype's size, in
+// segments that keep every count below 2^31.
+MPI_Datatype element_type(DType dtype) {
+  switch (dtype_size(dtype)) {
+    case 1:
+      return MPI_UINT8_T;
+    case 4:
+      return MPI_UINT32_T;
+    default:
+      return MPI_UINT64_T;
+  }
+}
+constexpr int64_t kSegment = int64_t{1} << 26;  // elements per all-reduce round (tmp memory)
+
+template <class T>
+T combine(T a, T b, ReduceOp op) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return (op == ReduceOp::Sum || op == ReduceOp::Max) ? (a || b) : (a && b);
+  } else {
+    switch (op) {
+      case ReduceOp::Sum:
+      case ReduceOp::Avg:
+        return a + b;
+      case ReduceOp::Product:
+        return a * b;
+      case ReduceOp::Min:
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+        return b < a ? b : a;
+      case ReduceOp::Max:
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+        return b > a ? b : a;
+    }
+    return a;
+  }
+}
+
+// acc[i] = rows[0][i] (op) rows[1][i] (op) ... in row (rank) order; rows are `stride` apart.
+template <class T>
+void reduce_rows(T* acc, const T* rows, int64_t n, int64_t stride, int count, ReduceOp op) {
+  std::copy(rows, rows + n, acc);
+  for (int q = 1; q < count; ++q) {
+    const T* row = rows + q * stride;
+    switch (op) {  // the common cases as plain loops the compiler vectorises
+      case ReduceOp::Sum:
+      case ReduceOp::Avg:
+        if constexpr (!std::is_same_v<T, bool>) {
+          for (int64_t i = 0; i < n; ++i) acc[i] += row[i];
+          break;
+        }
+        [[fallthrough]];
+      default:
+        for (int64_t i = 0; i < n; ++i) acc[i] = combine(acc[i], row[i], op);
+    }
+  }
+  if constexpr (std::is_floating_point_v<T>)
+    if (op == ReduceOp::Avg)
+      for (int64_t i = 0; i < n; ++i) acc[i] /= static_cast<T>(count);
+}
+
+void reduce_rows(DType dtype, void* acc, const void* rows, int64_t n, int64_t stride, int count,
+                 ReduceOp op) {
+  switch (dtype) {
+    case DType::Bool:
+      return reduce_rows(static_cast<bool*>(acc), static_cast<const bool*>(rows), n, stride, count, op);
+    case DType::Int32:
+      return reduce_rows(static_cast<int32_t*>(acc), static_cast<const int32_t*>(rows), n, stride,
+                         count, op);
+    case DType::Int64:
+      return reduce_rows(static_cast<int64_t*>(acc), static_cast<const int64_t*>(rows), n, stride,
+                         count, op);
+    case DType::Float32:
+      return reduce_rows(static_cast<float*>(acc), static_cast<const float*>(rows), n, stride, count,
+                         op);
+    case DType::Float64:
+      return reduce_rows(static_cast<double*>(acc), static_cast<const double*>(rows), n, stride,
+                         count, op);
+  }
+}
+
+struct Ranks {
+  int rank = 0, size = 1;
+  Ranks() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+};
+
+// The reduce-scatter + all-gather all-reduce of n elements at `data`, in segments.
+void all_reduce_host(void* data, DType dtype, int64_t n, ReduceOp op, const std::string& what) {
+  const Ranks me;
+  if (me.size == 1 || n == 0) return;  // one rank: sum/avg/min/max of one value is the value
+  const size_t es = dtype_size(dtype);
+  const MPI_Datatype type = element_type(dtype);
+  std::vector<int> counts(me.size), displs(me.size), recv_counts(me.size), recv_displs(me.size);
+  std::vector<unsigned char> rows;
+  for (int64_t begin = 0; begin < n; begin += kSegment) {
+    const int64_t m = std::min(kSegment, n - begin);
+    for (int r = 0; r < me.size; ++r) {
+      counts[r] = static_cast<int>(m / me.size + (r < m % me.size ? 1 : 0));
+      displs[r] = r ? displs[r - 1] + counts[r - 1] : 0;
+    }
+    const int mine = counts[me.rank];
+    for (int r = 0; r < me.size; ++r) {
+      recv_counts[r] = mine;
+      recv_displs[r] = r * mine;
+    }
+    rows.resize(static_cast<size_t>(mine) * me.size * es);
+    auto* segment = static_cast<unsigned char*>(data) + begin * es;
+    MPI_Request request;
+    detail::check_mpi(MPI_Ialltoallv(segment, counts.data(), displs.data(), type, rows.data(),
+                                     recv_counts.data(), recv_displs.data(), type, MPI_COMM_WORLD,
+                                     &request),
+                      what);
+    detail::wait_request(&request, what);
+    reduce_rows(dtype, segment + displs[me.rank] * es, rows.data(), mine, mine, me.size, op);
+    detail::check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, type, segment, counts.data(), displs.data(),
+                                      type, MPI_COMM_WORLD, &request),
+                      what);
+    detail::wait_request(&request, what);
+  }
+}
+
+void require_contiguous(const Tensor& t, const char* fn, const char* name) {
+  VK_CHECK(t.defined(), RuntimeError, "vk.distributed.", fn, ": ", name, " is undefined");
+  VK_CHECK(t.is_contiguous(), RuntimeError, "vk.distributed.", fn, ": ", name, " (",
+           t.describe(), ") is not contiguous; pass t.contiguous() (collectives work in place)");
+}
+
+void require_op_for(DType dtype, ReduceOp op, const char* fn) {
+  VK_CHECK(op != ReduceOp::Avg || is_floating(dtype), DTypeError, "vk.distributed.", fn,
+           ": ReduceOp.AVG needs a floating dtype, got ", dtype_name(dtype),
+           " (use SUM and divide)");
+}
+
+// The tensor the communication thread works on: t itself when the host addresses its memory,
+// else a host copy that wait() writes back.
+Tensor host_side(const Tensor& t, std::vector<std::pair<Tensor, Tensor>>& write_back) {
+  if (t.storage()->host_addressable) return t;
+  Tensor host = host_read(t);
+  write_back.emplace_back(host, t);
+  return host;
+}
+
+std::string name_of(Kind kind, const Tensor* t, ReduceOp op, int root) {
+  return "vk.distributed." + call_text(describe_call(kind, t, op, root));
+}
+
+}  // namespace
+
+WorkPtr all_reduce(const Tensor& t, ReduceOp op, bool checked) {
+  require_contiguous(t, "all_reduce", "the tensor");
+  require_op_for(t.dtype(), op, "all_reduce");
+  std::vector<std::pair<Tensor, Tensor>> write_back;
+  Tensor host = host_side(t, write_back);
+  const Call call = describe_call(Kind::AllReduce, &t, op, 0);
+  std::string what = name_of(Kind::AllReduce, &t, op, 0);
+  return detail::submit(what, [host, call, checked, op, what] {
+    if (checked) check_same_call(call, what);
+    all_reduce_host(host.raw_data(), host.dtype(), host.numel(), op, what);
+    host.bump_version();
+  }, std::move(write_back));
+}
+
+WorkPtr broadcast(const Tensor& t, int root) {
+  require_contiguous(t, "broadcast", "the tensor");
+  const int size = world_size();
+  VK_CHECK(root >= 0 && root < size, IndexError, "vk.distributed.broadcast: src ", root,
+           " is not a rank of this group of ", size);
+  std::vector<std::pair<Tensor, Tensor>> write_back;
+  Tensor host = host_side(t, write_back);
+  const Call call = describe_call(Kind::Broadcast, &t, ReduceOp::Sum, root);
+  std::string what = name_of(Kind::Broadcast, &t, ReduceOp::Sum, root);
+  return detail::submit(what, [host, call, root, what] {
+    check_same_call(call, what);
+    auto* data = static_cast<unsigned char*>(host.raw_data());
+    const size_t es = dtype_size(host.dtype());
+    for (int64_t begin = 0, n = host.numel(); begin < n; begin += kSegment) {
+      MPI_Request request;
+      detail::check_mpi(MPI_Ibcast(data + begin * es, static_cast<int>(std::min(kSegment, n - begin)),
+                                   element_type(host.dtype()), root, MPI_COMM_WORLD, &request),
+                        what);
+      detail::wait_request(&request, what);
+    }
+    host.bump_version();
+  }, std::move(write_back));
+}
+
+WorkPtr all_gather(const Tensor& out, const Tensor& in) {
+  require_contiguous(out, "all_gather", "the output");
+  require_contiguous(in, "all_gather", "the input");
+  const int size = world_size();
+  VK_CHECK(out.dtype() == in.dtype(), DTypeError, "vk.distributed.all_gather: the output (",
+           out.describe(), ") and the input (", in.describe(), ") differ in dtype");
+  VK_CHECK(out.numel() == in.numel() * size, ShapeError, "vk.distributed.all_gather: the output (",
+           out.describe(), ") must hold world_size (", size, ") times the input's ", in.numel(),
+           " elements");
+  VK_CHECK(in.numel() <= std::numeric_limits<int>::max(), SizeError,
+           "vk.distributed.all_gather: ", in.describe(), " has more than 2^31-1 elements per rank");
+  std::vector<std::pair<Tensor, Tensor>> write_back;
+  Tensor host_out = host_side(out, write_back);
+  Tensor host_in = in.storage()->host_addressable ? in : host_read(in);
+  const Call call = describe_call(Kind::AllGather, &in, ReduceOp::Sum, 0);
+  std::string what = name_of(Kind::AllGather, &in, ReduceOp::Sum, 0);
+  return detail::submit(what, [host_out, host_in, call, what] {
+    check_same_call(call, what);
+    const Ranks me;
+    const int64_t n = host_in.numel();
+    const size_t es = dtype_size(host_in.dtype());
+    auto* out_data = static_cast<unsigned char*>(host_out.raw_data());
+    // The input may be a slice of the output (all_gather_into_tensor's in-place use): move it into
+    // this rank's slot first and gather in place.
+    std::memmove(out_data + me.rank * n * es, host_in.raw_data(), n * es);
+    if (n > 0 && me.size > 1) {
+      MPI_Request request;
+      detail::check_mpi(MPI_Iallgather(MPI_IN_PLACE, 0, element_type(host_in.dtype()), out_data,
+                                       static_cast<int>(n), element_type(host_in.dtype()),
+                                       MPI_COMM_WORLD, &request),
+                        what);
+      detail::wait_request(&request, what);
+    }
+    host_out.bump_version();
+  }, std::move(write_back));
+}
+
+WorkPtr reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
+  require_contiguous(out, "reduce_scatter", "the output");
+  require_contiguous(in, "reduce_scatter", "the input");
+  require_op_for(in.dtype(), op, "reduce_scatter");
+  const int size = world_size();
+  VK_CHECK(out.dtype() == in.dtype(), DTypeError, "vk.distributed.reduce_scatter: the output (",
+           out.describe(), ") and the input (", in.describe(), ") differ in dtype");
+  VK_CHECK(in.numel() == out.numel() * size, ShapeError,
+           "vk.distributed.reduce_scatter: the input (", in.describe(),
+           ") must hold world_size (", size, ") times the output's ", out.numel(), " elements");
+  VK_CHECK(out.numel() <= std::numeric_limits<int>::max(), SizeError,
+           "vk.distributed.reduce_scatter: ", out.describe(),
+           " has more than 2^31-1 elements per rank");
+  std::vector<std::pair<Tensor, Tensor>> write_back;
+  Tensor host_out = host_side(out, write_back);
+  Tensor host_in = in.storage()->host_addressable ? in : host_read(in);
+  const Call call = describe_call(Kind::ReduceScatter, &in, op, 0);
+  std::string what = name_of(Kind::ReduceScatter, &in, op, 0);
+  return detail::submit(what, [host_out, host_in, call, op, what] {
+    check_same_call(call, what);
+    const Ranks me;
+    const int64_t k = host_out.numel();
+    const size_t es = dtype_size(host_in.dtype());
+    std::vector<unsigned char> rows(static_cast<size_t>(k) * me.size * es);
+    if (k > 0 && me.size > 1) {
+      MPI_Request request;
+      const MPI_Datatype type = element_type(host_in.dtype());
+      detail::check_mpi(MPI_Ialltoall(host_in.raw_data(), static_cast<int>(k), type, rows.data(),
+                                      static_cast<int>(k), type, MPI_COMM_WORLD, &request),
+                        what);
+      detail::wait_request(&request, what);
+    } else if (k > 0) {
+      std::memcpy(rows.data(), host_in.raw_data(), k * es);
+    }
+    reduce_rows(host_in.dtype(), host_out.raw_data(), rows.data(), k, k, me.size, op);
+    host_out.bump_version();
+  }, std::move(write_back));
+}
+
+WorkPtr barrier() {
+  const Call call = describe_call(Kind::Barrier, nullptr, ReduceOp::Sum, 0);
+  std::string what = "vk.distributed.barrier()";
+  return detail::submit(what, [call, what] {
+    check_same_call(call, what);  // the exchange is itself a barrier
+  });
+}
+
+}  // namespace vk::distributed
