@@ -14,8 +14,9 @@ LAUNCH  := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_CXX_COMPIL
 # The Vulkan backend's build and tests: headers, glslc and spirv-val, and lavapipe (Mesa's Vulkan
 # on the CPU) with the validation layers, so that its tests run (never skip) on machines without a
 # GPU; the library itself opens libvulkan at run time.
+# Open MPI for vk.distributed (#17): its tests run 2 and 3 ranks on this machine under mpirun.
 APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv libvulkan-dev glslc \
-            spirv-tools mesa-vulkan-drivers vulkan-validationlayers
+            spirv-tools mesa-vulkan-drivers vulkan-validationlayers openmpi-bin libopenmpi-dev
 # The Vulkan tests fail (instead of skipping) without a device, and run under the validation layers.
 VULKAN_TEST_ENV := VKML_REQUIRE_VULKAN=1 VKML_VULKAN_VALIDATE=1
 # The test extras of pyproject.toml. torch is the tests' oracle, never a runtime dependency.
@@ -43,7 +44,7 @@ venv: deps $(VENV)/.deps
 
 build: deps
 	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON \
-	  -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON >/dev/null
+	  -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON -DVKML_DISTRIBUTED=ON >/dev/null
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 test-cpp: build
@@ -82,7 +83,7 @@ PY_BLAS ?= scipy-openblas32
 python: venv
 	@$(CMAKE) -S . -B $(PYBUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release \
 	  -DPython_EXECUTABLE=$(abspath $(PY)) -DVKML_BUILD_PYTHON=ON -DVKML_BUILD_TESTS=OFF \
-	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON -DVKML_NATIVE=ON -DVKML_BLAS=$(PY_BLAS) >/dev/null
+	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON -DVKML_NATIVE=ON -DVKML_BLAS=$(PY_BLAS) -DVKML_DISTRIBUTED=ON >/dev/null
 	$(CMAKE) --build $(PYBUILD) -j $(JOBS)
 
 # Then the op sweep's float32 cases on the Vulkan device as one without float64 would run them

@@ -418,6 +418,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   c.def("is_floating_point", [](const Tensor& t) { return vk::is_floating(t.dtype()); });
   c.def("element_size", [](const Tensor& t) { return vk::dtype_size(t.dtype()); });
   c.def("data_ptr", [](const Tensor& t) { return (uintptr_t)t.raw_data(); });
+  // The identity of the C++ tensor behind this Python object (torch's name): a graph walk
+  // (grad_fn.next_functions[i][0].variable) returns new Python objects for the same leaves.
+  c.def_prop_ro("_cdata", [](const Tensor& t) { return (uintptr_t)t.impl(); });
   c.def("__len__", [](const Tensor& t) {
     if (t.ndim() == 0) throw nb::type_error("len() of a 0-d tensor");
     return t.shape()[0];

@@ -120,12 +120,12 @@ class DistributedDataParallel(Module):
             fn = stack.pop()
             var = getattr(fn, "variable", None)
             if var is not None:
-                reached.add(id(var))
+                reached.add(var._cdata)  # a new Python object for the same leaf: compare C++
             for nxt, _ in fn.next_functions:
                 if nxt is not None and id(nxt) not in seen:
                     seen.add(id(nxt))
                     stack.append(nxt)
-        self._unused = {id(p) for p in self._params if id(p) not in reached}
+        self._unused = {id(p) for p in self._params if p._cdata not in reached}
         for p in [p for p in self._params if id(p) in self._unused]:
             self._grad_ready(p, unused=True)
 

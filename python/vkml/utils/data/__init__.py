@@ -6,12 +6,13 @@ from ._decorators import (_DatasetKind, argument_validation, functional_datapipe
                           guaranteed_datapipes_determinism, non_deterministic, runtime_validation,
                           runtime_validation_disabled)
 from .dataloader import DataLoader, WorkerInfo, get_worker_info
+from .distributed import DistributedSampler
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset,
                       TensorDataset, random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 
-__all__ = ["DataLoader", "WorkerInfo", "get_worker_info", "default_collate", "default_convert",
+__all__ = ["DataLoader", "DistributedSampler", "WorkerInfo", "get_worker_info", "default_collate", "default_convert",
            "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "ChainDataset", "random_split", "StackDataset", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",

@@ -1,6 +1,6 @@
 """vk.utils.data.distributed.DistributedSampler: the part of the indices one process of a
-multi-process run reads. vkml has no process groups yet, so num_replicas and rank must be given
-(without them it raises RuntimeError, as torch does without an initialized process group)."""
+multi-process run reads. num_replicas and rank default to the process group's world size and rank
+(RuntimeError without an initialized group, as torch)."""
 
 from .sampler import Sampler, _randperm
 
@@ -11,8 +11,13 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
         if num_replicas is None or rank is None:
-            raise RuntimeError("DistributedSampler: vkml has no distributed process group; "
-                               "pass num_replicas= and rank=")
+            from ... import distributed as dist
+            if not dist.is_initialized():
+                raise RuntimeError("DistributedSampler: Default process group has not been "
+                                   "initialized, please make sure to call init_process_group "
+                                   "(or pass num_replicas= and rank=)")
+            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+            rank = dist.get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
                              f"[0, {num_replicas - 1}]")
