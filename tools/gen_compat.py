@@ -57,9 +57,9 @@ REASONS = [
      r"|^parse_ir$|^parse_schema$|^parse_type_comment$|^merge_type_from_type_comment$"
      r"|^unify_type_list$|^import_ir_module|^fork$|^wait$|^slice_inverse$|^index$",
      "compilation, tracing and export: not planned"),
-    (r"distributed|^DistributedSampler$|parallel|^DataParallel|^ddp|^share_memory|is_shared"
-     r"|process_group",
-     "distributed training: the distributed issue (#17)"),
+    (r"^share_memory|^is_shared$",
+     "memory shared between processes (torch.multiprocessing): not planned; vk.distributed's "
+     "ranks exchange tensors over MPI"),
     (r"^cuda|^mps|^xpu|^mtia|^hip|^ipu|^is_cuda$|^is_mps$|^is_xpu$|^is_meta$|^is_mkldnn$"
      r"|^to_mkldnn|mkldnn|cudnn|miopen|^pin_memory$|^is_pinned$|^is_vulkan$|^is_ipu$|^is_maia$"
      r"|^is_mtia$|^record_stream$",

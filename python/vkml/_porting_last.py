@@ -309,11 +309,21 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
         return _lobpcg_batch((A + A.mT) * 0.5, B, X, iK, k, niter, tol, largest)
 
 
+def is_distributed(input):
+    """False: a vkml tensor lives in one process (vk.distributed moves copies between ranks);
+    torch's answer for every tensor since its old THD backend went."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_distributed(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    return False
+
+
 def install(ns):
     """Puts the names on the vkml namespace `ns` and on Tensor."""
     ns.update(from_file=from_file, get_device_module=get_device_module,
               thread_safe_generator=thread_safe_generator, lobpcg=lobpcg,
-              unravel_index=unravel_index)
+              unravel_index=unravel_index, is_distributed=is_distributed)
+    Tensor.is_distributed = is_distributed
     Tensor.set_ = _set_
     Tensor.volatile = property(_volatile_get, _volatile_set)
     Tensor.reinforce = _reinforce

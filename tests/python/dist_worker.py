@@ -236,6 +236,14 @@ def ddp_features():
     dbn(vk.randn(8, 3))  # the broadcast at this forward makes them rank 0's (eval: no update)
     got["bn_after_eval_forward"] = bn[1].running_mean.numpy().tobytes().hex()
     got["state_keys"] = list(dbn.state_dict())[:3]
+    # a wrapper the program drops is freed at once (its hooks hold it weakly), so wrapping the
+    # module anew leaves one wrapper reducing its gradients
+    import weakref
+    m3 = make_model(vk.float64, seed=9)
+    dropped = weakref.ref(vk.nn.parallel.DistributedDataParallel(m3))
+    again = vk.nn.parallel.DistributedDataParallel(m3)
+    vk.nn.functional.mse_loss(again(halves[0][0]), halves[0][1]).backward()
+    got["dropped_ddp_freed"] = dropped() is None
     sampler = vk.utils.data.DistributedSampler(list(range(10)), shuffle=False)
     got["sampler"] = list(sampler)
     report(rank=r, got=got)

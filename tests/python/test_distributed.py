@@ -248,6 +248,7 @@ def test_ddp_no_sync_unused_parameters_buffers_and_sampler():
         assert "b.weight" in got["unused_error"] and "find_unused_parameters" in got["unused_error"]
         assert got["state_keys"][0].startswith("module.")
         assert got["sampler"] == list(range(r, 10, 2))
+        assert got["dropped_ddp_freed"] is True
     a, b = (res["got"] for res in results)
     assert a["bn_after_train"] != b["bn_after_train"]  # each rank updated its own statistics
     assert a["bn_after_eval_forward"] == b["bn_after_eval_forward"]  # then rank 0's reached all

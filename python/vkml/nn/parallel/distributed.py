@@ -13,6 +13,7 @@ the gradients final and optimizer.step() sees them. Inside no_sync() nothing is 
 gradients accumulate locally; the first backward outside reduces the sum)."""
 
 import contextlib
+import weakref
 
 from ..modules import Module
 
@@ -62,7 +63,15 @@ class DistributedDataParallel(Module):
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._next = 0                 # the next bucket to start (they start in index order)
         self._unused = set()           # ids of the parameters this forward does not reach
-        self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
+        # The hooks hold this wrapper weakly: a DDP the program dropped (say, to wrap the module
+        # anew) neither stays alive through its module's parameters nor reduces their gradients.
+        me = weakref.ref(self)
+
+        def grad_ready(p):
+            ddp = me()
+            if ddp is not None:
+                ddp._grad_ready(p)
+        self._handles = [p.register_post_accumulate_grad_hook(grad_ready) for p in params]
 
     # ---- construction ----
     def _sync_module_states(self):
