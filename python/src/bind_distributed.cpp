@@ -41,18 +41,25 @@ void bind_distributed(nb::module_& m) {
   d.attr("available") = true;
   nb::class_<dist::Work>(d, "Work", "The handle of a collective started with async_op=True.")
       .def(
-          "wait", [](dist::Work& w) { without_gil(true, [&] { w.wait(); }); return true; },
+          "wait",
+          [](dist::Work& w) {
+            without_gil(true, [&] { w.wait(); });
+            return true;
+          },
           "Blocks until the collective is done (and raises what it raised).")
       .def("is_completed", &dist::Work::completed)
-      .def("__repr__", [](const dist::Work& w) { return "<vkml.distributed.Work " + w.what() + ">"; });
-  d.def("init", [](double timeout) { without_gil(true, [&] { dist::init(timeout); }); },
-        "timeout"_a = 1800.0);
+      .def("__repr__",
+           [](const dist::Work& w) { return "<vkml.distributed.Work " + w.what() + ">"; });
+  d.def(
+      "init", [](double timeout) { without_gil(true, [&] { dist::init(timeout); }); },
+      "timeout"_a = 1800.0);
   d.def("initialized", &dist::initialized);
   d.def("rank", &dist::rank);
   d.def("world_size", &dist::world_size);
   d.def("timeout", &dist::timeout_seconds);
   d.def("finalize", [] { without_gil(true, [] { dist::finalize(); }); });
-  d.def("abort", [](int code) { without_gil(true, [&] { dist::abort(code); }); }, "code"_a = 1);
+  d.def(
+      "abort", [](int code) { without_gil(true, [&] { dist::abort(code); }); }, "code"_a = 1);
   d.def(
       "all_reduce",
       [](const Tensor& t, const std::string& op, bool async_op, bool checked) {
@@ -77,8 +84,9 @@ void bind_distributed(nb::module_& m) {
         return finish(dist::reduce_scatter(out, in, reduce_op(op)), async_op);
       },
       "output"_a, "input"_a, "op"_a = "sum", "async_op"_a = false);
-  d.def("barrier", [](bool async_op) { return finish(dist::barrier(), async_op); },
-        "async_op"_a = false);
+  d.def(
+      "barrier", [](bool async_op) { return finish(dist::barrier(), async_op); },
+      "async_op"_a = false);
 }
 
 #else

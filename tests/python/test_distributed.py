@@ -161,7 +161,8 @@ def test_mismatched_calls_raise_the_same_typed_error_on_every_rank_and_the_group
 def test_errors_a_rank_finds_alone_are_typed_and_leave_the_group_usable():
     for res in ok_ranks("local_errors"):
         found = res["found"]
-        assert found["non_contiguous"][0] == "RuntimeError" and "contiguous" in found["non_contiguous"][1]
+        assert found["non_contiguous"][0] == "RuntimeError"
+        assert "contiguous" in found["non_contiguous"][1]
         assert found["avg_int"][0] == "DTypeError" and "int64" in found["avg_int"][1]
         assert found["bad_src"][0] == "IndexError"
         assert found["gather_size"][0] == "ShapeError" and "float32[5]" in found["gather_size"][1]

@@ -195,8 +195,8 @@ def get_backend(group=None):
     return _BACKEND
 
 
-def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
-              group_desc=None):
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+              use_local_synchronization=False, group_desc=None):
     """The world group; vkml has no subgroups (NotImplementedError for a proper subset)."""
     _require_group("new_group")
     if ranks is not None and sorted(ranks) != list(range(_D.world_size())):
@@ -388,8 +388,8 @@ def all_gather_object(object_list, obj, group=None):
     from .. import tensor as make_tensor, zeros, int64, cat
     p = _D.world_size()
     if len(object_list) != p:
-        raise ValueError(f"vkml.distributed.all_gather_object: object_list holds {len(object_list)} "
-                         f"entries; the group has {p} ranks")
+        raise ValueError(f"vkml.distributed.all_gather_object: object_list holds "
+                         f"{len(object_list)} entries; the group has {p} ranks")
     mine = _object_bytes(obj)
     sizes = zeros(p, dtype=int64)
     _D.all_gather(sizes, make_tensor([mine.numel()], dtype=int64), False)

@@ -69,7 +69,8 @@ std::string call_text(const Call& c) {
   os << kind_name(c.kind);
   if (static_cast<Kind>(c.kind) == Kind::Barrier) return os.str() + "()";
   os << '(' << dtype_name(static_cast<DType>(c.dtype)) << '[';
-  for (int64_t d = 0; d < std::min<int64_t>(c.ndim, kMaxDims); ++d) os << (d ? ", " : "") << c.dims[d];
+  for (int64_t d = 0; d < std::min<int64_t>(c.ndim, kMaxDims); ++d)
+    os << (d ? ", " : "") << c.dims[d];
   if (c.ndim > kMaxDims) os << ", ...";
   os << ']';
   if (static_cast<Kind>(c.kind) == Kind::Broadcast)
@@ -90,14 +91,16 @@ void check_same_call(const Call& mine, const std::string& what) {
                     what);
   detail::wait_request(&request, what);
   if (std::all_of(all.begin(), all.end(), [&](const Call& c) { return c == all[0]; })) return;
-  std::string text = what + ": the ranks called different collectives or passed different "
-                            "tensors (each rank must make the same calls with the same shapes): ";
-  for (int r = 0; r < size; ++r) text += (r ? "; " : "") + ("rank " + std::to_string(r) + ": ") + call_text(all[r]);
+  std::string text = what +
+                     ": the ranks called different collectives or passed different "
+                     "tensors (each rank must make the same calls with the same shapes): ";
+  for (int r = 0; r < size; ++r)
+    text += (r ? "; " : "") + ("rank " + std::to_string(r) + ": ") + call_text(all[r]);
   const bool same_kind = std::all_of(all.begin(), all.end(), [&](const Call& c) {
     return c.kind == all[0].kind && c.op == all[0].op && c.root == all[0].root;
   });
-  const bool same_dtype = std::all_of(all.begin(), all.end(),
-                                      [&](const Call& c) { return c.dtype == all[0].dtype; });
+  const bool same_dtype =
+      std::all_of(all.begin(), all.end(), [&](const Call& c) { return c.dtype == all[0].dtype; });
   if (same_kind && same_dtype) throw ShapeError(text);
   if (same_kind) throw DTypeError(text);
   throw RuntimeError(text);
@@ -168,7 +171,8 @@ void reduce_rows(DType dtype, void* acc, const void* rows, int64_t n, int64_t st
                  ReduceOp op) {
   switch (dtype) {
     case DType::Bool:
-      return reduce_rows(static_cast<bool*>(acc), static_cast<const bool*>(rows), n, stride, count, op);
+      return reduce_rows(static_cast<bool*>(acc), static_cast<const bool*>(rows), n, stride, count,
+                         op);
     case DType::Int32:
       return reduce_rows(static_cast<int32_t*>(acc), static_cast<const int32_t*>(rows), n, stride,
                          count, op);
@@ -176,8 +180,8 @@ void reduce_rows(DType dtype, void* acc, const void* rows, int64_t n, int64_t st
       return reduce_rows(static_cast<int64_t*>(acc), static_cast<const int64_t*>(rows), n, stride,
                          count, op);
     case DType::Float32:
-      return reduce_rows(static_cast<float*>(acc), static_cast<const float*>(rows), n, stride, count,
-                         op);
+      return reduce_rows(static_cast<float*>(acc), static_cast<const float*>(rows), n, stride,
+                         count, op);
     case DType::Float64:
       return reduce_rows(static_cast<double*>(acc), static_cast<const double*>(rows), n, stride,
                          count, op);
@@ -214,10 +218,10 @@ void all_reduce_host(void* data, DType dtype, int64_t n, ReduceOp op, const std:
     rows.resize(static_cast<size_t>(mine) * me.size * es);
     auto* segment = static_cast<unsigned char*>(data) + begin * es;
     MPI_Request request;
-    detail::check_mpi(MPI_Ialltoallv(segment, counts.data(), displs.data(), type, rows.data(),
-                                     recv_counts.data(), recv_displs.data(), type, MPI_COMM_WORLD,
-                                     &request),
-                      what);
+    detail::check_mpi(
+        MPI_Ialltoallv(segment, counts.data(), displs.data(), type, rows.data(), recv_counts.data(),
+                       recv_displs.data(), type, MPI_COMM_WORLD, &request),
+        what);
     detail::wait_request(&request, what);
     reduce_rows(dtype, segment + displs[me.rank] * es, rows.data(), mine, mine, me.size, op);
     detail::check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, type, segment, counts.data(), displs.data(),
@@ -229,8 +233,8 @@ void all_reduce_host(void* data, DType dtype, int64_t n, ReduceOp op, const std:
 
 void require_contiguous(const Tensor& t, const char* fn, const char* name) {
   VK_CHECK(t.defined(), RuntimeError, "vk.distributed.", fn, ": ", name, " is undefined");
-  VK_CHECK(t.is_contiguous(), RuntimeError, "vk.distributed.", fn, ": ", name, " (",
-           t.describe(), ") is not contiguous; pass t.contiguous() (collectives work in place)");
+  VK_CHECK(t.is_contiguous(), RuntimeError, "vk.distributed.", fn, ": ", name, " (", t.describe(),
+           ") is not contiguous; pass t.contiguous() (collectives work in place)");
 }
 
 void require_op_for(DType dtype, ReduceOp op, const char* fn) {
@@ -261,11 +265,14 @@ WorkPtr all_reduce(const Tensor& t, ReduceOp op, bool checked) {
   Tensor host = host_side(t, write_back);
   const Call call = describe_call(Kind::AllReduce, &t, op, 0);
   std::string what = name_of(Kind::AllReduce, &t, op, 0);
-  return detail::submit(what, [host, call, checked, op, what] {
-    if (checked) check_same_call(call, what);
-    all_reduce_host(host.raw_data(), host.dtype(), host.numel(), op, what);
-    host.bump_version();
-  }, std::move(write_back));
+  return detail::submit(
+      what,
+      [host, call, checked, op, what] {
+        if (checked) check_same_call(call, what);
+        all_reduce_host(host.raw_data(), host.dtype(), host.numel(), op, what);
+        host.bump_version();
+      },
+      std::move(write_back));
 }
 
 WorkPtr broadcast(const Tensor& t, int root) {
@@ -277,19 +284,23 @@ WorkPtr broadcast(const Tensor& t, int root) {
   Tensor host = host_side(t, write_back);
   const Call call = describe_call(Kind::Broadcast, &t, ReduceOp::Sum, root);
   std::string what = name_of(Kind::Broadcast, &t, ReduceOp::Sum, root);
-  return detail::submit(what, [host, call, root, what] {
-    check_same_call(call, what);
-    auto* data = static_cast<unsigned char*>(host.raw_data());
-    const size_t es = dtype_size(host.dtype());
-    for (int64_t begin = 0, n = host.numel(); begin < n; begin += kSegment) {
-      MPI_Request request;
-      detail::check_mpi(MPI_Ibcast(data + begin * es, static_cast<int>(std::min(kSegment, n - begin)),
-                                   element_type(host.dtype()), root, MPI_COMM_WORLD, &request),
-                        what);
-      detail::wait_request(&request, what);
-    }
-    host.bump_version();
-  }, std::move(write_back));
+  return detail::submit(
+      what,
+      [host, call, root, what] {
+        check_same_call(call, what);
+        auto* data = static_cast<unsigned char*>(host.raw_data());
+        const size_t es = dtype_size(host.dtype());
+        for (int64_t begin = 0, n = host.numel(); begin < n; begin += kSegment) {
+          MPI_Request request;
+          detail::check_mpi(
+              MPI_Ibcast(data + begin * es, static_cast<int>(std::min(kSegment, n - begin)),
+                         element_type(host.dtype()), root, MPI_COMM_WORLD, &request),
+              what);
+          detail::wait_request(&request, what);
+        }
+        host.bump_version();
+      },
+      std::move(write_back));
 }
 
 WorkPtr all_gather(const Tensor& out, const Tensor& in) {
@@ -308,25 +319,28 @@ WorkPtr all_gather(const Tensor& out, const Tensor& in) {
   Tensor host_in = in.storage()->host_addressable ? in : host_read(in);
   const Call call = describe_call(Kind::AllGather, &in, ReduceOp::Sum, 0);
   std::string what = name_of(Kind::AllGather, &in, ReduceOp::Sum, 0);
-  return detail::submit(what, [host_out, host_in, call, what] {
-    check_same_call(call, what);
-    const Ranks me;
-    const int64_t n = host_in.numel();
-    const size_t es = dtype_size(host_in.dtype());
-    auto* out_data = static_cast<unsigned char*>(host_out.raw_data());
-    // The input may be a slice of the output (all_gather_into_tensor's in-place use): move it into
-    // this rank's slot first and gather in place.
-    std::memmove(out_data + me.rank * n * es, host_in.raw_data(), n * es);
-    if (n > 0 && me.size > 1) {
-      MPI_Request request;
-      detail::check_mpi(MPI_Iallgather(MPI_IN_PLACE, 0, element_type(host_in.dtype()), out_data,
-                                       static_cast<int>(n), element_type(host_in.dtype()),
-                                       MPI_COMM_WORLD, &request),
-                        what);
-      detail::wait_request(&request, what);
-    }
-    host_out.bump_version();
-  }, std::move(write_back));
+  return detail::submit(
+      what,
+      [host_out, host_in, call, what] {
+        check_same_call(call, what);
+        const Ranks me;
+        const int64_t n = host_in.numel();
+        const size_t es = dtype_size(host_in.dtype());
+        auto* out_data = static_cast<unsigned char*>(host_out.raw_data());
+        // The input may be a slice of the output (all_gather_into_tensor's in-place use): move it
+        // into this rank's slot first and gather in place.
+        std::memmove(out_data + me.rank * n * es, host_in.raw_data(), n * es);
+        if (n > 0 && me.size > 1) {
+          MPI_Request request;
+          detail::check_mpi(MPI_Iallgather(MPI_IN_PLACE, 0, element_type(host_in.dtype()), out_data,
+                                           static_cast<int>(n), element_type(host_in.dtype()),
+                                           MPI_COMM_WORLD, &request),
+                            what);
+          detail::wait_request(&request, what);
+        }
+        host_out.bump_version();
+      },
+      std::move(write_back));
 }
 
 WorkPtr reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
@@ -337,8 +351,8 @@ WorkPtr reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
   VK_CHECK(out.dtype() == in.dtype(), DTypeError, "vk.distributed.reduce_scatter: the output (",
            out.describe(), ") and the input (", in.describe(), ") differ in dtype");
   VK_CHECK(in.numel() == out.numel() * size, ShapeError,
-           "vk.distributed.reduce_scatter: the input (", in.describe(),
-           ") must hold world_size (", size, ") times the output's ", out.numel(), " elements");
+           "vk.distributed.reduce_scatter: the input (", in.describe(), ") must hold world_size (",
+           size, ") times the output's ", out.numel(), " elements");
   VK_CHECK(out.numel() <= std::numeric_limits<int>::max(), SizeError,
            "vk.distributed.reduce_scatter: ", out.describe(),
            " has more than 2^31-1 elements per rank");
@@ -347,25 +361,29 @@ WorkPtr reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
   Tensor host_in = in.storage()->host_addressable ? in : host_read(in);
   const Call call = describe_call(Kind::ReduceScatter, &in, op, 0);
   std::string what = name_of(Kind::ReduceScatter, &in, op, 0);
-  return detail::submit(what, [host_out, host_in, call, op, what] {
-    check_same_call(call, what);
-    const Ranks me;
-    const int64_t k = host_out.numel();
-    const size_t es = dtype_size(host_in.dtype());
-    std::vector<unsigned char> rows(static_cast<size_t>(k) * me.size * es);
-    if (k > 0 && me.size > 1) {
-      MPI_Request request;
-      const MPI_Datatype type = element_type(host_in.dtype());
-      detail::check_mpi(MPI_Ialltoall(host_in.raw_data(), static_cast<int>(k), type, rows.data(),
-                                      static_cast<int>(k), type, MPI_COMM_WORLD, &request),
-                        what);
-      detail::wait_request(&request, what);
-    } else if (k > 0) {
-      std::memcpy(rows.data(), host_in.raw_data(), k * es);
-    }
-    reduce_rows(host_in.dtype(), host_out.raw_data(), rows.data(), k, k, me.size, op);
-    host_out.bump_version();
-  }, std::move(write_back));
+  return detail::submit(
+      what,
+      [host_out, host_in, call, op, what] {
+        check_same_call(call, what);
+        const Ranks me;
+        const int64_t k = host_out.numel();
+        const size_t es = dtype_size(host_in.dtype());
+        std::vector<unsigned char> rows(static_cast<size_t>(k) * me.size * es);
+        if (k > 0 && me.size > 1) {
+          MPI_Request request;
+          const MPI_Datatype type = element_type(host_in.dtype());
+          detail::check_mpi(
+              MPI_Ialltoall(host_in.raw_data(), static_cast<int>(k), type, rows.data(),
+                            static_cast<int>(k), type, MPI_COMM_WORLD, &request),
+              what);
+          detail::wait_request(&request, what);
+        } else if (k > 0) {
+          std::memcpy(rows.data(), host_in.raw_data(), k * es);
+        }
+        reduce_rows(host_in.dtype(), host_out.raw_data(), rows.data(), k, k, me.size, op);
+        host_out.bump_version();
+      },
+      std::move(write_back));
 }
 
 WorkPtr barrier() {

@@ -2,6 +2,8 @@
 // of collectives that thread runs in issue order. Every rank issues its collectives in the same
 // order (MPI's rule for collectives), so running them one after another on one thread keeps the
 // ranks matched while the caller goes on computing.
+#include "vkml/distributed/group.h"
+
 #include <mpi.h>
 
 #include <atomic>
@@ -13,7 +15,6 @@
 #include <thread>
 
 #include "vkml/core/grad_mode.h"
-#include "vkml/distributed/group.h"
 #include "vkml/ops/inplace.h"
 
 namespace vk::distributed {
@@ -269,7 +270,7 @@ void wait_request(void* mpi_request, const std::string& what) {
     check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     if (done) return;
     if (g.abort_code >= 0) mpi_abort(g.abort_code);
-    if (polls < 256) continue;  // the common case: a peer a few microseconds behind
+    if (polls % 64 != 0) continue;  // the clock costs more than a poll
     const auto now = clock::now();
     if (now > deadline) {
       g.broken = what + " timed out";
@@ -278,14 +279,15 @@ void wait_request(void* mpi_request, const std::string& what) {
           " s (a rank failed, is stuck, or called a different collective); the process group is "
           "broken"));
     }
-    // MPI progresses only inside its calls, so keep calling it; but give the core away between
-    // calls (ranks may share cores with each other and with the compute threads).
-    if (now - start < std::chrono::milliseconds(10))
+    // MPI progresses only inside its calls, so keep calling it: spinning while the peers are
+    // about to answer (as MPI_Wait does), then giving the core to any thread that wants it (the
+    // ranks and their compute threads may share cores), then, for a peer far behind, sleeping.
+    const auto waited = now - start;
+    if (waited < std::chrono::milliseconds(1)) continue;
+    if (waited < std::chrono::milliseconds(200))
       std::this_thread::yield();
     else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-}
-
 }  // namespace detail
 }  // namespace vk::distributed
