@@ -289,5 +289,7 @@ void wait_request(void* mpi_request, const std::string& what) {
     else
       std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
+}
+
 }  // namespace detail
 }  // namespace vk::distributed
