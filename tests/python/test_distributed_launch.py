@@ -87,7 +87,8 @@ def test_script_form_sets_torchrun_variables_on_each_rank(mpi, tmp_path):
 @pytest.mark.slow
 def test_module_form_runs_the_module_as_main(mpi, tmp_path):
     (tmp_path / "show_env_mod.py").write_text(ENV_PROGRAM)
-    seen = _seen(_ok(launch(2, "-m", "show_env_mod", "-n", "5", cwd=tmp_path)))  # -n after -m is the program's
+    # the -n after -m MODULE is the program's
+    seen = _seen(_ok(launch(2, "-m", "show_env_mod", "-n", "5", cwd=tmp_path)))
     assert [s["env"] for s in seen] == _expected_env(2)
     assert all(s["argv"] == ["-n", "5"] and s["name"] == "__main__" for s in seen)
 
@@ -176,10 +177,15 @@ def test_open_mpi_command_line(monkeypatch):
     cmd, env = _command(["-n", "3", "--tcp", "-m", "pkg.mod", "--x", "1"], "openmpi")
     assert cmd[:3] == ["mpirun", "-n", "3"]
     assert "--allow-run-as-root" in cmd and "--oversubscribe" in cmd
+    assert cmd[cmd.index("--bind-to") + 1] == "none"
     assert cmd[cmd.index("--mca"):cmd.index("--mca") + 3] == ["--mca", "btl", "tcp,self"]
     assert cmd[-7:] == [sys.executable, "-m", "vkml.distributed._worker", "-m", "pkg.mod", "--x", "1"]
     # the ranks import the launcher's vkml first, then what PYTHONPATH held
     assert env["PYTHONPATH"].split(os.pathsep) == [launcher._vkml_root(), "/elsewhere"]
+    # the machine's CPUs shared among the ranks, unless VKML_NUM_THREADS says otherwise
+    assert env["VKML_NUM_THREADS"] == str(max(1, launcher._cpus() // 3))
+    _, env = _command(["-n", "3", "t.py"], "openmpi", {"VKML_NUM_THREADS": "4"})
+    assert env["VKML_NUM_THREADS"] == "4"
 
 
 def test_open_mpi_command_line_not_root_within_cores(monkeypatch):
@@ -198,6 +204,9 @@ def test_open_mpi_hostfile_exports_the_environment(monkeypatch):
     assert "--oversubscribe" not in cmd  # the hostfile's slots decide
     exported = {cmd[i + 1] for i, a in enumerate(cmd) if a == "-x"}
     assert exported == {"PYTHONPATH", "VKML_NUM_THREADS", "PATH"}
+    # the machines' CPUs are not known here: the ranks' thread counts are left to them
+    _, env_out = _command(["-n", "8", "--hostfile", "hosts", "t.py"], "openmpi", {"PYTHONPATH": "/p"})
+    assert "VKML_NUM_THREADS" not in env_out
 
 
 def test_mpich_command_line():

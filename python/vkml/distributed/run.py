@@ -10,10 +10,14 @@ program written for torchrun that reads them works unchanged; it joins the job w
 vk.distributed.init_process_group(). The exit status is the job's: non-zero when a rank failed.
 
 mpirun is Open MPI's or MPICH's (whichever `mpirun --version` names). With Open MPI the launcher
-adds --allow-run-as-root when run as root, and --oversubscribe when N exceeds this machine's
-cores (local launches only: with --hostfile the file's slots decide). --tcp makes the ranks talk
-over TCP even on one machine (Open MPI: --mca btl tcp,self; MPICH: MPIR_CVAR_NOLOCAL=1 and
-FI_PROVIDER=tcp), which is how the loopback measurements of docs/distributed.md are taken.
+adds --allow-run-as-root when run as root, --oversubscribe when N exceeds this machine's cores
+(local launches only: with --hostfile the file's slots decide), and --bind-to none (each rank runs
+vkml's own threads; Open MPI would pin a rank to one core). On one machine each rank gets
+VKML_NUM_THREADS = CPUs // N unless it is set, so that the ranks' threads do not oversubscribe it.
+
+--tcp makes the ranks talk over TCP even on one machine (Open MPI: --mca btl tcp,self; MPICH:
+MPIR_CVAR_NOLOCAL=1 and FI_PROVIDER=tcp), which is how the loopback measurements of
+docs/distributed.md are taken.
 The environment (PYTHONPATH, VKML_* ...) reaches the ranks: local ranks inherit it, and with
 --hostfile Open MPI is told to export it (-x); MPICH's hydra exports it by default."""
 
@@ -94,6 +98,13 @@ def physical_cores():
     return os.cpu_count() or 1
 
 
+def _cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def mpi_flavour(mpirun):
     """'openmpi', 'mpich' (MPICH, Intel MPI: Hydra) or 'unknown', from `mpirun --version`."""
     try:
@@ -121,8 +132,11 @@ def build_command(args, program_args, mpirun, flavour, env):
     path = env.get("PYTHONPATH", "")
     if path.split(os.pathsep)[0] != root:
         env["PYTHONPATH"] = root + (os.pathsep + path if path else "")
+    if args.hostfile is None and args.n > 1 and "VKML_NUM_THREADS" not in env:
+        env["VKML_NUM_THREADS"] = str(max(1, _cpus() // args.n))
     cmd = [mpirun, "-n", str(args.n)]
     if flavour == "openmpi":
+        cmd += ["--bind-to", "none"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
         if args.hostfile is None and args.n > physical_cores():
