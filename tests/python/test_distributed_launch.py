@@ -361,3 +361,22 @@ def test_charlm_resumes_across_world_sizes(mpi, tmp_path, first, then):
     for a, b in zip(log_ref, log_res, strict=True):
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
     assert_params_close(tmp_path / "ref", tmp_path / "res")
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_shares_weight_every_row_of_the_global_batch_alike(world):
+    # DDP averages the ranks' gradients of weight * (mean over the share): each row must end up
+    # weighted 1/n, as in the one-process mean, whatever n and the number of ranks.
+    from vkml.examples._dist import Ranks
+    for n in range(1, 12):
+        rows, covered = np.arange(100, 100 + n), []
+        for rank in range(world):
+            r = object.__new__(Ranks)
+            r.distributed, r.rank, r.world = True, rank, world
+            share, weight = r.share(rows)
+            assert len(share) >= 1
+            if weight == 0.0:  # a stand-in row for an empty share
+                continue
+            covered.extend(share.tolist())
+            assert weight / (world * len(share)) == pytest.approx(1.0 / n)
+        assert covered == rows.tolist()

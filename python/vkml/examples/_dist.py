@@ -72,6 +72,11 @@ class Ranks:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
+    def announce(self, batch_size):
+        if self.distributed:
+            self.print(f"data-parallel: {self.world} rank{'s' * (self.world > 1)}, global batch "
+                       f"{batch_size} (about {batch_size / self.world:g} rows per rank)")
+
     def print(self, *args, **kwargs):
         if self.main:
             print(*args, **kwargs)

@@ -292,9 +292,7 @@ def main(argv=None):
     ranks.print(f"model: {n_params:,} parameters ({args.n_layers} layers, d_model {args.d_model}, {args.n_heads} "
                 f"heads, context {args.context}); batch {args.batch_size}, {args.steps} steps")
     net = ranks.wrap(model)  # what trains; `model` (unwrapped) is what is saved and validated
-    if ranks.distributed:
-        ranks.print(f"data-parallel: {ranks.world} ranks, global batch {args.batch_size} "
-                    f"(about {args.batch_size / ranks.world:g} rows per rank)")
+    ranks.announce(args.batch_size)
 
     def checkpoint(next_step):
         if not ranks.main:

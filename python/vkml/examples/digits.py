@@ -168,9 +168,7 @@ def main(argv=None):
     elif args.resume:
         ranks.print(f"--resume: no checkpoint at {ckpt_path}; starting afresh")
     net = ranks.wrap(model)  # what trains; `model` (unwrapped) is what is saved
-    if ranks.distributed:
-        ranks.print(f"data-parallel: {ranks.world} ranks, global batch {args.batch_size} "
-                    f"(about {args.batch_size / ranks.world:g} rows per rank)")
+    ranks.announce(args.batch_size)
 
     try:
         from tqdm import tqdm
