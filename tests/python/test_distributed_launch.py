@@ -9,8 +9,10 @@ missing; VKML_ALLOW_NO_MPI=1 makes them skip instead."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -142,6 +144,36 @@ def test_tcp_transport_runs_a_collective(mpi, tmp_path):
         "    print('SUM', t.sum().item(), flush=True)\n")
     out = _ok(launch(2, "--tcp", str(script)))
     assert "SUM 3000.0" in out, out
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_launcher_ends_every_rank(mpi, tmp_path):
+    script = tmp_path / "sleep.py"
+    script.write_text("import os, time\n"
+                      f"open(os.path.join({str(tmp_path)!r}, os.environ['RANK'] + '.pid'), 'w')"
+                      ".write(str(os.getpid()))\n"
+                      "time.sleep(600)\n")
+    p = subprocess.Popen([sys.executable, "-m", "vkml.distributed.run", "-n", "2", str(script)],
+                         env=example_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = [int(f.read_text()) for f in tmp_path.glob("*.pid")]
+    assert len(pids) == 2
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=60) != 0
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids), "a rank outlived its launcher"
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_missing_mpirun_names_the_packages(tmp_path):

@@ -24,6 +24,7 @@ The environment (PYTHONPATH, VKML_* ...) reaches the ranks: local ranks inherit 
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -183,6 +184,10 @@ def main(argv=None):
         return 1
     cmd, env = build_command(args, program_args, mpirun, mpi_flavour(mpirun), os.environ)
     proc = subprocess.Popen(cmd, env=env)
+    # A launcher told to stop (a batch system's or a test's timeout) stops the job: mpirun ends
+    # the ranks on SIGTERM. Ctrl-C reaches mpirun directly (same process group).
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
     while True:
         try:
             code = proc.wait()
