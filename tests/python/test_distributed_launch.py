@@ -155,17 +155,27 @@ def test_sigterm_to_the_launcher_ends_every_rank(mpi, tmp_path):
                       "time.sleep(600)\n")
     p = subprocess.Popen([sys.executable, "-m", "vkml.distributed.run", "-n", "2", str(script)],
                          env=example_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    pids = [int(f.read_text()) for f in tmp_path.glob("*.pid")]
-    assert len(pids) == 2
-    p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=60) != 0
-    deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(_alive(pid) for pid in pids), "a rank outlived its launcher"
+    pids = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)  # the pid files are written
+        pids = [int(f.read_text()) for f in tmp_path.glob("*.pid")]
+        assert len(pids) == 2
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) != 0
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in pids), "a rank outlived its launcher"
+    finally:  # whatever failed, leave no process behind
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _alive(pid):
