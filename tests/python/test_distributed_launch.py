@@ -195,6 +195,15 @@ def test_missing_mpirun_names_the_packages(tmp_path):
     assert "libmpich-dev" in r.stderr
 
 
+def test_vkml_without_mpi_is_refused_before_starting(monkeypatch, tmp_path, capsys):
+    script = tmp_path / "t.py"
+    script.write_text("")
+    monkeypatch.setattr(vk.distributed, "is_available", lambda: False)
+    assert launcher.main(["-n", "2", "--mpirun", sys.executable, str(script)]) == 1
+    err = capsys.readouterr().err
+    assert "built without MPI" in err and "libopenmpi-dev" in err
+
+
 def test_help_documents_the_launcher():
     r = subprocess.run([sys.executable, "-m", "vkml.distributed.run", "--help"], env=example_env(),
                        capture_output=True, text=True, timeout=TIMEOUT)
