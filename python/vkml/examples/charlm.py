@@ -265,8 +265,8 @@ def main(argv=None):
     train, val = data[:n_train], data[n_train:]
     H0 = unigram_entropy(data, len(chars))
     ranks.print(f"corpus: {len(text):,} characters of stdlib source ({len(chars)} distinct; "
-          f"{len(train):,} train / {len(val):,} val); unigram entropy {H0:.4f} nats "
-          f"(uniform: {math.log(len(chars)):.4f})")
+                f"{len(train):,} train / {len(val):,} val); unigram entropy {H0:.4f} nats "
+                f"(uniform: {math.log(len(chars)):.4f})")
 
     vk.manual_seed(args.seed)
     model = CharGPT(len(chars), args.context, args.d_model, args.n_layers, args.n_heads, args.dropout,
@@ -336,9 +336,7 @@ def main(argv=None):
             bar.update(1)
             bar.set_postfix(loss=f"{pending[-1]:.3f}")
         done = step + 1
-        if (done % args.eval_every == 0 or done == args.steps) and not ranks.main:
-            pending = []
-        elif done % args.eval_every == 0 or done == args.steps:
+        if (done % args.eval_every == 0 or done == args.steps) and ranks.main:  # rank 0 validates, logs
             vl = evaluate(model, val, args.eval_batches, args.batch_size, args.context, args.device)
             rec = dict(step=done, train_loss=sum(pending) / len(pending), val_loss=vl,
                        lr=opt.param_groups[0]["lr"])
