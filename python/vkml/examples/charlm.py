@@ -5,6 +5,7 @@ deterministically.
     python -m vkml.examples.charlm --steps 1000     # longer
     python -m vkml.examples.charlm --resume         # continue from --out/checkpoint.safetensors
     python -m vkml.examples.charlm --device vulkan  # on the GPU (vkml.vulkan)
+    python -m vkml.distributed.run -n 2 -m vkml.examples.charlm   # data-parallel, 2 processes
 
 Model: token + learned position embeddings, N pre-LayerNorm transformer blocks (causal multi-head
 self-attention via F.scaled_dot_product_attention(is_causal=True), GELU MLP 4x), final LayerNorm, linear head
@@ -20,6 +21,13 @@ Every --ckpt-every steps (and at the end) the run writes ONE atomic checkpoint (
 vkml's RNG state, the step, the batch-sampling state, the log), so a run killed at any moment and resumed
 ends with parameters bitwise equal to an uninterrupted run with the same flags. The batch of step s is drawn
 by numpy's Generator seeded by (seed, s): a pure function of checkpointed values.
+
+Data-parallel (under the launcher with -n > 1, or --distributed): --batch-size stays the GLOBAL batch;
+every rank draws the same batch of step s and trains on its share of the rows (DistributedDataParallel
+averages the gradients; the logged train loss is the whole batch's). Rank 0 alone prints, validates,
+samples and writes the files; the checkpoint does not depend on the number of ranks, so --resume works
+with any -n (bitwise equal to an uninterrupted run only at the same -n, and with dropout 0: each rank
+draws its dropout masks from the same RNG state).
 """
 
 import argparse
@@ -36,6 +44,8 @@ import numpy as np
 import vkml as vk
 from vkml import nn
 from vkml.nn import functional as F
+
+from ._dist import Ranks, wanted
 
 # A fixed list of pure-Python stdlib modules, in a fixed order (their text varies a little between Python
 # versions, which is fine: the corpus is read at run time and the checkpoint records its fingerprint).
@@ -154,9 +164,16 @@ def build_optim(model, args):
     return opt, sched
 
 
-def get_batch(data, seed, step, batch_size, context, device="cpu"):
-    """The batch of step `step`: a pure function of (seed, step), so resuming needs nothing else."""
-    starts = np.random.default_rng([seed, step]).integers(0, len(data) - context - 1, size=batch_size)
+def batch_starts(data, seed, step, batch_size, context):
+    """Where the rows of step `step`'s batch start: a pure function of (seed, step), so resuming needs
+    nothing else."""
+    return np.random.default_rng([seed, step]).integers(0, len(data) - context - 1, size=batch_size)
+
+
+def get_batch(data, seed, step, batch_size, context, device="cpu", starts=None):
+    """The batch of step `step` (or the rows starting at `starts`, a share of it)."""
+    if starts is None:
+        starts = batch_starts(data, seed, step, batch_size, context)
     x = np.stack([data[s:s + context] for s in starts])
     y = np.stack([data[s + 1:s + context + 1] for s in starts])
     return vk.tensor(x, device=device), vk.tensor(y, device=device)
@@ -209,6 +226,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="./runs/charlm")
     ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.safetensors")
+    ap.add_argument("--stop-after-step", type=int, default=None, metavar="S",
+                    help="end this run after step S (its checkpoint written); --resume continues it")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--context", type=int, default=64)
     ap.add_argument("--d-model", type=int, default=128)
@@ -228,7 +247,10 @@ def main(argv=None):
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     ap.add_argument("--device", default="cpu", help="cpu (default) or vulkan")
+    ap.add_argument("--distributed", action="store_true",
+                    help="join an MPI job (the default under python -m vkml.distributed.run -n N, N > 1)")
     args = ap.parse_args(argv)
+    ranks = Ranks(wanted(args.distributed))
     if args.warmup is None:
         args.warmup = max(1, args.steps // 10)
     ckpt_every = args.ckpt_every or args.eval_every
@@ -242,9 +264,9 @@ def main(argv=None):
     n_train = int(0.9 * len(data))
     train, val = data[:n_train], data[n_train:]
     H0 = unigram_entropy(data, len(chars))
-    print(f"corpus: {len(text):,} characters of stdlib source ({len(chars)} distinct; "
-          f"{len(train):,} train / {len(val):,} val); unigram entropy {H0:.4f} nats "
-          f"(uniform: {math.log(len(chars)):.4f})")
+    ranks.print(f"corpus: {len(text):,} characters of stdlib source ({len(chars)} distinct; "
+                f"{len(train):,} train / {len(val):,} val); unigram entropy {H0:.4f} nats "
+                f"(uniform: {math.log(len(chars)):.4f})")
 
     vk.manual_seed(args.seed)
     model = CharGPT(len(chars), args.context, args.d_model, args.n_layers, args.n_heads, args.dropout,
@@ -254,8 +276,8 @@ def main(argv=None):
     config = {k: getattr(args, k) for k in CONFIG_KEYS}
     config["corpus_vocab"] = "".join(chars)
     log, start, pending = [], 0, []  # pending: train losses since the last log line
-    if args.resume and os.path.exists(ckpt_path):
-        ck = vk.load(ckpt_path)
+    ck = ranks.load(ckpt_path) if args.resume else None
+    if ck is not None:
         if ck["config"] != config:
             diff = {k: (ck["config"].get(k), v) for k, v in config.items() if ck["config"].get(k) != v}
             sys.exit(f"--resume: the checkpoint was written with other settings (checkpoint, now): {diff}")
@@ -264,13 +286,17 @@ def main(argv=None):
         sched.load_state_dict(ck["scheduler"])
         vk.set_rng_state(tuple(ck["rng_state"]))
         log, start, pending = ck["log"], ck["sampling"]["next_step"], list(ck["pending_losses"])
-        print(f"resumed from {ckpt_path} at step {start}/{args.steps}")
+        ranks.print(f"resumed from {ckpt_path} at step {start}/{args.steps}")
     elif args.resume:
-        print(f"--resume: no checkpoint at {ckpt_path}; starting afresh")
-    print(f"model: {n_params:,} parameters ({args.n_layers} layers, d_model {args.d_model}, {args.n_heads} heads, "
-          f"context {args.context}); batch {args.batch_size}, {args.steps} steps")
+        ranks.print(f"--resume: no checkpoint at {ckpt_path}; starting afresh")
+    ranks.print(f"model: {n_params:,} parameters ({args.n_layers} layers, d_model {args.d_model}, {args.n_heads} "
+                f"heads, context {args.context}); batch {args.batch_size}, {args.steps} steps")
+    net = ranks.wrap(model)  # what trains; `model` (unwrapped) is what is saved and validated
+    ranks.announce(args.batch_size)
 
     def checkpoint(next_step):
+        if not ranks.main:
+            return
         ck = {"config": config, "model": model.state_dict(), "optimizer": opt.state_dict(),
               "scheduler": sched.state_dict(), "rng_state": vk.get_rng_state().tolist(),
               "sampling": {"kind": "numpy.default_rng([seed, step]).integers", "seed": args.seed,
@@ -284,28 +310,33 @@ def main(argv=None):
     except ImportError:
         tqdm = None
     bar = tqdm(total=args.steps, initial=start, desc="charlm", file=sys.stderr, dynamic_ncols=True,
-               disable=args.no_progress) if tqdm else None
+               disable=args.no_progress) if tqdm and ranks.main else None
     model.train()
     params = [p for g in opt.param_groups for p in g["params"]]
     t0, t_steps = time.time(), 0.0
-    for step in range(start, args.steps):
+    stop = min(args.steps, args.stop_after_step or args.steps)
+    for step in range(start, stop):
         ts = time.perf_counter()
-        x, y = get_batch(train, args.seed, step, args.batch_size, args.context, args.device)
-        logits = model(x)
+        rows, weight = ranks.share(batch_starts(train, args.seed, step, args.batch_size, args.context))
+        x, y = get_batch(train, args.seed, step, args.batch_size, args.context, args.device, starts=rows)
+        logits = net(x)
         loss = F.cross_entropy(logits.reshape(-1, len(chars)), y.reshape(-1))
         opt.zero_grad()
-        loss.backward()
+        (loss if weight == 1.0 else loss * weight).backward()
         if args.grad_clip > 0:
             nn.utils.clip_grad_norm_(params, args.grad_clip)
         opt.step()
         sched.step()
-        pending.append(float(loss.item()))
+        if ranks.distributed:  # the whole batch's mean loss: the shares' means, weighted by their size
+            pending.append(ranks.sum([float(loss.item()) * weight / ranks.world])[0])
+        else:
+            pending.append(float(loss.item()))
         t_steps += time.perf_counter() - ts
         if bar:
             bar.update(1)
             bar.set_postfix(loss=f"{pending[-1]:.3f}")
         done = step + 1
-        if done % args.eval_every == 0 or done == args.steps:
+        if (done % args.eval_every == 0 or done == args.steps) and ranks.main:  # rank 0 validates, logs
             vl = evaluate(model, val, args.eval_batches, args.batch_size, args.context, args.device)
             rec = dict(step=done, train_loss=sum(pending) / len(pending), val_loss=vl,
                        lr=opt.param_groups[0]["lr"])
@@ -315,11 +346,17 @@ def main(argv=None):
                    f"(unigram entropy {H0:.4f})  lr {rec['lr']:.2e}")
             (bar.write(msg, file=sys.stdout) if bar else print(msg))
             sys.stdout.flush()
-        if done % ckpt_every == 0 or done == args.steps:
+        if done % ckpt_every == 0 or done == stop:
             checkpoint(done)
     if bar:
         bar.close()
 
+    ranks.finish()
+    if stop < args.steps:
+        ranks.print(f"stopped after step {stop}/{args.steps}; --resume continues")
+        return None
+    if not ranks.main:
+        return None
     n_run = args.steps - start
     if n_run:
         print(f"{n_run} steps in {time.time() - t0:.1f} s here: {1000 * t_steps / n_run:.1f} ms/step "

@@ -4,12 +4,19 @@
     python -m vkml.examples.digits --model cnn     # conv-BN-ReLU-pool x2, Adam
     python -m vkml.examples.digits --resume        # continue from --out/checkpoint.safetensors
     python -m vkml.examples.digits --device vulkan # on the GPU (vkml.vulkan)
+    python -m vkml.distributed.run -n 2 -m vkml.examples.digits   # data-parallel, 2 processes
 
 Every epoch ends with ONE atomic checkpoint (model, optimizer, scheduler, vkml's RNG state, the epoch,
 the shuffling state and the history), so a run killed at any moment and resumed ends with parameters
 bitwise equal to an uninterrupted run with the same seed. Shuffling uses numpy's Generator seeded by
 (seed, epoch): a pure function of checkpointed values; initialisation draws from vkml's counter-based RNG
 (its state is checkpointed too).
+
+Data-parallel (under the launcher with -n > 1, or --distributed): --batch-size stays the GLOBAL batch;
+each rank trains on its share of every batch (DistributedDataParallel averages the gradients), so the
+run follows the one-process run up to rounding. Rank 0 alone prints and writes the files; the checkpoint
+does not depend on the number of ranks, so --resume works with any -n. The CNN's BatchNorm uses each
+rank's share for its batch statistics (there is no SyncBatchNorm), so only the MLP matches one process.
 """
 
 import argparse
@@ -23,6 +30,8 @@ import numpy as np
 import vkml as vk
 from vkml import nn
 from vkml.nn import functional as F
+
+from ._dist import Ranks, wanted
 
 SPLIT_SEED = 0  # the 80/20 split is fixed, whatever --seed is
 
@@ -126,10 +135,15 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="./runs/digits")
     ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.safetensors")
+    ap.add_argument("--stop-after-epoch", type=int, default=None, metavar="K",
+                    help="end this run after epoch K (its checkpoint written); --resume continues it")
     ap.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     ap.add_argument("--device", default="cpu", help="cpu (default) or vulkan")
+    ap.add_argument("--distributed", action="store_true",
+                    help="join an MPI job (the default under python -m vkml.distributed.run -n N, N > 1)")
     args = ap.parse_args(argv)
     epochs = args.epochs or (30 if args.model == "mlp" else 20)
+    ranks = Ranks(wanted(args.distributed))
 
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, "checkpoint.safetensors")
@@ -139,8 +153,8 @@ def main(argv=None):
     model = build_model(args.model).to(args.device)  # made on the CPU (same seed, same init)
     opt, sched = build_optim(args.model, model, epochs)
     history, start = [], 0
-    if args.resume and os.path.exists(ckpt_path):
-        ck = vk.load(ckpt_path)
+    ck = ranks.load(ckpt_path) if args.resume else None
+    if ck is not None:
         cfg = ck["config"]
         if (cfg["model"], cfg["seed"], cfg["epochs"], cfg["batch_size"]) != \
                 (args.model, args.seed, epochs, args.batch_size):
@@ -150,9 +164,11 @@ def main(argv=None):
         sched.load_state_dict(ck["scheduler"])
         vk.set_rng_state(tuple(ck["rng_state"]))
         history, start = ck["history"], ck["epoch"] + 1
-        print(f"resumed from {ckpt_path} after epoch {ck['epoch'] + 1}/{epochs}")
+        ranks.print(f"resumed from {ckpt_path} after epoch {ck['epoch'] + 1}/{epochs}")
     elif args.resume:
-        print(f"--resume: no checkpoint at {ckpt_path}; starting afresh")
+        ranks.print(f"--resume: no checkpoint at {ckpt_path}; starting afresh")
+    net = ranks.wrap(model)  # what trains; `model` (unwrapped) is what is saved
+    ranks.announce(args.batch_size)
 
     try:
         from tqdm import tqdm
@@ -162,28 +178,34 @@ def main(argv=None):
     nb = (n + bs - 1) // bs
     Xtr_v, ytr_v = inputs(args.model, Xtr, args.device), vk.tensor(ytr, device=args.device)
     t0 = time.time()
-    for epoch in range(start, epochs):
+    stop = min(epochs, args.stop_after_epoch or epochs)
+    for epoch in range(start, stop):
         model.train()
         order = shuffle_order(args.seed, epoch, n)
         bar = tqdm(total=nb, desc=f"epoch {epoch + 1}/{epochs}", leave=False, file=sys.stderr,
-                   disable=args.no_progress or tqdm is None) if tqdm else None
+                   disable=args.no_progress or tqdm is None) if tqdm and ranks.main else None
         tot_loss, correct = 0.0, 0
         for b in range(nb):
-            idx = vk.tensor(order[b * bs:(b + 1) * bs], device=args.device)
+            rows, weight = ranks.share(order[b * bs:(b + 1) * bs])
+            idx = vk.tensor(rows, device=args.device)
             xb, yb = Xtr_v[idx], ytr_v[idx]
-            logits = model(xb)
+            logits = net(xb)
             loss = F.cross_entropy(logits, yb)
             opt.zero_grad()
-            loss.backward()
+            (loss if weight == 1.0 else loss * weight).backward()
             opt.step()
-            tot_loss += float(loss.item()) * len(idx)
-            correct += int((logits.argmax(1) == yb).sum().item())
+            if weight:  # a share weighted 0 is a stand-in row (see Ranks.share): not counted
+                tot_loss += float(loss.item()) * len(idx)
+                correct += int((logits.argmax(1) == yb).sum().item())
             if bar:
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss.item():.4f}")
         if bar:
             bar.close()
         sched.step()
+        tot_loss, correct = ranks.sum([tot_loss, correct])
+        if not ranks.main:
+            continue
         te_loss, te_acc, _ = evaluate(model, args.model, Xte, yte, args.device)
         rec = dict(epoch=epoch + 1, train_loss=tot_loss / n, train_acc=correct / n, test_loss=te_loss,
                    test_acc=te_acc, lr=opt.param_groups[0]["lr"])
@@ -200,6 +222,12 @@ def main(argv=None):
         write_json_atomic(os.path.join(args.out, "log.json"), history)
         plot(os.path.join(args.out, "curves.png"), history)
 
+    ranks.finish()
+    if stop < epochs:
+        ranks.print(f"stopped after epoch {stop}/{epochs}; --resume continues")
+        return None
+    if not ranks.main:
+        return None
     _, acc, pred = evaluate(model, args.model, Xte, yte, args.device)
     vk.save(model.state_dict(), os.path.join(args.out, "model.safetensors"))
     print(f"final test accuracy {acc:.4f} ({len(yte)} images; {time.time() - t0:.1f} s of training here)")
