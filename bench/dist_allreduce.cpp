@@ -11,8 +11,8 @@
 //              waited with MPI_Wait). Against `allreduce` it shows the algorithm's cost; against
 //              vkml's row, what vkml adds (Python, the communication thread, its polling).
 //
-// Each size: two warm-up calls, then a calibration on rank 0 that picks how many calls make one
-// sample (~time/reps seconds; the count is broadcast), then `reps` samples, each started after a
+// Each size: two warm-up calls, then a calibration that picks how many calls make one sample
+// (~time/reps seconds, from rank 0's clock, which every rank follows), then `reps` samples, each started after a
 // barrier and taken as the slowest rank's time. Rank 0 prints one JSON line per (mode, size):
 // {"mode", "bytes", "ranks", "s" (median seconds per call), "min_s", "iters", "reps"}.
 #define OMPI_SKIP_MPICXX 1  // MPI's C API only (the C++ bindings are deprecated)
@@ -110,16 +110,18 @@ class RsAg {
 template <class Call>
 void measure(const std::string& mode, long bytes, const Options& o, int rank, int size, Call&& call) {
   for (int i = 0; i < 2; ++i) call();
-  // Calibrate on rank 0: how many calls make one sample.
-  MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
-  int probe = 0;
-  do {
-    call();
-    ++probe;
-  } while (MPI_Wtime() - t0 < 0.02 && probe < 1000);
-  double per_call = (MPI_Wtime() - t0) / probe;
-  MPI_Bcast(&per_call, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  // Calibrate: batches of 1, 2, 4, ... calls until one takes 20 ms on rank 0. Rank 0's time is
+  // broadcast after each batch, so every rank makes the same number of calls.
+  double per_call = 0;
+  for (int probe = 1;; probe *= 2) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < probe; ++i) call();
+    double elapsed = MPI_Wtime() - t0;
+    MPI_Bcast(&elapsed, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    per_call = elapsed / probe;
+    if (elapsed >= 0.02 || probe >= 1 << 16) break;
+  }
   const int iters = std::max(1, static_cast<int>(o.time / o.reps / per_call));
   std::vector<double> samples;
   for (int r = 0; r < o.reps; ++r) {

@@ -28,6 +28,7 @@ machine ("machine") and the MPI library ("mpi").
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -85,14 +86,19 @@ def _slowest(dist, value):
 
 
 def _calls_per_sample(dist, fn, target_s):
-    """How many calls make one sample of ~target_s, decided on rank 0 and shared."""
-    t0, n = time.perf_counter(), 0
-    while time.perf_counter() - t0 < 0.02 and n < 1000:
-        fn()
-        n += 1
-    per_call = [(time.perf_counter() - t0) / n]
-    dist.broadcast_object_list(per_call, src=0)
-    return max(1, int(target_s / per_call[0]))
+    """How many calls make one sample of ~target_s: batches of 1, 2, 4, ... calls until one takes 20 ms
+    on rank 0, whose time every rank follows (so that all make the same calls)."""
+    probe = 1
+    while True:
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(probe):
+            fn()
+        elapsed = [time.perf_counter() - t0]
+        dist.broadcast_object_list(elapsed, src=0)
+        if elapsed[0] >= 0.02 or probe >= 1 << 16:
+            return max(1, int(target_s / (elapsed[0] / probe)))
+        probe *= 2
 
 
 def _time_calls(dist, fn, budget_s, reps):
@@ -222,12 +228,16 @@ def train_worker(args):
     for kind in args.kinds.split(","):
         steps = args.steps if kind == "mlp" else max(3, args.steps // 10)
         rec = {"kind": kind, "ranks": p, "load_before": os.getloadavg()[0]}
-        if p == 1:
-            for key, shard in (("step_s", (0, 1)), ("half_step_s", (0, 2))):
+        if p == 1:  # plain steps on the global batch and half of it; DDP's own cost in a group of one
+            for key, shard, ddp in (("step_s", (0, 1), False), ("half_step_s", (0, 2), False),
+                                    ("ddp_half_step_s", (0, 2), True)):
                 L.manual_seed(0)
                 model, opt, batches = compare.train_parts(kind, L, np, shard)
+                params = list(model.parameters())
+                if ddp:
+                    model = L.nn.parallel.DistributedDataParallel(model)
                 rec[key], rec[key.replace("step", "backward")] = _run_steps(
-                    dist, kind, L, model, opt, batches, list(model.parameters()), steps)
+                    dist, kind, L, model, opt, batches, params, steps)
         else:
             L.manual_seed(0)
             model, opt, batches = compare.train_parts(kind, L, np, (rank, p))
@@ -235,8 +245,9 @@ def train_worker(args):
             nbytes = sum(q.numel() * q.element_size() for q in params)
             rec["grad_bytes"] = nbytes
             rec["default"] = _ddp_parts(dist, L, kind, model, opt, batches, params, steps, None)
-            rec["small"] = _ddp_parts(dist, L, kind, model, opt, batches, params, steps,
-                                      nbytes / 4 / (1 << 20))
+            if "small" in args.buckets:
+                rec["small"] = _ddp_parts(dist, L, kind, model, opt, batches, params, steps,
+                                          nbytes / 4 / (1 << 20))
             rec["step_s"] = rec["default"]["step_s"]
         rec["load_after"] = os.getloadavg()[0]
         if rank == 0:
@@ -247,6 +258,7 @@ def train_worker(args):
 # ----------------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
 def mpi_library():
     """The MPI library mpirun belongs to (its --version's first line), or None without mpirun."""
     exe = shutil.which("mpirun")
@@ -321,9 +333,11 @@ def measure_allreduce(n, sizes, quick, bdir, mca=()):
     return out
 
 
-def measure_train(n, kinds, quick, mca=()):
+def measure_train(n, kinds, quick, mca=(), buckets="default,small"):
+    """{kind: record} of train_worker at n ranks (n = 1: in this machine's plain process)."""
     steps = "30" if quick else "100"
-    cmd = [sys.executable, __file__, "--rank-worker", "train", "--kinds", ",".join(kinds), "--steps", steps]
+    cmd = [sys.executable, __file__, "--rank-worker", "train", "--kinds", ",".join(kinds), "--steps", steps,
+           "--buckets", buckets]
     return {r["kind"]: r for r in run_json((mpirun_cmd(n, mca) if n > 1 else []) + cmd, 600)}
 
 
@@ -353,7 +367,7 @@ def train_records(one, many):
             continue
         p = b["ranks"]
         rec = {"workload": f"dist.train.{kind}", "threads": 1, "ranks": p, "t1_s": a["step_s"],
-               "t1_half_s": a["half_step_s"], "vkml_s": b["step_s"], "grad_bytes": b["grad_bytes"],
+               "t1_half_s": a["half_step_s"], "t1_half_ddp_s": a["ddp_half_step_s"], "vkml_s": b["step_s"], "grad_bytes": b["grad_bytes"],
                "efficiency": a["step_s"] / (p * b["step_s"]), "default_buckets": b["default"],
                "small_buckets": b["small"], "hidden": b["default"]["hidden"],
                "hidden_small": b["small"]["hidden"], "local_step_s": b["default"]["local_step_s"],
@@ -432,6 +446,7 @@ def main():
     ap.add_argument("--sizes", help=argparse.SUPPRESS)
     ap.add_argument("--kinds", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, default=100, help=argparse.SUPPRESS)
+    ap.add_argument("--buckets", default="default,small", help=argparse.SUPPRESS)
     ap.add_argument("--time", type=float, default=0.2, help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, default=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
