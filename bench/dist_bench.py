@@ -21,7 +21,8 @@ Rows (every rank runs 1 compute thread: VKML_NUM_THREADS=1 and vk.set_num_thread
                          all-reduces of DDP's buckets; for DDP's default buckets (25 MiB: one bucket for
                          these models, so nothing can overlap) and for buckets of ~1/4 of the gradients.
 
-The 2-rank parts run under mpirun (--allow-run-as-root when root, --oversubscribe past the core count)
+The 2-rank parts run under mpirun (--allow-run-as-root when root, --oversubscribe past the core count;
+vkml's with --bind-to none as its launcher runs them, the MPI yardstick with Open MPI's default binding)
 and print JSON lines; a sample's time is the slowest rank's; training times are medians over steps. Every record names the
 machine ("machine") and the MPI library ("mpi").
 """
@@ -271,12 +272,16 @@ def mpi_library():
         return "?"
 
 
-def mpirun_cmd(n, mca=()):
+def mpirun_cmd(n, mca=(), bind=False):
     """mpirun -n n with the flags this machine needs: Open MPI refuses root without
-    --allow-run-as-root and more ranks than cores without --oversubscribe. mca: extra
-    (name, value) MCA settings, e.g. [("btl", "tcp,self")] (Open MPI only)."""
+    --allow-run-as-root and more ranks than cores without --oversubscribe. bind=False: --bind-to
+    none, as python -m vkml.distributed.run runs vkml (Open MPI would pin each rank, its
+    communication thread included, to one core); bind=True: Open MPI's default, one core per rank,
+    which its busy-polling collectives need on a loaded machine (the MPI yardstick's runs).
+    mca: extra (name, value) MCA settings, e.g. [("btl", "tcp,self")]."""
     cmd = ["mpirun", "-n", str(n)]
     if "Open MPI" in (mpi_library() or ""):
+        cmd += [] if bind else ["--bind-to", "none"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
         if n > (os.cpu_count() or 1):
@@ -322,7 +327,7 @@ def measure_allreduce(n, sizes, quick, bdir, mca=()):
     """{bytes: record} for n ranks: vkml's checked/unchecked calls, MPI_Allreduce and rsag."""
     t, reps = ("0.05", "3") if quick else ("0.2", "5")
     csv = ",".join(str(s) for s in sizes)
-    mpi = run_json(mpirun_cmd(n, mca) + [bench_exe(bdir), "--sizes", csv, "--time", t, "--reps", reps], 300)
+    mpi = run_json(mpirun_cmd(n, mca, bind=True) + [bench_exe(bdir), "--sizes", csv, "--time", t, "--reps", reps], 300)
     vk = run_json(mpirun_cmd(n, mca) + [sys.executable, __file__, "--rank-worker", "allreduce", "--sizes", csv,
                                         "--time", t, "--reps", reps], 300)
     out = {r["bytes"]: dict(r) for r in vk}

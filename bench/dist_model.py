@@ -126,24 +126,28 @@ def step_s(mod, net, p, per_rank_batch, cores=None):
 
 
 def fmt(s):
-    return compare.fmt_t(s)
+    return "-" + compare.fmt_t(-s) if s is not None and s < 0 else compare.fmt_t(s)
 
 
 def check_table(m, params, models):
-    """Predicted against measured step time at 2 and 3 ranks over TCP on loopback."""
+    """Predicted against measured step time at 2 and 3 ranks over TCP on loopback, whole and in parts: the
+    compute (the same steps under no_sync(), the ranks side by side) and what DDP adds to it (d + AR)."""
     net = (params["e"], params["alpha"], params["c"])
     cores = m["cores"]
-    lines = ["| model | ranks | per-rank batch | predicted step | measured step | error | all-reduce (model) "
-             "| measured step without communication |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | ranks | per-rank batch | step: model / measured | compute: model / measured (no_sync) "
+             "| DDP + all-reduce: model / measured (step - no_sync step) |", "|---|---|---|---|---|---|"]
     for kind, mod in models.items():
         for p in (2, 3):
-            got = m["train"][p][kind]["step_s"]
+            got = m["train"][p][kind]
             b = mod["batch"] // p  # the bench's shards: B // p rows each
             want = step_s(mod, net, p, b, cores)
-            note = " (oversubscribed: 3 ranks on 2 cores)" if p > cores else ""
-            lines.append(f"| {kind} | {p}{note} | {b} | {fmt(want)} | {fmt(got)} | {(want - got) / got * 100:+.0f}% "
-                         f"| {fmt(allreduce_s(net, p, mod['grad_bytes']))} "
-                         f"| {fmt(m['train'][p][kind]['default']['local_step_s'])} |")
+            compute = (mod["c0"] + mod["c1"] * b) * max(1.0, p / cores)
+            comm = want - compute
+            local = got["default"]["local_step_s"]
+            note = " (3 ranks on 2 cores: oversubscribed)" if p > cores else ""
+            lines.append(f"| {kind} | {p}{note} | {b} | {fmt(want)} / {fmt(got['step_s'])} "
+                         f"({(want - got['step_s']) / got['step_s'] * 100:+.0f}%) | {fmt(compute)} / {fmt(local)} "
+                         f"| {fmt(comm)} / {fmt(got['step_s'] - local)} |")
     return "\n".join(lines)
 
 
