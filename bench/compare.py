@@ -27,9 +27,8 @@ A workload vkml cannot run (an exception, a crash, a hang) shows its error in it
 {"workload": "peak.stream", "threads", "gbs"}. rss.* records carry vkml_rss_mb / torch_rss_mb and the ratio
 of those (vkml_s / torch_s are the run's wall time).
 
-dist.* (data-parallel over MPI, when vk.distributed.is_available()): bench/dist_bench.py's rows follow in their own
-table (vk.distributed.all_reduce against MPI_Allreduce; 1 rank against 2 for train.mlp / train.transformer); their
-records carry "ranks", "machine" and "mpi".
+dist.* (data-parallel over MPI, when vk.distributed.is_available()): bench/dist_bench.py's rows, in their own table
+after this one (all_reduce against MPI_Allreduce; train.mlp / train.transformer at 1 and 2 ranks).
 """
 
 import argparse
@@ -825,7 +824,8 @@ def main():
           "(train.*: per optimizer step); spread = IQR/median; rss.*: peak RSS of a short training run, one "
           "process per library")
     print(table(records, peaks))
-    dist_recs = run_dist(args, bdir)
+    import dist_bench  # the dist.* rows (data-parallel over MPI), in their own table
+    dist_recs = dist_bench.compare_section(args.quick, args.only and args.only.split(","), args.no_dist, bdir)
     print(f"total {time.time() - t_start:.0f} s")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
@@ -833,19 +833,6 @@ def main():
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
         print(f"wrote {args.json}")
-
-
-def run_dist(args, bdir):
-    """The dist.* rows (data-parallel over MPI: bench/dist_bench.py), in their own table; a line saying
-    why when this vkml has no vk.distributed or mpirun is missing."""
-    import dist_bench
-    keys = args.only.split(",") if args.only else None
-    if args.no_dist or (keys and not any(k in w for k in keys for w in dist_bench.WORKLOADS)):
-        return []
-    recs = dist_bench.run(args.quick, bdir, keys)
-    print()
-    print(dist_bench.table(recs))
-    return recs
 
 
 def _torch_version():

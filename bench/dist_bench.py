@@ -23,8 +23,8 @@ Rows (every rank runs 1 compute thread: VKML_NUM_THREADS=1 and vk.set_num_thread
 
 The 2-rank parts run under mpirun (--allow-run-as-root when root, --oversubscribe past the core count;
 vkml's with --bind-to none as its launcher runs them, the MPI yardstick with Open MPI's default binding)
-and print JSON lines; a sample's time is the slowest rank's; training times are medians over steps. Every record names the
-machine ("machine") and the MPI library ("mpi").
+and print JSON lines; a sample's time is the slowest rank's; training times are medians over steps. Every
+record names the machine ("machine") and the MPI library ("mpi").
 """
 
 import argparse
@@ -306,7 +306,9 @@ def available():
 def bench_exe(bdir):
     """The MPI yardstick: the build's vkml_dist_bench when current, else compiled here with mpicxx."""
     src = os.path.join(HERE, "dist_allreduce.cpp")
-    for exe in (os.path.join(ROOT, "build", "vkml_dist_bench"), os.path.join(bdir, "vkml_dist_bench")):
+    # the CMake build's (bdir is <build>/bench-bin under make bench), then one compiled here before
+    for exe in (os.path.join(os.path.dirname(os.path.abspath(bdir)), "vkml_dist_bench"),
+                os.path.join(ROOT, "build", "vkml_dist_bench"), os.path.join(bdir, "vkml_dist_bench")):
         if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(src):
             return exe
     os.makedirs(bdir, exist_ok=True)
@@ -372,7 +374,8 @@ def train_records(one, many):
             continue
         p = b["ranks"]
         rec = {"workload": f"dist.train.{kind}", "threads": 1, "ranks": p, "t1_s": a["step_s"],
-               "t1_half_s": a["half_step_s"], "t1_half_ddp_s": a["ddp_half_step_s"], "vkml_s": b["step_s"], "grad_bytes": b["grad_bytes"],
+               "t1_half_s": a["half_step_s"], "t1_half_ddp_s": a["ddp_half_step_s"], "vkml_s": b["step_s"],
+               "grad_bytes": b["grad_bytes"],
                "efficiency": a["step_s"] / (p * b["step_s"]), "default_buckets": b["default"],
                "small_buckets": b["small"], "hidden": b["default"]["hidden"],
                "hidden_small": b["small"]["hidden"], "local_step_s": b["default"]["local_step_s"],
@@ -403,6 +406,17 @@ def run(quick=False, bdir=None, only=None, log=sys.stderr):
         recs.append({"workload": "dist", "threads": 1, "error": f"{type(e).__name__}: {e}"[:400]})
     for r in recs:
         r["machine"], r["mpi"] = kind, mpi
+    return recs
+
+
+def compare_section(quick, only, skip, bdir):
+    """bench/compare.py's dist.* part: the records, their table printed after compare's own (nothing
+    when --no-dist or --only names no dist.* workload)."""
+    if skip or (only and not any(k in w for k in only for w in WORKLOADS)):
+        return []
+    recs = run(quick, bdir, only)
+    print()
+    print(table(recs))
     return recs
 
 
