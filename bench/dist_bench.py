@@ -33,6 +33,7 @@ import functools
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -316,22 +317,47 @@ def bench_exe(bdir):
     return exe
 
 
-def run_json(cmd, timeout):
-    """Runs cmd; the JSON objects it printed, one a line. Raises with stderr's last line on failure."""
-    p = subprocess.run(cmd, capture_output=True, text=True, env=compare.child_env(1), timeout=timeout)
-    if p.returncode != 0:  # mpirun frames its messages in lines of dashes: keep the words
-        words = [ln.strip() for ln in p.stderr.splitlines() if ln.strip().strip("-")]
-        raise RuntimeError(f"{' '.join(cmd[:4])} ... (rc={p.returncode}): {' '.join(words[-3:])[:300]}")
-    return [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+def _run_group(cmd, timeout):
+    """(returncode, stdout, stderr) of cmd, started in its own process group; past the timeout the
+    whole group (mpirun and its ranks) gets SIGTERM, then SIGKILL, and the return code is 124."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=compare.child_env(1),
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 30)):
+            try:
+                os.killpg(p.pid, sig)
+                out, err = p.communicate(timeout=grace)
+                break
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                out, err = "", ""
+        return 124, out or "", (err or "") + f"\ntimed out after {timeout} s"
+
+
+def run_json(cmd, timeout, tries=2):
+    """Runs cmd; the JSON objects it printed, one a line. A failed job runs once more (mpirun's start-up
+    fails now and then on a busy machine); the second failure, or a timeout, raises with stderr's last words."""
+    for attempt in range(tries):
+        rc, out, err = _run_group(cmd, timeout)
+        if rc == 0:
+            return [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+        words = [ln.strip() for ln in err.splitlines() if ln.strip().strip("-")]  # mpirun frames in dashes
+        why = f"{' '.join(cmd[:4])} ... (rc={rc}): {' '.join(words[-3:])[:300]}"
+        if rc == 124:  # a hang: another try would hang as long
+            break
+        print(f"  [dist] {why}{'; again' if attempt + 1 < tries else ''}", file=sys.stderr, flush=True)
+    raise RuntimeError(why)
 
 
 def measure_allreduce(n, sizes, quick, bdir, mca=()):
     """{bytes: record} for n ranks: vkml's checked/unchecked calls, MPI_Allreduce and rsag."""
     t, reps = ("0.05", "3") if quick else ("0.2", "5")
     csv = ",".join(str(s) for s in sizes)
-    mpi = run_json(mpirun_cmd(n, mca, bind=True) + [bench_exe(bdir), "--sizes", csv, "--time", t, "--reps", reps], 300)
+    mpi = run_json(mpirun_cmd(n, mca, bind=True) + [bench_exe(bdir), "--sizes", csv, "--time", t, "--reps", reps], 120)
     vk = run_json(mpirun_cmd(n, mca) + [sys.executable, __file__, "--rank-worker", "allreduce", "--sizes", csv,
-                                        "--time", t, "--reps", reps], 300)
+                                        "--time", t, "--reps", reps], 120)
     out = {r["bytes"]: dict(r) for r in vk}
     for r in mpi:
         mode = "mpi" if r["mode"] == "allreduce" else "rsag"
@@ -345,7 +371,7 @@ def measure_train(n, kinds, quick, mca=(), buckets="default,small"):
     steps = "30" if quick else "100"
     cmd = [sys.executable, __file__, "--rank-worker", "train", "--kinds", ",".join(kinds), "--steps", steps,
            "--buckets", buckets]
-    return {r["kind"]: r for r in run_json((mpirun_cmd(n, mca) if n > 1 else []) + cmd, 600)}
+    return {r["kind"]: r for r in run_json((mpirun_cmd(n, mca) if n > 1 else []) + cmd, 300)}
 
 
 def allreduce_records(by_size, label):
