@@ -130,3 +130,17 @@ def test_model_prints_from_a_saved_run(tmp_path):
                        capture_output=True, text=True, env=env(), timeout=120)
     assert r.returncode == 0, r.stderr
     assert "p=512" in r.stdout and "model against measurement" in r.stdout
+
+
+def test_train_parts_shards_are_the_global_batch_split_over_ranks():
+    import numpy as np
+    import compare
+    for kind in ("mlp", "transformer"):
+        _, _, whole = compare.train_parts(kind, vkml, np)
+        halves = [compare.train_parts(kind, vkml, np, (r, 2))[2] for r in range(2)]
+        for i, (x, y) in enumerate(whole):
+            for t, k in ((x, 0), (y, 1)):
+                got = np.concatenate([halves[r][i][k].numpy() for r in range(2)])
+                np.testing.assert_array_equal(got, t.numpy())
+    with pytest.raises(ValueError, match="no sharded batches for 'cnn'"):
+        compare.train_parts("cnn", vkml, np, (0, 2))
