@@ -144,17 +144,6 @@ def _timed_step(kind, L, model, opt, batch, params):
     return time.perf_counter() - t0, t2 - t1
 
 
-def _run_steps(dist, kind, L, model, opt, batches, params, steps, warmup=3):
-    """Median step and backward seconds over `steps` steps (after warm-up), the slowest rank's."""
-    out = []
-    for i in range(warmup + steps):
-        dist.barrier()
-        s, b = _timed_step(kind, L, model, opt, batches[i % len(batches)], params)
-        if i >= warmup:
-            out.append(_across(dist, (s, b)))
-    return statistics.median(o[0] for o in out), statistics.median(o[1] for o in out)
-
-
 def _bare_allreduce(dist, buckets, reps):
     """Seconds for the all-reduces of DDP's buckets alone (started together, then waited), as DDP."""
     import vkml as vk
@@ -222,6 +211,29 @@ def _ddp_parts(dist, L, kind, model, opt, batches, params, steps, bucket_mb):
             "hidden_by_wait": 1.0 - wait / ar if ar > 0 else None}
 
 
+def _one_rank_parts(dist, L, np, kind, steps, warmup=3):
+    """Median step and backward seconds of the plain step on the global batch (step_s) and on half of it
+    (half_step_s), and of DDP in a group of one on the half (ddp_half_step_s): the three alternate step
+    by step, so that a change in the machine's load hits all three."""
+    runs = []
+    for key, shard, ddp in (("step_s", (0, 1), False), ("half_step_s", (0, 2), False),
+                            ("ddp_half_step_s", (0, 2), True)):
+        L.manual_seed(0)
+        model, opt, batches = compare.train_parts(kind, L, np, shard)
+        params = list(model.parameters())
+        runs.append((key, L.nn.parallel.DistributedDataParallel(model) if ddp else model, opt, batches, params, []))
+    for i in range(warmup + steps):
+        for key, model, opt, batches, params, out in runs:
+            sb = _timed_step(kind, L, model, opt, batches[i % len(batches)], params)
+            if i >= warmup:
+                out.append(sb)
+    rec = {}
+    for key, *_, out in runs:
+        rec[key] = statistics.median(o[0] for o in out)
+        rec[key.replace("step", "backward")] = statistics.median(o[1] for o in out)
+    return rec
+
+
 def train_worker(args):
     """At 1 rank: the plain step on the global batch and on half of it. At p ranks: DDP's step."""
     import numpy as np
@@ -231,15 +243,7 @@ def train_worker(args):
         steps = args.steps if kind == "mlp" else max(3, args.steps // 10)
         rec = {"kind": kind, "ranks": p, "load_before": os.getloadavg()[0]}
         if p == 1:  # plain steps on the global batch and half of it; DDP's own cost in a group of one
-            for key, shard, ddp in (("step_s", (0, 1), False), ("half_step_s", (0, 2), False),
-                                    ("ddp_half_step_s", (0, 2), True)):
-                L.manual_seed(0)
-                model, opt, batches = compare.train_parts(kind, L, np, shard)
-                params = list(model.parameters())
-                if ddp:
-                    model = L.nn.parallel.DistributedDataParallel(model)
-                rec[key], rec[key.replace("step", "backward")] = _run_steps(
-                    dist, kind, L, model, opt, batches, params, steps)
+            rec.update(_one_rank_parts(dist, L, np, kind, steps))
         else:
             L.manual_seed(0)
             model, opt, batches = compare.train_parts(kind, L, np, (rank, p))
