@@ -4,8 +4,6 @@
     python bench/dist_bench.py [--quick] [--json FILE]        # this section alone
 
 Rows (every rank runs 1 compute thread: VKML_NUM_THREADS=1 and vk.set_num_threads(1)):
-  (all-reduce times are the best sample of each side, medians in *_median_s: on a machine shared with
-  other work a descheduled rank stalls a busy-polling MPI collective, and the best sample is the cost)
   dist.allreduce.<size>  float32 sum all-reduce at 2 ranks: vk.distributed.all_reduce (the public call,
                          which first checks that every rank makes the same call) against MPI_Allreduce
                          in the same run (bench/dist_allreduce.cpp, no Python): seconds per call, their
@@ -20,6 +18,10 @@ Rows (every rank runs 1 compute thread: VKML_NUM_THREADS=1 and vk.set_num_thread
                          with t_backward the same backward under no_sync() and t_allreduce the bare
                          all-reduces of DDP's buckets; for DDP's default buckets (25 MiB: one bucket for
                          these models, so nothing can overlap) and for buckets of ~1/4 of the gradients.
+                         (hidden_by_wait: the same from the time backward blocks in Work.wait().)
+
+All-reduce times are each side's best sample (medians in *_median_s): on a machine shared with other work
+a descheduled rank stalls a busy-polling MPI collective, and the best sample is the cost of the call.
 
 The 2-rank parts run under mpirun (--allow-run-as-root when root, --oversubscribe past the core count;
 vkml's with --bind-to none as its launcher runs them, the MPI yardstick with Open MPI's default binding)
