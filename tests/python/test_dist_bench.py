@@ -48,6 +48,7 @@ def bin_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("bin"))
 
 
+@pytest.mark.slow  # a benchmark run (~15 s): not under the sanitizer build
 def test_dist_section_quick_runs(need_mpi, bin_dir, tmp_path):
     out = tmp_path / "dist.json"
     r = subprocess.run([sys.executable, os.path.join(BENCH, "dist_bench.py"), "--quick", "--json", str(out),
@@ -73,6 +74,7 @@ def test_dist_section_quick_runs(need_mpi, bin_dir, tmp_path):
     assert "dist.allreduce.1K" in r.stdout and "dist.train.transformer" in r.stdout
 
 
+@pytest.mark.slow  # compiles and runs the MPI yardstick, which the sanitizer's preload would enter
 def test_yardstick_calibration_makes_equal_calls_on_every_rank(need_mpi, bin_dir):
     """Regression: each rank counted its own calibration calls, so the ranks' collectives fell out of step
     (a hang at 3 ranks on 2 cores). Rank 0's clock now decides for all."""
