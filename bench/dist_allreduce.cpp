@@ -2,7 +2,8 @@
 // per call of float32 sum all-reduces of given sizes, done by MPI alone (no vkml, no Python), so
 // that vk.distributed.all_reduce's figure in the same run has a yardstick.
 //
-//   mpirun -n 2 vkml_dist_bench [--sizes 1024,65536] [--modes allreduce,rsag] [--time 0.2] [--reps 5]
+//   mpirun -n 2 vkml_dist_bench [--sizes 1024,65536] [--modes allreduce,rsag] [--time 0.2] [--reps
+//   5]
 //
 // Modes:
 //   allreduce  MPI_Allreduce in place: the library's best algorithm for the size (its own order).
@@ -12,8 +13,9 @@
 //              vkml's row, what vkml adds (Python, the communication thread, its polling).
 //
 // Each size: two warm-up calls, then a calibration that picks how many calls make one sample
-// (~time/reps seconds, from rank 0's clock, which every rank follows), then `reps` samples, each started after a
-// barrier and taken as the slowest rank's time. Rank 0 prints one JSON line per (mode, size):
+// (~time/reps seconds, from rank 0's clock, which every rank follows), then `reps` samples, each
+// started after a barrier and taken as the slowest rank's time. Rank 0 prints one JSON line per
+// (mode, size):
 // {"mode", "bytes", "ranks", "s" (median seconds per call), "min_s", "iters", "reps"}.
 #define OMPI_SKIP_MPICXX 1  // MPI's C API only (the C++ bindings are deprecated)
 #define MPICH_SKIP_MPICXX 1
@@ -68,11 +70,12 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// vk::distributed's all-reduce of n floats (reduce-scatter by all-to-all, all-gather), in plain MPI.
+// vk::distributed's all-reduce of n floats (reduce-scatter by all-to-all, all-gather), in plain
+// MPI.
 class RsAg {
  public:
-  RsAg(long n, int rank, int size) : rank_(rank), size_(size), counts_(size), displs_(size),
-                                     rcounts_(size), rdispls_(size) {
+  RsAg(long n, int rank, int size)
+      : rank_(rank), size_(size), counts_(size), displs_(size), rcounts_(size), rdispls_(size) {
     for (int r = 0; r < size; ++r) {
       counts_[r] = static_cast<int>(n / size + (r < n % size ? 1 : 0));
       displs_[r] = r ? displs_[r - 1] + counts_[r - 1] : 0;
@@ -108,7 +111,8 @@ class RsAg {
 };
 
 template <class Call>
-void measure(const std::string& mode, long bytes, const Options& o, int rank, int size, Call&& call) {
+void measure(const std::string& mode, long bytes, const Options& o, int rank, int size,
+             Call&& call) {
   for (int i = 0; i < 2; ++i) call();
   // Calibrate: batches of 1, 2, 4, ... calls until one takes 20 ms on rank 0. Rank 0's time is
   // broadcast after each batch, so every rank makes the same number of calls.
@@ -134,10 +138,10 @@ void measure(const std::string& mode, long bytes, const Options& o, int rank, in
   }
   std::sort(samples.begin(), samples.end());
   if (rank == 0) {
-    std::printf("{\"mode\": \"%s\", \"bytes\": %ld, \"ranks\": %d, \"s\": %.9g, \"min_s\": %.9g, "
-                "\"iters\": %d, \"reps\": %d}\n",
-                mode.c_str(), bytes, size, samples[samples.size() / 2], samples.front(), iters,
-                o.reps);
+    std::printf(
+        "{\"mode\": \"%s\", \"bytes\": %ld, \"ranks\": %d, \"s\": %.9g, \"min_s\": %.9g, "
+        "\"iters\": %d, \"reps\": %d}\n",
+        mode.c_str(), bytes, size, samples[samples.size() / 2], samples.front(), iters, o.reps);
     std::fflush(stdout);
   }
 }
