@@ -2,8 +2,8 @@
 // per call of float32 sum all-reduces of given sizes, done by MPI alone (no vkml, no Python), so
 // that vk.distributed.all_reduce's figure in the same run has a yardstick.
 //
-//   mpirun -n 2 vkml_dist_bench [--sizes 1024,65536] [--modes allreduce,rsag] [--time 0.2] [--reps
-//   5]
+//   mpirun -n 2 vkml_dist_bench [--sizes 1024,65536] [--modes allreduce,rsag] [--time 0.2]
+//                               [--reps 5]
 //
 // Modes:
 //   allreduce  MPI_Allreduce in place: the library's best algorithm for the size (its own order).
@@ -15,8 +15,7 @@
 // Each size: two warm-up calls, then a calibration that picks how many calls make one sample
 // (~time/reps seconds, from rank 0's clock, which every rank follows), then `reps` samples, each
 // started after a barrier and taken as the slowest rank's time. Rank 0 prints one JSON line per
-// (mode, size):
-// {"mode", "bytes", "ranks", "s" (median seconds per call), "min_s", "iters", "reps"}.
+// (mode, size): {"mode", "bytes", "ranks", "s" (median seconds per call), "min_s", "iters", "reps"}.
 #define OMPI_SKIP_MPICXX 1  // MPI's C API only (the C++ bindings are deprecated)
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
