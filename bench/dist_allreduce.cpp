@@ -15,7 +15,8 @@
 // Each size: two warm-up calls, then a calibration that picks how many calls make one sample
 // (~time/reps seconds, from rank 0's clock, which every rank follows), then `reps` samples, each
 // started after a barrier and taken as the slowest rank's time. Rank 0 prints one JSON line per
-// (mode, size): {"mode", "bytes", "ranks", "s" (median seconds per call), "min_s", "iters", "reps"}.
+// (mode, size): {"mode", "bytes", "ranks", "s" (the median seconds per call), "min_s" (the best),
+// "iters", "reps"}.
 #define OMPI_SKIP_MPICXX 1  // MPI's C API only (the C++ bindings are deprecated)
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
