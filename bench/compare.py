@@ -5,6 +5,7 @@
     python bench/compare.py --quick              # ~2 minute subset
     python bench/compare.py --only matmul,fused  # workloads whose id contains one of these
     python bench/compare.py --threads 1          # thread counts (default 1,2)
+    python bench/compare.py --no-dist            # without the dist.* rows (bench/dist_bench.py, over MPI)
 
 How it measures. Each thread count runs in its own worker process (so the thread pools are sized before any
 library starts them: VKML_NUM_THREADS, OMP/MKL/OPENBLAS_NUM_THREADS set in its environment, OPENBLAS_CORETYPE
@@ -25,6 +26,9 @@ A workload vkml cannot run (an exception, a crash, a hang) shows its error in it
 "gflops" / "gbs" (vkml's, where it applies), ...} plus {"workload": "peak.fma", "threads", "gflops"} and
 {"workload": "peak.stream", "threads", "gbs"}. rss.* records carry vkml_rss_mb / torch_rss_mb and the ratio
 of those (vkml_s / torch_s are the run's wall time).
+
+dist.* (data-parallel over MPI, when vk.distributed.is_available()): bench/dist_bench.py's rows, in their own table
+after this one (all_reduce against MPI_Allreduce; train.mlp / train.transformer at 1 and 2 ranks).
 """
 
 import argparse
@@ -214,14 +218,24 @@ def lstm_lm_model(L, vocab=64, d=64, hidden=128):  # tests/programs/lstm_lm.py's
     return LSTMLM()
 
 
-def train_setup(kind, L, np):
-    """(step function, its model): one optimizer step over pre-built batches, as the examples train."""
-    F = L.nn.functional
+def _shard(arr, shard):
+    """Part shard[0] of shard[1] equal parts of a batch (its first dimension): one rank's share."""
+    rank, parts = shard
+    n = arr.shape[0] // parts
+    return arr[rank * n:(rank + 1) * n]
+
+
+def train_parts(kind, L, np, shard=(0, 1)):
+    """(model, optimizer, batches) as the examples train; shard=(rank, ranks) keeps that rank's share
+    of every batch (bench/dist_bench.py: the same global batch split over data-parallel ranks)."""
     rng = _rng(np)
+    if shard != (0, 1) and kind not in ("mlp", "transformer"):
+        raise ValueError(f"train_parts: no sharded batches for {kind!r}")
+    cut = lambda a: _t(L, _shard(a, shard))  # noqa: E731
     if kind == "mlp":
         model = mlp_model(L)
         opt = L.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
-        batches = [(_t(L, rng.random((64, 64), dtype=np.float32)), _t(L, rng.integers(0, 10, 64)))
+        batches = [(cut(rng.random((64, 64), dtype=np.float32)), cut(rng.integers(0, 10, 64)))
                    for _ in range(8)]
     elif kind == "cnn":
         model = cnn_model(L)
@@ -238,17 +252,26 @@ def train_setup(kind, L, np):
         no_decay = [p for p in model.parameters() if p.dim() < 2]
         opt = L.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=3e-3, betas=(0.9, 0.95))
-        batches = [(_t(L, rng.integers(0, 96, (32, 64))), _t(L, rng.integers(0, 96, (32, 64)))) for _ in range(4)]
+        batches = [(cut(rng.integers(0, 96, (32, 64))), cut(rng.integers(0, 96, (32, 64)))) for _ in range(4)]
+    return model, opt, batches
+
+
+def train_loss(kind, L, logits, y):
+    if kind == "transformer":
+        logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
+    return L.nn.functional.cross_entropy(logits, y)
+
+
+def train_setup(kind, L, np):
+    """(step function, its model): one optimizer step over pre-built batches, as the examples train."""
+    model, opt, batches = train_parts(kind, L, np)
     params = list(model.parameters())
     state = {"i": 0}
 
     def step():
         x, y = batches[state["i"] % len(batches)]
         state["i"] += 1
-        logits = model(x)
-        if kind == "transformer":
-            logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
-        loss = F.cross_entropy(logits, y)
+        loss = train_loss(kind, L, model(x), y)
         opt.zero_grad()
         loss.backward()
         if kind == "transformer":
@@ -736,6 +759,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a ~2 minute subset with fewer repeats")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--only", help="comma-separated substrings of workload ids")
+    ap.add_argument("--no-dist", action="store_true", help="leave out the dist.* rows (bench/dist_bench.py)")
     ap.add_argument("--build-dir", help="where the peak kernels are compiled (default: next to --json, or build)")
     # internal
     ap.add_argument("--worker-ids", help=argparse.SUPPRESS)
@@ -800,10 +824,12 @@ def main():
           "(train.*: per optimizer step); spread = IQR/median; rss.*: peak RSS of a short training run, one "
           "process per library")
     print(table(records, peaks))
+    import dist_bench  # the dist.* rows (data-parallel over MPI), in their own table
+    dist_recs = dist_bench.compare_section(args.quick, args.only and args.only.split(","), args.no_dist, bdir)
     print(f"total {time.time() - t_start:.0f} s")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        out = records + peak_recs
+        out = records + peak_recs + dist_recs
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
         print(f"wrote {args.json}")
