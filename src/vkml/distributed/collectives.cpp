@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 #include "vkml/distributed/group.h"
@@ -118,7 +119,7 @@ MPI_Datatype element_type(DType dtype) {
       return MPI_UINT64_T;
   }
 }
-constexpr int64_t kSegment = int64_t{1} << 26;  // elements per all-reduce round (tmp memory)
+constexpr int64_t kSegment = int64_t{1} << 24;  // elements per all-reduce round (scratch memory)
 
 template <class T>
 T combine(T a, T b, ReduceOp op) {
@@ -144,48 +145,90 @@ T combine(T a, T b, ReduceOp op) {
   }
 }
 
-// acc[i] = rows[0][i] (op) rows[1][i] (op) ... in row (rank) order; rows are `stride` apart.
 template <class T>
-void reduce_rows(T* acc, const T* rows, int64_t n, int64_t stride, int count, ReduceOp op) {
-  std::copy(rows, rows + n, acc);
-  for (int q = 1; q < count; ++q) {
-    const T* row = rows + q * stride;
-    switch (op) {  // the common cases as plain loops the compiler vectorises
-      case ReduceOp::Sum:
-      case ReduceOp::Avg:
-        if constexpr (!std::is_same_v<T, bool>) {
-          for (int64_t i = 0; i < n; ++i) acc[i] += row[i];
-          break;
-        }
-        [[fallthrough]];
-      default:
-        for (int64_t i = 0; i < n; ++i) acc[i] = combine(acc[i], row[i], op);
-    }
+void combine_into(T* acc, const T* row, int64_t n, ReduceOp op) {
+  switch (op) {  // the common cases as plain loops the compiler vectorises
+    case ReduceOp::Sum:
+    case ReduceOp::Avg:
+      if constexpr (!std::is_same_v<T, bool>) {
+        for (int64_t i = 0; i < n; ++i) acc[i] += row[i];
+        return;
+      }
+      [[fallthrough]];
+    default:
+      for (int64_t i = 0; i < n; ++i) acc[i] = combine(acc[i], row[i], op);
   }
-  if constexpr (std::is_floating_point_v<T>)
-    if (op == ReduceOp::Avg)
-      for (int64_t i = 0; i < n; ++i) acc[i] /= static_cast<T>(count);
 }
 
-void reduce_rows(DType dtype, void* acc, const void* rows, int64_t n, int64_t stride, int count,
-                 ReduceOp op) {
+// mine[i] = x_0[i] (op) x_1[i] (op) ... (op) x_{p-1}[i], in rank order, where x_me is `mine` itself
+// and the other ranks' chunks lie in `others` (p - 1 rows of n, by rank, without this one's).
+// A small buffer per block keeps that order and lets each step vectorise.
+template <class T>
+void reduce_in_rank_order(T* mine, const T* others, int64_t n, int me, int p, ReduceOp op) {
+  constexpr int64_t kBlock = 1024;
+  T acc[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t m = std::min(kBlock, n - begin);
+    auto row = [&](int q) { return q == me ? mine + begin : others + (q - (q > me)) * n + begin; };
+    std::copy(row(0), row(0) + m, acc);
+    for (int q = 1; q < p; ++q) combine_into(acc, row(q), m, op);
+    if constexpr (std::is_floating_point_v<T>)
+      if (op == ReduceOp::Avg)
+        for (int64_t i = 0; i < m; ++i) acc[i] /= static_cast<T>(p);
+    std::copy(acc, acc + m, mine + begin);
+  }
+}
+
+void reduce_in_rank_order(DType dtype, void* mine, const void* others, int64_t n, int me, int p,
+                          ReduceOp op) {
   switch (dtype) {
     case DType::Bool:
-      return reduce_rows(static_cast<bool*>(acc), static_cast<const bool*>(rows), n, stride, count,
-                         op);
+      return reduce_in_rank_order(static_cast<bool*>(mine), static_cast<const bool*>(others), n, me,
+                                  p, op);
     case DType::Int32:
-      return reduce_rows(static_cast<int32_t*>(acc), static_cast<const int32_t*>(rows), n, stride,
-                         count, op);
+      return reduce_in_rank_order(static_cast<int32_t*>(mine), static_cast<const int32_t*>(others),
+                                  n, me, p, op);
     case DType::Int64:
-      return reduce_rows(static_cast<int64_t*>(acc), static_cast<const int64_t*>(rows), n, stride,
-                         count, op);
+      return reduce_in_rank_order(static_cast<int64_t*>(mine), static_cast<const int64_t*>(others),
+                                  n, me, p, op);
     case DType::Float32:
-      return reduce_rows(static_cast<float*>(acc), static_cast<const float*>(rows), n, stride,
-                         count, op);
+      return reduce_in_rank_order(static_cast<float*>(mine), static_cast<const float*>(others), n,
+                                  me, p, op);
     case DType::Float64:
-      return reduce_rows(static_cast<double*>(acc), static_cast<const double*>(rows), n, stride,
-                         count, op);
+      return reduce_in_rank_order(static_cast<double*>(mine), static_cast<const double*>(others), n,
+                                  me, p, op);
   }
+}
+
+// The communication thread's memory for the chunks the other ranks send, kept between calls: a
+// fresh buffer per call cost a page fault per 4 KiB and a zero-fill of the whole size.
+unsigned char* scratch(size_t nbytes) {
+  static thread_local std::unique_ptr<unsigned char[]> memory;
+  static thread_local size_t capacity = 0;
+  if (nbytes > capacity) {
+    memory.reset();
+    memory = std::make_unique_for_overwrite<unsigned char[]>(nbytes);
+    capacity = nbytes;
+  }
+  return memory.get();
+}
+
+// Every other rank's chunk of n elements to this rank and this rank's chunk r (n elements at
+// send + send_displs[r]) to rank r, none to itself; what arrives lies in `others` by rank.
+void exchange_chunks(const void* send, const std::vector<int>& send_counts,
+                     const std::vector<int>& send_displs, void* others, int n, DType dtype, int me,
+                     const std::string& what) {
+  const int p = static_cast<int>(send_counts.size());
+  std::vector<int> counts(send_counts), recv_counts(p, n), recv_displs(p);
+  counts[me] = recv_counts[me] = 0;
+  for (int r = 0; r < p; ++r) recv_displs[r] = (r - (r > me)) * n;
+  MPI_Request request;
+  const MPI_Datatype type = element_type(dtype);
+  detail::check_mpi(
+      MPI_Ialltoallv(send, counts.data(), send_displs.data(), type, others, recv_counts.data(),
+                     recv_displs.data(), type, MPI_COMM_WORLD, &request),
+      what);
+  detail::wait_request(&request, what);
 }
 
 struct Ranks {
@@ -201,9 +244,7 @@ void all_reduce_host(void* data, DType dtype, int64_t n, ReduceOp op, const std:
   const Ranks me;
   if (me.size == 1 || n == 0) return;  // one rank: sum/avg/min/max of one value is the value
   const size_t es = dtype_size(dtype);
-  const MPI_Datatype type = element_type(dtype);
-  std::vector<int> counts(me.size), displs(me.size), recv_counts(me.size), recv_displs(me.size);
-  std::vector<unsigned char> rows;
+  std::vector<int> counts(me.size), displs(me.size);
   for (int64_t begin = 0; begin < n; begin += kSegment) {
     const int64_t m = std::min(kSegment, n - begin);
     for (int r = 0; r < me.size; ++r) {
@@ -211,21 +252,13 @@ void all_reduce_host(void* data, DType dtype, int64_t n, ReduceOp op, const std:
       displs[r] = r ? displs[r - 1] + counts[r - 1] : 0;
     }
     const int mine = counts[me.rank];
-    for (int r = 0; r < me.size; ++r) {
-      recv_counts[r] = mine;
-      recv_displs[r] = r * mine;
-    }
-    rows.resize(static_cast<size_t>(mine) * me.size * es);
     auto* segment = static_cast<unsigned char*>(data) + begin * es;
+    unsigned char* others = scratch(static_cast<size_t>(mine) * (me.size - 1) * es);
+    exchange_chunks(segment, counts, displs, others, mine, dtype, me.rank, what);
+    reduce_in_rank_order(dtype, segment + displs[me.rank] * es, others, mine, me.rank, me.size, op);
     MPI_Request request;
-    detail::check_mpi(
-        MPI_Ialltoallv(segment, counts.data(), displs.data(), type, rows.data(), recv_counts.data(),
-                       recv_displs.data(), type, MPI_COMM_WORLD, &request),
-        what);
-    detail::wait_request(&request, what);
-    reduce_rows(dtype, segment + displs[me.rank] * es, rows.data(), mine, mine, me.size, op);
-    detail::check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, type, segment, counts.data(), displs.data(),
-                                      type, MPI_COMM_WORLD, &request),
+    detail::check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, element_type(dtype), segment, counts.data(),
+                                      displs.data(), element_type(dtype), MPI_COMM_WORLD, &request),
                       what);
     detail::wait_request(&request, what);
   }
@@ -312,8 +345,8 @@ WorkPtr all_gather(const Tensor& out, const Tensor& in) {
   VK_CHECK(out.numel() == in.numel() * size, ShapeError, "vk.distributed.all_gather: the output (",
            out.describe(), ") must hold world_size (", size, ") times the input's ", in.numel(),
            " elements");
-  VK_CHECK(in.numel() <= std::numeric_limits<int>::max(), SizeError,
-           "vk.distributed.all_gather: ", in.describe(), " has more than 2^31-1 elements per rank");
+  VK_CHECK(out.numel() <= std::numeric_limits<int>::max(), SizeError,
+           "vk.distributed.all_gather: ", out.describe(), " has more than 2^31-1 elements");
   std::vector<std::pair<Tensor, Tensor>> write_back;
   Tensor host_out = host_side(out, write_back);
   Tensor host_in = in.storage()->host_addressable ? in : host_read(in);
@@ -329,7 +362,7 @@ WorkPtr all_gather(const Tensor& out, const Tensor& in) {
         auto* out_data = static_cast<unsigned char*>(host_out.raw_data());
         // The input may be a slice of the output (all_gather_into_tensor's in-place use): move it
         // into this rank's slot first and gather in place.
-        std::memmove(out_data + me.rank * n * es, host_in.raw_data(), n * es);
+        if (n > 0) std::memmove(out_data + me.rank * n * es, host_in.raw_data(), n * es);
         if (n > 0 && me.size > 1) {
           MPI_Request request;
           detail::check_mpi(MPI_Iallgather(MPI_IN_PLACE, 0, element_type(host_in.dtype()), out_data,
@@ -353,9 +386,8 @@ WorkPtr reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
   VK_CHECK(in.numel() == out.numel() * size, ShapeError,
            "vk.distributed.reduce_scatter: the input (", in.describe(), ") must hold world_size (",
            size, ") times the output's ", out.numel(), " elements");
-  VK_CHECK(out.numel() <= std::numeric_limits<int>::max(), SizeError,
-           "vk.distributed.reduce_scatter: ", out.describe(),
-           " has more than 2^31-1 elements per rank");
+  VK_CHECK(in.numel() <= std::numeric_limits<int>::max(), SizeError,
+           "vk.distributed.reduce_scatter: ", in.describe(), " has more than 2^31-1 elements");
   std::vector<std::pair<Tensor, Tensor>> write_back;
   Tensor host_out = host_side(out, write_back);
   Tensor host_in = in.storage()->host_addressable ? in : host_read(in);
@@ -368,19 +400,16 @@ WorkPtr reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
         const Ranks me;
         const int64_t k = host_out.numel();
         const size_t es = dtype_size(host_in.dtype());
-        std::vector<unsigned char> rows(static_cast<size_t>(k) * me.size * es);
+        const auto* in = static_cast<const unsigned char*>(host_in.raw_data());
+        if (k > 0) std::memmove(host_out.raw_data(), in + me.rank * k * es, k * es);  // own chunk
+        unsigned char* others = scratch(static_cast<size_t>(k) * (me.size - 1) * es);
         if (k > 0 && me.size > 1) {
-          MPI_Request request;
-          const MPI_Datatype type = element_type(host_in.dtype());
-          detail::check_mpi(
-              MPI_Ialltoall(host_in.raw_data(), static_cast<int>(k), type, rows.data(),
-                            static_cast<int>(k), type, MPI_COMM_WORLD, &request),
-              what);
-          detail::wait_request(&request, what);
-        } else if (k > 0) {
-          std::memcpy(rows.data(), host_in.raw_data(), k * es);
+          std::vector<int> counts(me.size, static_cast<int>(k)), displs(me.size);
+          for (int r = 0; r < me.size; ++r) displs[r] = static_cast<int>(r * k);
+          exchange_chunks(in, counts, displs, others, static_cast<int>(k), host_in.dtype(), me.rank,
+                          what);
         }
-        reduce_rows(host_in.dtype(), host_out.raw_data(), rows.data(), k, k, me.size, op);
+        reduce_in_rank_order(host_in.dtype(), host_out.raw_data(), others, k, me.rank, me.size, op);
         host_out.bump_version();
       },
       std::move(write_back));

@@ -59,7 +59,9 @@ class DistributedDataParallel(Module):
         self._params = params
         self._sync_module_states()
         cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
-        self._buckets = self._make_buckets(params, cap)
+        # The first bucket (the last layers' gradients, ready first) is small, as torch's 1 MiB,
+        # so that communication starts early in backward.
+        self._buckets = self._make_buckets(params, min(cap, 1024 * 1024), cap)
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._next = 0                 # the next bucket to start (they start in index order)
         self._unused = set()           # ids of the parameters this forward does not reach
@@ -71,7 +73,9 @@ class DistributedDataParallel(Module):
             ddp = me()
             if ddp is not None:
                 ddp._grad_ready(p)
-        self._handles = [p.register_post_accumulate_grad_hook(grad_ready) for p in params]
+        # One rank: the average of one gradient is itself; nothing to reduce, nothing to hook.
+        self._handles = ([p.register_post_accumulate_grad_hook(grad_ready) for p in params]
+                         if self._world > 1 else [])
 
     # ---- construction ----
     def _sync_module_states(self):
@@ -81,12 +85,14 @@ class DistributedDataParallel(Module):
                 dist.broadcast(t, src=0)
 
     @staticmethod
-    def _make_buckets(params, cap):
-        """Reverse parameter order, one dtype and device per bucket, about cap bytes each."""
+    def _make_buckets(params, first_cap, cap):
+        """Reverse parameter order, one dtype and device per bucket, about cap bytes each (the
+        first one first_cap)."""
         buckets, current, size = [], [], 0
         for p in reversed(params):
             nbytes = p.numel() * p.element_size()
-            if current and (size + nbytes > cap or p.dtype != current[0].dtype
+            limit = first_cap if not buckets else cap
+            if current and (size + nbytes > limit or p.dtype != current[0].dtype
                             or p.device != current[0].device):
                 buckets.append(_Bucket(current))
                 current, size = [], 0
@@ -114,7 +120,7 @@ class DistributedDataParallel(Module):
                 for b in self.module.buffers():
                     dist.broadcast(b, src=0)
         out = self.module(*inputs, **kwargs)
-        if self.find_unused_parameters and self.require_backward_grad_sync:
+        if self.find_unused_parameters and self.require_backward_grad_sync and self._world > 1:
             self._mark_unused(out)
         return out
 
