@@ -216,7 +216,10 @@ def _ddp_parts(dist, L, kind, model, opt, batches, params, steps, bucket_mb):
 def _one_rank_parts(dist, L, np, kind, steps, warmup=3):
     """Median step and backward seconds of the plain step on the global batch (step_s) and on half of it
     (half_step_s), and of DDP in a group of one on the half (ddp_half_step_s): the three alternate step
-    by step, so that a change in the machine's load hits all three."""
+    by step, so that a change in the machine's load hits all three. DDP alone hooks nothing (the
+    average of one gradient is itself); its switch _hook_in_group_of_one makes it do its whole
+    per-step work (hooks, flattening, the call, copying back) so that the difference is its cost."""
+    L.nn.parallel.DistributedDataParallel._hook_in_group_of_one = True
     runs = []
     for key, shard, ddp in (("step_s", (0, 1), False), ("half_step_s", (0, 2), False),
                             ("ddp_half_step_s", (0, 2), True)):

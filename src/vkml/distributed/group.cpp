@@ -283,7 +283,7 @@ void wait_request(void* mpi_request, const std::string& what) {
     // about to answer (as MPI_Wait does), then giving the core to any thread that wants it (the
     // ranks and their compute threads may share cores), then, for a peer far behind, sleeping.
     const auto waited = now - start;
-    if (waited < std::chrono::milliseconds(1)) continue;
+    if (waited < std::chrono::microseconds(50)) continue;
     if (waited < std::chrono::milliseconds(200))
       std::this_thread::yield();
     else

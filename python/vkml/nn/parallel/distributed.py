@@ -29,6 +29,9 @@ class _Bucket:
 
 
 class DistributedDataParallel(Module):
+    # A benchmark's switch (bench/dist_bench.py): hook and reduce in a group of one too, to measure
+    # the wrapper's own cost per step.
+    _hook_in_group_of_one = False
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  process_group=None, bucket_cap_mb=None, find_unused_parameters=False,
                  check_reduction=False, gradient_as_bucket_view=False, static_graph=False,
@@ -75,7 +78,7 @@ class DistributedDataParallel(Module):
                 ddp._grad_ready(p)
         # One rank: the average of one gradient is itself; nothing to reduce, nothing to hook.
         self._handles = ([p.register_post_accumulate_grad_hook(grad_ready) for p in params]
-                         if self._world > 1 else [])
+                         if self._world > 1 or self._hook_in_group_of_one else [])
 
     # ---- construction ----
     def _sync_module_states(self):
