@@ -22,6 +22,7 @@ function(vkml_add_distributed)
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/vkml/distributed/*.cpp)
   add_library(vkml_distributed ${sources})
   add_library(vkml::distributed ALIAS vkml_distributed)
+  set_target_properties(vkml_distributed PROPERTIES EXPORT_NAME distributed)  # installed: the same
   target_link_libraries(vkml_distributed PUBLIC vkml MPI::MPI_CXX)
   # mpi.h from C++ would pull in the deprecated C++ bindings; only the C API is used.
   target_compile_definitions(vkml_distributed PUBLIC OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)

@@ -67,7 +67,8 @@ def test_dist_section_quick_runs(need_mpi, bin_dir, tmp_path):
         rec = recs[f"dist.train.{kind}"]
         assert rec["t1_s"] > 0 and rec["vkml_s"] > 0
         assert rec["efficiency"] == pytest.approx(rec["t1_s"] / (2 * rec["vkml_s"]))
-        assert rec["default_buckets"]["buckets"] == 1 and rec["small_buckets"]["buckets"] > 1
+        # the default: a first bucket of 1 MiB, then 25 MiB ones; "small": a quarter each
+        assert rec["small_buckets"]["buckets"] > rec["default_buckets"]["buckets"] >= 1
         assert rec["hidden"] is not None and rec["default_buckets"]["allreduce_s"] > 0
     for rec in recs.values():
         assert rec["machine"] and "MPI" in rec["mpi"]  # every figure names the machine and the library

@@ -427,7 +427,8 @@ def test_distributed_without_a_process_group_raises_at_use():
     assert vk.distributed.is_initialized() is False
     for fn in (vk.distributed.get_rank, vk.distributed.destroy_process_group,
                lambda: vk.distributed.all_reduce(vk.ones(2))):
-        with pytest.raises(RuntimeError, match="init_process_group"):
+        # a build without MPI says that first
+        with pytest.raises(RuntimeError, match="init_process_group|built without MPI"):
             fn()
     with pytest.raises(RuntimeError, match="init_process_group"):
         vk.nn.parallel.DistributedDataParallel(vk.nn.Linear(2, 2), device_ids=[0])
