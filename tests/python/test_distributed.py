@@ -19,7 +19,11 @@ import pytest
 
 import vkml as vk
 
-WORKER = os.path.join(os.path.dirname(__file__), "dist_worker.py")
+sys.path.insert(0, os.path.dirname(__file__))
+import dist_worker as worker  # noqa: E402  (the rank side: its data, models and scenarios)
+from dist_worker import rank_data  # noqa: E402
+
+WORKER = worker.__file__
 DTYPES = ["bool", "int32", "int64", "float32", "float64"]
 
 
@@ -68,18 +72,6 @@ def ok_ranks(scenario, *args, ranks=2):
 
 
 # ---------------------------------------------------------------- the expectations (numpy)
-
-
-def rank_data(rank, dtype, n):
-    rng = np.random.default_rng(1000 + rank)
-    if dtype == "bool":
-        return rng.random(n) < 0.5
-    if dtype in ("int32", "int64"):
-        return rng.integers(-50, 50, n).astype(dtype)
-    x = rng.standard_normal(n).astype(dtype)
-    if n > 3:
-        x[3] = np.nan if rank == 1 else x[3]
-    return x
 
 
 def reduce_in_rank_order(arrays, op):
@@ -179,11 +171,7 @@ def test_errors_a_rank_finds_alone_are_typed_and_leave_the_group_usable():
 
 def single_process_params(dtype_name, optimizer):
     """The reference: one process, the whole batch of 64, the same 20 steps."""
-    sys.path.insert(0, os.path.dirname(__file__))
-    try:
-        import dist_worker as w
-    finally:
-        sys.path.pop(0)
+    w = worker
     dtype = w.DTYPES[dtype_name]
     model = w.make_model(dtype, seed=123)  # rank 0's initial weights
     opt = (vk.optim.Adam(model.parameters(), lr=1e-2) if optimizer == "adam"
@@ -217,11 +205,7 @@ def test_ddp_two_ranks_of_32_equal_one_process_of_64_after_20_steps(dtype, optim
 
 
 def test_ddp_no_sync_unused_parameters_buffers_and_sampler():
-    sys.path.insert(0, os.path.dirname(__file__))
-    try:
-        import dist_worker as w
-    finally:
-        sys.path.pop(0)
+    w = worker
     results = ok_ranks("ddp_features")
     X, Y = w.train_data("float64")
     # no_sync: the reduced gradient is the average over ranks of each rank's two micro-batches

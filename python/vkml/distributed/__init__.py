@@ -287,20 +287,27 @@ def _finish(work, then, async_op):
     return None
 
 
-def all_gather(tensor_list, tensor, group=None, async_op=False):
-    """tensor_list[r] = rank r's tensor."""
-    _require_group("all_gather", group)
+def _gather_into(targets, tensor, async_op):
+    """Every rank's tensor into one (p, *shape) buffer, then targets[r] = rank r's (targets None:
+    this rank keeps nothing)."""
     from .. import empty, no_grad
-    _check_list("all_gather", tensor_list, tensor)
     flat = empty((_D.world_size(),) + tuple(tensor.shape), dtype=tensor.dtype,
                  device=tensor.device)
     work = _D.all_gather(flat, tensor.contiguous(), True)
 
     def then():
-        with no_grad():
-            for r, out in enumerate(tensor_list):
-                out.copy_(flat[r])
+        if targets is not None:
+            with no_grad():
+                for r, out in enumerate(targets):
+                    out.copy_(flat[r])
     return _finish(work, then, async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """tensor_list[r] = rank r's tensor."""
+    _require_group("all_gather", group)
+    _check_list("all_gather", tensor_list, tensor)
+    return _gather_into(tensor_list, tensor, async_op)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
@@ -315,21 +322,11 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """gather_list (on rank dst) gets every rank's tensor."""
     _require_group("gather", group)
     _check_rank("gather", dst)
-    from .. import empty, no_grad
     if _D.rank() == dst:
         if gather_list is None:
             raise ValueError("vkml.distributed.gather: rank dst needs a gather_list")
         _check_list("gather", gather_list, tensor)
-    flat = empty((_D.world_size(),) + tuple(tensor.shape), dtype=tensor.dtype,
-                 device=tensor.device)
-    work = _D.all_gather(flat, tensor.contiguous(), True)
-
-    def then():
-        if _D.rank() == dst:
-            with no_grad():
-                for r, out in enumerate(gather_list):
-                    out.copy_(flat[r])
-    return _finish(work, then, async_op)
+    return _gather_into(gather_list if _D.rank() == dst else None, tensor, async_op)
 
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
