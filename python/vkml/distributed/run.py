@@ -186,15 +186,26 @@ def main(argv=None):
     proc = subprocess.Popen(cmd, env=env)
     # A launcher told to stop (a batch system's or a test's timeout) stops the job: mpirun ends
     # the ranks on SIGTERM. Ctrl-C reaches mpirun directly (same process group).
+    stopped_by = []
+
+    def forward(signum, frame):
+        stopped_by.append(signum)
+        proc.send_signal(signum)
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
+        signal.signal(sig, forward)
     while True:
         try:
             code = proc.wait()
             break
         except KeyboardInterrupt:  # mpirun got the Ctrl-C too: it stops the ranks; wait for it
             continue
-    return code if code >= 0 else 128 - code  # killed by a signal: the shell's convention
+    if code < 0:
+        return 128 - code  # killed by a signal: the shell's convention
+    if code == 0 and stopped_by:
+        # MPICH's mpiexec exits 0 after passing SIGTERM on to the ranks; a job stopped before its
+        # end did not succeed
+        return 128 + stopped_by[0]
+    return code
 
 
 if __name__ == "__main__":
