@@ -214,6 +214,9 @@ def ddp_features():
     heads = TwoHeads().to(vk.float64)
     dh = vk.nn.parallel.DistributedDataParallel(heads, find_unused_parameters=True)
     x = vk.full((4, 3), float(r + 1), dtype=vk.float64)
+    with vk.no_grad():  # an evaluation marks nothing ready and reduces nothing
+        dh(x, use_b=(r == 1))
+    got["grads_after_no_grad_forward"] = [q.grad for q in heads.parameters()]
     dh(x, use_b=(r == 1)).sum().backward()
     got["unused_grads"] = {n: q.grad.tolist() for n, q in heads.named_parameters()}
     # without find_unused_parameters: the next forward names the parameters that got no grad

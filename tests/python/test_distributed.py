@@ -228,6 +228,7 @@ def test_ddp_no_sync_unused_parameters_buffers_and_sampler():
         for i, hex_grad in enumerate(got["no_sync_local_first"]):  # inside no_sync: not reduced
             g = np.frombuffer(bytes.fromhex(hex_grad), dtype=np.float64)
             np.testing.assert_allclose(g, local[r][1][i].reshape(-1), rtol=1e-12, atol=1e-15)
+        assert got["grads_after_no_grad_forward"] == [None] * 4  # regression: were zeros
         assert got["unused_grads"] == {"a.weight": [[2.0] * 3] * 2, "a.bias": [2.0, 2.0],
                                        "b.weight": [[4.0] * 3] * 2, "b.bias": [2.0, 2.0]}
         assert "b.weight" in got["unused_error"] and "find_unused_parameters" in got["unused_error"]

@@ -15,6 +15,7 @@ gradients accumulate locally; the first backward outside reduces the sum)."""
 import contextlib
 import weakref
 
+from ... import _C
 from ..modules import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -123,7 +124,10 @@ class DistributedDataParallel(Module):
                 for b in self.module.buffers():
                     dist.broadcast(b, src=0)
         out = self.module(*inputs, **kwargs)
-        if self.find_unused_parameters and self.require_backward_grad_sync and self._world > 1:
+        # Only a forward that backward can follow marks anything (an evaluation under no_grad
+        # would otherwise "reduce" zeros into every gradient).
+        if (self.find_unused_parameters and self.require_backward_grad_sync and self._world > 1
+                and _C.is_grad_enabled()):
             self._mark_unused(out)
         return out
 
