@@ -149,10 +149,10 @@ class DistributedDataParallel(Module):
                     stack.append(nxt)
         self._unused = {id(p) for p in self._params if p._cdata not in reached}
         for p in [p for p in self._params if id(p) in self._unused]:
-            self._grad_ready(p, unused=True)
+            self._grad_ready(p)
 
     # ---- backward ----
-    def _grad_ready(self, p, unused=False):
+    def _grad_ready(self, p):
         if not self.require_backward_grad_sync:
             return
         bucket = self._bucket_of[id(p)]
