@@ -52,16 +52,10 @@ ROOT = os.path.dirname(HERE)
 # ----------------------------------------------------------------------------------------------------------
 
 E16M = 16 * 1024 * 1024
+
+sys.path.insert(0, HERE)
+from train_models import _rng, _t, train_loss, train_parts, train_setup  # noqa: E402,F401  (dist_bench too)
 ROWS, COLS = 4096, 1024
-
-
-def _rng(np):
-    return np.random.default_rng(0)
-
-
-def _t(L, arr, grad=False):
-    t = L.tensor(arr)
-    return t.requires_grad_() if grad else t
 
 
 def _randn(L, np, *shape, grad=False):
@@ -85,10 +79,12 @@ def w_graph_backward(L, F, np):
     return {"fn": f}
 
 
-def w_matmul(n, batch=None):
+def w_matmul(n, batch=None, dtype=None):
     def build(L, F, np):
         shape = (n, n) if batch is None else (batch, n, n)
         a, b = _randn(L, np, *shape), _randn(L, np, *shape)
+        if dtype:
+            a, b = a.to(getattr(L, dtype)), b.to(getattr(L, dtype))
         return {"fn": lambda: a @ b}
     return build
 
@@ -152,137 +148,9 @@ def conv_flops(n, cin, hw, cout, input_grad):
 
 # --- models, written once against the torch-shaped API of either library ----------------------------------
 
-def mlp_model(L):
-    nn = L.nn
-    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
-
-
-def cnn_model(L):  # python/vkml/examples/digits.py, --model cnn
-    nn = L.nn
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
-        nn.Flatten(), nn.Linear(64 * 4 * 4, 10))
-
-
-def gpt_model(L, vocab=96, context=64, d=128, layers=2, heads=4):  # python/vkml/examples/charlm.py
-    nn, F = L.nn, L.nn.functional
-
-    class Attn(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-
-        def forward(self, x):
-            B, T, C = x.shape
-            qkv = self.qkv(x).reshape(B, T, 3, heads, C // heads).permute(2, 0, 3, 1, 4)
-            y = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
-            return self.proj(y.transpose(1, 2).reshape(B, T, C))
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.attn, self.ln2 = nn.LayerNorm(d), Attn(), nn.LayerNorm(d)
-            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-        def forward(self, x):
-            x = x + self.attn(self.ln1(x))
-            return x + self.mlp(self.ln2(x))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(context, d)
-            self.blocks = nn.ModuleList([Block() for _ in range(layers)])
-            self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
-
-        def forward(self, idx):
-            x = self.tok(idx) + self.pos(L.arange(idx.shape[1]))
-            for blk in self.blocks:
-                x = blk(x)
-            return self.head(self.ln_f(x))
-    return GPT()
-
-
-def lstm_lm_model(L, vocab=64, d=64, hidden=128):  # tests/programs/lstm_lm.py's shape (issue #16, rnn)
-    nn = L.nn
-
-    class LSTMLM(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.emb, self.rnn, self.head = nn.Embedding(vocab, d), nn.LSTM(d, hidden), nn.Linear(hidden, vocab)
-
-        def forward(self, idx):  # (T, B) token ids -> (T * B, vocab) logits
-            out, _ = self.rnn(self.emb(idx))
-            return self.head(out).reshape(-1, vocab)
-    return LSTMLM()
-
-
-def _shard(arr, shard):
-    """Part shard[0] of shard[1] equal parts of a batch (its first dimension): one rank's share."""
-    rank, parts = shard
-    n = arr.shape[0] // parts
-    return arr[rank * n:(rank + 1) * n]
-
-
-def train_parts(kind, L, np, shard=(0, 1)):
-    """(model, optimizer, batches) as the examples train; shard=(rank, ranks) keeps that rank's share
-    of every batch (bench/dist_bench.py: the same global batch split over data-parallel ranks)."""
-    rng = _rng(np)
-    if shard != (0, 1) and kind not in ("mlp", "transformer"):
-        raise ValueError(f"train_parts: no sharded batches for {kind!r}")
-    cut = lambda a: _t(L, _shard(a, shard))  # noqa: E731
-    if kind == "mlp":
-        model = mlp_model(L)
-        opt = L.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
-        batches = [(cut(rng.random((64, 64), dtype=np.float32)), cut(rng.integers(0, 10, 64)))
-                   for _ in range(8)]
-    elif kind == "cnn":
-        model = cnn_model(L)
-        opt = L.optim.Adam(model.parameters(), lr=2e-3)
-        batches = [(_t(L, rng.random((64, 1, 8, 8), dtype=np.float32)), _t(L, rng.integers(0, 10, 64)))
-                   for _ in range(8)]
-    elif kind == "lstm":  # one step of a small LSTM language model: 32 steps of 16 sequences
-        model = lstm_lm_model(L)
-        opt = L.optim.SGD(model.parameters(), lr=1.0)
-        batches = [(_t(L, rng.integers(0, 64, (32, 16))), _t(L, rng.integers(0, 64, 32 * 16))) for _ in range(4)]
-    else:
-        model = gpt_model(L)
-        decay = [p for p in model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in model.parameters() if p.dim() < 2]
-        opt = L.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=3e-3, betas=(0.9, 0.95))
-        batches = [(cut(rng.integers(0, 96, (32, 64))), cut(rng.integers(0, 96, (32, 64)))) for _ in range(4)]
-    return model, opt, batches
-
-
-def train_loss(kind, L, logits, y):
-    if kind == "transformer":
-        logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
-    return L.nn.functional.cross_entropy(logits, y)
-
-
-def train_setup(kind, L, np):
-    """(step function, its model): one optimizer step over pre-built batches, as the examples train."""
-    model, opt, batches = train_parts(kind, L, np)
-    params = list(model.parameters())
-    state = {"i": 0}
-
-    def step():
-        x, y = batches[state["i"] % len(batches)]
-        state["i"] += 1
-        loss = train_loss(kind, L, model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        if kind == "transformer":
-            L.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-    return step, model
-
-
-def w_train(kind):
+def w_train(kind, autocast=None):
     def build(L, F, np):
-        step, _ = train_setup(kind, L, np)
+        step, _ = train_setup(kind, L, np, autocast)
         return {"fn": step}
     return build
 
@@ -340,6 +208,10 @@ WORKLOADS = {
     "train.lstm": (w_train("lstm"), {}),  # issue #16 item 2 (rnn)
     "engine.chain10k": (w_chain_backward, {}),
     "engine.build_free": (w_build_free, {}),
+    # 16-bit (#19): a bfloat16 GEMM, and the transformer step under autocast
+    "matmul.bf16.1024": (w_matmul(1024, dtype="bfloat16"), {"flops": 2.0 * 1024 ** 3}),
+    "matmul.bf16.2048": (w_matmul(2048, dtype="bfloat16"), {"flops": 2.0 * 2048 ** 3, "heavy": True}),
+    "train.transformer.bf16": (w_train("transformer", "bfloat16"), {"heavy": True}),
 }
 RSS_WORKLOADS = ["rss.mlp", "rss.transformer"]
 ALL_IDS = list(WORKLOADS)[:22] + RSS_WORKLOADS + list(WORKLOADS)[22:]  # the issue's order
@@ -710,6 +582,20 @@ def machine():
     return f"{model}, {cores} logical CPUs"
 
 
+def bf16_hardware():
+    """What the CPU has for bfloat16 matrix products (the .bf16 rows say it): vkml has no native
+    16-bit GEMM yet (#19 item 3), so its rows are a float32 GEMM of converted inputs everywhere."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        flags = []
+    have = [name for flag, name in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"))
+            if flag in flags]
+    cpu = "CPU has " + " and ".join(have) if have else "no bf16 matrix hardware"
+    return f"{cpu}; vkml: float32 GEMM of converted inputs"
+
+
 def table(records, peaks):
     hdr = ["workload", "thr", "vkml", "torch", "vkml/torch", "spread vk/t", "throughput: vkml / torch (% of peak)"]
     rows = []
@@ -738,6 +624,8 @@ def table(records, peaks):
                 note = f"{g or 0:.1f} / {tg or 0:.1f} GB/s"
                 if pk and g:
                     note += f"; {g / pk * 100:.0f}% of STREAM {pk:.1f}"
+        if ".bf16" in wid:
+            note = (note + "; " if note else "") + bf16_hardware()
         ratio = f"{r['ratio']:.2f}" if r.get("ratio") else "-"
         errs = [f"{k.split('_')[0]}: {r[k]}" for k in ("vkml_error", "torch_error") if r.get(k)]
         if err:

@@ -47,6 +47,8 @@ REASONS = [
     (r"^bits?($|\d)|^float8|^float4|^uint(1|2|3|4|5|6|7|16|32|64)$|^int(1|2|3|4|5|6|7)$"
      r"|^hash_tensor$|^scaled_mm$|^scaled_grouped_mm$",
      "sub-byte, unsigned wide and 8-bit float dtypes: not planned"),
+    (r"autocast_(ipu|xla|gpu)_|_autocast_(ipu|xla)_",
+     "autocast state of devices vkml does not have (IPU, XLA, CUDA): not planned"),
     (r"float16|bfloat16|^half$|autocast|^amp$|GradScaler|^uint8$|^int8$|^int16$|^short$|^byte$"
      r"|^char$",
      "half precision and small integer dtypes: the half-precision issue (#19)"),
@@ -114,9 +116,10 @@ DIFFERENCES = [
     "Vulkan device. Ops on the Vulkan device are recorded and run in batches: errors are raised "
     "at the call, results when read; an index out of range (index_select, gather, scatter_add, "
     "embedding, cross_entropy) is an IndexError raised at the next read or synchronize().",
-    "Dtypes: bool, int32, int64, float32, float64. `vk.float16`, `bfloat16`, `uint8`, `int8`, "
-    "`int16` exist as names (dtype tables build) but a tensor of them is a `vk.DTypeError` until "
-    "the half-precision issue (#19); `GradScaler` and `autocast` run in full precision.",
+    "Dtypes: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64 "
+    "(docs/precision.md): 16-bit ops compute in float32 and round once, narrow integers wrap as "
+    "torch's; `autocast` applies torch's CUDA policy on every device (softmax and layer_norm in "
+    "float32 where torch's CPU policy keeps bfloat16); the Vulkan device has no 16-bit kernels yet.",
     "Layouts and memory formats: `vk.strided` only (another layout is NotImplementedError); "
     "`memory_format=` is accepted wherever torch takes it and results stay row-major "
     "(`channels_last` changes no strides; values, shapes and gradients are torch's; "
@@ -217,7 +220,7 @@ DIFFERENCES = [
     "`linalg.matrix_exp` scales the whole batch by its largest 1-norm (a host read) for its "
     "[13/13] Pade approximant.",
     "Optimizers: `optim.Muon` runs its Newton-Schulz iterations in the gradient's dtype (torch's in "
-    "bfloat16, which vkml lacks until #19), so its steps agree with torch's to bfloat16's precision, "
+    "bfloat16), so its steps agree with torch's to bfloat16's precision, "
     "and exactly with a full-precision iteration. `optim.SparseAdam` is a refusal: vkml has no sparse "
     "gradients, and its step() raises torch's RuntimeError for a dense gradient (it constructs, "
     "checks its arguments and saves its state_dict as torch's).",

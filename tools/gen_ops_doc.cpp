@@ -48,7 +48,11 @@ int main(int argc, char** argv) {
          << "- determinism: "
          << (def.determinism == Determinism::Bitwise ? "bitwise identical at any thread count"
                                                      : "not bitwise reproducible")
-         << "\n\n";
+         << "\n"
+         << (def.autocast != AutocastPolicy::Keep ? std::string("- under autocast: runs in ") +
+                                                        autocast_policy_name(def.autocast) + "\n"
+                                                  : std::string())
+         << "\n";
   }
   return 0;
 }

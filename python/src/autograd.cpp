@@ -111,6 +111,15 @@ void bind_autograd(nb::module_& m) {
       "is_grad_enabled", []() { return vk::GradMode::is_enabled(); },
       "Whether ops record graph on this thread.");
   m.def("_set_grad_enabled", [](bool b) { vk::GradMode::set_enabled(b); });
+  // Autocast (#19): the state of one device type on this thread; vkml.amp.autocast saves it on
+  // entry and puts it back on exit, as a guard does in C++.
+  m.def("_autocast_state", [](const std::string& device_type) {
+    const vk::DeviceType t = vk::parse_device(device_type).type;
+    return std::make_pair(vk::Autocast::is_enabled(t), vk::Autocast::dtype(t));
+  });
+  m.def("_set_autocast_state", [](const std::string& device_type, bool enabled, DType dtype) {
+    vk::Autocast::set(vk::parse_device(device_type).type, enabled, dtype);
+  });
   m.def("is_anomaly_enabled", []() { return vk::AnomalyMode::is_enabled(); });
   m.def("_set_anomaly_enabled", [](bool b) { vk::AnomalyMode::set_enabled(b); });
 

@@ -187,6 +187,16 @@ int64_t random_default_high(DType t) {
       return (int64_t{1} << 24) + 1;
     case DType::Float64:
       return (int64_t{1} << 53) + 1;
+    case DType::UInt8:
+      return 256;
+    case DType::Int8:
+      return 128;
+    case DType::Int16:
+      return 32768;
+    case DType::Float16:
+      return (int64_t{1} << 11) + 1;
+    case DType::BFloat16:
+      return (int64_t{1} << 8) + 1;
     case DType::Int64:
       break;
   }

@@ -65,14 +65,21 @@ std::string py_repr(nb::handle h) {
   }
 }
 
+constexpr const char* kDTypeList =
+    "float16, bfloat16, float32, float64, uint8, int8, int16, int32, int64 and bool";
+
 DType dtype_from_name(const std::string& name, nb::handle h) {
   if (name == "float32") return DType::Float32;
   if (name == "float64") return DType::Float64;
   if (name == "int32") return DType::Int32;
   if (name == "int64") return DType::Int64;
   if (name == "bool") return DType::Bool;
-  throw vk::DTypeError("unsupported dtype " + py_repr(h) +
-                       "; vkml has float32, float64, int32, int64 and bool");
+  if (name == "float16") return DType::Float16;
+  if (name == "bfloat16") return DType::BFloat16;  // ml_dtypes' numpy type
+  if (name == "uint8") return DType::UInt8;
+  if (name == "int8") return DType::Int8;
+  if (name == "int16") return DType::Int16;
+  throw vk::DTypeError("unsupported dtype " + py_repr(h) + "; vkml has " + kDTypeList);
 }
 
 int64_t as_int(nb::handle h) {
@@ -103,8 +110,7 @@ DType to_dtype(nb::handle h) {
   try {
     dt = np().dtype(h);
   } catch (nb::python_error&) {
-    throw vk::DTypeError("unsupported dtype " + py_repr(h) +
-                         "; vkml has float32, float64, int32, int64 and bool");
+    throw vk::DTypeError("unsupported dtype " + py_repr(h) + "; vkml has " + kDTypeList);
   }
   return dtype_from_name(nb::cast<std::string>(dt.attr("name")), h);
 }
@@ -126,6 +132,21 @@ nb::object numpy_dtype(DType t) {
       return np().dtype("float32");
     case DType::Float64:
       return np().dtype("float64");
+    case DType::UInt8:
+      return np().dtype("uint8");
+    case DType::Int8:
+      return np().dtype("int8");
+    case DType::Int16:
+      return np().dtype("int16");
+    case DType::Float16:
+      return np().dtype("float16");
+    case DType::BFloat16: {
+      nb::object ml = nb::steal(PyImport_ImportModule("ml_dtypes"));
+      if (ml.is_valid()) return np().dtype(ml.attr("bfloat16"));
+      PyErr_Clear();
+      throw nb::type_error(
+          "numpy has no bfloat16 (install ml_dtypes for one, or convert with .float() first)");
+    }
   }
   throw vk::DTypeError("bad dtype");
 }
@@ -196,8 +217,15 @@ DType source_dtype(nb::object& arr, nb::handle data, bool python_data, std::opti
       return DType::Float64;
     }
   }
-  if (kind == "f") return itemsize <= 4 ? DType::Float32 : DType::Float64;
-  if (kind == "i") return itemsize == 4 ? DType::Int32 : DType::Int64;
+  if (kind == "f")
+    return itemsize == 2 ? DType::Float16 : itemsize <= 4 ? DType::Float32 : DType::Float64;
+  if (kind == "i")
+    return itemsize == 1   ? DType::Int8
+           : itemsize == 2 ? DType::Int16
+           : itemsize == 4 ? DType::Int32
+                           : DType::Int64;
+  if (kind == "u" && itemsize == 1) return DType::UInt8;
+  if (nb::cast<std::string>(dt.attr("name")) == "bfloat16") return DType::BFloat16;  // ml_dtypes
   if (kind == "u") {
     if (itemsize == 8 && size > 0 &&
         nb::cast<uint64_t>(arr.attr("max")()) > static_cast<uint64_t>(INT64_MAX))
@@ -206,8 +234,8 @@ DType source_dtype(nb::object& arr, nb::handle data, bool python_data, std::opti
     return DType::Int64;
   }
   if (kind == "b") return DType::Bool;
-  throw vk::DTypeError("tensor: cannot make a tensor from " + py_repr(dt) +
-                       " data; vkml has float32, float64, int32, int64 and bool");
+  throw vk::DTypeError("tensor: cannot make a tensor from " + py_repr(dt) + " data; vkml has " +
+                       kDTypeList);
 }
 
 }  // namespace
@@ -234,11 +262,15 @@ Tensor tensor_from_py(nb::handle data, std::optional<DType> dtype) {
   // Into an integer dtype, values are checked (vk.tensor([2**40], dtype=vk.int32) and NaN into
   // int64 raise, as in torch); otherwise numpy converts directly.
   const bool checked = vk::is_integral(target) && target != source;
-  const DType read = checked ? source : target;
+  // numpy has no bfloat16 (but ml_dtypes' arrays come as theirs), and rounds float64 to float16
+  // directly where PyTorch goes through float32: both are read as float32 and cast by vkml.
+  const bool via_float32 = vk::is_half(target) && target != source;
+  const DType read = checked ? source : via_float32 ? DType::Float32 : target;
   nb::object c = np().asarray(arr, "dtype"_a = numpy_dtype(read), "order"_a = "C");
   auto view = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(c);
   Shape shape = to_shape(c.attr("shape"));
   Tensor t = vk::from_data(view.data(), shape, read);
+  if (via_float32) return vk::cast(t, target);
   return checked ? vk::cast_checked(t, target, "tensor") : t;
 }
 
@@ -401,6 +433,16 @@ nb::dlpack::dtype dl_dtype(DType t) {
       return nb::dtype<float>();
     case DType::Float64:
       return nb::dtype<double>();
+    case DType::UInt8:
+      return nb::dtype<uint8_t>();
+    case DType::Int8:
+      return nb::dtype<int8_t>();
+    case DType::Int16:
+      return nb::dtype<int16_t>();
+    case DType::Float16:
+      return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case DType::BFloat16:
+      return {static_cast<uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
   }
   throw vk::DTypeError("bad dtype");
 }
@@ -444,6 +486,12 @@ nb::object to_numpy(const Tensor& t, bool force) {
   VK_CHECK(t.ndim() <= 32 || t.ndim() <= numpy_max_dims(), ShapeError, "numpy(): a tensor with ",
            t.ndim(), " dims cannot be converted: numpy arrays have at most ", numpy_max_dims(),
            " dims (shape ", vk::shape_str(t.shape()), ")");
+  if (t.dtype() == DType::BFloat16) {  // numpy's bfloat16 is ml_dtypes': the bits, viewed as it
+    nb::object bf16 = numpy_dtype(DType::BFloat16);
+    Tensor bits =
+        Tensor::from_storage(t.storage(), t.shape(), t.strides(), t.offset(), DType::Int16);
+    return export_array<nb::numpy>(bits).attr("view")(bf16);
+  }
   return export_array<nb::numpy>(t);
 }
 
@@ -484,11 +532,19 @@ Tensor from_dlpack(nb::handle obj) {
     t = DType::Int64;
   else if (dt.code == (uint8_t)Code::Bool && dt.bits == 8)
     t = DType::Bool;
+  else if (dt.code == (uint8_t)Code::Float && dt.bits == 16)
+    t = DType::Float16;
+  else if (dt.code == (uint8_t)Code::Bfloat && dt.bits == 16)
+    t = DType::BFloat16;
+  else if (dt.code == (uint8_t)Code::UInt && dt.bits == 8)
+    t = DType::UInt8;
+  else if (dt.code == (uint8_t)Code::Int && dt.bits == 8)
+    t = DType::Int8;
+  else if (dt.code == (uint8_t)Code::Int && dt.bits == 16)
+    t = DType::Int16;
   else
     throw vk::DTypeError("from_dlpack: unsupported dtype (code " + std::to_string(dt.code) + ", " +
-                         std::to_string(dt.bits) +
-                         " bits); vkml has float32, float64, "
-                         "int32, int64 and bool");
+                         std::to_string(dt.bits) + " bits); vkml has " + kDTypeList);
   Shape shape(a.ndim());
   vk::Strides strides(a.ndim());
   int64_t span = 1;
@@ -513,6 +569,8 @@ template <class T>
 nb::object py_value(T v) {
   if constexpr (std::is_same_v<T, bool>)
     return nb::bool_(v);
+  else if constexpr (vk::is_half_type<T>)
+    return nb::float_(static_cast<double>(static_cast<float>(v)));
   else if constexpr (std::is_floating_point_v<T>)
     return nb::float_(static_cast<double>(v));
   else
@@ -548,7 +606,7 @@ nb::object nested(const T* data, const Shape& shape) {
 nb::object tolist(const Tensor& t) {
   Tensor c = vk::to_cpu(vk::contiguous(t.detach()));  // a host read: the one copy back
   nb::object r;
-  VK_DISPATCH_ALL(c.dtype(), "tolist", r = nested<T>(c.data<T>(), c.shape()));
+  VK_DISPATCH_STORAGE(c.dtype(), "tolist", r = nested<T>(c.data<T>(), c.shape()));
   return r;
 }
 
@@ -557,7 +615,7 @@ nb::object item(const Tensor& t) {
            " elements cannot be converted to a Python scalar (item() needs exactly one element)");
   const Tensor c = vk::to_cpu(t.detach());  // a host read: the one copy back
   nb::object r;
-  VK_DISPATCH_ALL(c.dtype(), "item", r = py_value<T>(*c.data<T>()));
+  VK_DISPATCH_STORAGE(c.dtype(), "item", r = py_value<T>(*c.data<T>()));
   return r;
 }
 

@@ -60,7 +60,8 @@ VK_KERNEL(host_test_kernel) {
 template <size_t... K>
 void register_host_test_kernels(vk::DeviceType type, std::index_sequence<K...>) {
   ((vk::find_kernel(vk::DeviceType::CPU, static_cast<vk::OpKind>(K))
-        ? vk::register_kernel(type, static_cast<vk::OpKind>(K), host_test_kernel<K>)
+        ? vk::register_kernel(type, static_cast<vk::OpKind>(K), host_test_kernel<K>,
+                              vk::kernel_dtypes(vk::DeviceType::CPU, static_cast<vk::OpKind>(K)))
         : void()),
    ...);
 }

@@ -20,10 +20,18 @@ void bind_dtypes_and_errors(nb::module_& m) {
       .value("int64", DType::Int64)
       .value("float32", DType::Float32)
       .value("float64", DType::Float64)
+      .value("uint8", DType::UInt8)
+      .value("int8", DType::Int8)
+      .value("int16", DType::Int16)
+      .value("float16", DType::Float16)
+      .value("bfloat16", DType::BFloat16)
       .def("__repr__", [](DType t) { return "vkml." + std::string(vk::dtype_name(t)); })
       .def("__str__", [](DType t) { return "vkml." + std::string(vk::dtype_name(t)); })
       .def_prop_ro("is_floating_point", [](DType t) { return vk::is_floating(t); })
-      .def_prop_ro("itemsize", [](DType t) { return vk::dtype_size(t); });
+      .def_prop_ro("itemsize", [](DType t) { return vk::dtype_size(t); })
+      .def_prop_ro("is_signed", [](DType t) { return t != DType::Bool && t != DType::UInt8; })
+      .def_prop_ro("is_complex", [](DType) { return false; })
+      .def("to_real", [](DType t) { return t; });
 
   // vk::DTypeError -> vkml.DTypeError (a TypeError), vk::ShapeError -> vkml.ShapeError (a
   // ValueError); the others map onto Python's built-in exceptions. The C++ message is kept.

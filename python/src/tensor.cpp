@@ -533,6 +533,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   def_cast("long", DType::Int64);
   def_cast("int", DType::Int32);
   def_cast("bool", DType::Bool);
+  def_cast("half", DType::Float16);
+  def_cast("bfloat16", DType::BFloat16);
+  def_cast("byte", DType::UInt8);
+  def_cast("char", DType::Int8);
+  def_cast("short", DType::Int16);
   c.def(
       "type_as",
       [](nb::handle self, const Tensor& other) -> nb::object {

@@ -66,9 +66,15 @@ float32 = dtype.float32
 float64 = dtype.float64
 int32 = dtype.int32
 int64 = dtype.int64
+float16 = dtype.float16
+bfloat16 = dtype.bfloat16
+uint8 = dtype.uint8
+int8 = dtype.int8
+int16 = dtype.int16
 bool_ = dtype.bool
 globals().update({"bool": dtype.bool, "float": dtype.float32, "double": dtype.float64,
-                  "long": dtype.int64, "int": dtype.int32})
+                  "long": dtype.int64, "int": dtype.int32, "half": dtype.float16,
+                  "short": dtype.int16, "byte": dtype.uint8, "char": dtype.int8})
 
 def get_default_dtype():
     """The default floating dtype (float32 unless set_default_dtype changed it); the core holds
@@ -227,15 +233,11 @@ ormqr = Tensor.ormqr = linalg._ormqr
 del _name
 
 # ---- porting (issue #15): the names PyTorch programs use beside the ops ----
-# vk.Size, vk.finfo/iinfo, the dtype names vkml cannot hold yet (creating a tensor with them is a
-# vk.DTypeError), math constants, Tensor.type()/new_*(), and the modules cuda, amp, backends,
+# vk.Size, vk.finfo/iinfo, math constants, Tensor.type()/new_*(), and the modules cuda, amp, backends,
 # accelerator, distributed, nn.parallel, utils.data (see the README's "Porting" section).
 import math as _stdmath  # noqa: E402  (vkml._math is the math ops' module)
 from . import _porting  # noqa: E402
 from ._porting import Size, finfo, iinfo  # noqa: E402
-from ._porting import bfloat16, float16, int8, int16, uint8  # noqa: E402
-half = float16
-short = int16
 inf = _stdmath.inf
 nan = _stdmath.nan
 pi = _stdmath.pi
@@ -243,15 +245,62 @@ e = _stdmath.e
 if not _os.environ.get("VKML_STUBGEN"):
     _porting.install()
 from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
-from .amp import autocast  # noqa: E402
+from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
+from .amp import set_autocast_dtype, set_autocast_enabled  # noqa: E402
 from .nn import parallel as _parallel  # noqa: E402  (vk.nn.parallel, vk.nn.DataParallel)
 from .utils import data as _data  # noqa: E402  (vk.utils.data)
 nn.DataParallel = _parallel.DataParallel
 
 
-def is_autocast_enabled(device_type=None):
-    """False: vkml has no autocast (no half precision yet)."""
-    return False
+def is_autocast_cpu_enabled():
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_enabled(enabled):
+    set_autocast_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype_):
+    set_autocast_dtype("cpu", dtype_)
+
+
+def get_autocast_gpu_dtype():
+    return get_autocast_dtype("cuda")
+
+
+def clear_autocast_cache():
+    """Nothing to clear: vkml casts a weight each time an autocast op uses it."""
+
+
+_autocast_nesting = 0
+
+
+def autocast_increment_nesting():
+    global _autocast_nesting
+    _autocast_nesting += 1
+    return _autocast_nesting
+
+
+def autocast_decrement_nesting():
+    global _autocast_nesting
+    _autocast_nesting -= 1
+    return _autocast_nesting
+
+
+_autocast_cache_enabled = True
+
+
+def is_autocast_cache_enabled():
+    return _autocast_cache_enabled
+
+
+def set_autocast_cache_enabled(enabled):
+    global _autocast_cache_enabled
+    _autocast_cache_enabled = True if enabled else False  # (bool is vk.bool here)
 
 
 _matmul_precision = "highest"
@@ -305,16 +354,12 @@ def result_type(tensor1, tensor2):
     return _C.where(_C.zeros((), dtype=dtype.bool), proxy(tensor1), proxy(tensor2)).dtype
 
 
-_KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2}
 
 
 def can_cast(from_, to):
     """torch.can_cast: casting never goes to a lower kind (float -> int, int -> bool)."""
     def kind(d):
-        name = getattr(d, "name", None)
-        if name in _KIND:
-            return _KIND[name]
-        return 0 if name == "bool" else 2 if getattr(d, "is_floating_point", False) else 1
+        return 0 if d == dtype.bool else 2 if d.is_floating_point else 1
     return kind(from_) <= kind(to)
 
 

@@ -1,5 +1,5 @@
-"""Names that PyTorch programs use beside the ops (issue #15, porting): vk.Size, the dtype names
-vkml cannot hold yet (vk.float16, vk.bfloat16, ...), vk.finfo / vk.iinfo, and the Tensor methods
+"""Names that PyTorch programs use beside the ops (issue #15, porting): vk.Size, vk.finfo /
+vk.iinfo, and the Tensor methods
 type(), new_zeros(), new_ones(), new_full(), new_empty(), new_tensor().
 
 Presentation and bookkeeping only: every tensor is made by the core's creation functions."""
@@ -58,52 +58,8 @@ class Size(tuple):
 Size.__module__ = "vkml"
 
 
-# ---- dtypes vkml names but cannot hold yet ----
-
-class _PendingDType:
-    """A dtype of torch that vkml does not have yet (half precision, 8- and 16-bit integers).
-
-    The name exists so that programs building dtype tables at import run, it prints and compares
-    as torch's does, and vk.finfo / vk.iinfo describe it; creating or converting a tensor to it
-    raises vk.DTypeError (the core's dtype conversion rejects anything but vkml.dtype)."""
-
-    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "is_complex")
-
-    def __init__(self, name, itemsize, floating, signed):
-        self.name = name
-        self.itemsize = itemsize
-        self.is_floating_point = floating
-        self.is_signed = signed
-        self.is_complex = False
-
-    def __repr__(self):
-        return f"vkml.{self.name}"
-
-    __str__ = __repr__
-
-    def __reduce__(self):
-        return self.name  # pickled by reference: the module-level vkml.<name>
-
-    def to_real(self):
-        return self
-
-    def to_complex(self):
-        raise DTypeError(f"{self!r}.to_complex(): vkml has no complex dtypes")
-
-
-_PendingDType.__module__ = "vkml"
-
-float16 = _PendingDType("float16", 2, True, True)
-bfloat16 = _PendingDType("bfloat16", 2, True, True)
-uint8 = _PendingDType("uint8", 1, False, False)
-int8 = _PendingDType("int8", 1, False, True)
-int16 = _PendingDType("int16", 2, False, True)
-PENDING = {"float16": float16, "half": float16, "bfloat16": bfloat16, "uint8": uint8,
-           "int8": int8, "int16": int16, "short": int16}
-
-
 def _require_dtype(dt, fn):
-    if not isinstance(dt, (dtype, _PendingDType)):
+    if not isinstance(dt, dtype):
         raise TypeError(f"{fn}(): expected a vkml dtype, got {dt!r}")
 
 
@@ -123,10 +79,10 @@ class finfo:
             from . import get_default_dtype
             type = get_default_dtype()
         _require_dtype(type, "finfo")
-        if not _is_floating(type):
+        if not type.is_floating_point:
             raise TypeError(f"vkml.finfo() requires a floating point input type; got {type!r}. "
                             "Use vkml.iinfo to handle integer types")
-        if type is bfloat16:
+        if type == dtype.bfloat16:
             v = _BF16
         else:
             f = _np.finfo(_np.dtype(type.name))
@@ -153,7 +109,7 @@ class iinfo:
         _require_dtype(type, "iinfo")
         if type == dtype.bool:
             raise TypeError("vkml.bool is not supported by vkml.iinfo")
-        if _is_floating(type):
+        if type.is_floating_point:
             raise TypeError(f"vkml.iinfo() requires an integer input type; got {type!r}. "
                             "Use vkml.finfo to handle floating point types")
         i = _np.iinfo(_np.dtype(type.name))
@@ -166,16 +122,12 @@ class iinfo:
         return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
 
 
-def _is_floating(dt):
-    if isinstance(dt, _PendingDType):
-        return dt.is_floating_point
-    return dt in (dtype.float32, dtype.float64)
-
-
 # ---- Tensor.type() and the new_* constructors ----
 
 _TYPE_NAMES = {dtype.float32: "FloatTensor", dtype.float64: "DoubleTensor",
-               dtype.int32: "IntTensor", dtype.int64: "LongTensor", dtype.bool: "BoolTensor"}
+               dtype.int32: "IntTensor", dtype.int64: "LongTensor", dtype.bool: "BoolTensor",
+               dtype.float16: "HalfTensor", dtype.bfloat16: "BFloat16Tensor",
+               dtype.uint8: "ByteTensor", dtype.int8: "CharTensor", dtype.int16: "ShortTensor"}
 _NAME_TYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 

@@ -359,7 +359,7 @@ def _window(name, n, periodic, dtype_, device, requires_grad, fn):
     dt = _fdtype(dtype_)
     if not isinstance(n, int) or n < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={n}")
-    if dt not in (dtype.float32, dtype.float64):
+    if not dt.is_floating_point:
         raise DTypeError(f"{name} expects floating point dtypes, got: {dt}")
     if n <= 1:
         r = _C.ones(n, dtype=dt, device=device)
@@ -482,7 +482,7 @@ def vander(x, N=None, increasing=False):
 
 
 def _vander_dtype(x):
-    return dtype.int64 if x.dtype in (dtype.bool, dtype.int32, dtype.int64) else x.dtype
+    return dtype.int64 if not x.dtype.is_floating_point else x.dtype
 
 
 def inner(input, other):
@@ -570,7 +570,7 @@ def is_same_size(input, other):
 
 
 def is_signed(input):
-    return input.dtype != dtype.bool
+    return input.dtype.is_signed
 
 
 def zero_(input):

@@ -47,11 +47,15 @@ __all__ = ["save", "load"]
 _META_KEY = "vkml"
 _FORMAT = "vkml.tree/1"
 _MAX_DEPTH = 100  # containers in containers; deeper JSON would reach json's recursion limit
-_VK_DTYPES = {name: getattr(_C.dtype, name) for name in ("float32", "float64", "int32", "int64", "bool")}
+_VK_DTYPES = {name: getattr(_C.dtype, name)
+              for name in ("float16", "bfloat16", "float32", "float64", "uint8", "int8", "int16", "int32",
+                           "int64", "bool")}
 # numpy dtypes stored exactly: arrays go through a vkml tensor of the dtype vk.tensor gives them.
-_NP_ARRAY_DTYPES = {"bool": "bool", "int8": "int64", "int16": "int64", "int32": "int32", "int64": "int64",
-                    "uint8": "int64", "uint16": "int64", "uint32": "int64", "float16": "float32",
+_NP_ARRAY_DTYPES = {"bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+                    "uint8": "uint8", "uint16": "int64", "uint32": "int64", "float16": "float16",
                     "float32": "float32", "float64": "float64"}
+# Files written before vkml had the narrow dtypes (#19) stored these arrays widened: still read.
+_NP_ARRAY_WIDENED = {"int8": "int64", "int16": "int64", "uint8": "int64", "float16": "float32"}
 _NP_SCALAR_DTYPES = {**{name: "bool" if name == "bool" else name[0] for name in _NP_ARRAY_DTYPES},
                      "uint64": "u"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -300,7 +304,8 @@ class _Decoder:
         if dtype is not None and (type(dtype) is not str or dtype not in _NP_ARRAY_DTYPES):
             self.bad("an unknown numpy dtype", node)
         t = self.tensor(name, node)
-        if dtype is not None and str(t.dtype).rsplit(".", 1)[-1] != _NP_ARRAY_DTYPES[dtype]:
+        stored = str(t.dtype).rsplit(".", 1)[-1]
+        if dtype is not None and stored not in (_NP_ARRAY_DTYPES[dtype], _NP_ARRAY_WIDENED.get(dtype)):
             self.bad(f"a numpy {dtype} array stored as a {t.dtype} tensor", node)
         a = t.numpy()
         return a.copy() if dtype is None else a.astype(dtype)

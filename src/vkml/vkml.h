@@ -8,6 +8,7 @@
 #include "vkml/core/tensor.h"
 #include "vkml/io/safetensors.h"
 #include "vkml/nn/functional.h"
+#include "vkml/ops/autocast.h"
 #include "vkml/ops/composite.h"
 #include "vkml/ops/conv.h"
 #include "vkml/ops/creation.h"

@@ -1,6 +1,9 @@
 // Sweeps derived from the op table: every op has a test case; every op with a rule passes
 // gradcheck and gradgradcheck in float64; every op a rule uses has a rule of its own.
+#include <algorithm>
+#include <cmath>
 #include <set>
+#include <string>
 #include <unordered_set>
 
 #include "op_cases.h"
@@ -100,6 +103,58 @@ TEST_P(OpSweep, RulesUseOnlyOpsWithRules) {
         EXPECT_TRUE(is_floating(t.dtype()));
       }
   }
+}
+
+// Every case with its float64 inputs rounded to a 16-bit format (#19): the op's result against
+// the float64 result on the same (representable) values. A table op computes in float32 and
+// rounds once; a case that composes ops rounds after each, so the bound is 16 ulps of the largest
+// value (docs/precision.md). An op that refuses 16-bit inputs (the solvers, as PyTorch's CPU) must
+// say so with a DTypeError naming the dtype.
+void check_in_16_bits(const OpCase& c, DType narrow) {
+  manual_seed(1234);
+  std::vector<Tensor> in = c.inputs(), exact_in;
+  for (Tensor& x : in) {
+    if (!is_floating(x.dtype())) {
+      exact_in.push_back(x);
+      continue;
+    }
+    NoGradGuard no_grad;
+    Tensor n = cast(x.detach(), narrow);
+    exact_in.push_back(cast(n, DType::Float64));
+    x = n;
+  }
+  Tensor got, exact;
+  try {
+    manual_seed(7);  // the same draws for both runs of a case that samples
+    got = c.fn(in);
+  } catch (const DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find(dtype_name(narrow)), std::string::npos) << e.what();
+    return;
+  }
+  manual_seed(7);
+  exact = c.fn(exact_in);
+  ASSERT_EQ(got.shape(), exact.shape()) << c.name;
+  if (!is_floating(exact.dtype())) {
+    EXPECT_EQ(to_vector(got), to_vector(exact)) << c.name;
+    return;
+  }
+  const double eps = narrow == DType::Float16 ? 0x1p-10 : 0x1p-7;
+  const std::vector<double> g = to_vector(got), e = to_vector(exact);
+  double scale = 1.0;
+  for (double v : e)
+    if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (!std::isfinite(e[i])) continue;
+    EXPECT_LE(std::fabs(g[i] - e[i]), 16 * eps * scale)
+        << c.name << " in " << dtype_name(narrow) << ", element " << i << ": " << g[i] << " vs "
+        << e[i];
+  }
+}
+
+TEST_P(OpSweep, SixteenBitResultsAreTheFloat64OnesRounded) {
+  const OpCase& c = op_cases()[GetParam()];
+  check_in_16_bits(c, DType::BFloat16);
+  check_in_16_bits(c, DType::Float16);
 }
 
 std::vector<size_t> all_case_indices() {

@@ -324,7 +324,7 @@ TEST_F(Safetensors, ReadsHandWrittenFiles) {
                 {});
 }
 
-TEST_F(Safetensors, WidensDTypesVkmlDoesNotHave) {
+TEST_F(Safetensors, ReadsTheNarrowDTypesAsThemselvesAndWidensTheUnsignedOnes) {
   // F16: 1.0, -2.0, 65504, smallest subnormal 2^-24, +inf, NaN, -0.
   Bytes f16 = {0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00, 0x00, 0x7c, 0x00, 0x7e, 0x00, 0x80};
   // BF16: 1.0 (0x3f80), -3.0 (0xc040).
@@ -347,13 +347,16 @@ TEST_F(Safetensors, WidensDTypesVkmlDoesNotHave) {
                  data);
   NamedTensors got = parse(b);
   ASSERT_EQ(got.size(), 8u);
-  EXPECT_EQ(got[0].second.dtype(), DType::Float32);
+  EXPECT_EQ(got[0].second.dtype(), DType::Float16);
   const double inf = std::numeric_limits<double>::infinity();
   expect_values(got[0].second, {1.0, -2.0, 65504.0, std::ldexp(1.0, -24), inf, NAN, 0.0}, 0);
   EXPECT_TRUE(std::signbit(to_vector(got[0].second)[6]));
-  EXPECT_EQ(got[1].second.dtype(), DType::Float32);
+  EXPECT_EQ(got[1].second.dtype(), DType::BFloat16);
   expect_values(got[1].second, {1.0, -3.0}, 0);
-  for (size_t i = 2; i <= 5; ++i) EXPECT_EQ(got[i].second.dtype(), DType::Int32);
+  EXPECT_EQ(got[2].second.dtype(), DType::UInt8);
+  EXPECT_EQ(got[3].second.dtype(), DType::Int8);
+  EXPECT_EQ(got[4].second.dtype(), DType::Int16);
+  EXPECT_EQ(got[5].second.dtype(), DType::Int32);  // U16: vkml has no uint16
   expect_values(got[2].second, {255}, 0);
   expect_values(got[3].second, {-128}, 0);
   expect_values(got[4].second, {-32768}, 0);
@@ -376,7 +379,9 @@ TEST_F(Safetensors, HalfPrecisionEveryBitPattern) {
   }
   Bytes b = blob(R"({"h":{"dtype":"F16","shape":[65536],"data_offsets":[0,131072]}})", data);
   Tensor t = parse(b)[0].second;
-  const float* v = t.data<float>();
+  ASSERT_EQ(t.dtype(), DType::Float16);
+  std::vector<float> v(65536);
+  for (uint32_t h = 0; h < 65536; ++h) v[h] = static_cast<float>(t.data<Half>()[h]);
   for (uint32_t h = 0; h < 65536; ++h) {
     int exp = (h >> 10) & 0x1F;
     int mant = h & 0x3FF;

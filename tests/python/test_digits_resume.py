@@ -32,3 +32,11 @@ def test_mlp_reaches_97_percent(tmp_path):
     line = [l for l in out.splitlines() if l.startswith("final test accuracy")][0]
     assert float(line.split()[3]) >= 0.97, out
     assert "confusion matrix" in out
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_mlp_reaches_97_percent_under_autocast(tmp_path, dtype):
+    # #19 item 5: the forward under vk.autocast (float16 with a GradScaler), float32 parameters
+    out = _run(tmp_path, "--model", "mlp", "--seed", "0", "--dtype", dtype)
+    line = [l for l in out.splitlines() if l.startswith("final test accuracy")][0]
+    assert float(line.split()[3]) >= 0.97, out

@@ -346,7 +346,7 @@ CRAFTED = {
     "two-tags": _doc({"__tensor__": "t", "__tuple__": []}),
     "empty-object": _doc({}),
     "dtype-class": _doc({"__dtype__": "__class__"}),
-    "dtype-float16": _doc({"__dtype__": "float16"}),
+    "dtype-complex64": _doc({"__dtype__": "complex64"}),
     "dtype-int": _doc({"__dtype__": 3}),
     "tensor-missing": _doc({"__tensor__": "missing"}),
     "tensor-not-str": _doc({"__tensor__": ["t"]}),
@@ -398,6 +398,14 @@ def test_load_crafted_structures_that_are_valid_load(tmp_path):
                                                        ["b", {"dtype": "float32", "__ndarray__": "u"}]]}),
                  [("t", vk.ones(2)), ("u", vk.zeros(1))])
     _same({"a": np.ones(2, np.float32), "b": np.zeros(1, np.float32)}, vk.load(p))
+
+
+def test_load_narrow_numpy_arrays_written_widened_before_19(tmp_path):
+    # before vkml had uint8/int8/int16/float16 (#19), vk.save stored such arrays as int64/float32
+    p = _crafted(tmp_path / "c.st", _doc({"__dict__": [["a", {"__ndarray__": "t", "dtype": "uint8"}],
+                                                       ["b", {"__ndarray__": "u", "dtype": "float16"}]]}),
+                 [("t", vk.tensor([1, 255])), ("u", vk.tensor([1.5, -2.0]))])
+    _same({"a": np.array([1, 255], np.uint8), "b": np.array([1.5, -2.0], np.float16)}, vk.load(p))
 
 
 def test_load_fifo_raises_without_blocking(tmp_path):

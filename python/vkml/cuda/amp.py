@@ -1,4 +1,4 @@
-"""vk.cuda.amp: torch.cuda.amp's GradScaler and autocast (see vk.amp: disabled, full precision)."""
+"""vk.cuda.amp: torch.cuda.amp's GradScaler and autocast (see vk.amp: as torch without CUDA, they warn and disable themselves)."""
 
 from .. import amp as _amp
 

@@ -5,6 +5,7 @@ deterministically.
     python -m vkml.examples.charlm --steps 1000     # longer
     python -m vkml.examples.charlm --resume         # continue from --out/checkpoint.safetensors
     python -m vkml.examples.charlm --device vulkan  # on the GPU (vkml.vulkan)
+    python -m vkml.examples.charlm --dtype bfloat16 # mixed precision (vk.autocast)
     python -m vkml.distributed.run -n 2 -m vkml.examples.charlm   # data-parallel, 2 processes
 
 Model: token + learned position embeddings, N pre-LayerNorm transformer blocks (causal multi-head
@@ -217,7 +218,7 @@ def write_json_atomic(path, obj):
 
 CONFIG_KEYS = ["seed", "steps", "batch_size", "context", "d_model", "n_layers", "n_heads", "dropout",
                "tie_weights", "lr", "weight_decay", "warmup", "grad_clip", "corpus_chars", "eval_every",
-               "eval_batches"]
+               "eval_batches", "dtype"]
 
 
 def main(argv=None):
@@ -247,10 +248,16 @@ def main(argv=None):
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     ap.add_argument("--device", default="cpu", help="cpu (default) or vulkan")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
+                    help="mixed precision: the forward under vk.autocast in this dtype (parameters and "
+                         "optimizer state stay float32; float16 adds a GradScaler)")
     ap.add_argument("--distributed", action="store_true",
                     help="join an MPI job (the default under python -m vkml.distributed.run -n N, N > 1)")
     args = ap.parse_args(argv)
     ranks = Ranks(wanted(args.distributed))
+    device_type = str(args.device).split(":")[0]
+    autocast = vk.autocast(device_type, dtype=getattr(vk, args.dtype), enabled=args.dtype != "float32")
+    scaler = vk.amp.GradScaler(device_type, enabled=args.dtype == "float16")
     if args.warmup is None:
         args.warmup = max(1, args.steps // 10)
     ckpt_every = args.ckpt_every or args.eval_every
@@ -284,6 +291,8 @@ def main(argv=None):
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["scheduler"])
+        if ck.get("scaler"):
+            scaler.load_state_dict(ck["scaler"])
         vk.set_rng_state(tuple(ck["rng_state"]))
         log, start, pending = ck["log"], ck["sampling"]["next_step"], list(ck["pending_losses"])
         ranks.print(f"resumed from {ckpt_path} at step {start}/{args.steps}")
@@ -298,7 +307,8 @@ def main(argv=None):
         if not ranks.main:
             return
         ck = {"config": config, "model": model.state_dict(), "optimizer": opt.state_dict(),
-              "scheduler": sched.state_dict(), "rng_state": vk.get_rng_state().tolist(),
+              "scheduler": sched.state_dict(), "scaler": scaler.state_dict(),
+              "rng_state": vk.get_rng_state().tolist(),
               "sampling": {"kind": "numpy.default_rng([seed, step]).integers", "seed": args.seed,
                            "next_step": next_step},
               "pending_losses": list(pending), "log": log}
@@ -319,13 +329,16 @@ def main(argv=None):
         ts = time.perf_counter()
         rows, weight = ranks.share(batch_starts(train, args.seed, step, args.batch_size, args.context))
         x, y = get_batch(train, args.seed, step, args.batch_size, args.context, args.device, starts=rows)
-        logits = net(x)
-        loss = F.cross_entropy(logits.reshape(-1, len(chars)), y.reshape(-1))
+        with autocast:
+            logits = net(x)
+            loss = F.cross_entropy(logits.reshape(-1, len(chars)), y.reshape(-1))
         opt.zero_grad()
-        (loss if weight == 1.0 else loss * weight).backward()
+        scaler.scale(loss if weight == 1.0 else loss * weight).backward()
         if args.grad_clip > 0:
+            scaler.unscale_(opt)
             nn.utils.clip_grad_norm_(params, args.grad_clip)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         sched.step()
         if ranks.distributed:  # the whole batch's mean loss: the shares' means, weighted by their size
             pending.append(ranks.sum([float(loss.item()) * weight / ranks.world])[0])

@@ -4,6 +4,7 @@
     python -m vkml.examples.digits --model cnn     # conv-BN-ReLU-pool x2, Adam
     python -m vkml.examples.digits --resume        # continue from --out/checkpoint.safetensors
     python -m vkml.examples.digits --device vulkan # on the GPU (vkml.vulkan)
+    python -m vkml.examples.digits --dtype bfloat16  # mixed precision (vk.autocast)
     python -m vkml.distributed.run -n 2 -m vkml.examples.digits   # data-parallel, 2 processes
 
 Every epoch ends with ONE atomic checkpoint (model, optimizer, scheduler, vkml's RNG state, the epoch,
@@ -139,11 +140,17 @@ def main(argv=None):
                     help="end this run after epoch K (its checkpoint written); --resume continues it")
     ap.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     ap.add_argument("--device", default="cpu", help="cpu (default) or vulkan")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
+                    help="mixed precision: the forward under vk.autocast in this dtype (parameters and "
+                         "optimizer state stay float32; float16 adds a GradScaler)")
     ap.add_argument("--distributed", action="store_true",
                     help="join an MPI job (the default under python -m vkml.distributed.run -n N, N > 1)")
     args = ap.parse_args(argv)
     epochs = args.epochs or (30 if args.model == "mlp" else 20)
     ranks = Ranks(wanted(args.distributed))
+    device_type = str(args.device).split(":")[0]
+    autocast = vk.autocast(device_type, dtype=getattr(vk, args.dtype), enabled=args.dtype != "float32")
+    scaler = vk.amp.GradScaler(device_type, enabled=args.dtype == "float16")
 
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, "checkpoint.safetensors")
@@ -156,12 +163,15 @@ def main(argv=None):
     ck = ranks.load(ckpt_path) if args.resume else None
     if ck is not None:
         cfg = ck["config"]
-        if (cfg["model"], cfg["seed"], cfg["epochs"], cfg["batch_size"]) != \
-                (args.model, args.seed, epochs, args.batch_size):
-            sys.exit(f"--resume: the checkpoint was written with {cfg}; pass the same --model/--seed/--epochs")
+        if (cfg["model"], cfg["seed"], cfg["epochs"], cfg["batch_size"], cfg.get("dtype", "float32")) != \
+                (args.model, args.seed, epochs, args.batch_size, args.dtype):
+            sys.exit(f"--resume: the checkpoint was written with {cfg}; pass the same "
+                     "--model/--seed/--epochs/--dtype")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["scheduler"])
+        if ck.get("scaler"):
+            scaler.load_state_dict(ck["scaler"])
         vk.set_rng_state(tuple(ck["rng_state"]))
         history, start = ck["history"], ck["epoch"] + 1
         ranks.print(f"resumed from {ckpt_path} after epoch {ck['epoch'] + 1}/{epochs}")
@@ -189,11 +199,13 @@ def main(argv=None):
             rows, weight = ranks.share(order[b * bs:(b + 1) * bs])
             idx = vk.tensor(rows, device=args.device)
             xb, yb = Xtr_v[idx], ytr_v[idx]
-            logits = net(xb)
-            loss = F.cross_entropy(logits, yb)
+            with autocast:
+                logits = net(xb)
+                loss = F.cross_entropy(logits, yb)
             opt.zero_grad()
-            (loss if weight == 1.0 else loss * weight).backward()
-            opt.step()
+            scaler.scale(loss if weight == 1.0 else loss * weight).backward()
+            scaler.step(opt)
+            scaler.update()
             if weight:  # a share weighted 0 is a stand-in row (see Ranks.share): not counted
                 tot_loss += float(loss.item()) * len(idx)
                 correct += int((logits.argmax(1) == yb).sum().item())
@@ -212,9 +224,11 @@ def main(argv=None):
         history.append(rec)
         print(f"epoch {epoch + 1:3d}/{epochs}  train loss {rec['train_loss']:.4f} acc {rec['train_acc']:.4f}  "
               f"test loss {te_loss:.4f} acc {te_acc:.4f}", flush=True)
-        ck = {"config": {"model": args.model, "seed": args.seed, "epochs": epochs, "batch_size": bs},
+        ck = {"config": {"model": args.model, "seed": args.seed, "epochs": epochs, "batch_size": bs,
+                         "dtype": args.dtype},
               "epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
-              "scheduler": sched.state_dict(), "rng_state": vk.get_rng_state().tolist(),
+              "scheduler": sched.state_dict(), "scaler": scaler.state_dict(),
+              "rng_state": vk.get_rng_state().tolist(),
               "shuffle": {"kind": "numpy.default_rng([seed, epoch]).permutation", "seed": args.seed,
                           "next_epoch": epoch + 1},
               "history": history}

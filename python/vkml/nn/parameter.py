@@ -109,3 +109,9 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
 
     def double(self):
         return self.to(_C.dtype.float64)
+
+    def half(self):
+        return self.to(_C.dtype.float16)
+
+    def bfloat16(self):
+        return self.to(_C.dtype.bfloat16)

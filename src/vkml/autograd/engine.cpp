@@ -269,6 +269,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
   std::vector<Tensor> results(opt.capture ? opt.capture->size() : 0);
   std::vector<bool> needs;
   GradModeGuard mode(opt.create_graph);
+  NoAutocastGuard no_autocast;  // each rule in its forward's dtypes, as PyTorch
   for (size_t k = n; k-- > 0;) {
     Tensor g = std::move(pending[k]);
     if (!g.defined() || !wanted[k]) continue;

@@ -14,6 +14,7 @@ namespace {
 // Written by registration, read on every op: relaxed atomics cost a plain load, and a kernel
 // registered while another thread dispatches is seen whole or not at all.
 std::array<std::array<std::atomic<Kernel>, kNumOps>, kMaxDeviceTypes> g_kernels{};
+std::array<std::array<std::atomic<DTypeSet>, kNumOps>, kMaxDeviceTypes> g_kernel_dtypes{};
 
 // Each registration publishes a new immutable table (kept for good: a reader may still hold the
 // one it replaced), so that lookups take no lock.
@@ -44,10 +45,16 @@ Fn need(Fn fn, const char* service, Device d) {
 
 }  // namespace
 
-void register_kernel(DeviceType type, OpKind kind, Kernel kernel) {
+void register_kernel(DeviceType type, OpKind kind, Kernel kernel, DTypeSet dtypes) {
   const size_t k = static_cast<size_t>(kind);
   VK_CHECK(k < kNumOps, RuntimeError, "register_kernel: op kind ", k, " is out of range");
+  g_kernel_dtypes[slot(type)][k].store(dtypes, std::memory_order_relaxed);
   g_kernels[slot(type)][k].store(kernel, std::memory_order_relaxed);
+}
+
+DTypeSet kernel_dtypes(DeviceType type, OpKind kind) {
+  return g_kernel_dtypes[static_cast<size_t>(type)][static_cast<size_t>(kind)].load(
+      std::memory_order_relaxed);
 }
 
 Kernel find_kernel(DeviceType type, OpKind kind) {

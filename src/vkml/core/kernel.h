@@ -110,9 +110,16 @@ using Kernel = Outputs (*)(const std::vector<Tensor>& in, const Attrs& a, const 
 
 // Registers `kernel` as `kind`'s kernel on devices of `type` (replacing any before it). Backends
 // register from a static initialiser or from register_builtin_backends, before their first op.
-void register_kernel(DeviceType type, OpKind kind, Kernel kernel);
+// `dtypes`: the dtypes the kernel takes as inputs and outputs. Dispatch runs an op whose inputs
+// or output fall outside them in compute_dtype (core/dtype.h): the narrow inputs are converted
+// by the device's cast kernel, the kernel computes wide, and its wide outputs are rounded back,
+// so that a kernel written for the five compute dtypes serves all ten. A kernel that registers a
+// narrow dtype handles it itself (a view, a copy, a cast, a native 16-bit GEMM).
+void register_kernel(DeviceType type, OpKind kind, Kernel kernel, DTypeSet dtypes = kComputeDTypes);
 // The kernel of `kind` on `type`; null when that device has none.
 Kernel find_kernel(DeviceType type, OpKind kind);
+// The dtypes that kernel takes (kComputeDTypes unless it registered more).
+DTypeSet kernel_dtypes(DeviceType type, OpKind kind);
 
 // Registers the backends compiled into the library (backend/builtin.cpp). Idempotent; the op
 // table calls it before its first op.

@@ -62,9 +62,17 @@ class Scalar {
   bool fits(bool check_float_range = true) const {
     if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, double>) {
       return true;
-    } else if constexpr (std::is_floating_point_v<T>) {
+    } else if constexpr (is_float_type<T>) {
       if (!check_float_range || !uses_double() || !std::isfinite(d_)) return true;
-      return std::fabs(d_) <= static_cast<double>(std::numeric_limits<T>::max());
+      if constexpr (is_half_type<T>)
+        return std::fabs(d_) <= half_max<T>;
+      else
+        return std::fabs(d_) <= static_cast<double>(std::numeric_limits<T>::max());
+    } else if constexpr (std::is_unsigned_v<T>) {
+      // As PyTorch, a negative int down to -max wraps (x - 1 on uint8 is x + 255).
+      constexpr int64_t max = std::numeric_limits<T>::max();
+      if (uses_double()) return d_ > -1 && d_ < static_cast<double>(max + 1);
+      return i_ >= -max && i_ <= max;
     } else {
       constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());  // -2^(n-1)
       constexpr double hi = -lo;                                                 // 2^(n-1)
@@ -80,7 +88,7 @@ class Scalar {
   T convert() const {
     if constexpr (std::is_same_v<T, bool>)
       return to_bool();
-    else if constexpr (std::is_floating_point_v<T>)
+    else if constexpr (is_float_type<T>)
       return static_cast<T>(to_double());
     else
       return uses_double() ? static_cast<T>(d_) : static_cast<T>(i_);

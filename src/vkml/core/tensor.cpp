@@ -277,10 +277,10 @@ double Tensor::item() const {
     const size_t size = dtype_size(dtype());
     copy_bytes(kCPU, bytes, 0, device(), impl_->storage->data, static_cast<size_t>(offset()) * size,
                size);
-    VK_DISPATCH_ALL(dtype(), "item", v = static_cast<double>(*reinterpret_cast<T*>(bytes)));
+    VK_DISPATCH_STORAGE(dtype(), "item", v = static_cast<double>(*reinterpret_cast<T*>(bytes)));
     return v;
   }
-  VK_DISPATCH_ALL(dtype(), "item", v = static_cast<double>(*data<T>()));
+  VK_DISPATCH_STORAGE(dtype(), "item", v = static_cast<double>(*data<T>()));
   return v;
 }
 

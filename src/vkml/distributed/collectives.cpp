@@ -197,6 +197,10 @@ void reduce_in_rank_order(DType dtype, void* mine, const void* others, int64_t n
     case DType::Float64:
       return reduce_in_rank_order(static_cast<double*>(mine), static_cast<const double*>(others), n,
                                   me, p, op);
+    default:
+      throw DTypeError(
+          vk::detail::cat("all_reduce: ", dtype_name(dtype),
+                          " tensors are not reduced yet (cast to float32 or int32 first)"));
   }
 }
 
@@ -271,6 +275,10 @@ void require_contiguous(const Tensor& t, const char* fn, const char* name) {
 }
 
 void require_op_for(DType dtype, ReduceOp op, const char* fn) {
+  VK_CHECK(contains(kComputeDTypes, dtype), DTypeError, "vk.distributed.", fn, ": ",
+           dtype_name(dtype),
+           " tensors are not reduced yet (broadcast and all_gather move them; "
+           "reduce a float32 or int32 copy)");
   VK_CHECK(op != ReduceOp::Avg || is_floating(dtype), DTypeError, "vk.distributed.", fn,
            ": ReduceOp.AVG needs a floating dtype, got ", dtype_name(dtype),
            " (use SUM and divide)");

@@ -132,10 +132,10 @@ struct FileDType {
 };
 
 constexpr FileDType kFileDTypes[] = {
-    {"BOOL", 1, DType::Bool},    {"I32", 4, DType::Int32},   {"I64", 8, DType::Int64},
-    {"F32", 4, DType::Float32},  {"F64", 8, DType::Float64}, {"F16", 2, DType::Float32},
-    {"BF16", 2, DType::Float32}, {"U8", 1, DType::Int32},    {"I8", 1, DType::Int32},
-    {"I16", 2, DType::Int32},    {"U16", 2, DType::Int32},   {"U32", 4, DType::Int64},
+    {"BOOL", 1, DType::Bool},     {"I32", 4, DType::Int32},   {"I64", 8, DType::Int64},
+    {"F32", 4, DType::Float32},   {"F64", 8, DType::Float64}, {"F16", 2, DType::Float16},
+    {"BF16", 2, DType::BFloat16}, {"U8", 1, DType::UInt8},    {"I8", 1, DType::Int8},
+    {"I16", 2, DType::Int16},     {"U16", 2, DType::Int32},   {"U32", 4, DType::Int64},
 };
 
 // Dtypes of the format that vkml does not read: named in the error.
@@ -167,6 +167,16 @@ const char* file_dtype_name(DType t) {
       return "F32";
     case DType::Float64:
       return "F64";
+    case DType::Float16:
+      return "F16";
+    case DType::BFloat16:
+      return "BF16";
+    case DType::UInt8:
+      return "U8";
+    case DType::Int8:
+      return "I8";
+    case DType::Int16:
+      return "I16";
   }
   return "?";
 }
@@ -539,28 +549,6 @@ Header parse_header(const uint8_t* p, size_t n, uint64_t data_size, const std::s
 // Data: every tensor is read (with `read(offset in the data section, bytes, destination)`) into a
 // fresh contiguous vkml tensor, widened when its file dtype is not a vkml dtype.
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1Fu;
-  uint32_t mant = h & 0x3FFu;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (mant << 13);  // inf, NaN (payload kept)
-  } else if (exp != 0) {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;  // +-0
-  } else {        // subnormal: normalise
-    uint32_t e = 127 - 15 + 1;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --e;
-    }
-    bits = sign | (e << 23) | ((mant & 0x3FFu) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
 template <class From, class To, class F>
 void widen(const uint8_t* src, void* dst, size_t n, F f) {
   auto* out = static_cast<To*>(dst);
@@ -593,19 +581,7 @@ NamedTensors materialize(const Header& h, const ReadFn& read) {
       buf.resize(nbytes);
       if (nbytes > 0) read(e.begin, nbytes, buf.data());
       const uint8_t* s = buf.data();
-      if (d == "F16") {
-        widen<uint16_t, float>(s, dst, n, half_to_float);
-      } else if (d == "BF16") {
-        widen<uint16_t, float>(s, dst, n, [](uint16_t v) {
-          return std::bit_cast<float>(static_cast<uint32_t>(v) << 16);
-        });
-      } else if (d == "U8") {
-        widen<uint8_t, int32_t>(s, dst, n, [](uint8_t v) { return static_cast<int32_t>(v); });
-      } else if (d == "I8") {
-        widen<int8_t, int32_t>(s, dst, n, [](int8_t v) { return static_cast<int32_t>(v); });
-      } else if (d == "I16") {
-        widen<int16_t, int32_t>(s, dst, n, [](int16_t v) { return static_cast<int32_t>(v); });
-      } else if (d == "U16") {
+      if (d == "U16") {
         widen<uint16_t, int32_t>(s, dst, n, [](uint16_t v) { return static_cast<int32_t>(v); });
       } else if (d == "U32") {
         widen<uint32_t, int64_t>(s, dst, n, [](uint32_t v) { return static_cast<int64_t>(v); });

@@ -38,8 +38,8 @@
 //     overflows int64.
 //   - vk::DTypeError: an unknown dtype string ("F17"), or a dtype vkml cannot hold (U64, the F8
 //     types, ...).
-// Dtypes read: BOOL, I32, I64, F32, F64 as themselves; F16 and BF16 widen to float32, U8, I8,
-// I16 and U16 to int32, U32 to int64 (all exact). BOOL bytes other than 0 read as true.
+// Dtypes read: BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64 as themselves; U16 widens to
+// int32 and U32 to int64 (exact). BOOL bytes other than 0 read as true.
 // Loaded tensors are contiguous leaves that do not require grad, in header order.
 #pragma once
 #include <cstddef>

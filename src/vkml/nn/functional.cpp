@@ -12,6 +12,7 @@
 #include <string>
 
 #include "vkml/core/grad_mode.h"
+#include "vkml/ops/autocast.h"
 #include "vkml/ops/composite.h"
 #include "vkml/ops/conv.h"
 #include "vkml/ops/creation.h"
@@ -49,10 +50,13 @@ void check_integral(const Tensor& t, const char* fn, const char* what) {
            " must hold integer indices (int64 or int32), got ", t.describe());
 }
 
-// A companion tensor (target, weight, ...) must share the input's floating dtype, as in torch.
+// A companion tensor (target, weight, ...) must share the input's floating dtype, as in torch;
+// inside an autocast region the region decides (a bfloat16 activation meets float32 weights, and
+// the ops cast or promote them, as torch's autocast does).
 void check_same_dtype(const Tensor& t, const Tensor& input, const char* fn, const char* what) {
-  VK_CHECK(t.dtype() == input.dtype(), DTypeError, fn, ": ", what, " has dtype ",
-           dtype_name(t.dtype()), " but the input is ", input.describe());
+  VK_CHECK(t.dtype() == input.dtype() || Autocast::is_enabled(input.device().type), DTypeError, fn,
+           ": ", what, " has dtype ", dtype_name(t.dtype()), " but the input is ",
+           input.describe());
 }
 
 void check_same_shape(const Tensor& t, const Tensor& input, const char* fn, const char* what) {

@@ -28,8 +28,6 @@ Meta infer_random_float(const std::vector<Tensor>& in, const Attrs& a, std::stri
 
 Meta infer_randint(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
   VK_CHECK(a.stop > a.start, ShapeError, op, ": empty range [", a.start, ", ", a.stop, ")");
-  VK_CHECK(!is_floating(a.dtype) || a.dtype == DType::Float64 || a.dtype == DType::Float32,
-           DTypeError, op, ": bad dtype");
   return infer_creation(in, a, op);
 }
 
@@ -90,7 +88,7 @@ void add_creation_ops(OpList& ops) {
 }
 
 Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
-  VK_DISPATCH_ALL(dtype, "full", (void)value.to<T>("full"));  // raises when it does not fit
+  VK_DISPATCH_STORAGE(dtype, "full", (void)value.to<T>("full"));  // raises when it does not fit
   Attrs a;
   a.shape = shape;
   a.value = value;
@@ -113,7 +111,7 @@ Tensor ones_like(const Tensor& t) { return full(t.shape(), 1, t.dtype(), t.devic
 // Made directly rather than through the op table: x * 2.0 makes one on every call.
 Tensor scalar_tensor(Scalar value, DType dtype, std::string_view op) {
   Tensor t = Tensor::empty({}, dtype);
-  VK_DISPATCH_ALL(dtype, op, *t.data<T>() = value.to<T>(op));
+  VK_DISPATCH_STORAGE(dtype, op, *t.data<T>() = value.to<T>(op));
   return t;
 }
 
@@ -121,7 +119,7 @@ Tensor scalar_like(Scalar value, const Tensor& like, std::string_view op) {
   const DType dtype = result_type(like.dtype(), value);
   Tensor t = Tensor::empty({}, dtype);
   // Arithmetic rounds a float into float32 (1e300 -> inf), as PyTorch; an int must fit.
-  VK_DISPATCH_ALL(dtype, op, *t.data<T>() = value.to<T>(op, /*check_float_range=*/false));
+  VK_DISPATCH_STORAGE(dtype, op, *t.data<T>() = value.to<T>(op, /*check_float_range=*/false));
   return t;
 }
 
@@ -131,6 +129,16 @@ Scalar item_scalar(const Tensor& t) {
   switch (t.dtype()) {
     case DType::Bool:
       return *t.data<bool>();
+    case DType::UInt8:
+      return *t.data<uint8_t>();
+    case DType::Int8:
+      return *t.data<int8_t>();
+    case DType::Int16:
+      return *t.data<int16_t>();
+    case DType::Float16:
+      return static_cast<float>(*t.data<Half>());
+    case DType::BFloat16:
+      return static_cast<float>(*t.data<BFloat16>());
     case DType::Int32:
       return *t.data<int32_t>();
     case DType::Int64:
@@ -147,10 +155,10 @@ Tensor cast_checked(const Tensor& x, DType dtype, std::string_view op) {
   if (x.dtype() == dtype) return x;
   if (is_integral(dtype)) {  // into a float: rounds (1e300 -> inf); into bool: never fails
     Tensor c = host_read(x);
-    VK_DISPATCH_ALL(c.dtype(), op, {
+    VK_DISPATCH_STORAGE(c.dtype(), op, {
       using From = T;
       const From* p = c.data<From>();
-      VK_DISPATCH_ALL(dtype, op, {
+      VK_DISPATCH_STORAGE(dtype, op, {
         for (int64_t i = 0; i < c.numel(); ++i) (void)Scalar(p[i]).to<T>(op, false);
       });
     });
@@ -184,7 +192,7 @@ Tensor arange_integers(int64_t start, int64_t stop, int64_t step, DType dtype, D
   if (n > 0) {  // the first and last values bound the rest
     const int64_t last =
         static_cast<int64_t>(static_cast<uint64_t>(start) + (n - 1) * static_cast<uint64_t>(step));
-    VK_DISPATCH_ALL(dtype, "arange", {
+    VK_DISPATCH_STORAGE(dtype, "arange", {
       (void)Scalar(start).to<T>("arange");
       (void)Scalar(last).to<T>("arange");
     });
@@ -203,7 +211,7 @@ Tensor arange_integers(int64_t start, int64_t stop, int64_t step, DType dtype, D
 Tensor arange_doubles(Scalar start, Scalar stop, Scalar step, DType dtype, Device device) {
   // An integer dtype must hold both bounds (a big int such as 2^63 does not), as PyTorch.
   if (is_integral(dtype))
-    VK_DISPATCH_NUMERIC(dtype, "arange", {
+    VK_DISPATCH_STORAGE(dtype, "arange", {
       (void)start.to<T>("arange");
       (void)stop.to<T>("arange");
     });
@@ -216,7 +224,7 @@ Tensor arange_doubles(Scalar start, Scalar stop, Scalar step, DType dtype, Devic
   VK_CHECK(count < 9.0e18, ShapeError, "arange: the range ", start, " -> ", stop, " with step ",
            step, " has too many elements");
   if (count > 0)
-    VK_DISPATCH_ALL(dtype, "arange", {
+    VK_DISPATCH_STORAGE(dtype, "arange", {
       (void)Scalar(first).to<T>("arange", false);
       (void)Scalar(first + (count - 1) * by).to<T>("arange", false);
     });
@@ -267,7 +275,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Devic
                Generator* gen) {
   // As PyTorch: both ends of [low, high - 1] must fit the dtype (int32: 2^40 does not).
   if (high > low)
-    VK_DISPATCH_ALL(dtype, "randint", {
+    VK_DISPATCH_STORAGE(dtype, "randint", {
       (void)Scalar(low).to<T>("randint");
       (void)Scalar(high - 1).to<T>("randint");
     });
@@ -339,7 +347,7 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType 
   VK_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError,
            "from_vector: ", values.size(), " values for shape ", shape_str(shape));
   Tensor t = Tensor::empty(shape, dtype);
-  VK_DISPATCH_ALL(dtype, "from_vector", {
+  VK_DISPATCH_STORAGE(dtype, "from_vector", {
     T* p = t.data<T>();
     for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
   });
@@ -349,7 +357,7 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType 
 std::vector<double> to_vector(const Tensor& t) {
   Tensor c = host_read(t);
   std::vector<double> out(static_cast<size_t>(c.numel()));
-  VK_DISPATCH_ALL(c.dtype(), "to_vector", {
+  VK_DISPATCH_STORAGE(c.dtype(), "to_vector", {
     const T* p = c.data<T>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
   });

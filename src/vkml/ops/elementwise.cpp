@@ -48,7 +48,7 @@ void prepare_clamp(std::vector<Tensor>& in, const Attrs& a, std::string_view op)
   if (a.hi) dt = result_type(dt, *a.hi);
   VK_CHECK(dt != DType::Bool, NotImplementedError, op,
            ": not implemented for bool tensors (as in PyTorch)");
-  VK_DISPATCH_NUMERIC(dt, op, {
+  VK_DISPATCH_STORAGE(dt, op, {
     if (a.lo) (void)a.lo->to<T>(op);
     if (a.hi) (void)a.hi->to<T>(op);
   });

@@ -294,7 +294,7 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
   Tensor where_to = contiguous(storage_positions(r, adv));
   v = contiguous(fit_value(v, where_to.shape()));
   const int64_t* pos = where_to.data<int64_t>();
-  VK_DISPATCH_ALL(x.dtype(), "index_put_", {
+  VK_DISPATCH_STORAGE(x.dtype(), "index_put_", {
     T* base = static_cast<T*>(x.storage()->data);
     const T* src = v.data<T>();
     for (int64_t i = 0; i < where_to.numel(); ++i) base[pos[i]] = src[i];  // repeats: last wins

@@ -56,8 +56,8 @@ Grads atan2_grad(const GradCtx& c) {
 
 // Integer operands (bool and floats are refused, as torch), the result in a's dtype.
 Meta infer_integer_binary(const std::vector<Tensor>& in, const Attrs&, std::string_view op) {
-  VK_CHECK(in[0].dtype() == DType::Int32 || in[0].dtype() == DType::Int64, DTypeError, op,
-           ": expects integer tensors, got ", dtype_name(in[0].dtype()));
+  VK_CHECK(is_integral(in[0].dtype()), DTypeError, op, ": expects integer tensors, got ",
+           dtype_name(in[0].dtype()));
   return {in[0].shape(), in[0].dtype()};
 }
 

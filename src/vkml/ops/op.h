@@ -16,6 +16,7 @@
 
 #include "vkml/core/kernel.h"
 #include "vkml/core/tensor.h"
+#include "vkml/ops/autocast.h"
 
 namespace vk {
 
@@ -53,6 +54,8 @@ struct OpDef {
   Grads (*grad)(const GradCtx& c) = nullptr;  // null: no rule
   std::string_view grad_doc;                  // the rule in words, or why there is none
   Determinism determinism = Determinism::Bitwise;
+  // What autocast does with its floating inputs (#19; set from the policy list in autocast.cpp).
+  AutocastPolicy autocast = AutocastPolicy::Keep;
 };
 
 const OpDef& op_def(OpKind kind);
@@ -146,6 +149,11 @@ void add_math_ops(OpList& ops);  // math ops (#15)
 void add_solve_ops(OpList& ops);
 void add_qr_ops(OpList& ops);
 void add_special_ops(OpList& ops);  // special functions (#15): Bessel, incomplete gamma
+
+// Autocast (ops/autocast.cpp): the policy list applied to the table, and the inputs of an op
+// cast as its policy says inside a region of `type` (recorded casts: gradients flow back).
+void set_autocast_policies(std::vector<OpDef>& table);
+void autocast_inputs(const OpDef& def, std::vector<Tensor>& in, DeviceType type);
 
 // Shared building blocks for entries.
 std::string_view op_name(const OpDef& def);

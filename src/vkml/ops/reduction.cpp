@@ -243,7 +243,7 @@ void add_reduction_ops(OpList& ops) {
 }
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
-  Tensor in = x.dtype() == DType::Bool || x.dtype() == DType::Int32 ? cast(x, DType::Int64) : x;
+  Tensor in = !is_floating(x.dtype()) && x.dtype() != DType::Int64 ? cast(x, DType::Int64) : x;
   return dispatch(OpKind::Sum, {in}, reduce_attrs(x, dims, keepdim, "sum"));
 }
 
@@ -275,7 +275,7 @@ ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) {
   return {o[0], o[1]};
 }
 Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
-  Tensor in = x.dtype() == DType::Bool || x.dtype() == DType::Int32 ? cast(x, DType::Int64) : x;
+  Tensor in = !is_floating(x.dtype()) && x.dtype() != DType::Int64 ? cast(x, DType::Int64) : x;
   return dispatch(OpKind::Prod, {in}, reduce_attrs(x, dims, keepdim, "prod"));
 }
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {

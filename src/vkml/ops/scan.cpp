@@ -77,7 +77,7 @@ Attrs dim_attrs(const Tensor& x, int64_t dim, const char* op) {
 }
 
 Tensor as_accumulated(const Tensor& x) {
-  return x.dtype() == DType::Bool || x.dtype() == DType::Int32 ? cast(x, DType::Int64) : x;
+  return !is_floating(x.dtype()) && x.dtype() != DType::Int64 ? cast(x, DType::Int64) : x;
 }
 
 ValuesIndices scan_extreme(OpKind kind, const Tensor& x, int64_t dim, const char* op) {

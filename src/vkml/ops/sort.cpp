@@ -231,7 +231,7 @@ Unique unique(const Tensor& x) {
 }
 
 Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength) {
-  VK_CHECK(x.ndim() == 1 && (x.dtype() == DType::Int64 || x.dtype() == DType::Int32), RuntimeError,
+  VK_CHECK(x.ndim() == 1 && is_integral(x.dtype()), RuntimeError,
            "bincount only supports 1-d non-negative integral inputs (got ", x.describe(), ")");
   VK_CHECK(minlength >= 0, RuntimeError, "bincount: minlength should be >= 0, got ", minlength);
   VK_CHECK(!weights.defined() || weights.shape() == x.shape(), RuntimeError,

@@ -49,6 +49,7 @@ std::vector<OpDef> build_table() {
   }
   for (size_t k = 0; k < kNumOps; ++k)
     if (!seen[k]) throw RuntimeError(detail::cat("op table: OpKind ", k, " has no entry"));
+  set_autocast_policies(table);
   register_builtin_backends();  // before the first op looks up a kernel
   return table;
 }
@@ -176,6 +177,47 @@ Device op_device(const OpDef& def, const std::vector<Tensor>& in, const Attrs& a
   return d;
 }
 
+// Whether the device's kernel takes the op's inputs and its output as they are.
+bool takes_as_is(DTypeSet takes, const std::vector<Tensor>& in, DType out) {
+  if (!contains(takes, out)) return false;
+  for (const Tensor& t : in)
+    if (!contains(takes, t.dtype())) return false;
+  return true;
+}
+
+// `t` converted to `to` by the device's own cast kernel, not recorded (the node records the op's
+// real inputs). A device whose cast does not take the dtype cannot hold it: DTypeError.
+Tensor convert_for_kernel(const Tensor& t, DType to, Device device, std::string_view op) {
+  const DTypeSet cast_takes = kernel_dtypes(device.type, OpKind::Cast);
+  const Kernel cast_kernel = find_kernel(device.type, OpKind::Cast);
+  const DType narrow = contains(kComputeDTypes, t.dtype()) ? to : t.dtype();
+  VK_CHECK(cast_kernel && contains(cast_takes, t.dtype()) && contains(cast_takes, to), DTypeError,
+           op, ": ", dtype_name(narrow), " tensors are not supported on the ", device_name(device),
+           " device");
+  Attrs a;
+  a.dtype = to;
+  return cast_kernel({t}, a, Meta{t.shape(), to, device})[0];
+}
+
+// Runs a kernel that does not take the op's narrow dtypes (core/kernel.h, register_kernel): the
+// narrow inputs converted to their compute dtype, the output computed there, and the outputs of
+// that dtype rounded (or wrapped) back to the op's once.
+Outputs run_in_compute_dtype(Kernel kernel, DTypeSet takes, const OpDef& def,
+                             const std::vector<Tensor>& in, const Attrs& attrs, const Meta& meta) {
+  std::vector<Tensor> wide = in;
+  for (Tensor& t : wide)
+    if (!contains(takes, t.dtype()))
+      t = convert_for_kernel(t, compute_dtype(t.dtype()), meta.device, def.name);
+  Meta wide_meta = meta;
+  if (!contains(takes, meta.dtype)) wide_meta.dtype = compute_dtype(meta.dtype);
+  Outputs outs = kernel(wide, attrs, wide_meta);
+  if (wide_meta.dtype != meta.dtype)
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (outs[i].defined() && outs[i].dtype() == wide_meta.dtype)
+        outs[i] = convert_for_kernel(outs[i], meta.dtype, meta.device, def.name);
+  return outs;
+}
+
 Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs& attrs,
             bool owned) {
   const OpDef& def = op_def(kind);
@@ -196,6 +238,9 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
       for (auto& t : in)
         if (t.device() != device) t = join(t, device);
   }
+  if (def.autocast != AutocastPolicy::Keep && Autocast::any_enabled() &&
+      Autocast::is_enabled(device.type))
+    autocast_inputs(def, in, device.type);
   if (def.prepare) def.prepare(in, attrs, def.name);
   Meta meta = def.infer(in, attrs, def.name);
   meta.device = device;
@@ -205,7 +250,10 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
   const Kernel kernel = def.any_device ? def.any_device : find_kernel(device.type, kind);
   VK_CHECK(kernel != nullptr, NotImplementedError, def.name, ": not implemented on the ",
            device_name(device), " device (its backend registers no kernel for it)");
-  Outputs outs = kernel(in, attrs, meta);
+  const DTypeSet takes = def.any_device ? kEveryDType : kernel_dtypes(device.type, kind);
+  Outputs outs = takes_as_is(takes, in, meta.dtype)
+                     ? kernel(in, attrs, meta)
+                     : run_in_compute_dtype(kernel, takes, def, in, attrs, meta);
   VK_CHECK(outs.size() == static_cast<size_t>(def.outputs), RuntimeError, def.name, ": the ",
            device_name(device), " kernel returned ", outs.size(), " outputs; the op has ",
            def.outputs);

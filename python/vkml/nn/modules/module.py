@@ -405,6 +405,12 @@ class Module:
     def double(self):
         return self.to(_C.dtype.float64)
 
+    def half(self):
+        return self.to(_C.dtype.float16)
+
+    def bfloat16(self):
+        return self.to(_C.dtype.bfloat16)
+
     def cpu(self):
         return self.to("cpu")
 

@@ -527,11 +527,20 @@ namespace {
 
 // One element converted to Out. A float that an integer type cannot hold (NaN, +-inf, 1e20) is
 // undefined behaviour in C++; it becomes the type's lowest value, which is what PyTorch gives on
-// x86 (the "integer indefinite" of cvttss2si).
+// x86 (the "integer indefinite" of cvttss2si). A 16-bit float converts through float (double to
+// float16 rounds twice, as PyTorch's). Into an 8- or 16-bit integer a float goes through int64
+// and wraps, as PyTorch's (-1.0 -> uint8 255, 200.0 -> int8 -56).
 template <class Out, class In>
 Out convert_element(In v) {
-  if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out> &&
-                !std::is_same_v<Out, bool>) {
+  if constexpr (is_half_type<In>) {
+    return convert_element<Out>(static_cast<float>(v));
+  } else if constexpr (is_half_type<Out>) {
+    return Out(static_cast<float>(v));
+  } else if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out> &&
+                       !std::is_same_v<Out, bool> && sizeof(Out) < 4) {
+    return static_cast<Out>(convert_element<int64_t>(v));
+  } else if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out> &&
+                       !std::is_same_v<Out, bool>) {
     constexpr In lo = static_cast<In>(std::numeric_limits<Out>::min());  // -2^(n-1), exact
     constexpr In hi = -lo;
     return v >= lo && v < hi ? static_cast<Out>(v) : std::numeric_limits<Out>::min();
@@ -543,16 +552,19 @@ Out convert_element(In v) {
 }  // namespace
 
 void copy_into(const Tensor& dst, const Tensor& src) {
-  VK_DISPATCH_ALL(dst.dtype(), "copy", {
+  VK_DISPATCH_STORAGE(dst.dtype(), "copy", {
     using Out = T;
-    VK_DISPATCH_ALL(src.dtype(), "copy",
-                    { map<Out, T>(dst, {&src}, [](T v) { return convert_element<Out>(v); }); });
+    VK_DISPATCH_STORAGE(src.dtype(), "copy",
+                        { map<Out, T>(dst, {&src}, [](T v) { return convert_element<Out>(v); }); });
   });
 }
 
+// Every dtype but bool: a 16-bit float adds in float and rounds once, a narrow integer wraps.
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
-  VK_DISPATCH_NUMERIC(dst.dtype(), "add",
-                      map<T, T, T>(dst, {&a, &b}, [](T x, T y) -> T { return x + y; }));
+  VK_CHECK(dst.dtype() != DType::Bool, DTypeError, "add: expected a numeric dtype, got bool");
+  VK_DISPATCH_STORAGE(dst.dtype(), "add", {
+    map<T, T, T>(dst, {&a, &b}, [](T x, T y) -> T { return static_cast<T>(x + y); });
+  });
 }
 
 VK_KERNEL(cast) {

@@ -50,7 +50,7 @@ void gather_into(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& 
   Strides xs = x.strides();
   xs[dim] = 0;
   Tensor xv = x.alias(index.shape(), xs, x.offset());
-  VK_DISPATCH_ALL(x.dtype(), op, {
+  VK_DISPATCH_STORAGE(x.dtype(), op, {
     with_index_type(index.dtype(), op, [&](auto tag) {
       using I = decltype(tag);
       for_each_run<3>(index.shape(), {&out, &index, &xv},
@@ -128,6 +128,8 @@ VK_KERNEL(index_select) {
     copy_rows_typed<uint64_t>(dst, src, rows, k, n, idx, grain);
   } else if (inner == 1 && es == 4) {
     copy_rows_typed<uint32_t>(dst, src, rows, k, n, idx, grain);
+  } else if (inner == 1 && es == 2) {
+    copy_rows_typed<uint16_t>(dst, src, rows, k, n, idx, grain);
   } else if (inner == 1 && es == 1) {
     copy_rows_typed<uint8_t>(dst, src, rows, k, n, idx, grain);
   } else {

@@ -149,7 +149,7 @@ VK_KERNEL(pad) {
   if (out.numel() == 0) return out;
   const PadViews v = pad_views(in[0], out, a.pad.widths);
   if (v.fill) {
-    VK_DISPATCH_ALL(m.dtype, "pad", {
+    VK_DISPATCH_STORAGE(m.dtype, "pad", {
       T* p = out.data<T>();
       const T value = static_cast<T>(a.pad.value);
       parallel_for(out.numel(), kElementwiseGrain,

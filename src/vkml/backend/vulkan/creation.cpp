@@ -94,6 +94,9 @@ VK_KERNEL(full) {
     case DType::Float64:
       bits = bits_of(a.value.to<double>("full"));
       break;
+    default:
+      throw DTypeError(detail::cat("full: ", dtype_name(m.dtype),
+                                   " tensors are not supported on the vulkan device"));
   }
   fill_bits(out, bits, "full");
   return out;

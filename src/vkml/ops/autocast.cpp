@@ -1,0 +1,116 @@
+#include "vkml/ops/autocast.h"
+
+#include <array>
+#include <utility>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/elementwise.h"
+#include "vkml/ops/op.h"
+
+namespace vk {
+namespace {
+
+// The dtype of a region without one given: bfloat16 on the CPU, float16 on GPUs (as PyTorch's
+// defaults); each thread starts with these.
+struct AutocastState {
+  uint32_t enabled_mask = 0;  // bit t: device type t is in a region
+  std::array<DType, kMaxDeviceTypes> dtype{};
+  AutocastState() {
+    dtype.fill(DType::Float16);
+    dtype[static_cast<size_t>(DeviceType::CPU)] = DType::BFloat16;
+  }
+};
+thread_local AutocastState t_autocast;
+
+uint32_t bit(DeviceType type) { return 1u << static_cast<unsigned>(type); }
+
+// PyTorch's CUDA policy, the numerically safer of its two, on every device: matrix products in
+// low precision; what needs float32's range or accumulates (exp/log/pow, softmax, sums, norms)
+// in float32. PyTorch's CPU policy keeps softmax and layer_norm in bfloat16; vkml does not.
+// Losses need no entry: they are composed of these ops (cross_entropy of log_softmax, mse of
+// pow and mean), so they compute in float32. Ops not listed keep their inputs' dtypes; binary
+// ops of a float16 and a float32 tensor promote to float32, as PyTorch's "promote" list does.
+constexpr std::pair<OpKind, AutocastPolicy> kPolicies[] = {
+    {OpKind::Matmul, AutocastPolicy::LowPrecision},
+    {OpKind::Addmm, AutocastPolicy::LowPrecision},
+    {OpKind::Conv2d, AutocastPolicy::LowPrecision},
+    {OpKind::LstmCell, AutocastPolicy::LowPrecision},
+    {OpKind::Exp, AutocastPolicy::Float32},
+    {OpKind::Expm1, AutocastPolicy::Float32},
+    {OpKind::Log, AutocastPolicy::Float32},
+    {OpKind::Log1p, AutocastPolicy::Float32},
+    {OpKind::Pow, AutocastPolicy::Float32},
+    {OpKind::Reciprocal, AutocastPolicy::Float32},
+    {OpKind::Rsqrt, AutocastPolicy::Float32},
+    {OpKind::Tan, AutocastPolicy::Float32},
+    {OpKind::Asin, AutocastPolicy::Float32},
+    {OpKind::Acos, AutocastPolicy::Float32},
+    {OpKind::Sinh, AutocastPolicy::Float32},
+    {OpKind::Cosh, AutocastPolicy::Float32},
+    {OpKind::Erfinv, AutocastPolicy::Float32},
+    {OpKind::Softmax, AutocastPolicy::Float32},
+    {OpKind::LogSoftmax, AutocastPolicy::Float32},
+    {OpKind::LogSumExp, AutocastPolicy::Float32},
+    {OpKind::Sum, AutocastPolicy::Float32},
+    {OpKind::Mean, AutocastPolicy::Float32},
+    {OpKind::Var, AutocastPolicy::Float32},
+    {OpKind::Prod, AutocastPolicy::Float32},
+    {OpKind::CumSum, AutocastPolicy::Float32},
+    {OpKind::CumProd, AutocastPolicy::Float32},
+    {OpKind::LayerNorm, AutocastPolicy::Float32},
+    {OpKind::BatchNorm, AutocastPolicy::Float32},
+};
+
+}  // namespace
+
+const char* autocast_policy_name(AutocastPolicy p) {
+  switch (p) {
+    case AutocastPolicy::LowPrecision:
+      return "low precision";
+    case AutocastPolicy::Float32:
+      return "float32";
+    case AutocastPolicy::Keep:
+      break;
+  }
+  return "inputs' dtype";
+}
+
+bool Autocast::is_enabled(DeviceType type) { return (t_autocast.enabled_mask & bit(type)) != 0; }
+DType Autocast::dtype(DeviceType type) { return t_autocast.dtype[static_cast<size_t>(type)]; }
+bool Autocast::any_enabled() { return t_autocast.enabled_mask != 0; }
+
+void Autocast::set(DeviceType type, bool enabled, DType dtype) {
+  VK_CHECK(is_half(dtype), DTypeError, "autocast: the lower precision dtype must be float16 or ",
+           "bfloat16, got ", dtype_name(dtype));
+  VK_CHECK(static_cast<size_t>(type) < kMaxDeviceTypes, RuntimeError, "autocast: bad device type");
+  t_autocast.enabled_mask =
+      enabled ? t_autocast.enabled_mask | bit(type) : t_autocast.enabled_mask & ~bit(type);
+  t_autocast.dtype[static_cast<size_t>(type)] = dtype;
+}
+
+AutocastGuard::AutocastGuard(DeviceType type, bool enabled, DType dtype)
+    : type_(type), saved_enabled_(Autocast::is_enabled(type)), saved_dtype_(Autocast::dtype(type)) {
+  Autocast::set(type, enabled, dtype);
+}
+
+AutocastGuard::~AutocastGuard() { Autocast::set(type_, saved_enabled_, saved_dtype_); }
+
+NoAutocastGuard::NoAutocastGuard() : saved_mask_(t_autocast.enabled_mask) {
+  t_autocast.enabled_mask = 0;
+}
+NoAutocastGuard::~NoAutocastGuard() { t_autocast.enabled_mask = saved_mask_; }
+
+void set_autocast_policies(std::vector<OpDef>& table) {
+  for (const auto& [kind, policy] : kPolicies) table[static_cast<size_t>(kind)].autocast = policy;
+}
+
+void autocast_inputs(const OpDef& def, std::vector<Tensor>& in, DeviceType type) {
+  const DType to =
+      def.autocast == AutocastPolicy::LowPrecision ? Autocast::dtype(type) : DType::Float32;
+  // float64 is left alone (as PyTorch: a float64 input means the program asked for it), and so
+  // are integers and bool (their ops decide what they compute in).
+  for (Tensor& t : in)
+    if (is_floating(t.dtype()) && t.dtype() != DType::Float64 && t.dtype() != to) t = cast(t, to);
+}
+
+}  // namespace vk

@@ -1,0 +1,59 @@
+// Autocast (#19): inside an autocast region, ops whose speed lives in matrix products run in a
+// lower precision (float16 or bfloat16) and ops whose accuracy needs range run in float32,
+// whatever the dtype of their inputs. The state is per thread and per device type, like grad
+// mode, and changed only through guards. The policy of each op is data: ops/autocast.cpp.
+#pragma once
+#include <cstdint>
+
+#include "vkml/core/device.h"
+#include "vkml/core/dtype.h"
+
+namespace vk {
+
+// What dispatch does with an op's floating inputs inside an autocast region of its device.
+enum class AutocastPolicy : uint8_t {
+  Keep,          // runs in the dtype of its inputs (and their promotion)
+  LowPrecision,  // float32 inputs cast to the region's dtype (matmul, addmm, conv2d, lstm_cell)
+  Float32,       // 16-bit inputs cast to float32 (softmax, norms, sums, exp/log/pow)
+};
+// The name used in docs/ops.md and errors.
+const char* autocast_policy_name(AutocastPolicy p);
+
+struct Autocast {
+  static bool is_enabled(DeviceType type);
+  static DType dtype(DeviceType type);  // float16 or bfloat16
+  static bool any_enabled();            // on any device type (one load: checked per op)
+  // For bindings that cannot hold a guard across calls (a Python context manager saves the
+  // state on entry and sets it back on exit); C++ uses AutocastGuard.
+  static void set(DeviceType type, bool enabled, DType dtype);
+};
+
+// Enters (or, with enabled=false, leaves) an autocast region of `type` on this thread; the
+// previous state comes back at the end of the scope. dtype must be float16 or bfloat16.
+class AutocastGuard {
+ public:
+  AutocastGuard(DeviceType type, bool enabled, DType dtype);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  DeviceType type_;
+  bool saved_enabled_;
+  DType saved_dtype_;
+};
+
+// No autocast on any device type while it lives: backward runs each gradient rule in the dtypes
+// its forward used (as PyTorch), whatever region backward is called from.
+class NoAutocastGuard {
+ public:
+  NoAutocastGuard();
+  ~NoAutocastGuard();
+  NoAutocastGuard(const NoAutocastGuard&) = delete;
+  NoAutocastGuard& operator=(const NoAutocastGuard&) = delete;
+
+ private:
+  uint32_t saved_mask_;
+};
+
+}  // namespace vk
