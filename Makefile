@@ -5,7 +5,7 @@
 JOBS    ?= $(shell nproc)
 BUILD   ?= build
 ASAN    ?= build-asan
-PYBUILD ?= build-py
+PYBUILD := $(BUILD)
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 CMAKE   ?= cmake
@@ -42,9 +42,13 @@ $(VENV)/.deps: pyproject.toml
 
 venv: deps $(VENV)/.deps
 
-build: deps
+# One Release build holds the library, the C++ tests and examples, and the Python extension
+# (build/python/vkml mirrors the installed package): CI compiles every build from nothing on two
+# cores, and a second copy of the library for the extension alone cost it a quarter of an hour.
+build: venv
 	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON \
-	  -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON -DVKML_DISTRIBUTED=ON >/dev/null
+	  -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON -DVKML_DISTRIBUTED=ON -DVKML_BUILD_PYTHON=ON \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 test-cpp: build
@@ -60,36 +64,35 @@ test-cpp: build
 # that is 25 C++ files and 140 shader variants less).
 TSAN ?= build-tsan
 test-tsan: deps
-	@$(CMAKE) -S . -B $(TSAN) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKML_WERROR=OFF \
-	  -DVKML_TSAN=ON -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF -DVKML_VULKAN=OFF >/dev/null
+	@$(CMAKE) -S . -B $(TSAN) $(GEN) $(LAUNCH) $(SAN_FLAGS) -DVKML_WERROR=OFF -DVKML_TSAN=ON \
+	  -DVKML_VULKAN=OFF >/dev/null
 	$(CMAKE) --build $(TSAN) -j $(JOBS) --target vkml_thread_tests
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  $(TSAN)/vkml_thread_tests --gtest_brief=1 --gtest_filter='-Fork.*'
 
 # The C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer, leak checks on.
-test-asan: deps
-	@$(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKML_WERROR=ON \
-	  -DVKML_SANITIZE=ON -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF >/dev/null
+# The sanitizer builds link the scipy-openblas32 wheel's BLAS (what `pip install .` falls back to
+# without apt) and the Release build the system's OpenBLAS, so every `make test` runs the C++ and
+# Python suites against both. -g1 (line tables only): a report still names file and line, and
+# full debug info made these builds a third slower to compile.
+SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF
+ASAN_CONFIG = $(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) $(SAN_FLAGS) -DVKML_WERROR=ON \
+  -DVKML_SANITIZE=ON -DVKML_BLAS=scipy-openblas32 -DPython_EXECUTABLE=$(abspath $(PY))
+test-asan: venv
+	@$(ASAN_CONFIG) >/dev/null
 	$(CMAKE) --build $(ASAN) -j $(JOBS) --target vkml_tests
 	$(VULKAN_TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  $(ASAN)/vkml_tests --gtest_brief=1
 
-# The C++ build links the system's OpenBLAS and the Python build the scipy-openblas32 wheel's
-# (what `pip install .` falls back to without apt), so every `make test` checks both.
-PY_BLAS ?= scipy-openblas32
-
-# The Python extension built in place (build-py/python/vkml mirrors the installed package).
-python: venv
-	@$(CMAKE) -S . -B $(PYBUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release \
-	  -DPython_EXECUTABLE=$(abspath $(PY)) -DVKML_BUILD_PYTHON=ON -DVKML_BUILD_TESTS=OFF \
-	  -DVKML_BUILD_EXAMPLES=OFF -DVKML_WERROR=ON -DVKML_NATIVE=ON -DVKML_BLAS=$(PY_BLAS) -DVKML_DISTRIBUTED=ON >/dev/null
-	$(CMAKE) --build $(PYBUILD) -j $(JOBS)
+# The Python extension: the Release build's (`make python` is `make build`).
+python: build
 
 # Then the op sweep's float32 cases on the Vulkan device as one without float64 would run them
 # (VKML_VULKAN_NO_FLOAT64: the float32-alone shader variants), forward and derivatives vs torch.
 test-python: python
-	$(VULKAN_TEST_ENV) PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q tests/python
+	$(VULKAN_TEST_ENV) PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q --durations=10 tests/python
 	$(VULKAN_TEST_ENV) VKML_VULKAN_NO_FLOAT64=1 PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest \
 	  -q -p no:cacheprovider tests/python/test_ops_vs_torch.py -k "vulkan and not float64 and not mixed"
 
@@ -97,7 +100,8 @@ test-python: python
 # test-asan's library (compiled once). The interpreter is not instrumented, so the ASan runtime is
 # preloaded; leak checks stay off here (CPython and torch keep memory alive at exit on purpose)
 # and on in test-asan. The kill-and-resume and 10,000-step tests (subprocess trainings of minutes
-# under ASan, marked slow) run in test-python only.
+# under ASan, marked slow) run in test-python only, and so do the op-table sweeps (marked sweep:
+# the same kernels run under ASan in test-asan's C++ sweep, every binding in test_binding_sweep).
 # allocator_may_return_null: a 10^15-element tensor must reach vkml's MemoryError, not ASan's abort.
 # max_allocation_size_mb: one allocation past 6 GiB fails (MemoryError), as the 6 GiB address-space
 # limit the fuzzer's workers set in the release run (ASan's shadow memory rules that limit out):
@@ -106,15 +110,13 @@ test-python: python
 # (python itself does not link libstdc++), or the first C++ exception aborts.
 ASAN_RT = $(shell $(CXX) -print-file-name=libasan.so) $(shell $(CXX) -print-file-name=libstdc++.so)
 python-asan: venv
-	@$(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKML_WERROR=ON \
-	  -DVKML_SANITIZE=ON -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF -DVKML_BUILD_PYTHON=ON \
-	  -DVKML_PYTHON_STUBS=OFF -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
+	@$(ASAN_CONFIG) -DVKML_BUILD_PYTHON=ON -DVKML_PYTHON_STUBS=OFF >/dev/null
 	$(CMAKE) --build $(ASAN) -j $(JOBS) --target _C _C_package
 
 test-python-asan: python-asan
 	LD_PRELOAD="$(ASAN_RT)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:max_allocation_size_mb=6144 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
-	  $(PY) -m pytest -q -p no:cacheprovider tests/python -m "not slow"
+	  $(PY) -m pytest -q -p no:cacheprovider --durations=10 tests/python -m "not slow and not sweep"
 
 docs: build
 	$(BUILD)/gen_ops_doc docs/ops.md
@@ -171,7 +173,8 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	@dpkg -s clang >/dev/null 2>&1 && dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null)
-	$(CMAKE) -S fuzz -B build-fuzz $(GEN) -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+	$(CMAKE) -S fuzz -B build-fuzz $(GEN) -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
 	$(CMAKE) --build build-fuzz -j $(JOBS)
 	python3 fuzz/make_seeds.py build-fuzz/seeds
 	mkdir -p build-fuzz/corpus

@@ -71,7 +71,7 @@ seed that was running. `--minimize SEED` shrinks a failing program (drops ops an
 dims, rounds values; in-place programs drop steps, sizes programs keep the failing case) while it
 fails the same way and prints a pytest function.
 
-CLI (PYTHONPATH must reach vkml, e.g. PYTHONPATH=build-py/python):
+CLI (PYTHONPATH must reach vkml, e.g. PYTHONPATH=build/python):
   python fuzz/diff_fuzz.py --seconds 60           run until the time is up (workers in subprocesses)
   python fuzz/diff_fuzz.py --seed N --count K     run seeds N..N+K-1
   python fuzz/diff_fuzz.py --minimize SEED        shrink a failing seed, print a pytest function

@@ -1,7 +1,7 @@
 """Writes docs/compat.md: torch's public names against vkml's, namespace by namespace, with the
 reason each missing name is missing, and the known differences in behaviour.
 
-    PYTHONPATH=build-py/python .venv/bin/python tools/gen_compat.py docs/compat.md   (make compat)
+    PYTHONPATH=build/python .venv/bin/python tools/gen_compat.py docs/compat.md   (make compat)
 
 tests/python/test_compat_doc.py fails when docs/compat.md is not what this writes. torch is read,
 never imported by vkml: it is the reference of what a ported program may call."""

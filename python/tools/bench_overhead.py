@@ -1,5 +1,5 @@
 """Per-op overhead of small ops from Python, vkml against PyTorch (same process, interleaved,
-best of several runs). Run: PYTHONPATH=build-py/python python python/tools/bench_overhead.py"""
+best of several runs). Run: PYTHONPATH=build/python python python/tools/bench_overhead.py"""
 
 import timeit
 

@@ -17,6 +17,8 @@ import zlib
 import vkml as vk
 from test_ops_vs_torch import OPS, SPECS, _outputs
 
+pytestmark = pytest.mark.sweep  # as test_ops_vs_torch: left to test-asan under ASan
+
 EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 # Ops whose cases take no float input or whose values are random (sampling): nothing to compare
 # in 16 bits beyond what the case itself checks.

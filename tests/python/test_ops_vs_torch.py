@@ -23,6 +23,10 @@ import torch.nn.functional as TF
 import vkml as vk
 from conftest import assert_close, to_np
 
+# The whole op table again: make test-python-asan leaves it to test-asan's C++ sweep (the same
+# kernels under ASan) and test_binding_sweep (every binding under ASan).
+pytestmark = pytest.mark.sweep
+
 OPS = list(vk._C.op_names())
 
 

@@ -21,73 +21,17 @@
 namespace vk::cpu {
 namespace {
 
-template <class... T>
-constexpr int64_t kSizes[] = {static_cast<int64_t>(sizeof(T))...};
-
-// True when every element of t is the same memory element: a scalar broadcast by an expand view
-// (x * 0.5, x ** 2.0), with all strides 0.
-bool is_uniform(const Tensor& t) {
-  for (size_t d = 0; d < t.shape().size(); ++d)
-    if (t.strides()[d] != 0 && t.shape()[d] != 1) return false;
-  return true;
-}
-
-// The flat loop over a contiguous output for one combination of contiguous (bit k of Mask
-// clear) and uniform (bit k set) inputs; the loop itself is loops.h's map_run.
-template <unsigned Mask, class Out, class... In, class F, size_t... K>
-void flat_map(const Tensor& out, const std::array<const Tensor*, sizeof...(In)>& ins, F& f,
-              int64_t grain, std::index_sequence<K...> ks) {
-  Out* const o = out.data<Out>();
-  const std::array<const char*, sizeof...(In)> in{static_cast<const char*>(ins[K]->raw_data())...};
-  const int64_t n = out.numel();
-  if (n <= grain) {  // inline: no thread hand-off
-    map_run<Mask, Out, In...>(o, in, n, f, ks);
-    return;
-  }
-  parallel_for(n, grain, [&](int64_t begin, int64_t end) {
-    std::array<const char*, sizeof...(In)> at;
-    for (size_t k = 0; k < sizeof...(In); ++k)
-      at[k] = ((Mask >> k) & 1u) ? in[k] : in[k] + begin * kSizes<In...>[k];
-    map_run<Mask, Out, In...>(o + begin, at, end - begin, f, ks);
-  });
-}
-
-template <class Out, class... In, class F, unsigned... M>
-void flat_map_for(unsigned mask, const Tensor& out,
-                  const std::array<const Tensor*, sizeof...(In)>& ins, F& f, int64_t grain,
-                  std::integer_sequence<unsigned, M...>) {
-  auto run = [&]<unsigned Mask>() {
-    flat_map<Mask, Out, In...>(out, ins, f, grain, std::index_sequence_for<In...>{});
-  };
-  ((mask == M ? (run.template operator()<M>(), true) : false) || ...);
-}
-
 // Elements per thread for ops that still call scalar libm (sin, log1p, ...): each element
 // costs tens of nanoseconds, so splitting pays off sooner.
 constexpr int64_t kLibmGrain = kElementwiseGrain / 8;
 
-// out[i] = f(in[i]...). When the output is contiguous (a fresh result) and every input is
-// contiguous or a broadcast scalar (the common cases), a flat indexed loop with next to no
-// set-up cost; otherwise loops.h's strided walker. Either way f sees the same values for each
-// element, so the path taken never changes a result.
+// out[i] = f(in[i]...): loops.h's map_elements (a flat loop when the output is contiguous and
+// every input contiguous or a broadcast scalar, else a strided or tiled walk); f sees the same
+// values for each element whichever loop runs, so the path taken never changes a result.
 template <class Out, class... In, class F>
 void map(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f,
          int64_t grain = kElementwiseGrain) {
-  bool flat = out.is_contiguous();
-  unsigned mask = 0;
-  for (size_t k = 0; k < ins.size() && flat; ++k) {
-    if (ins[k]->is_contiguous()) continue;
-    if (is_uniform(*ins[k]))
-      mask |= 1u << k;
-    else
-      flat = false;
-  }
-  if (!flat) {
-    map_elements<Out, In...>(out, ins, f, grain);
-    return;
-  }
-  flat_map_for<Out, In...>(mask, out, ins, f, grain,
-                           std::make_integer_sequence<unsigned, (1u << sizeof...(In))>{});
+  map_elements<Out, In...>(out, ins, f, grain);
 }
 
 template <class F>

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -254,13 +255,39 @@ void map_run(Out* o, const std::array<const char*, sizeof...(In)>& in, int64_t n
   for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<K>(r)[i]...);
 }
 
-// map_run for a mask known only at run time.
+// map_run for a mask known only at run time. The mask with every input uniform is left out (a
+// constant output, which the strided loop handles): each variant is one more vectorised copy of f
+// per op and dtype, and these copies are most of the CPU backend's compile time.
 template <class Out, class... In, class F, unsigned... M>
-void map_run_masked(unsigned mask, Out* o, const std::array<const char*, sizeof...(In)>& in,
+bool map_run_masked(unsigned mask, Out* o, const std::array<const char*, sizeof...(In)>& in,
                     int64_t n, F& f, std::integer_sequence<unsigned, M...>) {
-  ((mask == M ? (map_run<M, Out, In...>(o, in, n, f, std::index_sequence_for<In...>{}), true)
-              : false) ||
-   ...);
+  return ((mask == M ? (map_run<M, Out, In...>(o, in, n, f, std::index_sequence_for<In...>{}), true)
+                     : false) ||
+          ...);
+}
+
+// True when every element of t is the same memory element: a scalar broadcast by an expand view
+// (x * 0.5, x ** 2.0), with all strides 0.
+inline bool is_uniform(const Tensor& t) {
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    if (t.strides()[d] != 0 && t.shape()[d] != 1) return false;
+  return true;
+}
+
+// The byte step of each operand when the whole map is one flat run: a contiguous output (a fresh
+// result) and inputs each contiguous or one broadcast value (the common cases). Then the map
+// needs no layout at all.
+template <size_t N>
+std::optional<std::array<int64_t, N>> flat_steps(const std::array<const Tensor*, N>& ts,
+                                                 const std::array<int64_t, N>& unit) {
+  if (!ts[0]->is_contiguous()) return std::nullopt;
+  std::array<int64_t, N> step = unit;
+  for (size_t k = 1; k < N; ++k) {
+    if (ts[k]->is_contiguous()) continue;
+    if (!is_uniform(*ts[k])) return std::nullopt;
+    step[k] = 0;
+  }
+  return step;
 }
 
 // Element-wise map: out[i] = f(in[i]...) with per-dtype element types Out and In... Every
@@ -288,9 +315,9 @@ void map_elements(const Tensor& out, std::array<const Tensor*, sizeof...(In)> in
     if (flat) {
       std::array<const char*, NI> in;
       for (size_t k = 0; k < NI; ++k) in[k] = p[k + 1];
-      map_run_masked<Out, In...>(mask, reinterpret_cast<Out*>(p[0]), in, n, f,
-                                 std::make_integer_sequence<unsigned, (1u << NI)>{});
-      return;
+      if (map_run_masked<Out, In...>(mask, reinterpret_cast<Out*>(p[0]), in, n, f,
+                                     std::make_integer_sequence<unsigned, (1u << NI) - 1>{}))
+        return;
     }
     [&]<size_t... K>(std::index_sequence<K...>) {
       for (int64_t i = 0; i < n; ++i)
@@ -299,9 +326,17 @@ void map_elements(const Tensor& out, std::array<const Tensor*, sizeof...(In)> in
     }
     (std::index_sequence_for<In...>{});
   };
-  StridedLayout<N> L = coalesce(out.shape(), ts);
   std::array<char*, N> base;
   for (size_t k = 0; k < N; ++k) base[k] = static_cast<char*>(ts[k]->raw_data());
+  if (const std::optional<std::array<int64_t, N>> step = flat_steps(ts, unit)) {
+    parallel_for(out.numel(), grain, [&](int64_t b, int64_t e) {
+      std::array<char*, N> p;
+      for (size_t k = 0; k < N; ++k) p[k] = base[k] + b * (*step)[k];
+      body(p, *step, e - b);
+    });
+    return;
+  }
+  StridedLayout<N> L = coalesce(out.shape(), ts);
   if (!wants_tiles(L, unit)) {
     run_layout(L, base, body, grain);
     return;
