@@ -48,7 +48,7 @@ venv: deps $(VENV)/.deps
 build: venv
 	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(LAUNCH) -DCMAKE_BUILD_TYPE=Release -DVKML_WERROR=ON \
 	  -DVKML_BUILD_TESTS=ON -DVKML_BUILD_EXAMPLES=ON -DVKML_DISTRIBUTED=ON -DVKML_BUILD_PYTHON=ON \
-	  -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
+	  -DPython_EXECUTABLE=$(abspath $(PY)) -DVKML_BLAS=scipy-openblas32 >/dev/null
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 test-cpp: build
@@ -71,17 +71,17 @@ test-tsan: deps
 	  $(TSAN)/vkml_thread_tests --gtest_brief=1 --gtest_filter='-Fork.*'
 
 # The C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer, leak checks on.
-# The sanitizer builds link the scipy-openblas32 wheel's BLAS (what `pip install .` falls back to
-# without apt) and the Release build the system's OpenBLAS, so every `make test` runs the C++ and
-# Python suites against both. -O1 -g1, the sanitizers' own advice (a report still names file and
+# The sanitizer builds link the system's OpenBLAS and the Release build the scipy-openblas32
+# wheel's (what `pip install .` falls back to without apt; `make bench` measures it), so every
+# `make test` runs the C++ and Python suites against both. -O1 -g1, the sanitizers' own advice (a report still names file and
 # line): against -O2 -g they compile in half the time (backend/cpu/reduction.cpp under ASan: 106 s
 # at -O2 -g1, 59 s at -O1 -g1; -g to -g1 alone saves a third), and CI builds them from nothing.
 SAN_OPT = "-O1 -g1 -DNDEBUG"
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SAN_OPT) \
   -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF
 ASAN_CONFIG = $(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) $(SAN_FLAGS) -DVKML_WERROR=ON \
-  -DVKML_SANITIZE=ON -DVKML_BLAS=scipy-openblas32 -DPython_EXECUTABLE=$(abspath $(PY))
-test-asan: venv
+  -DVKML_SANITIZE=ON -DVKML_BLAS=system
+test-asan: deps
 	@$(ASAN_CONFIG) >/dev/null
 	$(CMAKE) --build $(ASAN) -j $(JOBS) --target vkml_tests
 	$(VULKAN_TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -112,7 +112,8 @@ test-python: python
 # (python itself does not link libstdc++), or the first C++ exception aborts.
 ASAN_RT = $(shell $(CXX) -print-file-name=libasan.so) $(shell $(CXX) -print-file-name=libstdc++.so)
 python-asan: venv
-	@$(ASAN_CONFIG) -DVKML_BUILD_PYTHON=ON -DVKML_PYTHON_STUBS=OFF >/dev/null
+	@$(ASAN_CONFIG) -DVKML_BUILD_PYTHON=ON -DVKML_PYTHON_STUBS=OFF \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
 	$(CMAKE) --build $(ASAN) -j $(JOBS) --target _C _C_package
 
 test-python-asan: python-asan
