@@ -3,6 +3,8 @@ torch.utils.data; worker processes; a torch-style training script run with `impo
 torch`."""
 
 import collections
+import gc
+import os
 import time
 import warnings
 
@@ -327,11 +329,34 @@ def test_worker_init_fn_seeds_and_errors():
         list(vd.DataLoader(Failing(), batch_size=2, num_workers=2))
     with pytest.raises(KeyError, match="bad sample 5"):
         list(td.DataLoader(Failing(), batch_size=2, num_workers=2))
+    # torch's iterator stays alive in the exception's reference cycle and shuts its workers down
+    # from its finalizer: collected here, not at a random later point (it hung the next loader's
+    # start under ASan, inside the garbage collection that creating a queue's lock set off).
+    gc.collect()
     loader = vd.DataLoader(ListDataset(list(range(100))), batch_size=2, num_workers=2)
     for i, b in enumerate(loader):  # leaving early shuts the workers down
         if i == 2:
             break
     assert [b.tolist() for b in loader][:2] == [[0, 1], [2, 3]]
+
+
+def _finalize_and_live_on(it):
+    it.__del__()  # as the child's garbage collector would
+    time.sleep(1.0)  # (a queue's messages leave from a feeder thread)
+
+
+def test_a_forked_child_finalizing_an_iterator_leaves_the_parents_workers_running():
+    # The defect: a process forked while a multi-worker iterator was alive (another loader's
+    # worker, a user's Process) finalized its copy, which sent the stop message to the parent's
+    # workers; the parent then waited for batches no worker would make.
+    import multiprocessing
+    it = iter(vd.DataLoader(ListDataset(list(range(12))), batch_size=2, num_workers=2, timeout=60))
+    first = next(it).tolist()
+    child = multiprocessing.get_context("fork").Process(target=_finalize_and_live_on, args=(it,))
+    child.start()
+    child.join()
+    assert child.exitcode == 0
+    assert [first] + [b.tolist() for b in it] == [[2 * i, 2 * i + 1] for i in range(6)]
 
 
 def test_a_torch_training_script_runs_with_vkml_as_torch(monkeypatch):

@@ -169,6 +169,7 @@ class _SingleProcessIter:
 class _MultiProcessIter:
     def __init__(self, loader):
         self._loader = loader
+        self._owner_pid = os.getpid()
         n = loader.num_workers
         self._timeout = loader.timeout
         import multiprocessing  # (here: importing it costs every `import vkml` a few ms)
@@ -262,7 +263,10 @@ class _MultiProcessIter:
             return out
 
     def _shutdown(self):
-        if self._shut:
+        # A forked child (a worker of another loader, a user's Process) holds a copy of this
+        # iterator, and its garbage collector may finalize it: the workers are the parent's, and
+        # stopping them from there would leave the parent waiting for batches that never come.
+        if self._shut or os.getpid() != self._owner_pid:
             return
         self._shut = True
         for q in self._index_queues:
