@@ -1,7 +1,7 @@
-// Element-wise CPU kernels. Every kernel is one scalar function handed to map(): operands are
-// already of one shape and (except where's condition) one dtype, so a kernel only picks the C++
-// element type and says what happens to one element. Each output element depends only on the
-// input elements at its index, so results are bitwise identical at any thread count.
+// Element-wise CPU kernels. Every kernel is one scalar function handed to loops.h's map_elements():
+// operands are already of one shape and (except where's condition) one dtype, so a kernel only
+// picks the C++ element type and says what happens to one element. Each output element depends only
+// on the input elements at its index, so results are bitwise identical at any thread count.
 #include "vkml/backend/cpu/elementwise.h"
 
 #include <atomic>
@@ -25,21 +25,12 @@ namespace {
 // costs tens of nanoseconds, so splitting pays off sooner.
 constexpr int64_t kLibmGrain = kElementwiseGrain / 8;
 
-// out[i] = f(in[i]...): loops.h's map_elements (a flat loop when the output is contiguous and
-// every input contiguous or a broadcast scalar, else a strided or tiled walk); f sees the same
-// values for each element whichever loop runs, so the path taken never changes a result.
-template <class Out, class... In, class F>
-void map(const Tensor& out, std::array<const Tensor*, sizeof...(In)> ins, F f,
-         int64_t grain = kElementwiseGrain) {
-  map_elements<Out, In...>(out, ins, f, grain);
-}
-
 template <class F>
 Tensor unary_float(const Tensor& x, const Meta& m, const char* name, F f,
                    int64_t grain = kLibmGrain) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_FLOAT(x.dtype(), name,
-                    map<T, T>(
+                    map_elements<T, T>(
                         out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }, grain));
   return out;
 }
@@ -48,7 +39,7 @@ template <class F>
 Tensor unary_numeric(const Tensor& x, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(x.dtype(), name,
-                      map<T, T>(out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }));
+                      map_elements<T, T>(out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }));
   return out;
 }
 
@@ -58,7 +49,7 @@ Tensor binary_numeric(const std::vector<Tensor>& in, const Meta& m, const char* 
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(
       in[0].dtype(), name,
-      map<T, T, T>(
+      map_elements<T, T, T>(
           out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }, grain));
   return out;
 }
@@ -66,9 +57,9 @@ Tensor binary_numeric(const std::vector<Tensor>& in, const Meta& m, const char* 
 template <class F>
 Tensor binary_all(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_ALL(
-      in[0].dtype(), name,
-      map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }));
+  VK_DISPATCH_ALL(in[0].dtype(), name,
+                  map_elements<T, T, T>(out, {&in[0], &in[1]},
+                                        [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }));
   return out;
 }
 
@@ -77,15 +68,18 @@ template <class F>
 Tensor binary_integral(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   switch (in[0].dtype()) {
-    VK_DTYPE_CASE(Bool, bool, map<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
+    VK_DTYPE_CASE(Bool, bool,
+                  map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
                     return static_cast<T>(f(x, y));
                   }))
     VK_DTYPE_CASE(Int32, int32_t,
-                  map<T, T, T>(out, {&in[0], &in[1]},
-                               [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); }))
+                  map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
+                    return static_cast<T>(f(x, y));
+                  }))
     VK_DTYPE_CASE(Int64, int64_t,
-                  map<T, T, T>(out, {&in[0], &in[1]},
-                               [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); }))
+                  map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
+                    return static_cast<T>(f(x, y));
+                  }))
     default:
       throw DTypeError(
           detail::cat(name, ": expected bool or integer tensors, got ", dtype_name(in[0].dtype())));
@@ -96,9 +90,9 @@ Tensor binary_integral(const std::vector<Tensor>& in, const Meta& m, const char*
 template <class F>
 Tensor compare(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, DType::Bool);
-  VK_DISPATCH_ALL(
-      in[0].dtype(), name,
-      map<bool, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> bool { return f(x, y); }));
+  VK_DISPATCH_ALL(in[0].dtype(), name,
+                  map_elements<bool, T, T>(out, {&in[0], &in[1]},
+                                           [&](T x, T y) VK_ELEMENT -> bool { return f(x, y); }));
   return out;
 }
 
@@ -240,7 +234,7 @@ VK_KERNEL(gelu_backward) {
   (void)a;
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_FLOAT(m.dtype, "gelu_backward", {
-    map<T, T, T>(
+    map_elements<T, T, T>(
         out, {&in[0], &in[1]}, [](T g, T x) VK_ELEMENT -> T { return g * vmath::gelu_grad(x); },
         kElementwiseGrain);
   });
@@ -348,17 +342,17 @@ VK_KERNEL(pow) {
       const T e = *in[1].data<T>();
       const std::array<const Tensor*, 1> x{&in[0]};
       if (e == T(2))
-        map<T, T>(out, x, [](T v) { return v * v; });
+        map_elements<T, T>(out, x, [](T v) { return v * v; });
       else if (e == T(3))
-        map<T, T>(out, x, [](T v) { return v * v * v; });
+        map_elements<T, T>(out, x, [](T v) { return v * v * v; });
       else if (e == T(1))
-        map<T, T>(out, x, [](T v) { return v; });
+        map_elements<T, T>(out, x, [](T v) { return v; });
       else if (e == T(0.5))
-        map<T, T>(out, x, [](T v) { return std::sqrt(v); });
+        map_elements<T, T>(out, x, [](T v) { return std::sqrt(v); });
       else if (e == T(-1))
-        map<T, T>(out, x, [](T v) { return T(1) / v; });
+        map_elements<T, T>(out, x, [](T v) { return T(1) / v; });
       else
-        map<T, T>(out, x, [e](T v) { return std::pow(v, e); });
+        map_elements<T, T>(out, x, [e](T v) { return std::pow(v, e); });
     });
     return out;
   }
@@ -396,10 +390,10 @@ VK_KERNEL(where) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   // A bit select rather than c ? x : y, which GCC leaves a branch per element (the condition
   // mixes a byte with wider elements): mispredicted on half the elements of relu's backward.
-  VK_DISPATCH_ALL(
-      m.dtype, "where",
-      map<T, bool, T, T>(out, {&in[0], &in[1], &in[2]},
-                         [](bool c, T x, T y) VK_ELEMENT -> T { return select_bits(c, x, y); }));
+  VK_DISPATCH_ALL(m.dtype, "where",
+                  map_elements<T, bool, T, T>(
+                      out, {&in[0], &in[1], &in[2]},
+                      [](bool c, T x, T y) VK_ELEMENT -> T { return select_bits(c, x, y); }));
   return out;
 }
 
@@ -411,11 +405,11 @@ VK_KERNEL(clamp) {
     const T lo = bound<T>(a.lo, true), hi = bound<T>(a.hi, false);
     if constexpr (is_float_v<T>) {
       if (std::isnan(lo) || std::isnan(hi)) {
-        map<T, T>(out, {&in[0]}, [](T) { return std::numeric_limits<T>::quiet_NaN(); });
+        map_elements<T, T>(out, {&in[0]}, [](T) { return std::numeric_limits<T>::quiet_NaN(); });
         return out;
       }
     }
-    map<T, T>(out, {&in[0]}, [lo, hi](T v) -> T {
+    map_elements<T, T>(out, {&in[0]}, [lo, hi](T v) -> T {
       T r = v < lo ? lo : v;
       return r > hi ? hi : r;
     });
@@ -518,8 +512,9 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   if (contains(kComputeDTypes, dst.dtype()) && contains(kComputeDTypes, src.dtype())) {
     VK_DISPATCH_ALL(dst.dtype(), "copy", {
       using Out = T;
-      VK_DISPATCH_ALL(src.dtype(), "copy",
-                      { map<Out, T>(dst, {&src}, [](T v) { return convert_element<Out>(v); }); });
+      VK_DISPATCH_ALL(src.dtype(), "copy", {
+        map_elements<Out, T>(dst, {&src}, [](T v) { return convert_element<Out>(v); });
+      });
     });
     return;
   }
@@ -535,7 +530,7 @@ void add_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
   VK_CHECK(dst.dtype() != DType::Bool, DTypeError, "add: expected a numeric dtype, got bool");
   if (contains(kComputeDTypes, dst.dtype())) {
     VK_DISPATCH_NUMERIC(dst.dtype(), "add",
-                        map<T, T, T>(dst, {&a, &b}, [](T x, T y) -> T { return x + y; }));
+                        map_elements<T, T, T>(dst, {&a, &b}, [](T x, T y) -> T { return x + y; }));
     return;
   }
   VK_DISPATCH_STORAGE(dst.dtype(), "add", {
