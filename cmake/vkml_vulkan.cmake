@@ -34,10 +34,12 @@ list(APPEND VKML_VULKAN_SHADERS
 
 # Shape copies, index and creation (index family): data movement keyed on the element size.
 list(APPEND VKML_VULKAN_SHADERS
-  "shape_copy_1|shape_copy|ES=1,COPY" "shape_copy_4|shape_copy|ES=4,COPY"
-  "shape_copy_8|shape_copy|ES=8,COPY" "shape_fill_1|shape_copy|ES=1,FILL"
+  "shape_copy_1|shape_copy|ES=1,COPY" "shape_copy_2|shape_copy|ES=2,COPY"
+  "shape_copy_4|shape_copy|ES=4,COPY" "shape_copy_8|shape_copy|ES=8,COPY"
+  "shape_fill_1|shape_copy|ES=1,FILL" "shape_fill_2|shape_copy|ES=2,FILL"
   "shape_fill_4|shape_copy|ES=4,FILL" "shape_fill_8|shape_copy|ES=8,FILL"
   "index_gather_1_i32|index_gather|ES=1,IDX32" "index_gather_1_i64|index_gather|ES=1,IDX64"
+  "index_gather_2_i32|index_gather|ES=2,IDX32" "index_gather_2_i64|index_gather|ES=2,IDX64"
   "index_gather_4_i32|index_gather|ES=4,IDX32" "index_gather_4_i64|index_gather|ES=4,IDX64"
   "index_gather_8_i32|index_gather|ES=8,IDX32" "index_gather_8_i64|index_gather|ES=8,IDX64"
   "index_scatter_f32|index_scatter|F32" "index_scatter_f64|index_scatter|F64"
@@ -148,6 +150,11 @@ set(VKML_DTYPE_CODE_i32 1)
 set(VKML_DTYPE_CODE_i64 2)
 set(VKML_DTYPE_CODE_f32 3)
 set(VKML_DTYPE_CODE_f64 4)
+set(VKML_DTYPE_CODE_f16 5)
+set(VKML_DTYPE_CODE_bf16 6)
+set(VKML_DTYPE_CODE_u8 7)
+set(VKML_DTYPE_CODE_i8 8)
+set(VKML_DTYPE_CODE_i16 9)
 function(vkml_elementwise_variants op nin defines)
   string(TOUPPER "OP_${op}" op_define)
   foreach(combo IN LISTS ARGN)
@@ -232,6 +239,14 @@ foreach(to b8 i32 i64 f32 f64)
   foreach(from b8 i32 i64 f32 f64)
     vkml_elementwise_variants(copy 1 "" ${to}-${from})
   endforeach()
+endforeach()
+# The narrow dtypes (#19 item 7), each to and from the dtype it computes in: cast.cpp chains
+# these with the copies above for every other pair.
+foreach(narrow f16 bf16)
+  vkml_elementwise_variants(copy 1 "" ${narrow}-f32 f32-${narrow})
+endforeach()
+foreach(narrow u8 i8 i16)
+  vkml_elementwise_variants(copy 1 "" ${narrow}-i32 i32-${narrow})
 endforeach()
 # ---- end of the element-wise family ----
 

@@ -119,7 +119,8 @@ DIFFERENCES = [
     "Dtypes: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64 "
     "(docs/precision.md): 16-bit ops compute in float32 and round once, narrow integers wrap as "
     "torch's; `autocast` applies torch's CUDA policy on every device (softmax and layer_norm in "
-    "float32 where torch's CPU policy keeps bfloat16); the Vulkan device has no 16-bit kernels yet.",
+    "float32 where torch's CPU policy keeps bfloat16); the Vulkan device stores them as "
+    "themselves (16- and 8-bit storage) and computes them as the CPU does.",
     "Layouts and memory formats: `vk.strided` only (another layout is NotImplementedError); "
     "`memory_format=` is accepted wherever torch takes it and results stay row-major "
     "(`channels_last` changes no strides; values, shapes and gradients are torch's; "

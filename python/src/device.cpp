@@ -244,10 +244,12 @@ void bind_devices(nb::module_& m) {
         d["float64"] = f.float64;
         d["int64"] = f.int64;
         d["int8_storage"] = f.int8_storage;
+        d["int16_storage"] = f.int16_storage;
         return d;
       },
       "What the Vulkan device computes beyond float32: float64 (shaderFloat64), int64 "
-      "(shaderInt64), int8_storage (bool tensors).");
+      "(shaderInt64), int8_storage (bool, uint8, int8 tensors), int16_storage (float16, bfloat16, "
+      "int16 tensors).");
 #endif
 }
 

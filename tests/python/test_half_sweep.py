@@ -7,7 +7,12 @@ of that; a case that composes several ops (a norm, a loss, einsum) rounds after 
 bound is scale-relative: |vkml - exact| <= 16 ulp(max |exact|), 16 = 2^4 roundings' worth (a
 relative 2^-6 for float16, 2^-3 for bfloat16). An op vkml refuses in 16 bits (the solvers, as
 torch's CPU) must be refused by torch too.
+
+The same cases run again with every vkml tensor on the Vulkan device (#19 item 7: 16-bit storage,
+every kernel computing in float32 as the CPU's), against the same oracle.
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -26,12 +31,13 @@ SKIP = {"rand", "randn", "randint", "randperm", "multinomial", "bernoulli", "nor
         "custom"}
 
 
-def _params():
+def _params(device="cpu"):
     for op in OPS:
-        if op in SKIP or not SPECS.get(op):
+        if op in SKIP or not SPECS.get(op) or (device != "cpu" and op == "to_device"):
             continue
         for name in ("float16", "bfloat16"):
-            yield pytest.param(op, name, id=f"{op}-{name}")
+            suffix = "" if device == "cpu" else f"-{device}"
+            yield pytest.param(op, name, id=f"{op}-{name}{suffix}")
 
 
 def _inputs(m, arrays, dtype, specs=None):
@@ -49,6 +55,26 @@ def _inputs(m, arrays, dtype, specs=None):
 
 @pytest.mark.parametrize("op,name", list(_params()))
 def test_op_in_16_bits_matches_the_exact_result(op, name):
+    _check_case(op, name)
+
+
+@pytest.mark.parametrize("op,name", list(_params("vulkan")))
+def test_op_in_16_bits_on_vulkan_matches_the_exact_result(op, name):
+    if not vk.vulkan.is_available():
+        if os.environ.get("VKML_REQUIRE_VULKAN") == "1":
+            pytest.fail("VKML_REQUIRE_VULKAN=1 but the vulkan device is not available")
+        pytest.skip("no vulkan device")
+    if not vk._C._vulkan_features()["int16_storage"]:
+        pytest.skip("the vulkan device has no 16-bit storage (test_half_precision checks the "
+                    "DTypeError it gives)")
+    vk.set_default_device("vulkan")
+    try:
+        _check_case(op, name, on="vulkan")
+    finally:
+        vk.set_default_device("cpu")
+
+
+def _check_case(op, name, on="cpu"):
     case = SPECS[op][0]
     if case.check is not None:
         pytest.skip(f"{op}'s case compares through its own check (random or structural values)")
@@ -78,7 +104,8 @@ def test_op_in_16_bits_matches_the_exact_result(op, name):
         if not isinstance(e, torch.Tensor):
             continue
         assert tuple(v.shape) == tuple(e.shape), f"output {k}"
-        got = torch.from_dlpack(v.detach().contiguous())
+        assert v.device.type == on, f"output {k} on {v.device}"
+        got = torch.from_dlpack(v.detach().cpu().contiguous())
         if not e.is_floating_point():
             assert not got.is_floating_point(), f"output {k}: {v.dtype}"
             torch.testing.assert_close(got.to(e.dtype), e, rtol=0, atol=0)

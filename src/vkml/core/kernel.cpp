@@ -52,6 +52,27 @@ void register_kernel(DeviceType type, OpKind kind, Kernel kernel, DTypeSet dtype
   g_kernels[slot(type)][k].store(kernel, std::memory_order_relaxed);
 }
 
+DTypeSet standard_kernel_dtypes(OpKind kind) {
+  switch (kind) {
+    case OpKind::Cast:
+    case OpKind::Reshape:
+    case OpKind::Permute:
+    case OpKind::Expand:
+    case OpKind::Slice:
+    case OpKind::SliceBackward:
+    case OpKind::Contiguous:
+    case OpKind::Cat:
+    case OpKind::Stack:
+    case OpKind::Pad:
+    case OpKind::Flip:
+    case OpKind::IndexSelect:
+    case OpKind::Gather:
+      return kEveryDType;
+    default:
+      return kComputeDTypes;
+  }
+}
+
 DTypeSet kernel_dtypes(DeviceType type, OpKind kind) {
   return g_kernel_dtypes[static_cast<size_t>(type)][static_cast<size_t>(kind)].load(
       std::memory_order_relaxed);

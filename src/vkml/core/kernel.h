@@ -116,6 +116,11 @@ using Kernel = Outputs (*)(const std::vector<Tensor>& in, const Attrs& a, const 
 // so that a kernel written for the five compute dtypes serves all ten. A kernel that registers a
 // narrow dtype handles it itself (a view, a copy, a cast, a native 16-bit GEMM).
 void register_kernel(DeviceType type, OpKind kind, Kernel kernel, DTypeSet dtypes = kComputeDTypes);
+// The dtypes a backend registers `kind`'s kernel for unless it does more: every dtype for the ops
+// that move bits (views, copies, index_select and gather) or convert them (cast), so that a view
+// of a float16 tensor is a view and an embedding lookup in a bfloat16 table copies rows instead of
+// widening the table; kComputeDTypes for the rest.
+DTypeSet standard_kernel_dtypes(OpKind kind);
 // The kernel of `kind` on `type`; null when that device has none.
 Kernel find_kernel(DeviceType type, OpKind kind);
 // The dtypes that kernel takes (kComputeDTypes unless it registered more).

@@ -196,7 +196,11 @@ Tensor convert_for_kernel(const Tensor& t, DType to, Device device, std::string_
            " device");
   Attrs a;
   a.dtype = to;
-  return cast_kernel({t}, a, Meta{t.shape(), to, device})[0];
+  try {
+    return cast_kernel({t}, a, Meta{t.shape(), to, device})[0];
+  } catch (const DTypeError& e) {  // a device that cannot hold the dtype after all (its features)
+    throw DTypeError(detail::cat(op, ": ", e.what()));
+  }
 }
 
 // Runs a kernel that does not take the op's narrow dtypes (core/kernel.h, register_kernel): the

@@ -2,8 +2,6 @@
 // optimizers use to write into existing memory. Nothing outside this folder names a CPU kernel.
 #include "vkml/backend/cpu/register.h"
 
-#include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "vkml/backend/cpu/conv.h"
@@ -171,19 +169,8 @@ void register_backend() {
       {OpKind::Igamma, cpu::igamma},
       {OpKind::Igammac, cpu::igammac},
   };
-  // Views and copies move bytes (or convert, for cast) whatever the dtype: they take every dtype,
-  // so that a view of a float16 tensor is a view (and an embedding lookup in a bfloat16 table
-  // copies rows instead of widening the table). The rest compute in compute_dtype (dispatch
-  // widens their narrow inputs and rounds their outputs once).
-  constexpr OpKind kEveryDTypeKinds[] = {
-      OpKind::Cast,          OpKind::Reshape,     OpKind::Permute, OpKind::Expand, OpKind::Slice,
-      OpKind::SliceBackward, OpKind::Contiguous,  OpKind::Cat,     OpKind::Stack,  OpKind::Pad,
-      OpKind::Flip,          OpKind::IndexSelect, OpKind::Gather};
-  for (const auto& [kind, kernel] : kernels) {
-    const bool every = std::find(std::begin(kEveryDTypeKinds), std::end(kEveryDTypeKinds), kind) !=
-                       std::end(kEveryDTypeKinds);
-    register_kernel(DeviceType::CPU, kind, kernel, every ? kEveryDType : kComputeDTypes);
-  }
+  for (const auto& [kind, kernel] : kernels)
+    register_kernel(DeviceType::CPU, kind, kernel, standard_kernel_dtypes(kind));
   register_services(DeviceType::CPU, {.copy_into = copy_into,
                                       .add_into = add_into,
                                       .sgd_update = sgd_update,

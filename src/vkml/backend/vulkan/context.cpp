@@ -209,31 +209,44 @@ bool Context::init(std::string& why) {
   device_name_ = props.deviceName;
   for (int i = 0; i < 3; ++i) max_groups_[i] = props.limits.maxComputeWorkGroupCount[i];
   max_storage_range_ = props.limits.maxStorageBufferRange;
-  // Features the kernels use where the device has them: float64 and int64 arithmetic, and 8-bit
-  // storage (bool tensors are one byte per element, as on the CPU). Requesting an absent one
-  // would fail device creation, so each is enabled only where supported.
+  // Features the kernels use where the device has them: float64 and int64 arithmetic, 8-bit
+  // storage (bool, uint8 and int8 tensors are one byte per element, as on the CPU) and 16-bit
+  // storage (float16, bfloat16 and int16: loaded and stored as 16-bit words, computed in 32 bits).
+  // Requesting an absent one would fail device creation, so each is enabled only where supported.
+  VkPhysicalDevice16BitStorageFeatures storage16{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDevice8BitStorageFeatures storage8{
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES, .pNext = &storage16};
   VkPhysicalDeviceFeatures2 supported{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
                                       .pNext = &storage8};
   std::vector<const char*> device_extensions;
-  // (the extension, not Vulkan 1.2's core feature: the instance asks for Vulkan 1.1)
+  // (the 8-bit extension, not Vulkan 1.2's core feature: the instance asks for Vulkan 1.1, where
+  // 16-bit storage is core)
   const bool has_8bit_extension =
       has_device_extension(physical_, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-  if (!has_8bit_extension) supported.pNext = nullptr;
+  if (!has_8bit_extension) supported.pNext = &storage16;
   api_.vkGetPhysicalDeviceFeatures2(physical_, &supported);
   // VKML_VULKAN_NO_FLOAT64=1 runs as a device without shaderFloat64 would (most mobile GPUs,
   // Intel Arc, Apple's through MoltenVK): so that the paths for them are tested on any device,
-  // with the validation layers catching a shader that still uses float64.
+  // with the validation layers catching a shader that still uses float64. VKML_VULKAN_NO_16BIT=1
+  // likewise for a device without 16-bit storage (its 16-bit dtypes are DTypeErrors).
   if (env_flag("VKML_VULKAN_NO_FLOAT64")) supported.features.shaderFloat64 = VK_FALSE;
+  if (env_flag("VKML_VULKAN_NO_16BIT")) storage16.storageBuffer16BitAccess = VK_FALSE;
   has_float64_ = supported.features.shaderFloat64 == VK_TRUE;
   has_int64_ = supported.features.shaderInt64 == VK_TRUE;
   has_int8_storage_ = has_8bit_extension && storage8.storageBuffer8BitAccess == VK_TRUE;
+  has_int16_storage_ = storage16.storageBuffer16BitAccess == VK_TRUE;
+  VkPhysicalDevice16BitStorageFeatures enable16{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+      .storageBuffer16BitAccess = VK_TRUE};
   VkPhysicalDevice8BitStorageFeatures enable8{
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+      .pNext = has_int16_storage_ ? &enable16 : nullptr,
       .storageBuffer8BitAccess = VK_TRUE};
-  VkPhysicalDeviceFeatures2 enabled{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                    .pNext = has_int8_storage_ ? &enable8 : nullptr};
+  VkPhysicalDeviceFeatures2 enabled{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  enabled.pNext = has_int8_storage_    ? static_cast<void*>(&enable8)
+                  : has_int16_storage_ ? static_cast<void*>(&enable16)
+                                       : nullptr;
   enabled.features.shaderFloat64 = supported.features.shaderFloat64;
   enabled.features.shaderInt64 = supported.features.shaderInt64;
   if (has_int8_storage_) device_extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);

@@ -68,6 +68,7 @@ class Context final : public BlockSource {
   bool has_float64() const { return has_float64_; }
   bool has_int64() const { return has_int64_; }
   bool has_int8_storage() const { return has_int8_storage_; }
+  bool has_int16_storage() const { return has_int16_storage_; }
   VkDeviceSize max_storage_range() const { return max_storage_range_; }
   // Tensor memory is never mapped (VKML_VULKAN_STAGING=1): every host copy goes through staging,
   // as on a discrete GPU without host-visible device memory, so that lavapipe tests that path.
@@ -169,7 +170,8 @@ class Context final : public BlockSource {
   VkPhysicalDeviceMemoryProperties memory_props_{};
   VkPhysicalDeviceProperties props_{};
   std::string device_name_;
-  bool has_float64_ = false, has_int64_ = false, has_int8_storage_ = false;
+  bool has_float64_ = false, has_int64_ = false, has_int8_storage_ = false,
+       has_int16_storage_ = false;
   bool staged_only_ = false;
   uint32_t max_groups_[3] = {65535, 65535, 65535};
   VkDeviceSize max_storage_range_ = 0;

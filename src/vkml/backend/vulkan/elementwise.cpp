@@ -194,21 +194,4 @@ VK_KERNEL(clamp) {
   return run_strided(s, in, m);
 }
 
-VK_KERNEL(cast) {
-  (void)a;
-  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
-  copy_into(out, in[0]);
-  return out;
-}
-
-void copy_into(const Tensor& dst, const Tensor& src) {
-  const Tensor* ts[] = {&dst, &src};
-  run_strided(Strided{.shader = "copy", .op = "copy into a tensor"}, ts);
-}
-
-void add_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
-  const Tensor* ts[] = {&dst, &a, &b};
-  run_strided(Strided{.shader = "add", .op = "in-place add"}, ts);
-}
-
 }  // namespace vk::vulkan

@@ -24,8 +24,8 @@ VK_KERNEL(sin);
 VK_KERNEL(cos);
 VK_KERNEL(tanh);
 VK_KERNEL(sigmoid);
-// dst = src over dst's strides, converting the dtype; dst = a + b (gradient accumulation), one
-// shape and dtype.
+// cast.cpp: dst = src over dst's strides, converting between any of the ten dtypes; dst = a + b
+// (gradient accumulation), one shape and dtype (a narrow one added in float32 / int32).
 void copy_into(const Tensor& dst, const Tensor& src);
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
 // optim.cpp: the fused SGD and Adam steps (DeviceServices)
@@ -60,7 +60,7 @@ VK_KERNEL(ge);
 VK_KERNEL(bitwise_and);
 VK_KERNEL(bitwise_or);
 VK_KERNEL(bitwise_xor);
-VK_KERNEL(cast);
+VK_KERNEL(cast);  // cast.cpp: every dtype
 // ---- end of the element-wise family ----
 // reduction.cpp: a.dims (wrapped, sorted, never empty), a.keepdim
 VK_KERNEL(sum);

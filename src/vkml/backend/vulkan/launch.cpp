@@ -17,16 +17,24 @@ std::string_view short_name(DType t) {
   switch (t) {
     case DType::Bool:
       return "b8";
+    case DType::UInt8:
+      return "u8";
+    case DType::Int8:
+      return "i8";
+    case DType::Int16:
+      return "i16";
     case DType::Int32:
       return "i32";
     case DType::Int64:
       return "i64";
+    case DType::Float16:
+      return "f16";
+    case DType::BFloat16:
+      return "bf16";
     case DType::Float32:
       return "f32";
     case DType::Float64:
       return "f64";
-    default:  // the narrow dtypes reach no vulkan kernel (its cast does not take them)
-      break;
   }
   return "?";
 }
@@ -93,10 +101,13 @@ std::string variant_name(std::string_view op, std::span<const DType> dtypes) {
 void check_dtype(DType t, std::string_view op) {
   if (t == DType::Int32 || t == DType::Float32) return;
   Context& ctx = context();
-  const bool ok = t == DType::Bool    ? ctx.has_int8_storage()
+  const size_t size = dtype_size(t);
+  const bool ok = size == 1           ? ctx.has_int8_storage()
+                  : size == 2         ? ctx.has_int16_storage()
                   : t == DType::Int64 ? ctx.has_int64()
                                       : ctx.has_float64() && ctx.has_int64();
-  const char* what = t == DType::Bool    ? "8-bit storage buffers (storageBuffer8BitAccess)"
+  const char* what = size == 1           ? "8-bit storage buffers (storageBuffer8BitAccess)"
+                     : size == 2         ? "16-bit storage buffers (storageBuffer16BitAccess)"
                      : t == DType::Int64 ? "64-bit integers (shaderInt64)"
                                          : "float64 arithmetic (shaderFloat64 and shaderInt64)";
   VK_CHECK(ok, DTypeError, op, ": the vulkan device ", ctx.device_name(), " has no ", what,

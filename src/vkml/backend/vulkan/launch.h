@@ -59,8 +59,9 @@ void run_elementwise(std::string_view name, std::initializer_list<const Tensor*>
 // out = v converted to out's dtype, every element (out of any strides).
 void fill(const Tensor& out, const Scalar& v, std::string_view op);
 
-// DTypeError naming op and the device unless the device computes tensors of dtype t: bool needs
-// 8-bit storage, int64 shaderInt64, float64 shaderFloat64 (and shaderInt64, for bit casts).
+// DTypeError naming op and the device unless the device holds tensors of dtype t: bool, uint8 and
+// int8 need 8-bit storage, float16, bfloat16 and int16 16-bit storage, int64 shaderInt64, float64
+// shaderFloat64 (and shaderInt64, for bit casts).
 void check_dtype(DType t, std::string_view op);
 
 // DTypeError naming op and the device unless t is float32 (ops without other dtypes here).

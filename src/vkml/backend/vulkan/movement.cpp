@@ -87,11 +87,8 @@ void check_reach(const Tensor& t, int64_t offset, const std::vector<int64_t>& si
 }
 
 int element_size(DType dtype, std::string_view op) {
-  const int es = static_cast<int>(dtype_size(dtype));
-  VK_CHECK(es != 1 || context().has_int8_storage(), DTypeError, op, ": the vulkan device ",
-           context().device_name(), " has no 8-bit storage buffers, which ", dtype_name(dtype),
-           " tensors need (move it to the cpu, or cast it to int32)");
-  return es;
+  if (dtype_size(dtype) < 4) check_dtype(dtype, op);  // 8- and 16-bit storage
+  return static_cast<int>(dtype_size(dtype));
 }
 
 void launch(std::string_view name, std::span<Buffer* const> buffers, const void* push,

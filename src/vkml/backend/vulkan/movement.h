@@ -33,8 +33,8 @@ Walk plan_walk(const Shape& shape, const std::vector<const Strides*>& strides, s
 void check_reach(const Tensor& t, int64_t offset, const std::vector<int64_t>& sizes,
                  const std::vector<int64_t>& strides, int64_t extra, std::string_view op);
 
-// The element size the shaders move t's dtype as (1, 4 or 8); DTypeError naming op and the device
-// for bool on a device without 8-bit storage.
+// The element size the shaders move t's dtype as (1, 2, 4 or 8); DTypeError naming op and the
+// device for a 1- or 2-byte dtype on a device without 8- or 16-bit storage.
 int element_size(DType dtype, std::string_view op);
 
 // Runs shader `name` over `buffers` (the first `writes` written) with push constants `push`, one

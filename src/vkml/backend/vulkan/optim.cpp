@@ -102,10 +102,30 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   ctx.dispatch(pipe, buffers, &k, (uint64_t{k.n} + kGroupSize - 1) / kGroupSize, 4);
 }
 
+// A float32 copy of a 16-bit tensor (undefined stays undefined): as on the CPU, a 16-bit
+// parameter steps in float32 and each tensor the step writes is rounded back once.
+Tensor in_float32(const Tensor& t) {
+  if (!t.defined()) return t;
+  Tensor w = Tensor::empty(t.shape(), DType::Float32, t.device());
+  copy_into(w, t);
+  return w;
+}
+
+void write_back(const Tensor& narrow, const Tensor& wide) {
+  if (narrow.defined()) copy_into(narrow, wide);
+}
+
 }  // namespace
 
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                 const SgdHyper& h) {
+  if (is_half(param.dtype())) {
+    const Tensor p = in_float32(param), buf = in_float32(momentum_buffer);
+    sgd_update(p, in_float32(grad), buf, h);
+    write_back(param, p);
+    write_back(momentum_buffer, buf);
+    return;
+  }
   check_step(param, {&param, &grad, &momentum_buffer}, "SGD step");
   if (param.numel() == 0) return;
   if (param.dtype() == DType::Float64) return sgd_typed<double>(param, grad, momentum_buffer, h);
@@ -114,6 +134,16 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h) {
+  if (is_half(param.dtype())) {
+    const Tensor p = in_float32(param), m = in_float32(exp_avg), v = in_float32(exp_avg_sq);
+    const Tensor vmax = h.amsgrad ? in_float32(max_exp_avg_sq) : Tensor();
+    adam_update(p, in_float32(grad), m, v, vmax, h);
+    write_back(param, p);
+    write_back(exp_avg, m);
+    write_back(exp_avg_sq, v);
+    if (h.amsgrad) write_back(max_exp_avg_sq, vmax);
+    return;
+  }
   check_step(param, {&param, &grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, "Adam step");
   if (param.numel() == 0) return;
   if (param.dtype() == DType::Float64)

@@ -166,7 +166,10 @@ void register_backend() {
       {OpKind::Igamma, igamma},
       {OpKind::Igammac, igammac},
   };
-  for (const auto& [kind, kernel] : kernels) register_kernel(type, kind, kernel);
+  // Narrow dtypes (#19 item 7): views, copies and cast take them as the CPU's; the rest compute
+  // them in float32 / int32 (16- and 8-bit storage: check_dtype).
+  for (const auto& [kind, kernel] : kernels)
+    register_kernel(type, kind, kernel, standard_kernel_dtypes(kind));
   register_services(type, {.copy_into = copy_into,
                            .add_into = add_into,
                            .sgd_update = sgd_update,
@@ -201,7 +204,7 @@ Stats stats() {
 // vkgaps
 Features features() {
   const Context& c = context();
-  return {c.has_float64(), c.has_int64(), c.has_int8_storage()};
+  return {c.has_float64(), c.has_int64(), c.has_int8_storage(), c.has_int16_storage()};
 }
 
 int validation_messages() {

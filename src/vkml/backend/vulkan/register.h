@@ -33,7 +33,7 @@ Stats stats();
 // vkgaps: what the device computes beyond float32 (its features), for the Python tests that run
 // the float64 cases on it; DeviceError saying why when there is no device.
 struct Features {
-  bool float64 = false, int64 = false, int8_storage = false;
+  bool float64 = false, int64 = false, int8_storage = false, int16_storage = false;
 };
 Features features();
 }  // namespace vk::vulkan

@@ -113,7 +113,7 @@ VK_KERNEL(pad) {
   if (v.fill) {
     // The value as the CPU's static_cast<T> gives it (its bits are what the shader writes).
     uint64_t bits = 0;
-    VK_DISPATCH_ALL(m.dtype, "pad", bits = bits_of(static_cast<T>(a.pad.value)));
+    VK_DISPATCH_STORAGE(m.dtype, "pad", bits = bits_of(static_cast<T>(a.pad.value)));
     fill_bits(out, bits, "pad");
   }
   if (v.src.numel() > 0) copy_strided(v.dst, v.src, "pad");

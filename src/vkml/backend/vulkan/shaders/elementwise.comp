@@ -3,7 +3,9 @@
 // (-DOP_ADD, ...). NIN is the number of inputs. The dtypes are codes, 0 bool, 1 int32, 2 int64,
 // 3 float32, 4 float64: DTO the output's, DTA, DTB, DTC the inputs' (each defaulting to the one
 // before; everything float32 when none is given). Bools are bytes (8-bit storage), 0 or 1, read
-// and written one byte each. FLAG adds a written uint buffer after the output (the host's error word),
+// and written one byte each. The narrow storage dtypes, 5 float16, 6 bfloat16, 7 uint8, 8 int8,
+// 9 int16, appear only in copies to or from the dtype they compute in (float32, int32): read into
+// 32 bits, and rounded (to nearest even, as core/half.h) or wrapped on store. FLAG adds a written uint buffer after the output (the host's error word),
 // which an invocation sets to scalar[3] on an error the host must raise (an integer division by
 // zero), deferred to its next read.
 #version 450
@@ -27,8 +29,15 @@
 #define VM_DOUBLE (DTA == 4)
 #endif
 
-#if DTO == 0 || DTA == 0 || DTB == 0 || DTC == 0
+#define IS_NARROW(c) ((c) >= 5)
+#if (IS_NARROW(DTO) || IS_NARROW(DTA)) && !defined(OP_COPY)
+#error "the narrow dtypes are only copied (dispatch computes them in float32 or int32)"
+#endif
+#if DTO == 0 || DTA == 0 || DTB == 0 || DTC == 0 || DTO == 7 || DTA == 7 || DTO == 8 || DTA == 8
 #extension GL_EXT_shader_8bit_storage : require
+#endif
+#if DTO == 5 || DTA == 5 || DTO == 6 || DTA == 6 || DTO == 9 || DTA == 9
+#extension GL_EXT_shader_16bit_storage : require
 #endif
 #if DTO == 2 || DTA == 2 || DTB == 2 || DTO == 4 || DTA == 4 || DTB == 4 || VM_DOUBLE || \
     defined(OP_SIN) || defined(OP_COS)
@@ -43,6 +52,11 @@
 #define TYPE_2 int64_t
 #define TYPE_3 float
 #define TYPE_4 double
+#define TYPE_5 float
+#define TYPE_6 float
+#define TYPE_7 int
+#define TYPE_8 int
+#define TYPE_9 int
 #define UTYPE_1 uint
 #define UTYPE_2 uint64_t
 #define STORAGE_0 uint8_t
@@ -50,21 +64,73 @@
 #define STORAGE_2 int64_t
 #define STORAGE_3 float
 #define STORAGE_4 double
+#define STORAGE_5 uint16_t
+#define STORAGE_6 uint16_t
+#define STORAGE_7 uint8_t
+#define STORAGE_8 int8_t
+#define STORAGE_9 int16_t
 #define LOAD_0(buf, i) (uint(buf[i]) != 0u)
 #define LOAD_1(buf, i) buf[i]
 #define LOAD_2(buf, i) buf[i]
 #define LOAD_3(buf, i) buf[i]
 #define LOAD_4(buf, i) buf[i]
+#define LOAD_5(buf, i) float16_to_float(uint(buf[i]))
+#define LOAD_6(buf, i) uintBitsToFloat(uint(buf[i]) << 16)
+#define LOAD_7(buf, i) int(uint(buf[i]))
+#define LOAD_8(buf, i) int(buf[i])
+#define LOAD_9(buf, i) int(buf[i])
 #define STORE_0(v) uint8_t((v) ? 1u : 0u)
 #define STORE_1(v) (v)
 #define STORE_2(v) (v)
 #define STORE_3(v) (v)
 #define STORE_4(v) (v)
+#define STORE_5(v) uint16_t(float_to_float16(v))
+#define STORE_6(v) uint16_t(float_to_bfloat16(v))
+#define STORE_7(v) uint8_t(uint(v))
+#define STORE_8(v) int8_t(v)
+#define STORE_9(v) int16_t(v)
 
 #define TO XCAT(TYPE_, DTO)
 #define TA XCAT(TYPE_, DTA)
 #define TB XCAT(TYPE_, DTB)
 #define TC XCAT(TYPE_, DTC)
+
+#if DTO == 5 || DTA == 5
+// The conversions of core/half.h, bit for bit (on 32-bit words: 16-bit storage alone allows no
+// 16-bit arithmetic).
+float float16_to_float(uint h) {
+  const uint sign = (h & 0x8000u) << 16;
+  const uint e = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (e == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (mant << 13));  // inf, NaN
+  if (e == 0u) {  // zero or subnormal: mant * 2^-24, exact in float
+    precise float v = float(mant) * 5.9604644775390625e-8;
+    return uintBitsToFloat(sign | floatBitsToUint(v));
+  }
+  return uintBitsToFloat(sign | ((e + 112u) << 23) | (mant << 13));
+}
+uint float_to_float16(float f) {
+  uint x = floatBitsToUint(f);
+  const uint sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (x >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 (half-way past 65504): inf
+  if (x < 0x38800000u) {
+    // float16's subnormal range: adding 0.5 puts the value where float's spacing (2^-24) is
+    // float16's, so the addition's own round-to-nearest-even rounds it
+    precise float r = uintBitsToFloat(x) + 0.5;
+    return sign | (floatBitsToUint(r) - 0x3f000000u);
+  }
+  x += 0xc8000fffu + ((x >> 13) & 1u);  // rebias the exponent (-112 << 23) and round, ties even
+  return sign | ((x >> 13) & 0xffffu);
+}
+#endif
+#if DTO == 6
+uint float_to_bfloat16(float f) {
+  const uint x = floatBitsToUint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;  // NaN
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+#endif
 
 layout(local_size_x = 256) in;
 
@@ -103,18 +169,18 @@ layout(std430, binding = IN_BINDING(2)) readonly buffer C { XCAT(STORAGE_, DTC) 
 TO scalar_at(int k) {
 #if DTO == 0
   return p.scalar[2 * k] != 0u;
-#elif DTO == 1
+#elif DTO == 1 || DTO >= 7
   return int(p.scalar[2 * k]);
 #elif DTO == 2
   return int64_t(pack64(uvec2(p.scalar[2 * k], p.scalar[2 * k + 1])));
-#elif DTO == 3
+#elif DTO == 3 || DTO == 5 || DTO == 6
   return uintBitsToFloat(p.scalar[2 * k]);
 #else
   return packDouble2x32(uvec2(p.scalar[2 * k], p.scalar[2 * k + 1]));
 #endif
 }
 
-#define IS_FLOAT_A (DTA >= 3)
+#define IS_FLOAT_A (DTA == 3 || DTA == 4)
 
 #if defined(OP_EXP) || defined(OP_LOG) || defined(OP_TANH) || defined(OP_SIGMOID) ||    \
     defined(OP_ERF) || defined(OP_ERFC) || defined(OP_GELU) || defined(OP_GELU_TANH) || \
@@ -147,7 +213,7 @@ TO convert(TA x) {
   return x != TA(0);
 #elif DTA == 0
   return x ? TO(1) : TO(0);
-#elif DTO <= 2 && DTA >= 3
+#elif DTO <= 2 && (DTA == 3 || DTA == 4)
 #if DTO == 1
   const TA lo = TA(-2147483648.0);
   const TO lowest = int(0x80000000u);

@@ -11,6 +11,10 @@
 #extension GL_EXT_shader_8bit_storage : require
 #define ELEM uint8_t
 #define ZERO uint8_t(0)
+#elif ES == 2
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM uint16_t
+#define ZERO uint16_t(0)
 #elif ES == 4
 #define ELEM uint
 #define ZERO 0u

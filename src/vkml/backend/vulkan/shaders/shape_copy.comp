@@ -1,12 +1,16 @@
-// Data movement for any dtype, keyed on the element size ES (1, 4 or 8 bytes: bool; int32 and
-// float32; int64 and float64 moved as uint pairs, so neither shaderInt64 nor shaderFloat64 is
-// needed). COPY: dst[i] = src[i], both walked over one shape by their own offsets and strides
+// Data movement for any dtype, keyed on the element size ES (1, 2, 4 or 8 bytes: bool, uint8 and
+// int8; float16, bfloat16 and int16; int32 and float32; int64 and float64 moved as uint pairs, so
+// neither shaderInt64 nor shaderFloat64 is needed). COPY: dst[i] = src[i], both walked over one shape by their own offsets and strides
 // (views, negative strides for flip). FILL: dst[i] = the value's bits. See movement.h.
 #version 450
 #if ES == 1
 #extension GL_EXT_shader_8bit_storage : require
 #define ELEM uint8_t
 #define VALUE uint8_t(p.value.x)
+#elif ES == 2
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM uint16_t
+#define VALUE uint16_t(p.value.x)
 #elif ES == 4
 #define ELEM uint
 #define VALUE p.value.x
