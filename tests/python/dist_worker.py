@@ -13,7 +13,20 @@ import vkml as vk
 import vkml.distributed as dist
 
 DTYPES = {"bool": vk.bool, "int32": vk.int32, "int64": vk.int64, "float32": vk.float32,
-          "float64": vk.float64}
+          "float64": vk.float64, "uint8": vk.uint8, "int8": vk.int8, "int16": vk.int16,
+          "float16": vk.float16, "bfloat16": vk.bfloat16}
+
+
+def as_tensor(x, name):
+    """rank_data's array as a vkml tensor of dtype `name` (bfloat16, which numpy lacks, from its
+    float32 array, rounded by vkml's cast)."""
+    t = vk.from_numpy(x.copy())
+    return t.to(vk.bfloat16) if name == "bfloat16" else t
+
+
+def hex_of(t):
+    """The bytes of t as hex (a bfloat16 tensor widened to float32 first: exact)."""
+    return (t.float() if t.dtype == vk.bfloat16 else t).numpy().tobytes().hex()
 
 
 def report(**fields):
@@ -28,9 +41,9 @@ def rank_data(rank, dtype, n):
     rng = np.random.default_rng(1000 + rank)
     if dtype == "bool":
         return rng.random(n) < 0.5
-    if dtype in ("int32", "int64"):
-        return rng.integers(-50, 50, n).astype(dtype)
-    x = rng.standard_normal(n).astype(dtype)
+    if dtype in ("int32", "int64", "uint8", "int8", "int16"):
+        return rng.integers(-50, 50, n).astype(dtype)  # uint8 wraps the negatives
+    x = rng.standard_normal(n).astype("float32" if dtype == "bfloat16" else dtype)
     if n > 3:
         x[3] = np.nan if rank == 1 else x[3]  # NaN from one rank reaches every rank
     return x
@@ -44,20 +57,34 @@ def collectives():
         for n in (0, 1, 7, 1001):
             ops = ["sum", "product", "min", "max"] + (["avg"] if name.startswith("float") else [])
             for op in ops:
-                t = vk.from_numpy(rank_data(r, name, n).copy())
+                t = as_tensor(rank_data(r, name, n), name)
                 dist.all_reduce(t, op=getattr(dist.ReduceOp, op.upper()))
-                out[f"all_reduce/{name}/{n}/{op}"] = t.numpy().tobytes().hex()
-            t = vk.from_numpy(rank_data(r, name, n).copy())
+                out[f"all_reduce/{name}/{n}/{op}"] = hex_of(t)
+            t = as_tensor(rank_data(r, name, n), name)
             dist.broadcast(t, src=p - 1)
-            out[f"broadcast/{name}/{n}"] = t.numpy().tobytes().hex()
-            gathered = vk.from_numpy(np.zeros(n * p, dtype=name))
-            dist.all_gather_into_tensor(gathered, vk.from_numpy(rank_data(r, name, n).copy()))
-            out[f"all_gather/{name}/{n}"] = gathered.numpy().tobytes().hex()
-            chunks = vk.from_numpy(rank_data(r, name, n * p).copy())
-            mine = vk.from_numpy(np.zeros(n, dtype=name))
+            out[f"broadcast/{name}/{n}"] = hex_of(t)
+            gathered = vk.zeros(n * p, dtype=DTYPES[name])
+            dist.all_gather_into_tensor(gathered, as_tensor(rank_data(r, name, n), name))
+            out[f"all_gather/{name}/{n}"] = hex_of(gathered)
+            chunks = as_tensor(rank_data(r, name, n * p), name)
+            mine = vk.zeros(n, dtype=DTYPES[name])
             dist.reduce_scatter_tensor(mine, chunks, op=dist.ReduceOp.SUM)
-            out[f"reduce_scatter/{name}/{n}"] = mine.numpy().tobytes().hex()
+            out[f"reduce_scatter/{name}/{n}"] = hex_of(mine)
     report(rank=r, results=out)
+
+
+def two_byte_moves():
+    """broadcast and all_gather of the 2-byte dtypes (they moved 8-byte elements: the values were
+    wrong and the buffers overrun)."""
+    r, p = dist.get_rank(), dist.get_world_size()
+    got = {}
+    for name in ("float16", "bfloat16", "int16"):
+        t = vk.full((3,), r + 1, dtype=DTYPES[name])
+        dist.broadcast(t, src=p - 1)
+        out = vk.zeros(3 * p, dtype=DTYPES[name])
+        dist.all_gather_into_tensor(out, vk.full((3,), r + 1, dtype=DTYPES[name]))
+        got[name] = [t.tolist(), out.tolist()]
+    report(rank=r, got=got)
 
 
 def list_forms():

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 import vkml as vk
 
@@ -24,7 +25,8 @@ import dist_worker as worker  # noqa: E402  (the rank side: its data, models and
 from dist_worker import rank_data  # noqa: E402
 
 WORKER = worker.__file__
-DTYPES = ["bool", "int32", "int64", "float32", "float64"]
+DTYPES = ["bool", "int32", "int64", "float32", "float64", "uint8", "int8", "int16", "float16",
+          "bfloat16"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -74,8 +76,20 @@ def ok_ranks(scenario, *args, ranks=2):
 # ---------------------------------------------------------------- the expectations (numpy)
 
 
-def reduce_in_rank_order(arrays, op):
-    """What every rank must hold: rank 0's values combined with rank 1's, then rank 2's, ..."""
+def _round_bfloat16(x):
+    """float32 values rounded to bfloat16 (torch's rounding, to nearest even), kept as float32;
+    NaN as vkml's (0x7fc0: torch's vectorised conversion gives 0xffff, its scalar one 0x7fc0)."""
+    out = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).bfloat16().float().numpy()
+    out[np.isnan(out)] = np.nan
+    return out
+
+
+def reduce_in_rank_order(arrays, op, name=None):
+    """What every rank must hold: rank 0's values combined with rank 1's, then rank 2's, ...; a
+    16-bit float accumulated in float32 and rounded once."""
+    if name in ("float16", "bfloat16"):
+        acc = reduce_in_rank_order([a.astype(np.float32) for a in arrays], op)
+        return acc.astype(np.float16) if name == "float16" else _round_bfloat16(acc)
     acc = arrays[0].copy()
     for x in arrays[1:]:
         if acc.dtype == bool:
@@ -97,14 +111,15 @@ def expected_collectives(p):
     for name in DTYPES:
         for n in (0, 1, 7, 1001):
             ops = ["sum", "product", "min", "max"] + (["avg"] if name.startswith("float") else [])
-            each = [rank_data(r, name, n) for r in range(p)]
+            held = _round_bfloat16 if name == "bfloat16" else (lambda x: x)  # what a rank holds
+            each = [held(rank_data(r, name, n)) for r in range(p)]
             for op in ops:
-                out[f"all_reduce/{name}/{n}/{op}"] = [reduce_in_rank_order(each, op)] * p
+                out[f"all_reduce/{name}/{n}/{op}"] = [reduce_in_rank_order(each, op, name)] * p
             out[f"broadcast/{name}/{n}"] = [each[p - 1]] * p
             out[f"all_gather/{name}/{n}"] = [np.concatenate(each)] * p
-            inputs = [rank_data(r, name, n * p) for r in range(p)]
+            inputs = [held(rank_data(r, name, n * p)) for r in range(p)]
             out[f"reduce_scatter/{name}/{n}"] = [
-                reduce_in_rank_order([x[r * n:(r + 1) * n] for x in inputs], "sum")
+                reduce_in_rank_order([x[r * n:(r + 1) * n] for x in inputs], "sum", name)
                 for r in range(p)]
     return out
 
@@ -118,6 +133,13 @@ def test_every_collective_equals_numpy_bit_for_bit_on_every_rank(ranks):
         for r in range(ranks):
             got = results[r]["results"][key]
             assert got == want[r].tobytes().hex(), f"{key} on rank {r}"
+
+
+def test_broadcast_and_all_gather_of_2_byte_dtypes_move_2_byte_elements():
+    for res in ok_ranks("two_byte_moves", ranks=3):
+        for name, (broadcast, gathered) in res["got"].items():
+            assert broadcast == [3, 3, 3], name
+            assert gathered == [1, 1, 1, 2, 2, 2, 3, 3, 3], name
 
 
 def test_list_forms_async_objects_and_device_tensors():

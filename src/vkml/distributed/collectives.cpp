@@ -17,7 +17,9 @@
 #include <limits>
 #include <memory>
 #include <sstream>
+#include <type_traits>
 
+#include "vkml/core/half.h"
 #include "vkml/distributed/group.h"
 #include "vkml/ops/device_ops.h"
 
@@ -113,6 +115,8 @@ MPI_Datatype element_type(DType dtype) {
   switch (dtype_size(dtype)) {
     case 1:
       return MPI_UINT8_T;
+    case 2:
+      return MPI_UINT16_T;
     case 4:
       return MPI_UINT32_T;
     default:
@@ -145,63 +149,48 @@ T combine(T a, T b, ReduceOp op) {
   }
 }
 
-template <class T>
-void combine_into(T* acc, const T* row, int64_t n, ReduceOp op) {
+template <class Acc, class T>
+void combine_into(Acc* acc, const T* row, int64_t n, ReduceOp op) {
   switch (op) {  // the common cases as plain loops the compiler vectorises
     case ReduceOp::Sum:
     case ReduceOp::Avg:
       if constexpr (!std::is_same_v<T, bool>) {
-        for (int64_t i = 0; i < n; ++i) acc[i] += row[i];
+        for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<Acc>(row[i]);
         return;
       }
       [[fallthrough]];
     default:
-      for (int64_t i = 0; i < n; ++i) acc[i] = combine(acc[i], row[i], op);
+      for (int64_t i = 0; i < n; ++i) acc[i] = combine(acc[i], static_cast<Acc>(row[i]), op);
   }
 }
 
 // mine[i] = x_0[i] (op) x_1[i] (op) ... (op) x_{p-1}[i], in rank order, where x_me is `mine` itself
 // and the other ranks' chunks lie in `others` (p - 1 rows of n, by rank, without this one's).
-// A small buffer per block keeps that order and lets each step vectorise.
+// A small buffer per block keeps that order and lets each step vectorise. A 16-bit float
+// accumulates in float32 and rounds once (as every vkml kernel); a narrow integer wraps as
+// arithmetic of its type.
 template <class T>
 void reduce_in_rank_order(T* mine, const T* others, int64_t n, int me, int p, ReduceOp op) {
+  using Acc = std::conditional_t<is_half_type<T>, float, T>;
   constexpr int64_t kBlock = 1024;
-  T acc[kBlock];
+  Acc acc[kBlock];
   for (int64_t begin = 0; begin < n; begin += kBlock) {
     const int64_t m = std::min(kBlock, n - begin);
     auto row = [&](int q) { return q == me ? mine + begin : others + (q - (q > me)) * n + begin; };
     std::copy(row(0), row(0) + m, acc);
     for (int q = 1; q < p; ++q) combine_into(acc, row(q), m, op);
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (std::is_floating_point_v<Acc>)
       if (op == ReduceOp::Avg)
-        for (int64_t i = 0; i < m; ++i) acc[i] /= static_cast<T>(p);
-    std::copy(acc, acc + m, mine + begin);
+        for (int64_t i = 0; i < m; ++i) acc[i] /= static_cast<Acc>(p);
+    for (int64_t i = 0; i < m; ++i) mine[begin + i] = static_cast<T>(acc[i]);
   }
 }
 
 void reduce_in_rank_order(DType dtype, void* mine, const void* others, int64_t n, int me, int p,
                           ReduceOp op) {
-  switch (dtype) {
-    case DType::Bool:
-      return reduce_in_rank_order(static_cast<bool*>(mine), static_cast<const bool*>(others), n, me,
-                                  p, op);
-    case DType::Int32:
-      return reduce_in_rank_order(static_cast<int32_t*>(mine), static_cast<const int32_t*>(others),
-                                  n, me, p, op);
-    case DType::Int64:
-      return reduce_in_rank_order(static_cast<int64_t*>(mine), static_cast<const int64_t*>(others),
-                                  n, me, p, op);
-    case DType::Float32:
-      return reduce_in_rank_order(static_cast<float*>(mine), static_cast<const float*>(others), n,
-                                  me, p, op);
-    case DType::Float64:
-      return reduce_in_rank_order(static_cast<double*>(mine), static_cast<const double*>(others), n,
-                                  me, p, op);
-    default:
-      throw DTypeError(
-          vk::detail::cat("all_reduce: ", dtype_name(dtype),
-                          " tensors are not reduced yet (cast to float32 or int32 first)"));
-  }
+  VK_DISPATCH_STORAGE(
+      dtype, "all_reduce",
+      reduce_in_rank_order(static_cast<T*>(mine), static_cast<const T*>(others), n, me, p, op));
 }
 
 // The communication thread's memory for the chunks the other ranks send, kept between calls: a
@@ -275,10 +264,6 @@ void require_contiguous(const Tensor& t, const char* fn, const char* name) {
 }
 
 void require_op_for(DType dtype, ReduceOp op, const char* fn) {
-  VK_CHECK(contains(kComputeDTypes, dtype), DTypeError, "vk.distributed.", fn, ": ",
-           dtype_name(dtype),
-           " tensors are not reduced yet (broadcast and all_gather move them; "
-           "reduce a float32 or int32 copy)");
   VK_CHECK(op != ReduceOp::Avg || is_floating(dtype), DTypeError, "vk.distributed.", fn,
            ": ReduceOp.AVG needs a floating dtype, got ", dtype_name(dtype),
            " (use SUM and divide)");
