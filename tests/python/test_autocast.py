@@ -197,3 +197,35 @@ def test_state_functions_as_torch():
     vk.clear_autocast_cache()
     with pytest.raises(vk.DTypeError, match="float16 or bfloat16"):
         vk.set_autocast_cpu_dtype(vk.float32)
+
+
+def test_checkpoint_recomputes_in_the_autocast_state_of_its_forward():
+    # The recompute ran outside any region (backward's), so it computed in float32 what the
+    # forward had computed in bfloat16: gradients of another function. As torch's checkpoint,
+    # the recompute now runs in the state the forward saw.
+    vk.manual_seed(0)
+    lin = vk.nn.Linear(8, 8)
+    x = vk.randn(4, 8, requires_grad=True)
+    seen = []
+
+    def block(x):
+        h = lin(x)
+        seen.append(h.dtype)
+        return h.relu().sum(-1)
+
+    grads = []
+    for use_checkpoint in (True, False):
+        with vk.autocast("cpu", dtype=vk.bfloat16):
+            y = vk.utils.checkpoint.checkpoint(block, x) if use_checkpoint else block(x)
+        grads.append(vk.autograd.grad(y.float().sum(), [x, lin.weight]))
+    assert seen == [vk.bfloat16] * 3  # forward, recompute, plain run
+    for a, b in zip(*grads):
+        assert vk.equal(a, b)
+    with vk.autocast("cpu", dtype=vk.bfloat16):  # and a region around backward changes nothing
+        y = vk.utils.checkpoint.checkpoint(block, x)
+    vk.autograd.grad(y.float().sum(), [x])
+    with vk.autocast("cpu", dtype=vk.bfloat16):
+        z = vk.utils.checkpoint.checkpoint(block, x)
+    with vk.autocast("cpu", enabled=False):
+        vk.autograd.grad(z.float().sum(), [x])
+    assert seen[3:] == [vk.bfloat16] * 4

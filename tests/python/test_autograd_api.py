@@ -450,3 +450,31 @@ def test_grad_fn_and_leaf_properties():
     with pytest.raises(vk.DTypeError):
         vk.tensor([1, 2], requires_grad=True)
     assert x.requires_grad_(False) is x and not x.requires_grad
+
+
+def test_checkpoint_sequential_and_the_checkpoint_module_as_torchs():
+    from vkml.utils.checkpoint import checkpoint, checkpoint_sequential
+    assert vk.utils.checkpoint.checkpoint is checkpoint and callable(vk.utils.checkpoint)
+    rng = np.random.default_rng(4)
+    ws = [rng.standard_normal((5, 5)) for _ in range(5)]
+    x0 = rng.standard_normal((3, 5))
+    grads = {}
+    for m in (vk, torch):
+        layers = []
+        for w in ws:
+            lin = m.nn.Linear(5, 5, bias=False).double()
+            with m.no_grad():
+                lin.weight.copy_(m.tensor(w))
+            layers += [lin, m.nn.Tanh()]
+        seq = m.nn.Sequential(*layers)
+        x = m.tensor(x0, requires_grad=True)
+        if m is vk:
+            y = checkpoint_sequential(seq, 3, x)
+        else:
+            y = torch.utils.checkpoint.checkpoint_sequential(seq, 3, x, use_reentrant=False)
+        y.pow(2).sum().backward()
+        grads[m.__name__] = [x.grad.numpy()] + [l.weight.grad.numpy() for l in seq[::2]]
+    for a, b in zip(grads["vkml"], grads["torch"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="segments"):
+        checkpoint_sequential(vk.nn.Sequential(vk.nn.Tanh()), 2, vk.ones(2))

@@ -6,6 +6,7 @@
 
 #include "vkml/autograd/engine.h"
 #include "vkml/core/grad_mode.h"
+#include "vkml/ops/autocast.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
@@ -76,6 +77,7 @@ Tensor stand_in(const Tensor& x, bool needed, bool create_graph) {
 Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                   const std::vector<Tensor>& inputs) {
   RngState rng = get_rng_state();
+  const AutocastState autocast = Autocast::state();
   Tensor result;
   // The node's inputs: the explicit ones, then every other tensor requiring grad that fn read
   // (the parameters of a layer it closes over), as PyTorch's non-reentrant checkpoint does.
@@ -91,7 +93,8 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
       if (std::none_of(inputs.begin(), inputs.end(), [&](const Tensor& x) { return x.same(t); }))
         parents.push_back(t);
   }
-  auto recompute = [fn, rng, enclosing, explicit_inputs = inputs.size()](const GradCtx& c) {
+  auto recompute = [fn, rng, autocast, enclosing,
+                    explicit_inputs = inputs.size()](const GradCtx& c) {
     // Every parent is replaced by a stand-in while fn runs again, so the walk below ends at the
     // stand-ins: it neither runs the parents' hooks (the outer walk does) nor frees their graph.
     const bool create_graph = GradMode::is_enabled();
@@ -111,6 +114,7 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
     Tensor out;
     {
       EnableGradGuard enable;
+      AutocastStateGuard as_in_forward(autocast);  // the same ops in the same dtypes
       std::vector<InputSubstitution::Layer> layers = enclosing;
       layers.push_back(from_to);
       InputSubstitution substitution(std::move(layers));

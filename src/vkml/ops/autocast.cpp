@@ -10,17 +10,7 @@
 namespace vk {
 namespace {
 
-// The dtype of a region without one given: bfloat16 on the CPU, float16 on GPUs (as PyTorch's
-// defaults); each thread starts with these.
-struct AutocastState {
-  uint32_t enabled_mask = 0;  // bit t: device type t is in a region
-  std::array<DType, kMaxDeviceTypes> dtype{};
-  AutocastState() {
-    dtype.fill(DType::Float16);
-    dtype[static_cast<size_t>(DeviceType::CPU)] = DType::BFloat16;
-  }
-};
-thread_local AutocastState t_autocast;
+thread_local AutocastState t_autocast;  // each thread starts with no region
 
 uint32_t bit(DeviceType type) { return 1u << static_cast<unsigned>(type); }
 
@@ -75,6 +65,12 @@ const char* autocast_policy_name(AutocastPolicy p) {
   return "inputs' dtype";
 }
 
+// The dtype of a region without one given: bfloat16 on the CPU, float16 on GPUs.
+AutocastState::AutocastState() {
+  dtype.fill(DType::Float16);
+  dtype[static_cast<size_t>(DeviceType::CPU)] = DType::BFloat16;
+}
+
 bool Autocast::is_enabled(DeviceType type) { return (t_autocast.enabled_mask & bit(type)) != 0; }
 DType Autocast::dtype(DeviceType type) { return t_autocast.dtype[static_cast<size_t>(type)]; }
 bool Autocast::any_enabled() { return t_autocast.enabled_mask != 0; }
@@ -94,6 +90,13 @@ AutocastGuard::AutocastGuard(DeviceType type, bool enabled, DType dtype)
 }
 
 AutocastGuard::~AutocastGuard() { Autocast::set(type_, saved_enabled_, saved_dtype_); }
+
+const AutocastState& Autocast::state() { return t_autocast; }
+
+AutocastStateGuard::AutocastStateGuard(const AutocastState& state) : saved_(t_autocast) {
+  t_autocast = state;
+}
+AutocastStateGuard::~AutocastStateGuard() { t_autocast = saved_; }
 
 NoAutocastGuard::NoAutocastGuard() : saved_mask_(t_autocast.enabled_mask) {
   t_autocast.enabled_mask = 0;

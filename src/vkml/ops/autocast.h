@@ -3,6 +3,7 @@
 // whatever the dtype of their inputs. The state is per thread and per device type, like grad
 // mode, and changed only through guards. The policy of each op is data: ops/autocast.cpp.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "vkml/core/device.h"
@@ -19,6 +20,13 @@ enum class AutocastPolicy : uint8_t {
 // The name used in docs/ops.md and errors.
 const char* autocast_policy_name(AutocastPolicy p);
 
+// This thread's whole autocast state: the device types in a region, and each one's dtype.
+struct AutocastState {
+  uint32_t enabled_mask = 0;  // bit t: device type t is in a region
+  std::array<DType, kMaxDeviceTypes> dtype{};
+  AutocastState();  // no region; bfloat16 on the CPU, float16 on GPUs (PyTorch's defaults)
+};
+
 struct Autocast {
   static bool is_enabled(DeviceType type);
   static DType dtype(DeviceType type);  // float16 or bfloat16
@@ -26,6 +34,7 @@ struct Autocast {
   // For bindings that cannot hold a guard across calls (a Python context manager saves the
   // state on entry and sets it back on exit); C++ uses AutocastGuard.
   static void set(DeviceType type, bool enabled, DType dtype);
+  static const AutocastState& state();
 };
 
 // Enters (or, with enabled=false, leaves) an autocast region of `type` on this thread; the
@@ -41,6 +50,19 @@ class AutocastGuard {
   DeviceType type_;
   bool saved_enabled_;
   DType saved_dtype_;
+};
+
+// Runs its scope under a saved state, then restores the one before (checkpoint's recompute runs
+// in the autocast state its forward ran in, as PyTorch's, wherever backward is called from).
+class AutocastStateGuard {
+ public:
+  explicit AutocastStateGuard(const AutocastState& state);
+  ~AutocastStateGuard();
+  AutocastStateGuard(const AutocastStateGuard&) = delete;
+  AutocastStateGuard& operator=(const AutocastStateGuard&) = delete;
+
+ private:
+  AutocastState saved_;
 };
 
 // No autocast on any device type while it lives: backward runs each gradient rule in the dtypes
