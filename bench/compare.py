@@ -127,23 +127,30 @@ def w_fused(name):
     return build
 
 
-def w_conv(n, cin, hw, cout, input_grad):
+def w_conv(n, cin, hw, cout, input_grad, k=3, stride=1):
     def build(L, F, np):
         x = _randn(L, np, n, cin, hw, hw, grad=input_grad)
-        w = _t(L, (_rng(np).standard_normal((cout, cin, 3, 3)) * 0.1).astype(np.float32), True)
+        w = _t(L, (_rng(np).standard_normal((cout, cin, k, k)) * 0.1).astype(np.float32), True)
         b = _t(L, np.zeros(cout, np.float32), True)
-        g = _randn(L, np, n, cout, hw, hw)
+        out = (hw + 2 * (k // 2) - k) // stride + 1
+        g = _randn(L, np, n, cout, out, out)
 
         def f():
             x.grad = w.grad = b.grad = None
-            F.conv2d(x, w, b, padding=1).backward(g)
+            F.conv2d(x, w, b, stride=stride, padding=k // 2).backward(g)
         return {"fn": f}
     return build
 
 
-def conv_flops(n, cin, hw, cout, input_grad):
-    fwd = 2.0 * n * cout * hw * hw * cin * 9
+def conv_flops(n, cin, hw, cout, input_grad, k=3, stride=1):
+    out = (hw + 2 * (k // 2) - k) // stride + 1
+    fwd = 2.0 * n * cout * out * out * cin * k * k
     return fwd * (3 if input_grad else 2)  # forward + weight grad (+ input grad)
+
+
+def conv_row(n, cin, hw, cout, k=3, stride=1):
+    """A convolution of ResNet-18 at 16x3x64x64 (#18): forward and both gradients."""
+    return (w_conv(n, cin, hw, cout, True, k, stride), {"flops": conv_flops(n, cin, hw, cout, True, k, stride)})
 
 
 # --- models, written once against the torch-shaped API of either library ----------------------------------
@@ -212,6 +219,16 @@ WORKLOADS = {
     "matmul.bf16.1024": (w_matmul(1024, dtype="bfloat16"), {"flops": 2.0 * 1024 ** 3}),
     "matmul.bf16.2048": (w_matmul(2048, dtype="bfloat16"), {"flops": 2.0 * 2048 ** 3, "heavy": True}),
     "train.transformer.bf16": (w_train("transformer", "bfloat16"), {"heavy": True}),
+    # real programs' shapes (#18 item 1): nanoGPT's CPU run, pytorch/examples' MNIST Net,
+    # torchvision's ResNet-18 at 16x3x64x64, and that ResNet's convolutions (stage 1 3x3, the
+    # stride-2 3x3 and 1x1 into stage 2, a stage-3 3x3)
+    "train.gpt_small": (w_train("gpt_small"), {}),
+    "train.mnist_net": (w_train("mnist_net"), {}),
+    "train.resnet18": (w_train("resnet18"), {"heavy": True}),
+    "conv.3x3.64": conv_row(16, 64, 16, 64),
+    "conv.3x3.s2.128": conv_row(16, 64, 16, 128, stride=2),
+    "conv.1x1.s2.128": conv_row(16, 64, 16, 128, k=1, stride=2),
+    "conv.3x3.256": conv_row(16, 256, 4, 256),
 }
 RSS_WORKLOADS = ["rss.mlp", "rss.transformer"]
 ALL_IDS = list(WORKLOADS)[:22] + RSS_WORKLOADS + list(WORKLOADS)[22:]  # the issue's order

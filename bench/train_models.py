@@ -64,6 +64,50 @@ def gpt_model(L, vocab=96, context=64, d=128, layers=2, heads=4):  # python/vkml
     return GPT()
 
 
+def mnist_net(L):  # pytorch/examples mnist/main.py's Net (log_softmax + nll_loss, Adadelta)
+    nn, F = L.nn, L.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(1, 32, 3, 1), nn.Conv2d(32, 64, 3, 1)
+            self.dropout1, self.dropout2 = nn.Dropout(0.25), nn.Dropout(0.5)
+            self.fc1, self.fc2 = nn.Linear(9216, 128), nn.Linear(128, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
+            x = self.fc1(L.flatten(self.dropout1(x), 1))
+            return F.log_softmax(self.fc2(self.dropout2(F.relu(x))), dim=1)
+    return Net()
+
+
+def resnet18(L, classes=1000):  # torchvision's resnet18 (BasicBlock, [2, 2, 2, 2]), written out
+    nn = L.nn
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1, self.relu = nn.BatchNorm2d(cout), nn.ReLU(inplace=True)
+            self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                                nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            out = self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x)))))
+            return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+    def stage(cin, cout, stride):
+        return nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1))
+
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, 2, 1), stage(64, 64, 1), stage(64, 128, 2), stage(128, 256, 2),
+        stage(256, 512, 2), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(), nn.Linear(512, classes))
+
+
 def lstm_lm_model(L, vocab=64, d=64, hidden=128):  # tests/programs/lstm_lm.py's shape (issue #16, rnn)
     nn = L.nn
 
@@ -106,6 +150,21 @@ def train_parts(kind, L, np, shard=(0, 1)):
         model = lstm_lm_model(L)
         opt = L.optim.SGD(model.parameters(), lr=1.0)
         batches = [(_t(L, rng.integers(0, 64, (32, 16))), _t(L, rng.integers(0, 64, 32 * 16))) for _ in range(4)]
+    elif kind == "mnist_net":  # pytorch/examples mnist: batch 64 of 28x28, Adadelta(lr=1.0)
+        model = mnist_net(L)
+        opt = L.optim.Adadelta(model.parameters(), lr=1.0)
+        batches = [(_t(L, rng.random((64, 1, 28, 28), dtype=np.float32)), _t(L, rng.integers(0, 10, 64)))
+                   for _ in range(4)]
+    elif kind == "resnet18":  # torchvision's resnet18 at 16x3x64x64, SGD with momentum
+        model = resnet18(L)
+        opt = L.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        batches = [(_t(L, rng.standard_normal((16, 3, 64, 64), dtype=np.float32)),
+                    _t(L, rng.integers(0, 1000, 16))) for _ in range(2)]
+    elif kind == "gpt_small":  # nanoGPT's CPU run: block 64, batch 12, 4 layers, 4 heads, n_embd 64
+        model = gpt_model(L, vocab=65, context=64, d=64, layers=4, heads=4)
+        opt = L.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
+        batches = [(_t(L, rng.integers(0, 65, (12, 64))), _t(L, rng.integers(0, 65, (12, 64))))
+                   for _ in range(4)]
     else:
         model = gpt_model(L)
         decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -117,8 +176,10 @@ def train_parts(kind, L, np, shard=(0, 1)):
 
 
 def train_loss(kind, L, logits, y):
-    if kind == "transformer":
+    if kind in ("transformer", "gpt_small"):
         logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
+    if kind == "mnist_net":  # the model ends in log_softmax
+        return L.nn.functional.nll_loss(logits, y)
     return L.nn.functional.cross_entropy(logits, y)
 
 
@@ -138,7 +199,7 @@ def train_setup(kind, L, np, autocast=None):
             loss = train_loss(kind, L, model(x), y)
         opt.zero_grad()
         loss.backward()
-        if kind == "transformer":
+        if kind in ("transformer", "gpt_small"):
             L.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
     return step, model
