@@ -120,6 +120,12 @@ void bind_autograd(nb::module_& m) {
   m.def("_set_autocast_state", [](const std::string& device_type, bool enabled, DType dtype) {
     vk::Autocast::set(vk::parse_device(device_type).type, enabled, dtype);
   });
+  m.def("_autocast_cache_enabled", [] { return vk::Autocast::cache_enabled(); });
+  m.def("_set_autocast_cache_enabled", [](bool b) { vk::Autocast::set_cache_enabled(b); });
+  m.def("_clear_autocast_cache", [] { vk::Autocast::clear_cache(); });
+  m.def("_autocast_cache_size", [] { return vk::Autocast::cache_size(); });
+  m.def("_autocast_enter_region", [] { return vk::Autocast::enter_region(); });
+  m.def("_autocast_exit_region", [] { return vk::Autocast::exit_region(); });
   m.def("is_anomaly_enabled", []() { return vk::AnomalyMode::is_enabled(); });
   m.def("_set_anomaly_enabled", [](bool b) { vk::AnomalyMode::set_enabled(b); });
 

@@ -273,34 +273,25 @@ def get_autocast_gpu_dtype():
 
 
 def clear_autocast_cache():
-    """Nothing to clear: vkml casts a weight each time an autocast op uses it."""
-
-
-_autocast_nesting = 0
+    """Drops the casts of weights autocast keeps within its outermost region (vk.autocast)."""
+    _C._clear_autocast_cache()
 
 
 def autocast_increment_nesting():
-    global _autocast_nesting
-    _autocast_nesting += 1
-    return _autocast_nesting
+    return _C._autocast_enter_region()
 
 
 def autocast_decrement_nesting():
-    global _autocast_nesting
-    _autocast_nesting -= 1
-    return _autocast_nesting
-
-
-_autocast_cache_enabled = True
+    """Leaves one level of autocast nesting; leaving the last clears the cast cache."""
+    return _C._autocast_exit_region()
 
 
 def is_autocast_cache_enabled():
-    return _autocast_cache_enabled
+    return _C._autocast_cache_enabled()
 
 
 def set_autocast_cache_enabled(enabled):
-    global _autocast_cache_enabled
-    _autocast_cache_enabled = True if enabled else False  # (bool is vk.bool here)
+    _C._set_autocast_cache_enabled(True if enabled else False)  # (bool is vk.bool here)
 
 
 _matmul_precision = "highest"

@@ -229,3 +229,58 @@ def test_checkpoint_recomputes_in_the_autocast_state_of_its_forward():
     with vk.autocast("cpu", enabled=False):
         vk.autograd.grad(z.float().sum(), [x])
     assert seen[3:] == [vk.bfloat16] * 4
+
+
+def test_a_weight_is_cast_once_per_region_and_the_cache_never_changes_a_result():
+    vk.manual_seed(0)
+    lin = vk.nn.Linear(6, 6)
+    x = vk.randn(3, 6, requires_grad=True)
+    size = vk._C._autocast_cache_size
+
+    def twice():  # the same weight used twice, as an RNN's at each step
+        return lin(vk.tanh(lin(x))).float().pow(2).sum()
+
+    with vk.autocast("cpu"):
+        y = twice()
+        assert size() == 2  # weight and bias, each cast once
+        with vk.autocast("cpu"):  # nested: the same cache
+            twice()
+        assert size() == 2
+    assert size() == 0  # the outermost region's end clears it
+    gx, gw = vk.autograd.grad(y, [x, lin.weight])
+    with vk.autocast("cpu", cache_enabled=False):
+        want = vk.autograd.grad(twice(), [x, lin.weight])
+        assert size() == 0
+    assert vk.is_autocast_cache_enabled()  # restored on exit
+    assert vk.equal(gx, want[0]) and vk.equal(gw, want[1])
+
+
+def test_the_autocast_cache_recasts_after_an_update_a_backward_or_no_grad():
+    vk.manual_seed(1)
+    lin = vk.nn.Linear(4, 4)
+    opt = vk.optim.SGD(lin.parameters(), lr=0.5)
+    x = vk.randn(2, 4)
+    with vk.autocast("cpu"):
+        with vk.no_grad():  # a cast without grad mode is not cached: its reuse would cut the grad
+            lin(x)
+        assert vk._C._autocast_cache_size() == 0
+        losses = []
+        for _ in range(3):  # steps inside one region: backward frees each step's graph and the
+            loss = lin(x).float().square().sum()  # update changes the weight's version
+            opt.zero_grad()
+            loss.backward()
+            assert lin.weight.grad is not None and lin.weight.grad.abs().sum().item() > 0
+            opt.step()
+            losses.append(loss.item())
+    vk.manual_seed(1)
+    ref = vk.nn.Linear(4, 4)
+    ref_opt = vk.optim.SGD(ref.parameters(), lr=0.5)
+    want = []
+    for _ in range(3):
+        with vk.autocast("cpu"):  # a region per step: nothing is reused
+            loss = ref(x).float().square().sum()
+        ref_opt.zero_grad()
+        loss.backward()
+        ref_opt.step()
+        want.append(loss.item())
+    assert losses == want

@@ -65,7 +65,9 @@ def set_autocast_dtype(device_type, dtype_):
 class autocast:
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a context
     manager and decorator; regions nest (an inner enabled=False region runs in full precision)
-    and are per thread. cache_enabled is accepted (vkml casts a weight each time it is used)."""
+    and are per thread. Within the outermost region a weight (a float32 leaf requiring grad) is
+    cast to the low precision once and the cast reused (cache_enabled=False casts it at every
+    use; None keeps vk.is_autocast_cache_enabled()); leaving that region clears the cache."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
@@ -91,15 +93,21 @@ class autocast:
 
     def __enter__(self):
         if self.device in _DEVICE_TYPES:
-            self._saved.append(_C._autocast_state(self.device))
+            self._saved.append((_C._autocast_state(self.device), _C._autocast_cache_enabled()))
             fast = self.fast_dtype if self.fast_dtype in (_C.dtype.float16, _C.dtype.bfloat16) \
-                else self._saved[-1][1]
+                else self._saved[-1][0][1]
             _C._set_autocast_state(self.device, self._enabled, fast)
+            if self._cache_enabled is not None:
+                _C._set_autocast_cache_enabled(bool(self._cache_enabled))
+            _C._autocast_enter_region()
         return self
 
     def __exit__(self, *exc):
         if self.device in _DEVICE_TYPES:
-            _C._set_autocast_state(self.device, *self._saved.pop())
+            state, cache_enabled = self._saved.pop()
+            _C._autocast_exit_region()  # the outermost region's end clears the cache
+            _C._set_autocast_state(self.device, *state)
+            _C._set_autocast_cache_enabled(cache_enabled)
         return False
 
     def __call__(self, func):

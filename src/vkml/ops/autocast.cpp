@@ -1,9 +1,11 @@
 #include "vkml/ops/autocast.h"
 
 #include <array>
+#include <unordered_map>
 #include <utility>
 
 #include "vkml/core/error.h"
+#include "vkml/core/grad_mode.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
 
@@ -11,6 +13,39 @@ namespace vk {
 namespace {
 
 thread_local AutocastState t_autocast;  // each thread starts with no region
+
+struct CachedCast {
+  Tensor source;  // held, so that the key below names it while the entry lives
+  uint32_t version;
+  Tensor cast;
+};
+struct CastCache {
+  bool enabled = true;
+  int nesting = 0;
+  std::unordered_map<const TensorImpl*, CachedCast> casts;
+};
+thread_local CastCache t_cast_cache;
+
+// t cast to `to`, through the cache when t is a weight (a float32 leaf requiring grad) cast to
+// the low precision in grad mode.
+Tensor cast_for_autocast(const Tensor& t, DType to) {
+  CastCache& cache = t_cast_cache;
+  // (only inside a counted region: a checkpoint's recompute runs in its forward's state outside
+  // any, and nothing would ever clear what it cached)
+  const bool cacheable = cache.enabled && cache.nesting > 0 && is_half(to) &&
+                         t.dtype() == DType::Float32 && t.is_leaf() && t.requires_grad() &&
+                         GradMode::is_enabled();
+  if (!cacheable) return cast(t, to);
+  auto it = cache.casts.find(t.impl());
+  if (it != cache.casts.end()) {
+    const CachedCast& c = it->second;
+    if (c.version == t.version() && c.cast.dtype() == to && !c.cast.impl()->graph_freed)
+      return c.cast;
+  }
+  Tensor out = cast(t, to);
+  cache.casts.insert_or_assign(t.impl(), CachedCast{t, t.version(), out});
+  return out;
+}
 
 uint32_t bit(DeviceType type) { return 1u << static_cast<unsigned>(type); }
 
@@ -87,11 +122,28 @@ void Autocast::set(DeviceType type, bool enabled, DType dtype) {
 AutocastGuard::AutocastGuard(DeviceType type, bool enabled, DType dtype)
     : type_(type), saved_enabled_(Autocast::is_enabled(type)), saved_dtype_(Autocast::dtype(type)) {
   Autocast::set(type, enabled, dtype);
+  Autocast::enter_region();
 }
 
-AutocastGuard::~AutocastGuard() { Autocast::set(type_, saved_enabled_, saved_dtype_); }
+AutocastGuard::~AutocastGuard() {
+  Autocast::exit_region();
+  Autocast::set(type_, saved_enabled_, saved_dtype_);
+}
 
 const AutocastState& Autocast::state() { return t_autocast; }
+
+bool Autocast::cache_enabled() { return t_cast_cache.enabled; }
+void Autocast::set_cache_enabled(bool enabled) { t_cast_cache.enabled = enabled; }
+void Autocast::clear_cache() { t_cast_cache.casts.clear(); }
+size_t Autocast::cache_size() { return t_cast_cache.casts.size(); }
+int Autocast::enter_region() { return ++t_cast_cache.nesting; }
+int Autocast::exit_region() {
+  if (--t_cast_cache.nesting <= 0) {
+    t_cast_cache.nesting = 0;
+    clear_cache();
+  }
+  return t_cast_cache.nesting;
+}
 
 AutocastStateGuard::AutocastStateGuard(const AutocastState& state) : saved_(t_autocast) {
   t_autocast = state;
@@ -113,7 +165,8 @@ void autocast_inputs(const OpDef& def, std::vector<Tensor>& in, DeviceType type)
   // float64 is left alone (as PyTorch: a float64 input means the program asked for it), and so
   // are integers and bool (their ops decide what they compute in).
   for (Tensor& t : in)
-    if (is_floating(t.dtype()) && t.dtype() != DType::Float64 && t.dtype() != to) t = cast(t, to);
+    if (is_floating(t.dtype()) && t.dtype() != DType::Float64 && t.dtype() != to)
+      t = cast_for_autocast(t, to);
 }
 
 }  // namespace vk

@@ -4,6 +4,7 @@
 // mode, and changed only through guards. The policy of each op is data: ops/autocast.cpp.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "vkml/core/device.h"
@@ -35,10 +36,26 @@ struct Autocast {
   // state on entry and sets it back on exit); C++ uses AutocastGuard.
   static void set(DeviceType type, bool enabled, DType dtype);
   static const AutocastState& state();
+
+  // The cast cache (PyTorch's): inside a region, a float32 leaf that requires grad (a weight)
+  // is cast to the low precision once and the cast reused by every op of the region that casts
+  // it again (an LSTM's weights at every step), until the outermost region ends. A cast is
+  // reused only while the weight's version is the one it was cast at (an in-place update inside
+  // the region casts again) and its graph has not been freed by a backward; casts made without
+  // grad mode are not cached (their reuse would cut the weight's gradient).
+  static bool cache_enabled();
+  static void set_cache_enabled(bool enabled);
+  static void clear_cache();
+  static size_t cache_size();  // the casts cached now (for tests)
+  // Region nesting (the guards and the Python context manager count it): leaving the outermost
+  // region clears the cache. Both return the depth after the change.
+  static int enter_region();
+  static int exit_region();
 };
 
 // Enters (or, with enabled=false, leaves) an autocast region of `type` on this thread; the
-// previous state comes back at the end of the scope. dtype must be float16 or bfloat16.
+// previous state comes back at the end of the scope (and the cast cache is cleared when it was
+// the outermost region). dtype must be float16 or bfloat16.
 class AutocastGuard {
  public:
   AutocastGuard(DeviceType type, bool enabled, DType dtype);
