@@ -20,8 +20,10 @@ APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv libvulkan-d
 # The Vulkan tests fail (instead of skipping) without a device, and run under the validation layers.
 VULKAN_TEST_ENV := VKML_REQUIRE_VULKAN=1 VKML_VULKAN_VALIDATE=1
 # The test extras of pyproject.toml. torch is the tests' oracle, never a runtime dependency.
-PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" scipy-openblas32 numpy pytest torch==2.13.0 \
-           scikit-learn safetensors tqdm matplotlib
+PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" scipy-openblas32 numpy pytest pytest-xdist \
+           torch==2.13.0 scikit-learn safetensors tqdm matplotlib
+# The Python suites run on every core (pytest-xdist): 367 s -> 245 s on 2 cores (Zen 3, quiet).
+PYTEST_WORKERS ?= $(JOBS)
 
 .PHONY: all deps venv build test test-cpp test-asan test-tsan test-python python python-asan test-python-asan \
         demo demo-cpp docs compat format clean example-install fuzz fuzz-smoke bench bench-vulkan
@@ -51,8 +53,12 @@ build: venv
 	  -DPython_EXECUTABLE=$(abspath $(PY)) -DVKML_BLAS=scipy-openblas32 >/dev/null
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
+# The GoogleTest suite in one process (17 s; one process per test under ctest took 60 s, mostly
+# process and Vulkan-instance start-up), then ctest's other tests (SPIR-V validation, the staged
+# Vulkan run, MPI ranks, the docs and layer checks).
 test-cpp: build
-	cd $(BUILD) && $(VULKAN_TEST_ENV) ctest -j $(JOBS) --output-on-failure --timeout 600
+	$(VULKAN_TEST_ENV) $(BUILD)/vkml_tests --gtest_brief=1
+	cd $(BUILD) && $(VULKAN_TEST_ENV) ctest -j $(JOBS) --output-on-failure --timeout 600 -LE gtest
 
 # The tests of concurrent use under ThreadSanitizer (their own binary, vkml_thread_tests): the
 # thread pool (every kernel's parallel split), backward from several threads into shared tensors,
@@ -73,11 +79,12 @@ test-tsan: deps
 # The C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer, leak checks on.
 # The sanitizer builds link the system's OpenBLAS and the Release build the scipy-openblas32
 # wheel's (what `pip install .` falls back to without apt; `make bench` measures it), so every
-# `make test` runs the C++ and Python suites against both. -O1 -g1, the sanitizers' own advice (a
-# report still names file and line): CI builds them from nothing, and they compile in about half
-# the time of -O2 -g (backend/cpu/reduction.cpp under ASan: 106 s at -O2 -g1, 59 s at -O1 -g1;
-# ops/table.cpp: 18 s at -O2 -g, 12 s at -O2 -g1).
-SAN_OPT = "-O1 -g1 -DNDEBUG"
+# `make test` runs the C++ and Python suites against both. -Og -g1: CI builds them from nothing,
+# and GCC's -Og compiles the template-heavy kernels in less than half the time of -O1 (under ASan
+# on 2 Zen 3 cores: backend/cpu/elementwise.cpp 168 s at -O1, 77 s at -Og, 46 s at -O0; the whole
+# test-asan stage 604 s at -O1, 361 s at -Og, 469 s at -O0, whose tests ran 3x slower), and the
+# tests run as fast as at -O1 (46 s against 54 s). A report still names file and line.
+SAN_OPT = "-Og -g1 -DNDEBUG"
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SAN_OPT) \
   -DVKML_NATIVE=OFF -DVKML_BUILD_EXAMPLES=OFF
 ASAN_CONFIG = $(CMAKE) -S . -B $(ASAN) $(GEN) $(LAUNCH) $(SAN_FLAGS) -DVKML_WERROR=ON \
@@ -95,7 +102,8 @@ python: build
 # Then the op sweep's float32 cases on the Vulkan device as one without float64 would run them
 # (VKML_VULKAN_NO_FLOAT64: the float32-alone shader variants), forward and derivatives vs torch.
 test-python: python
-	$(VULKAN_TEST_ENV) PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q --durations=10 tests/python
+	$(VULKAN_TEST_ENV) PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest -q --durations=10 \
+	  -n $(PYTEST_WORKERS) tests/python
 	$(VULKAN_TEST_ENV) VKML_VULKAN_NO_FLOAT64=1 PYTHONPATH=$(CURDIR)/$(PYBUILD)/python $(PY) -m pytest \
 	  -q -p no:cacheprovider tests/python/test_ops_vs_torch.py -k "vulkan and not float64 and not mixed"
 
@@ -120,7 +128,8 @@ python-asan: venv
 test-python-asan: python-asan
 	LD_PRELOAD="$(ASAN_RT)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:max_allocation_size_mb=6144 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
-	  $(PY) -m pytest -q -p no:cacheprovider --durations=10 tests/python -m "not slow and not sweep"
+	  $(PY) -m pytest -q -p no:cacheprovider --durations=10 -n $(PYTEST_WORKERS) tests/python \
+	  -m "not slow and not sweep"
 
 docs: build
 	$(BUILD)/gen_ops_doc docs/ops.md
@@ -169,16 +178,19 @@ demo-cpp: build
 	$(BUILD)/mlp_example
 
 # A short libFuzzer run on every `make test`; `make fuzz FUZZ_SECONDS=600` for a long one.
+# Its build at -O0 (clang's -O1 took 200 s of its 223 s; at -O0 the build takes 89 s and the 20 s
+# run makes half the executions, 160K).
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_SECONDS=20
+	$(MAKE) fuzz FUZZ_SECONDS=20 FUZZ_OPT='"-O0 -g1 -DNDEBUG"'
 
 # libFuzzer on the safetensors reader (needs clang); FUZZ_SECONDS per run.
 FUZZ_SECONDS ?= 60
+FUZZ_OPT ?= $(SAN_OPT)
 fuzz: deps
 	@dpkg -s clang >/dev/null 2>&1 && dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null)
 	$(CMAKE) -S fuzz -B build-fuzz $(GEN) -DCMAKE_CXX_COMPILER=clang++ \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SAN_OPT) >/dev/null
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(FUZZ_OPT) >/dev/null
 	$(CMAKE) --build build-fuzz -j $(JOBS)
 	python3 fuzz/make_seeds.py build-fuzz/seeds
 	mkdir -p build-fuzz/corpus

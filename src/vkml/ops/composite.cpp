@@ -345,10 +345,15 @@ Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
   const int64_t d1 = wrap_dim(dim1, nd, "diag_embed"), d2 = wrap_dim(dim2, nd, "diag_embed");
   VK_CHECK(d1 != d2, RuntimeError, "diag_embed: diagonal dimensions cannot be identical ", dim1,
            ", ", dim2);
-  // where(eye, x[..., None], 0) (a product with eye would spread NaN), then padded to
-  // n + |offset| on the offset's sides.
-  Tensor mask = to_device(cast(eye(n), DType::Bool), x.device());
-  Tensor sq = where(mask, unsqueeze(x, -1), zero_of(x));
+  // Each x_i followed by n zeros, read n at a time: x_i lands at i * (n + 1), the diagonal of an
+  // n x n matrix (views and one pad: no n x n mask, and a product with eye would spread NaN). Then
+  // padded to n + |offset| on the offset's sides.
+  const Shape batch(x.shape().begin(), x.shape().end() - 1);
+  Shape spaced_shape = batch, square = batch;
+  spaced_shape.push_back(n * (n + 1));
+  square.insert(square.end(), {n, n});
+  Tensor spaced = reshape(pad(unsqueeze(x, -1), {0, n}), spaced_shape);
+  Tensor sq = reshape(slice(spaced, -1, 0, n * n), square);
   const int64_t k = std::abs(offset);
   Tensor full_sq = offset >= 0 ? pad(sq, {k, 0, 0, k}) : pad(sq, {0, k, k, 0});
   // full_sq's last two dims are (row, col); move them to (d1, d2).

@@ -7,8 +7,10 @@
 #include <mutex>
 #include <random>
 
+#include "vkml/ops/composite.h"
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/inplace.h"
 #include "vkml/ops/op.h"
 #include "vkml/ops/shape.h"
 
@@ -260,9 +262,12 @@ Tensor eye(int64_t n, int64_t m, DType dtype) {
   VK_CHECK(n >= 0, SizeError, "eye: n must be greater or equal to 0, got ", n);
   VK_CHECK(m >= 0, SizeError, "eye: m must be greater or equal to 0, got ", m);
   numel_of({n, m}, "eye");
-  Tensor rows = reshape(arange(0, n, 1, DType::Int64), {n, 1});
-  Tensor cols = reshape(arange(0, m, 1, DType::Int64), {1, m});
-  return cast(eq(rows, cols), dtype);
+  // Zeros with ones written on the diagonal view: no n x m intermediate (eq of an arange column
+  // and row made an n x m bool first: a quarter of a float32 result again, written before the
+  // result's own allocation could fail).
+  Tensor out = zeros({n, m}, dtype);
+  if (n > 0 && m > 0) fill_(diagonal(out), 1);
+  return out;
 }
 
 Tensor rand(const Shape& shape, DType dtype, Device device, Generator* gen) {
