@@ -112,7 +112,13 @@ test-python: python
 # preloaded; leak checks stay off here (CPython and torch keep memory alive at exit on purpose)
 # and on in test-asan. The kill-and-resume and 10,000-step tests (subprocess trainings of minutes
 # under ASan, marked slow) run in test-python only, and so do the op-table sweeps (marked sweep:
-# the same kernels run under ASan in test-asan's C++ sweep, every binding in test_binding_sweep).
+# the same kernels run under ASan in test-asan's C++ sweep, every binding in test_binding_sweep)
+# and the DataLoader tests that fork workers (marked fork): GCC 12's libasan does not lock its
+# allocator around fork() (`nm -D` shows a vfork interceptor only, and it registers no atfork
+# handler), so a child forked while another thread (a queue's feeder thread) is inside ASan's
+# allocator can wait forever on a lock no thread of it holds. CI hung twice in this stage at
+# test_data.py's last multi-worker tests (at 16%, and at 22% after a fix of vkml's own), as TSan's
+# Fork.* tests are left out of test-tsan for the same kind of reason; test-python runs them.
 # allocator_may_return_null: a 10^15-element tensor must reach vkml's MemoryError, not ASan's abort.
 # max_allocation_size_mb: one allocation past 6 GiB fails (MemoryError), as the 6 GiB address-space
 # limit the fuzzer's workers set in the release run (ASan's shadow memory rules that limit out):
@@ -129,7 +135,7 @@ test-python-asan: python-asan
 	LD_PRELOAD="$(ASAN_RT)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:max_allocation_size_mb=6144 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
 	  $(PY) -m pytest -q -p no:cacheprovider --durations=10 -n $(PYTEST_WORKERS) tests/python \
-	  -m "not slow and not sweep"
+	  -m "not slow and not sweep and not fork"
 
 docs: build
 	$(BUILD)/gen_ops_doc docs/ops.md

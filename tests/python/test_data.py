@@ -254,7 +254,7 @@ class TStream(td.IterableDataset):
         return self.n
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.fork)])
 @pytest.mark.parametrize("batch_size,drop_last", [(3, False), (3, True), (None, False)])
 def test_iterable_dataset_equals_torch(workers, batch_size, drop_last):
     v = vd.DataLoader(Stream(11, vd.get_worker_info), batch_size=batch_size, drop_last=drop_last,
@@ -280,6 +280,7 @@ class Squares(vd.Dataset):
         return {"x": x * x, "i": i, "w": w.id if w else -1}
 
 
+@pytest.mark.fork
 def test_workers_give_the_batches_of_the_main_process():
     if vk.vulkan.is_available():  # the workers fork a process that has a Vulkan device open
         assert (vk.ones(2, device="vulkan") + 1).cpu().tolist() == [2.0, 2.0]
@@ -320,6 +321,7 @@ class Failing(vd.Dataset):
         return i
 
 
+@pytest.mark.fork
 def test_worker_init_fn_seeds_and_errors():
     ds = ListDataset([0, 1, 2, 3])
     batches = [b.tolist() for b in vd.DataLoader(ds, batch_size=1, num_workers=2,
@@ -345,6 +347,7 @@ def _finalize_and_live_on(it):
     time.sleep(1.0)  # (a queue's messages leave from a feeder thread)
 
 
+@pytest.mark.fork
 def test_a_forked_child_finalizing_an_iterator_leaves_the_parents_workers_running():
     # The defect: a process forked while a multi-worker iterator was alive (another loader's
     # worker, a user's Process) finalized its copy, which sent the stop message to the parent's

@@ -467,5 +467,7 @@ def test_huge_results_raise_memory_error_not_the_oom_killer(name):
     # such as diagflat's, may be made first)
     rss = float(p.stdout.split("RSS")[1])
     assert rss < 0.5, f"{name} touched {rss:.0%} of the memory before raising"
-    if name in ("eye", "diagflat"):  # no side x side intermediate either (each made a bool one: 24%)
-        assert rss < 0.05, f"{name} touched {rss:.0%} of the memory before raising"
+    # No side x side intermediate either (each made a bool one: 24%). (The peak RSS starts at the
+    # parent's, which Linux keeps across exec: 5% from a pytest worker that imported torch.)
+    if name in ("eye", "diagflat"):
+        assert rss < 0.15, f"{name} touched {rss:.0%} of the memory before raising"
