@@ -23,7 +23,8 @@ VULKAN_TEST_ENV := VKML_REQUIRE_VULKAN=1 VKML_VULKAN_VALIDATE=1
 PY_DEPS := "nanobind>=2.0" "scikit-build-core>=0.10" scipy-openblas32 numpy pytest pytest-xdist \
            torch==2.13.0 scikit-learn safetensors tqdm matplotlib
 # The Python suites run on every core (pytest-xdist): 367 s -> 245 s on 2 cores (Zen 3, quiet).
-PYTEST_WORKERS ?= $(JOBS)
+# At most 8 workers: each imports torch and vkml (a worker reached 1.3 GB resident here).
+PYTEST_WORKERS ?= $(shell n=$(JOBS); [ $$n -gt 8 ] && n=8; echo $$n)
 
 .PHONY: all deps venv build test test-cpp test-asan test-tsan test-python python python-asan test-python-asan \
         demo demo-cpp docs compat format clean example-install fuzz fuzz-smoke bench bench-vulkan
