@@ -15,8 +15,10 @@ LAUNCH  := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_CXX_COMPIL
 # on the CPU) with the validation layers, so that its tests run (never skip) on machines without a
 # GPU; the library itself opens libvulkan at run time.
 # Open MPI for vk.distributed (#17): its tests run 2 and 3 ranks on this machine under mpirun.
+# qemu-user: test-cpp runs a subset of the C++ suite on emulated CPUs without AVX-512 and without AVX.
 APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv libvulkan-dev glslc \
-            spirv-tools mesa-vulkan-drivers vulkan-validationlayers openmpi-bin libopenmpi-dev
+            spirv-tools mesa-vulkan-drivers vulkan-validationlayers openmpi-bin libopenmpi-dev \
+            qemu-user
 # The Vulkan tests fail (instead of skipping) without a device, and run under the validation layers.
 VULKAN_TEST_ENV := VKML_REQUIRE_VULKAN=1 VKML_VULKAN_VALIDATE=1
 # The test extras of pyproject.toml. torch is the tests' oracle, never a runtime dependency.
@@ -56,9 +58,20 @@ build: venv
 
 # The GoogleTest suite in one process (17 s; one process per test under ctest took 60 s, mostly
 # process and Vulkan-instance start-up), then ctest's other tests (SPIR-V validation, the staged
-# Vulkan run, MPI ranks, the docs and layer checks).
+# Vulkan run, MPI ranks, the docs and layer checks, the ISA check of the kernels' copies).
+# The Release build holds the CPU kernels three times, chosen at run time (x86-64, -v3, -v4;
+# cmake/vkml_cpu_dispatch.cmake): the suite runs again on the generic copy (7 s), and the op sweep
+# on CPUs emulated by qemu-x86_64, a Haswell (AVX2, no AVX-512: the avx2 copy) and a Nehalem
+# (no AVX: the generic copy), where an instruction beyond the CPU is SIGILL (25 s here; the whole
+# CPU suite would take ~4 min under emulation). Haswell's features TCG lacks are removed (quiet).
+QEMU_HASWELL := qemu-x86_64 -cpu Haswell-noTSX,-pcid,-x2apic,-tsc-deadline,-invpcid
+QEMU_NEHALEM := qemu-x86_64 -cpu Nehalem
+QEMU_SUBSET  := --gtest_brief=1 --gtest_filter='CpuCapability.*:AllOps/OpSweep.*'
 test-cpp: build
 	$(VULKAN_TEST_ENV) $(BUILD)/vkml_tests --gtest_brief=1
+	VKML_CPU_CAPABILITY=default $(BUILD)/vkml_tests --gtest_brief=1 --gtest_filter='-*Vulkan*'
+	VKML_EXPECT_CPU_CAPABILITY=AVX2 $(QEMU_HASWELL) $(BUILD)/vkml_tests $(QEMU_SUBSET)
+	VKML_EXPECT_CPU_CAPABILITY=DEFAULT $(QEMU_NEHALEM) $(BUILD)/vkml_tests $(QEMU_SUBSET)
 	cd $(BUILD) && $(VULKAN_TEST_ENV) ctest -j $(JOBS) --output-on-failure --timeout 600 -LE gtest
 
 # The tests of concurrent use under ThreadSanitizer (their own binary, vkml_thread_tests): the

@@ -415,6 +415,9 @@ def blas_info(libs):
             except (OSError, AttributeError):
                 vk_blas.append(os.path.realpath(p))
         info["vkml"] = "; ".join(vk_blas) or "no BLAS linked"
+        # Which copy of the CPU kernels runs (DEFAULT, AVX2, AVX512), torch's alike.
+        info["cpu_kernels"] = f"vkml {vk.backends.cpu.get_cpu_capability()}, torch " \
+            f"{libs['torch'][0].backends.cpu.get_cpu_capability()}"
     except Exception as e:  # noqa: BLE001
         info["vkml"] = f"unknown ({e})"
     try:
@@ -727,6 +730,7 @@ def main():
     if blas:
         print(f"BLAS (vkml): {blas.get('vkml')}")
         print(f"BLAS (torch): {blas.get('torch')}")
+        print(f"CPU kernels: {blas.get('cpu_kernels')}")
         tp = blas.get("threadpoolctl")
         if isinstance(tp, list):
             for d in tp:

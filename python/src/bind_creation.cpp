@@ -203,6 +203,13 @@ void bind_creation(nb::module_& m) {
   m.def("get_num_threads", []() { return vk::cpu::num_threads(); });
   m.def(
       "set_num_threads", [](int64_t n) { vk::cpu::set_num_threads(n); }, "n"_a);
+  m.def(
+      "_get_cpu_capability",
+      []() { return vk::cpu::cpu_capability_name(vk::cpu::cpu_capability()); },
+      "The copy of the CPU kernels in use: DEFAULT, AVX2 or AVX512 (torch's names).");
+  m.def(
+      "_has_cpu_dispatch", []() { return vk::cpu::has_cpu_dispatch(); },
+      "Whether the build holds the CPU kernels for every capability (else one copy).");
 }
 
 }  // namespace vkpy

@@ -1,10 +1,11 @@
 // Accuracy of the vectorised elementary functions (backend/cpu/vmath.h), measured through the
 // element-wise ops, which is the code the library runs (vectorised with the library's flags),
-// and through the header itself compiled with this test's flags (no -march=native: the build
-// without FMA). Errors are in ulp of the exact result: references are libm one precision up
-// (double for float, long double for double), far more accurate than the errors measured.
-// Plus the special values and the promise that no loop, alignment or thread split changes a
-// result.
+// and through the header itself compiled with this test's flags (plain x86-64: the code without
+// FMA). make test runs it twice: on the AVX2 or AVX-512 copy of the kernels (FMA) and on the
+// generic one (VKML_CPU_CAPABILITY=default). Errors are in ulp of the exact result: references are
+// libm one precision up (double for float, long double for double), far more accurate than the
+// errors measured. Plus the special values and the promise that no loop, alignment or thread split
+// changes a result.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -215,8 +216,8 @@ TEST(Vmath, Float64Accuracy) {
   }
 }
 
-// The header compiled with this file's flags: no -march=native, so no FMA (the library build
-// above normally has it). Same bounds.
+// The header compiled with this file's flags: plain x86-64, so no FMA (the kernels' AVX2 and
+// AVX-512 copies above have it). Same bounds.
 TEST(Vmath, HeaderWithoutNativeFlags) {
   namespace vm = vk::vmath;
   struct F32 {

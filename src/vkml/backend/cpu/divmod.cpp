@@ -7,7 +7,7 @@
 #include "vkml/backend/cpu/loops.h"
 #include "vkml/core/error.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 namespace {
 
 // Floats follow PyTorch's div_floor: the quotient of (a - fmod(a, b)) / b is exact, so rounding
@@ -87,4 +87,4 @@ VK_KERNEL(remainder) {
       [](auto x, auto y) { return int_remainder(x, y); });
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

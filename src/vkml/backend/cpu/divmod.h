@@ -3,7 +3,7 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 VK_KERNEL(floor_divide);
 VK_KERNEL(remainder);
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -7,7 +7,7 @@
 
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 
 // in: a (B..., M, K), b (B..., K, N) with equal batch dims (any strides, stride 0 allowed) and one
 // dtype. Result: a fresh contiguous (B..., M, N).
@@ -43,4 +43,4 @@ struct GemmTiles {
 };
 GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k = true);
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -19,10 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "vkml/backend/cpu/isa.h"
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/core/tensor.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 
 // A short list of int64 held inline up to 8 entries (a coalesced layout rarely has more than
 // three dims), spilling to the heap beyond: building a layout allocates nothing.
@@ -363,4 +364,4 @@ void map_elements(const Tensor& out, std::array<const Tensor*, sizeof...(In)> in
   run_tiled(L, base, body, grain, &tile);
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

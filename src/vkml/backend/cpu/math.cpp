@@ -12,7 +12,7 @@
 
 #include "vkml/backend/cpu/loops.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 namespace {
 
 constexpr double kPi = std::numbers::pi;
@@ -346,4 +346,4 @@ VK_KERNEL(nextafter) {
   return out;
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

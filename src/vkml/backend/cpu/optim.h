@@ -5,10 +5,11 @@
 #pragma once
 #include <cstdint>
 
+#include "vkml/backend/cpu/isa.h"
 #include "vkml/core/kernel.h"
 #include "vkml/core/tensor.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 
 // momentum_buffer is read and written only when h.momentum != 0.
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
@@ -18,4 +19,4 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

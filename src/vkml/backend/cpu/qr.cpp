@@ -10,7 +10,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 namespace {
 
 // Householder QR of the m x n row-major a in place, LAPACK geqr2's order and signs: for column j,
@@ -121,4 +121,4 @@ VK_KERNEL(geqrf) {
   return {};
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -2,9 +2,9 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 
 VK_KERNEL(qr);     // in: A (..., m, n). Out: the packed (..., m + k, n) Q (zero beyond k) and R
 VK_KERNEL(geqrf);  // in: A (..., m, n). Out: the packed (..., m + 1, n) reflectors and tau
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

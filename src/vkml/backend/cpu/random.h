@@ -3,8 +3,8 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 VK_KERNEL(randperm);
 VK_KERNEL(multinomial);
 VK_KERNEL(poisson);
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

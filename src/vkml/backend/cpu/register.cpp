@@ -24,9 +24,9 @@
 #include "vkml/backend/cpu/sort.h"
 #include "vkml/backend/cpu/special.h"  // special functions (#15)
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 
-void register_backend() {
+void register_kernels() {
   const std::pair<OpKind, Kernel> kernels[] = {
       {OpKind::Full, cpu::full},
       {OpKind::Arange, cpu::arange},
@@ -177,4 +177,4 @@ void register_backend() {
                                       .adam_update = adam_update});
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -10,7 +10,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/vmath.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 namespace {
 
 Tensor contiguous_of(const Tensor& x) {
@@ -115,4 +115,4 @@ VK_KERNEL(lstm_cell_backward) {
   return out;
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -7,7 +7,7 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 
 struct Rows {
   int64_t outer = 1, K = 1, inner = 1;
@@ -36,4 +36,4 @@ inline Tensor contiguous_copy(const Tensor& x) {
   return c;
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -6,7 +6,7 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 
 VK_KERNEL(reshape) {
   (void)a;
@@ -167,4 +167,4 @@ VK_KERNEL(flip) {
   return out;
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <type_traits>
 
-namespace vk::cpu {
+#include "vkml/backend/cpu/isa.h"
+
+namespace vk::cpu::inline VKML_CPU_ISA {
 
 // Explicit SIMD (GCC/Clang vector extensions) where the auto-vectoriser gives up: selects with
 // NaN handling (max/min, first index of a value). One machine vector of T.
@@ -66,4 +68,4 @@ inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
   }
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -2,11 +2,11 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 // x along a.dim; softmax also reads a.softmax (scale, causal).
 VK_KERNEL(softmax);
 VK_KERNEL(log_softmax);
 // (g, out) of softmax/log_softmax along a.dim -> the input's gradient, fused.
 VK_KERNEL(softmax_backward);
 VK_KERNEL(log_softmax_backward);
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

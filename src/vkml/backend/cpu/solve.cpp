@@ -13,7 +13,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 namespace {
 
 // One n x n row-major matrix in place: pivot = the first largest |a| of column k at or below row
@@ -347,4 +347,4 @@ VK_KERNEL(triangular_solve) {
   return x;
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -13,7 +13,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 namespace {
 
 template <class T>
@@ -110,4 +110,4 @@ VK_KERNEL(sort) {
   return {values, indices};
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -20,7 +20,7 @@
 
 #include "vkml/backend/cpu/loops.h"
 
-namespace vk::cpu {
+namespace vk::cpu::inline VKML_CPU_ISA {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -250,4 +250,4 @@ VK_KERNEL(igammac) {
   return binary_in_double(in, m, "igammac", true);
 }
 
-}  // namespace vk::cpu
+}  // namespace vk::cpu::inline VKML_CPU_ISA

@@ -3,10 +3,10 @@
 //
 // Each function is branch-free scalar code: no calls, no tables, no early returns; selects where
 // libm would branch, bit casts where it would call frexp/ldexp. Inlined into an element loop,
-// GCC vectorises it at -O3 (SSE2 without VKML_NATIVE, AVX2/AVX-512 with it). The same code runs
-// scalar in the strided walker and in loop tails; every element takes the same path through the
-// same operations, so a result never depends on which loop computed it or how the work was split
-// among threads.
+// GCC vectorises it at -O3 (SSE2, AVX2 or AVX-512: the copy for each CPU capability, isa.h). The
+// same code runs scalar in the strided walker and in loop tails; every element takes the same path
+// through the same operations, so a result never depends on which loop computed it or how the
+// work was split among threads. (The copies may differ from each other by FMA contraction.)
 //
 // Accuracy, measured by tests/cpp/test_vmath.cpp over dense sweeps against libm (float) and long
 // double libm (double), including subnormals, the overflow and underflow thresholds, +-0, +-inf
@@ -18,9 +18,11 @@
 #include <cstdint>
 #include <limits>
 
+#include "vkml/backend/cpu/isa.h"
+
 #define VK_VMATH_INLINE [[gnu::always_inline]] inline
 
-namespace vk::vmath {
+namespace vk::vmath::inline VKML_CPU_ISA {
 namespace detail {
 
 // ---- building blocks ----
@@ -457,4 +459,4 @@ VK_VMATH_INLINE T gelu_tanh(T x) {
   return x * select(two_y >= T(0), T(1), e) / (T(1) + e);
 }
 
-}  // namespace vk::vmath
+}  // namespace vk::vmath::inline VKML_CPU_ISA

@@ -3,9 +3,9 @@
 // stream, the same integer arithmetic), so a seed gives the same bits on both devices
 // (manual_seed reproduces results across devices). The rest is computed on the host by the CPU's
 // kernel and uploaded: randn's Box-Muller runs in double, and GLSL has no float64 log or cos to
-// match it; arange of doubles computes start + i * step, which the CPU build contracts into one
-// FMA or not depending on its flags (-march=native does); and everything on a device without
-// shaderInt64 or shaderFloat64.
+// match it; arange of doubles computes start + i * step, which the CPU contracts into one FMA or
+// not depending on the copy of its kernels (the AVX2 and AVX-512 copies do); and everything on a
+// device without shaderInt64 or shaderFloat64.
 #include <string>
 
 #include "vkml/backend/vulkan/kernels.h"
