@@ -2,8 +2,9 @@
 #
 #   VKML_BLAS=auto              the system's OpenBLAS (Debian: libopenblas-dev) when present, else
 #                               the scipy-openblas32 wheel of the Python that builds vkml
-#   VKML_BLAS=system            the system's OpenBLAS, or a configure error
-#   VKML_BLAS=scipy-openblas32  the wheel's OpenBLAS (what `pip install .` uses: nothing from apt)
+#   VKML_BLAS=system            the system's OpenBLAS, or a configure error (the sanitizer builds)
+#   VKML_BLAS=scipy-openblas32  the wheel's OpenBLAS (`pip install .` and `make`'s Release build:
+#                               one BLAS on every machine; pyproject.toml says why)
 #
 # Sets VKML_BLAS_LIBRARIES, VKML_BLAS_INCLUDE_DIR, VKML_BLAS_DEFINITIONS and VKML_BLAS_FROM
 # ("system" or "scipy-openblas32"); for the wheel also VKML_BLAS_LIB_DIR (the extension's rpath).

@@ -3,11 +3,12 @@
 # x86-64-v4 (AVX-512), each in its own namespace (isa.h). The backend picks one at start-up, so one
 # build, a wheel among them, runs on any x86-64 and at full width on each machine.
 # Off with VKML_NATIVE (one copy for the build machine), in the sanitizer builds (one copy, as they
-# always tested: their CI builds cost minutes per copy) and off x86-64.
+# always tested: their CI builds cost minutes per copy), off x86-64, and with compilers other than
+# GCC (the choice asks libgcc's __builtin_cpu_supports("x86-64-v3"), a name clang 14 lacks).
 option(VKML_CPU_DISPATCH "Compile the CPU kernels per capability (x86-64, -v3, -v4), chosen at run time" ON)
 set(VKML_HAS_CPU_DISPATCH OFF)
 if(VKML_CPU_DISPATCH AND NOT VKML_NATIVE AND NOT VKML_SANITIZE AND NOT VKML_TSAN
-   AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+   AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   if(CMAKE_LINKER AND CMAKE_NM AND CMAKE_OBJCOPY)  # binutils, to seal each copy
     set(VKML_HAS_CPU_DISPATCH ON)
   else()
