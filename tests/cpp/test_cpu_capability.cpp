@@ -15,15 +15,21 @@
 
 #if defined(VKML_CPU_DISPATCH)
 // Each copy's add kernel (backend/cpu/elementwise.cpp, compiled once per capability).
-namespace vk::cpu::inline generic {
+namespace vk::cpu {
+inline namespace generic {
 VK_KERNEL(add);
-}  // namespace vk::cpu::inline generic
-namespace vk::cpu::inline avx2 {
+}  // namespace generic
+}  // namespace vk::cpu
+namespace vk::cpu {
+inline namespace avx2 {
 VK_KERNEL(add);
-}  // namespace vk::cpu::inline avx2
-namespace vk::cpu::inline avx512 {
+}  // namespace avx2
+}  // namespace vk::cpu
+namespace vk::cpu {
+inline namespace avx512 {
 VK_KERNEL(add);
-}  // namespace vk::cpu::inline avx512
+}  // namespace avx512
+}  // namespace vk::cpu
 #endif
 
 namespace vk::test {

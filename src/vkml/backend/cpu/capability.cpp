@@ -12,12 +12,16 @@
 
 #if defined(VKML_CPU_DISPATCH)
 // The other copies' entry points (register.cpp compiled with VKML_CPU_ISA=avx2 / avx512).
-namespace vk::cpu::inline avx2 {
+namespace vk::cpu {
+inline namespace avx2 {
 void register_kernels();
-}  // namespace vk::cpu::inline avx2
-namespace vk::cpu::inline avx512 {
+}  // namespace avx2
+}  // namespace vk::cpu
+namespace vk::cpu {
+inline namespace avx512 {
 void register_kernels();
-}  // namespace vk::cpu::inline avx512
+}  // namespace avx512
+}  // namespace vk::cpu
 #endif
 
 namespace vk::cpu {

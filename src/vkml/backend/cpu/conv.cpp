@@ -11,7 +11,8 @@
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/parallel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 // Ranges of about this many inner-loop steps go to one thread.
@@ -561,4 +562,5 @@ VK_KERNEL(avg_pool2d) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

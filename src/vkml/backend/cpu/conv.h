@@ -7,7 +7,8 @@
 
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 // x (N, C, H, W) -> (N, C*kh*kw, OH*OW); a.win.
 VK_KERNEL(im2col);
@@ -25,4 +26,5 @@ VK_KERNEL(max_pool2d_backward);
 // x (N, C, H, W) -> (N, C, OH, OW): window sums (padding counts as zeros) / (kh * kw).
 VK_KERNEL(avg_pool2d);
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

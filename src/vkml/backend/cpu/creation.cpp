@@ -4,7 +4,8 @@
 
 #include "vkml/backend/cpu/parallel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 void philox(uint64_t seed, uint64_t ctr, uint32_t out[4], uint32_t sub) {
   uint32_t c0 = static_cast<uint32_t>(ctr), c1 = static_cast<uint32_t>(ctr >> 32), c2 = sub, c3 = 0;
@@ -112,4 +113,5 @@ VK_KERNEL(randint) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

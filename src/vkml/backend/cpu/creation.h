@@ -1,7 +1,8 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 VK_KERNEL(full);
 VK_KERNEL(arange);
 VK_KERNEL(rand);
@@ -11,4 +12,5 @@ VK_KERNEL(randint);
 // counter's third word) numbers further blocks of one element's draws (poisson's rejection
 // loop); 0 is the block every one-draw op uses.
 void philox(uint64_t seed, uint64_t ctr, uint32_t out[4], uint32_t sub = 0);
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

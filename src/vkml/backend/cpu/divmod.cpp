@@ -7,7 +7,8 @@
 #include "vkml/backend/cpu/loops.h"
 #include "vkml/core/error.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 // Floats follow PyTorch's div_floor: the quotient of (a - fmod(a, b)) / b is exact, so rounding
@@ -87,4 +88,5 @@ VK_KERNEL(remainder) {
       [](auto x, auto y) { return int_remainder(x, y); });
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -18,7 +18,8 @@
 // large one (gelu's polynomials) as a call per element, which also stops vectorisation.
 #define VK_ELEMENT __attribute__((always_inline))
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 // Elements per thread for ops that still call scalar libm (sin, log1p, ...): each element
@@ -551,4 +552,5 @@ VK_KERNEL(cast) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -1,7 +1,8 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 // unary (float in, same dtype out unless noted)
 VK_KERNEL(neg);
 VK_KERNEL(exp);
@@ -51,4 +52,5 @@ VK_KERNEL(cast);
 void copy_into(const Tensor& dst, const Tensor& src);  // same shape; converts dtype
 // dst = a + b, all of one shape and numeric dtype; dst may be a itself (in-place accumulation).
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

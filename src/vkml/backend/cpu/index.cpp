@@ -7,7 +7,8 @@
 #include "vkml/backend/cpu/loops.h"
 #include "vkml/backend/cpu/parallel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 [[noreturn]] void index_error(const char* op, int64_t value, int64_t dim, int64_t size) {
@@ -199,4 +200,5 @@ VK_KERNEL(scatter_add) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

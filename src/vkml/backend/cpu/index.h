@@ -5,8 +5,10 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 VK_KERNEL(index_select);  // in: x, index (1-D or 0-d); a.dim
 VK_KERNEL(gather);        // in: x, index (x's ndim); a.dim; out has index's shape
 VK_KERNEL(scatter_add);   // in: base, index, src; a.dim; out = base + src added at index
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -18,7 +18,8 @@
 
 #include "vkml/backend/cpu/parallel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 // vkml owns the threads: OpenBLAS runs every call on the calling thread.
@@ -256,4 +257,5 @@ VK_KERNEL(addmm) {
   return product(in[1], in[2], &in[0], m);
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -7,7 +7,8 @@
 
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 // in: a (B..., M, K), b (B..., K, N) with equal batch dims (any strides, stride 0 allowed) and one
 // dtype. Result: a fresh contiguous (B..., M, N).
@@ -43,4 +44,5 @@ struct GemmTiles {
 };
 GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k = true);
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -23,7 +23,8 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/core/tensor.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 // A short list of int64 held inline up to 8 entries (a coalesced layout rarely has more than
 // three dims), spilling to the heap beyond: building a layout allocates nothing.
@@ -364,4 +365,5 @@ void map_elements(const Tensor& out, std::array<const Tensor*, sizeof...(In)> in
   run_tiled(L, base, body, grain, &tile);
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

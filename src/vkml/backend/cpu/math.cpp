@@ -12,7 +12,8 @@
 
 #include "vkml/backend/cpu/loops.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 constexpr double kPi = std::numbers::pi;
@@ -346,4 +347,5 @@ VK_KERNEL(nextafter) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

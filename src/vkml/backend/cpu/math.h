@@ -3,7 +3,8 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 VK_KERNEL(tan);
 VK_KERNEL(asin);
 VK_KERNEL(acos);
@@ -29,4 +30,5 @@ VK_KERNEL(nextafter);  // float32, float64
 double digamma_value(double x);
 double polygamma_value(int64_t n, double x);
 double erfinv_value(double x);
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

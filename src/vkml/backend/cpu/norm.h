@@ -2,7 +2,8 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 // in: x[, weight][, bias] (a.norm: eps and which are given); a.shape: the normalized (trailing)
 // shape. y = (x - mean) * rstd * weight + bias, per row of numel(a.shape).
 VK_KERNEL(layer_norm);
@@ -20,4 +21,5 @@ VK_KERNEL(batch_norm);
 VK_KERNEL(batch_norm_backward);
 // in: g, x; out (2, C): [sum of g * xhat, sum of g] per channel.
 VK_KERNEL(batch_norm_param_grad);
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -8,7 +8,8 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 // The hyperparameters of one SGD step in the element type.
@@ -177,4 +178,5 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                     adam_typed<T>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h));
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -9,7 +9,8 @@
 #include "vkml/core/kernel.h"
 #include "vkml/core/tensor.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 // momentum_buffer is read and written only when h.momentum != 0.
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
@@ -19,4 +20,5 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -10,7 +10,8 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 // Householder QR of the m x n row-major a in place, LAPACK geqr2's order and signs: for column j,
@@ -121,4 +122,5 @@ VK_KERNEL(geqrf) {
   return {};
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

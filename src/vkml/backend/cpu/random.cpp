@@ -12,7 +12,8 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 double uniform53(uint32_t hi, uint32_t lo) {  // [0, 1) with 53 random bits, as rand's float64
@@ -216,4 +217,5 @@ VK_KERNEL(poisson) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

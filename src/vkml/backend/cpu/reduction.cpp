@@ -31,7 +31,8 @@
 #include "vkml/backend/cpu/simd.h"
 #include "vkml/backend/cpu/vmath.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 constexpr int64_t kBlock = 8192;     // reduced elements per partial result in row reductions
@@ -641,4 +642,5 @@ VK_KERNEL(var) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

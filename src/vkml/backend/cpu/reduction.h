@@ -1,7 +1,8 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 // a.dims: wrapped, sorted reduced dims (never empty here: the op fills in "all"); a.keepdim.
 VK_KERNEL(sum);
 VK_KERNEL(mean);
@@ -14,4 +15,5 @@ VK_KERNEL(argmax);
 VK_KERNEL(argmin);
 VK_KERNEL(logsumexp);
 VK_KERNEL(var);  // a.var
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -24,7 +24,8 @@
 #include "vkml/backend/cpu/sort.h"
 #include "vkml/backend/cpu/special.h"  // special functions (#15)
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 void register_kernels() {
   const std::pair<OpKind, Kernel> kernels[] = {
@@ -177,4 +178,5 @@ void register_kernels() {
                                       .adam_update = adam_update});
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

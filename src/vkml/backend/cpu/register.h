@@ -8,7 +8,9 @@ namespace vk::cpu {
 void register_backend();
 }  // namespace vk::cpu
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 // This copy's kernels and services (register.cpp, compiled once per capability).
 void register_kernels();
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

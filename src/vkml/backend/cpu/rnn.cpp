@@ -10,7 +10,8 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/vmath.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 Tensor contiguous_of(const Tensor& x) {
@@ -115,4 +116,5 @@ VK_KERNEL(lstm_cell_backward) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -7,7 +7,8 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 struct Rows {
   int64_t outer = 1, K = 1, inner = 1;
@@ -36,4 +37,5 @@ inline Tensor contiguous_copy(const Tensor& x) {
   return c;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

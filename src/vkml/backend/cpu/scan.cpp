@@ -10,7 +10,8 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 template <class T>
@@ -100,4 +101,5 @@ VK_KERNEL(cumprod) { return accumulate_kernel<true>(in, a, m, "cumprod"); }
 VK_KERNEL(cummax) { return extreme_kernel<true>(in, a, m, "cummax"); }
 VK_KERNEL(cummin) { return extreme_kernel<false>(in, a, m, "cummin"); }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -6,7 +6,8 @@
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 VK_KERNEL(reshape) {
   (void)a;
@@ -167,4 +168,5 @@ VK_KERNEL(flip) {
   return out;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

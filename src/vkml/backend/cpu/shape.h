@@ -3,7 +3,8 @@
 
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 VK_KERNEL(reshape);         // a view when strides allow, else a contiguous copy
 VK_KERNEL(permute);         // view
 VK_KERNEL(expand);          // view with zero strides
@@ -17,4 +18,5 @@ VK_KERNEL(flip);            // a.dims: wrapped dims to reverse
 
 // Sets every byte of a contiguous tensor to zero (the zero of every dtype).
 void fill_zero(const Tensor& t);
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

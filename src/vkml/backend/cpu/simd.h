@@ -7,7 +7,8 @@
 
 #include "vkml/backend/cpu/isa.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 // Explicit SIMD (GCC/Clang vector extensions) where the auto-vectoriser gives up: selects with
 // NaN handling (max/min, first index of a value). One machine vector of T.
@@ -68,4 +69,5 @@ inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
   }
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -14,7 +14,8 @@
 #include "vkml/backend/cpu/simd.h"
 #include "vkml/backend/cpu/vmath.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 constexpr int64_t kColWidth = 256;  // columns per work item when the dim is not innermost
@@ -283,4 +284,5 @@ VK_KERNEL(log_softmax_backward) {
   return softmax_backward_kernel<true>(in, a, m, "log_softmax_backward");
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

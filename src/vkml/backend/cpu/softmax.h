@@ -2,11 +2,13 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 // x along a.dim; softmax also reads a.softmax (scale, causal).
 VK_KERNEL(softmax);
 VK_KERNEL(log_softmax);
 // (g, out) of softmax/log_softmax along a.dim -> the input's gradient, fused.
 VK_KERNEL(softmax_backward);
 VK_KERNEL(log_softmax_backward);
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

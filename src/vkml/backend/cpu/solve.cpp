@@ -13,7 +13,8 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 // One n x n row-major matrix in place: pivot = the first largest |a| of column k at or below row
@@ -347,4 +348,5 @@ VK_KERNEL(triangular_solve) {
   return x;
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -4,7 +4,8 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 
 // in: A (..., n, n) float32/float64. Out: LU (contiguous), pivots (int32, 1-based), perm (int64).
 VK_KERNEL(lu_factor);
@@ -15,4 +16,5 @@ VK_KERNEL(svd);   // the packed (..., m + n + 1, n) S, U and V of tall matrices
 // in: A (..., n, n), B (..., n, k), equal batch dims, one dtype; attrs.triangular. Out: X.
 VK_KERNEL(triangular_solve);
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

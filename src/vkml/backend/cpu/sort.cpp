@@ -13,7 +13,8 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 template <class T>
@@ -110,4 +111,5 @@ VK_KERNEL(sort) {
   return {values, indices};
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -20,7 +20,8 @@
 
 #include "vkml/backend/cpu/loops.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -250,4 +251,5 @@ VK_KERNEL(igammac) {
   return binary_in_double(in, m, "igammac", true);
 }
 
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

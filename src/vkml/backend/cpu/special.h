@@ -4,7 +4,8 @@
 #pragma once
 #include "vkml/backend/cpu/kernel.h"
 
-namespace vk::cpu::inline VKML_CPU_ISA {
+namespace vk::cpu {
+inline namespace VKML_CPU_ISA {
 VK_KERNEL(i0);
 VK_KERNEL(i0e);
 VK_KERNEL(i1);
@@ -16,4 +17,5 @@ VK_KERNEL(igammac);
 double bessel_i0e_value(double x);                    // exp(-|x|) I0(x)
 double bessel_i1e_value(double x);                    // exp(-|x|) I1(x)
 double igamma_value(double a, double x, bool upper);  // P(a, x), or Q(a, x) when upper
-}  // namespace vk::cpu::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::cpu

@@ -22,7 +22,8 @@
 
 #define VK_VMATH_INLINE [[gnu::always_inline]] inline
 
-namespace vk::vmath::inline VKML_CPU_ISA {
+namespace vk::vmath {
+inline namespace VKML_CPU_ISA {
 namespace detail {
 
 // ---- building blocks ----
@@ -459,4 +460,5 @@ VK_VMATH_INLINE T gelu_tanh(T x) {
   return x * select(two_y >= T(0), T(1), e) / (T(1) + e);
 }
 
-}  // namespace vk::vmath::inline VKML_CPU_ISA
+}  // namespace VKML_CPU_ISA
+}  // namespace vk::vmath
