@@ -16,9 +16,10 @@ LAUNCH  := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_CXX_COMPIL
 # GPU; the library itself opens libvulkan at run time.
 # Open MPI for vk.distributed (#17): its tests run 2 and 3 ranks on this machine under mpirun.
 # qemu-user: test-cpp runs a subset of the C++ suite on emulated CPUs without AVX-512 and without AVX.
+# oneDNN (libdnnl-dev): bfloat16 matrix products on AVX512-BF16 / AMX hardware (#19 item 3).
 APT_PKGS := g++ libgtest-dev libopenblas-dev pkg-config python3-venv libvulkan-dev glslc \
             spirv-tools mesa-vulkan-drivers vulkan-validationlayers openmpi-bin libopenmpi-dev \
-            qemu-user
+            qemu-user libdnnl-dev
 # The Vulkan tests fail (instead of skipping) without a device, and run under the validation layers.
 VULKAN_TEST_ENV := VKML_REQUIRE_VULKAN=1 VKML_VULKAN_VALIDATE=1
 # The test extras of pyproject.toml. torch is the tests' oracle, never a runtime dependency.

@@ -418,6 +418,8 @@ def blas_info(libs):
         # Which copy of the CPU kernels runs (DEFAULT, AVX2, AVX512), torch's alike.
         info["cpu_kernels"] = f"vkml {vk.backends.cpu.get_cpu_capability()}, torch " \
             f"{libs['torch'][0].backends.cpu.get_cpu_capability()}"
+        # What runs bfloat16 products (oneDNN on AVX512-BF16/AMX, else widened to sgemm).
+        info["bf16_gemm"] = vk._C._bf16_gemm_name()
     except Exception as e:  # noqa: BLE001
         info["vkml"] = f"unknown ({e})"
     try:
@@ -612,8 +614,8 @@ def machine():
 
 
 def bf16_hardware():
-    """What the CPU has for bfloat16 matrix products (the .bf16 rows say it): vkml has no native
-    16-bit GEMM yet (#19 item 3), so its rows are a float32 GEMM of converted inputs everywhere."""
+    """What the CPU has for bfloat16 matrix products (the .bf16 rows say it; the "bf16 GEMM" line
+    above the table says what vkml runs them on)."""
     try:
         with open("/proc/cpuinfo") as f:
             flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
@@ -622,7 +624,7 @@ def bf16_hardware():
     have = [name for flag, name in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"))
             if flag in flags]
     cpu = "CPU has " + " and ".join(have) if have else "no bf16 matrix hardware"
-    return f"{cpu}; vkml: float32 GEMM of converted inputs"
+    return cpu
 
 
 def table(records, peaks):
@@ -731,6 +733,7 @@ def main():
         print(f"BLAS (vkml): {blas.get('vkml')}")
         print(f"BLAS (torch): {blas.get('torch')}")
         print(f"CPU kernels: {blas.get('cpu_kernels')}")
+        print(f"bf16 GEMM (vkml): {blas.get('bf16_gemm')}")
         tp = blas.get("threadpoolctl")
         if isinstance(tp, list):
             for d in tp:

@@ -210,6 +210,13 @@ void bind_creation(nb::module_& m) {
   m.def(
       "_has_cpu_dispatch", []() { return vk::cpu::has_cpu_dispatch(); },
       "Whether the build holds the CPU kernels for every capability (else one copy).");
+  m.def("_has_onednn", []() { return vk::cpu::has_onednn(); });
+  m.def(
+      "_has_bf16_gemm", []() { return vk::cpu::has_bf16_gemm(); },
+      "Whether bfloat16 products run on the CPU's 16-bit matrix hardware (oneDNN).");
+  m.def(
+      "_bf16_gemm_name", []() { return std::string(vk::cpu::bf16_gemm_name()); },
+      "What runs bfloat16 products: oneDNN and the instruction set, or why they widen to sgemm.");
 }
 
 }  // namespace vkpy

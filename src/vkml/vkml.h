@@ -3,6 +3,7 @@
 #include "vkml/autograd/engine.h"
 #include "vkml/autograd/function.h"
 #include "vkml/backend/cpu/capability.h"
+#include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/core/device.h"
 #include "vkml/core/grad_mode.h"

@@ -135,17 +135,17 @@ void im2col_plane_padded(const T* x, const Plane& p, const Window2d& w, int64_t 
                          T* dst, int64_t ld) {
   const int64_t Wp = p.W + 2 * w.pw, Hp = p.H + 2 * w.ph;
   T* P = padded_buffer<T>(Hp * Wp);
-  std::fill(P, P + w.ph * Wp, T(0));
+  std::fill(P, P + w.ph * Wp, T{});
   for (int64_t h = 0; h < p.H; ++h) {
     T* r = P + (h + w.ph) * Wp;
-    std::fill(r, r + w.pw, T(0));
+    std::fill(r, r + w.pw, T{});
     if (p.sw == 1)
       with_width(p.W, [&](auto wd) { copy_short(r + w.pw, x + h * p.sh, wd); });
     else
       for (int64_t c = 0; c < p.W; ++c) r[w.pw + c] = x[h * p.sh + c * p.sw];
-    std::fill(r + w.pw + p.W, r + Wp, T(0));
+    std::fill(r + w.pw + p.W, r + Wp, T{});
   }
-  std::fill(P + (p.H + w.ph) * Wp, P + Hp * Wp, T(0));
+  std::fill(P + (p.H + w.ph) * Wp, P + Hp * Wp, T{});
   with_width(OW, [&](auto ow) {
     const int64_t ow_n = ow;
     for (int64_t i = 0; i < w.kh; ++i)
@@ -346,7 +346,10 @@ VK_KERNEL(conv2d) {
   lb = std::min(lb, L);
   const int64_t nblk = (L + lb - 1) / lb;
   const int64_t grain = grain_for(O * CgKK * lb / 4);
-  VK_DISPATCH_FLOAT(x.dtype(), "conv2d", {
+  // A bfloat16 convolution (registered only with has_bf16_gemm()) accumulates each block's
+  // product in float32, rounded into the output once (by oneDNN, on store).
+  auto run = [&]<class T>(const T*) {
+    using Acc = GemmAcc<T>;
     const T* px = x.data<T>();
     const T* pw = wt.data<T>();
     T* po = out.data<T>();
@@ -369,11 +372,15 @@ VK_KERNEL(conv2d) {
           MatRef<T> am{pw + g * Og * CgKK, CgKK, 1};
           MatRef<T> bm = direct ? MatRef<T>{xn + g * Cg * sC + l0 * ls, sC, ls}
                                 : MatRef<T>{buf.data() + g * CgKK * nl, nl, 1};
-          gemm<T>(Og, nl, CgKK, am, bm, has_bias ? T(1) : T(0), cm, L);
+          gemm<T, T>(Og, nl, CgKK, am, bm, has_bias ? Acc(1) : Acc(0), cm, L);
         }
       }
     });
-  });
+  };
+  if (x.dtype() == DType::BFloat16)
+    run(static_cast<const BFloat16*>(nullptr));
+  else
+    VK_DISPATCH_FLOAT(x.dtype(), "conv2d", { run(static_cast<const T*>(nullptr)); });
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/parallel.h"
 
 namespace vk::cpu {
@@ -68,6 +69,11 @@ void blas_call(bool ta, bool tb, int m, int n, int k, const double* a, int lda, 
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
               k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
+template <class CT>  // float or bfloat16
+void blas_call(bool ta, bool tb, int m, int n, int k, const BFloat16* a, int lda, const BFloat16* b,
+               int ldb, float beta, CT* c, int ldc) {
+  bf16_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta != 0.0f, c, ldc);
+}
 
 // Integer product (no BLAS): rows of C in i-k-j order, wrapping on overflow like PyTorch.
 template <class T>
@@ -89,14 +95,19 @@ void int_gemm(int64_t M, int64_t N, int64_t K, MatRef<T> A, MatRef<T> B, T* C, i
 
 }  // namespace
 
-template <class T>
-void gemm(int64_t M, int64_t N, int64_t K, MatRef<T> A, MatRef<T> B, T beta, T* C, int64_t ldc) {
+template <class T, class CT>
+void gemm(int64_t M, int64_t N, int64_t K, MatRef<T> A, MatRef<T> B, GemmAcc<T> beta, CT* C,
+          int64_t ldc) {
+  using Acc = GemmAcc<T>;
   if (M == 0 || N == 0) return;
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+      for (int64_t j = 0; j < N; ++j)
+        C[i * ldc + j] = beta == Acc(0) ? CT(Acc(0)) : CT(beta * static_cast<Acc>(C[i * ldc + j]));
     return;
   }
+  if constexpr (std::is_same_v<T, BFloat16>)
+    VK_CHECK(beta == 0.0f || beta == 1.0f, RuntimeError, "matmul: bfloat16 GEMM takes beta 0 or 1");
   VK_CHECK(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && ldc <= INT_MAX, ShapeError,
            "matmul: a matrix extent above 2^31 - 1 (", M, " x ", K, " @ ", K, " x ", N,
            ") is not supported by BLAS");
@@ -123,6 +134,10 @@ template void gemm<float>(int64_t, int64_t, int64_t, MatRef<float>, MatRef<float
                           int64_t);
 template void gemm<double>(int64_t, int64_t, int64_t, MatRef<double>, MatRef<double>, double,
                            double*, int64_t);
+template void gemm<BFloat16>(int64_t, int64_t, int64_t, MatRef<BFloat16>, MatRef<BFloat16>, float,
+                             float*, int64_t);
+template void gemm<BFloat16, BFloat16>(int64_t, int64_t, int64_t, MatRef<BFloat16>,
+                                       MatRef<BFloat16>, float, BFloat16*, int64_t);
 
 GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k) {
   // Each extra tile re-packs an operand panel inside BLAS and streams the other one through the
@@ -173,20 +188,22 @@ GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K, bool split_k) {
 
 namespace {
 
-// The product of A (B..., M, K) and B (B..., K, N) into a fresh (B..., M, N), plus `bias` (N) on
-// every row or (M, N) when given (2-D products of floating dtypes only).
-Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta& m) {
+// The product of A (B..., M, K) and B (B..., K, N) into `out` (B..., M, N), plus `bias` (N) on
+// every row or (M, N) when given (2-D products of floating dtypes only). A bfloat16 product
+// accumulates in float32 and is rounded into `out` once.
+template <class T>
+void product_into(const Tensor& A, const Tensor& B, const Tensor* bias, Tensor& out) {
+  using Acc = GemmAcc<T>;
+  constexpr bool kFloating = is_float_type<T>;
   const int64_t nd = A.ndim();
   const int64_t M = A.shape()[nd - 2], K = A.shape()[nd - 1], N = B.shape()[nd - 1];
-  Tensor out = Tensor::empty(m.shape, m.dtype);
-  if (out.numel() == 0) return out;
   int64_t batch = 1;
   for (int64_t d = 0; d < nd - 2; ++d) batch *= A.shape()[d];
   const int64_t ars = A.strides()[nd - 2], acs = A.strides()[nd - 1];
   const int64_t brs = B.strides()[nd - 2], bcs = B.strides()[nd - 1];
   // K slices only for one floating product (a batch is parallel already; its partial sums would
   // cost a C per slice each)
-  const GemmTiles tile = gemm_tiles(M, N, K, is_floating(out.dtype()) && batch == 1);
+  const GemmTiles tile = gemm_tiles(M, N, K, kFloating && batch == 1);
   const int64_t nr = (M + tile.rows - 1) / tile.rows, nc = (N + tile.cols - 1) / tile.cols;
   const int64_t nk = tile.ksplit;
   const int64_t klen = (K + nk - 1) / nk;
@@ -194,54 +211,86 @@ Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta&
   const int64_t task_macs =
       std::max<int64_t>(tile.rows * tile.cols * std::max<int64_t>(klen, 1), 1);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / task_macs);
-  VK_DISPATCH_NUMERIC(out.dtype(), "matmul", {
-    const T* pa = A.data<T>();
-    const T* pb = B.data<T>();
-    T* po = out.data<T>();
-    const T* pbias = bias ? bias->data<T>() : nullptr;
-    const int64_t bias_cs = bias ? bias->strides().back() : 0;
-    const int64_t bias_rs = bias && bias->ndim() == 2 ? bias->strides()[0] : 0;
-    // K slice s > 0 writes its product to partial[s - 1] (M x N each).
-    std::vector<T> partial(static_cast<size_t>((nk - 1) * M * N));
-    parallel_for(batch * ntile, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        const int64_t bi = t / ntile, ti = t % ntile;
-        const int64_t ks = ti % nk, tc = ti / nk;
-        const int64_t r0 = tc / nc * tile.rows, r1 = std::min(M, r0 + tile.rows);
-        const int64_t c0 = tc % nc * tile.cols, c1 = std::min(N, c0 + tile.cols);
-        const int64_t k0 = ks * klen, k1 = std::min(K, k0 + klen);
-        int64_t ao = 0, bo = 0, rest = bi;
-        for (int64_t d = nd - 3; d >= 0; --d) {
-          const int64_t idx = rest % A.shape()[d];
-          rest /= A.shape()[d];
-          ao += idx * A.strides()[d];
-          bo += idx * B.strides()[d];
-        }
-        MatRef<T> am{pa + ao + r0 * ars + k0 * acs, ars, acs},
-            bm{pb + bo + c0 * bcs + k0 * brs, brs, bcs};
-        T* c =
-            ks == 0 ? po + bi * M * N + r0 * N + c0 : partial.data() + ((ks - 1) * M + r0) * N + c0;
-        if constexpr (std::is_floating_point_v<T>) {
-          const bool add_bias = pbias && ks == 0;
+  const T* pa = A.data<T>();
+  const T* pb = B.data<T>();
+  // A bfloat16 product goes straight into the output (oneDNN rounds on store) unless K is
+  // sliced: the slices are summed in a float32 C, rounded at the end.
+  constexpr bool kNarrow = !std::is_same_v<Acc, T>;
+  const bool wide_c = kNarrow && nk > 1;
+  std::vector<Acc> wide(wide_c ? static_cast<size_t>(out.numel()) : 0);
+  Acc* po = nullptr;
+  if constexpr (kNarrow)
+    po = wide.data();
+  else
+    po = out.data<T>();
+  const T* pbias = bias ? bias->data<T>() : nullptr;
+  const int64_t bias_cs = bias ? bias->strides().back() : 0;
+  const int64_t bias_rs = bias && bias->ndim() == 2 ? bias->strides()[0] : 0;
+  // K slice s > 0 writes its product to partial[s - 1] (M x N each).
+  std::vector<Acc> partial(static_cast<size_t>((nk - 1) * M * N));
+  parallel_for(batch * ntile, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t bi = t / ntile, ti = t % ntile;
+      const int64_t ks = ti % nk, tc = ti / nk;
+      const int64_t r0 = tc / nc * tile.rows, r1 = std::min(M, r0 + tile.rows);
+      const int64_t c0 = tc % nc * tile.cols, c1 = std::min(N, c0 + tile.cols);
+      const int64_t k0 = ks * klen, k1 = std::min(K, k0 + klen);
+      int64_t ao = 0, bo = 0, rest = bi;
+      for (int64_t d = nd - 3; d >= 0; --d) {
+        const int64_t idx = rest % A.shape()[d];
+        rest /= A.shape()[d];
+        ao += idx * A.strides()[d];
+        bo += idx * B.strides()[d];
+      }
+      MatRef<T> am{pa + ao + r0 * ars + k0 * acs, ars, acs},
+          bm{pb + bo + c0 * bcs + k0 * brs, brs, bcs};
+      const int64_t at = bi * M * N + r0 * N + c0;
+      if constexpr (kFloating) {
+        const bool add_bias = pbias && ks == 0;
+        // C's type: Acc, or the output's bfloat16 when it takes the product directly
+        auto tile_product = [&](auto* cc) {
+          using CT = std::remove_pointer_t<decltype(cc)>;
           if (add_bias)
             for (int64_t r = r0; r < r1; ++r)
               for (int64_t j = c0; j < c1; ++j)
-                c[(r - r0) * N + (j - c0)] = pbias[r * bias_rs + j * bias_cs];
-          gemm<T>(r1 - r0, c1 - c0, k1 - k0, am, bm, add_bias ? T(1) : T(0), c, N);
-        } else {
-          int_gemm<T>(r1 - r0, c1 - c0, K, am, bm, c, N);
-        }
+                cc[(r - r0) * N + (j - c0)] =
+                    static_cast<CT>(static_cast<Acc>(pbias[r * bias_rs + j * bias_cs]));
+          gemm<T, CT>(r1 - r0, c1 - c0, k1 - k0, am, bm, add_bias ? Acc(1) : Acc(0), cc, N);
+        };
+        if (kNarrow && !wide_c)
+          tile_product(out.data<T>() + at);
+        else if (ks == 0)
+          tile_product(po + at);
+        else
+          tile_product(partial.data() + ((ks - 1) * M + r0) * N + c0);
+      } else {
+        int_gemm<T>(r1 - r0, c1 - c0, K, am, bm, po + at, N);  // never sliced
       }
-    });
-    if (nk > 1) {  // C += the other slices' products, in slice order
-      parallel_for(M * N, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t s = 1; s < nk; ++s) {
-          const T* p = partial.data() + (s - 1) * M * N;
-          for (int64_t i = begin; i < end; ++i) po[i] += p[i];
-        }
-      });
     }
   });
+  if (nk > 1) {  // C += the other slices' products, in slice order
+    parallel_for(M * N, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t s = 1; s < nk; ++s) {
+        const Acc* p = partial.data() + (s - 1) * M * N;
+        for (int64_t i = begin; i < end; ++i) po[i] += p[i];
+      }
+    });
+  }
+  if (wide_c) {
+    T* dst = out.data<T>();
+    parallel_for(out.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) dst[i] = T(wide[i]);
+    });
+  }
+}
+
+Tensor product(const Tensor& A, const Tensor& B, const Tensor* bias, const Meta& m) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  if (out.numel() == 0) return out;
+  if (out.dtype() == DType::BFloat16)
+    product_into<BFloat16>(A, B, bias, out);
+  else
+    VK_DISPATCH_NUMERIC(out.dtype(), "matmul", { product_into<T>(A, B, bias, out); });
   return out;
 }
 

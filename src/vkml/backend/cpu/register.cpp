@@ -12,6 +12,7 @@
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/math.h"  // math ops (#15)
 #include "vkml/backend/cpu/norm.h"
+#include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/optim.h"
 #include "vkml/backend/cpu/qr.h"  // QR (#15 linalg)
 #include "vkml/backend/cpu/random.h"
@@ -170,8 +171,14 @@ void register_kernels() {
       {OpKind::Igamma, cpu::igamma},
       {OpKind::Igammac, cpu::igammac},
   };
-  for (const auto& [kind, kernel] : kernels)
-    register_kernel(DeviceType::CPU, kind, kernel, standard_kernel_dtypes(kind));
+  // bfloat16 products (and convolutions: im2col + GEMM) run natively on 16-bit matrix hardware
+  // (onednn.h); elsewhere the op table's dispatch widens them to float32.
+  const DTypeSet native_bf16 = has_bf16_gemm() ? dtype_bit(DType::BFloat16) : DTypeSet{0};
+  for (const auto& [kind, kernel] : kernels) {
+    const bool gemm = kind == OpKind::Matmul || kind == OpKind::Addmm || kind == OpKind::Conv2d;
+    register_kernel(DeviceType::CPU, kind, kernel,
+                    static_cast<DTypeSet>(standard_kernel_dtypes(kind) | (gemm ? native_bf16 : 0)));
+  }
   register_services(DeviceType::CPU, {.copy_into = copy_into,
                                       .add_into = add_into,
                                       .sgd_update = sgd_update,

@@ -1,0 +1,37 @@
+// bfloat16 matrix products on the CPU's 16-bit matrix hardware (AVX512-BF16's dot products, AMX
+// tiles) through oneDNN's matmul primitive. Without that hardware, or in a build without oneDNN,
+// a bfloat16 product is widened to float32 and runs through sgemm like any other (the op table's
+// dispatch does it): has_bf16_gemm() decides which, once per process.
+//
+// Compiled once, outside the per-capability kernel copies: oneDNN picks its own kernels at run
+// time (its JIT), so there is nothing to gain from compiling this file per instruction set.
+#pragma once
+#include <cstdint>
+
+#include "vkml/core/half.h"
+
+namespace vk::cpu {
+
+// Whether this build links oneDNN (torch.backends.mkldnn.is_available()).
+bool has_onednn();
+// Whether bfloat16 products run natively: oneDNN is built in and finds AVX512-BF16 or AMX here.
+// VKML_CPU_CAPABILITY=default|avx2 turns it off (that machine has no such hardware), as does
+// oneDNN's own ONEDNN_MAX_CPU_ISA below AVX512_CORE_BF16.
+bool has_bf16_gemm();
+// What runs them, for the bench and bug reports: "oneDNN 2.6.3 avx512_core_bf16 (brgemm)"-like,
+// or why not ("no oneDNN in this build", "no AVX512-BF16/AMX on this CPU").
+const char* bf16_gemm_name();
+
+// C = A @ B (+ C when `accumulate`): C is M x N float32, row-major with row stride ldc; A (M x K)
+// and B (K x N) are bfloat16 with leading dimensions lda / ldb, stored row-major or, when ta / tb,
+// column-major (BLAS's convention). Products accumulate in float32. Runs on the calling thread
+// alone (call it inside a parallel_for whose partition depends only on the shapes: results are
+// then independent of the thread count). Requires has_bf16_gemm().
+void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16* A, int64_t lda,
+               const BFloat16* B, int64_t ldb, bool accumulate, float* C, int64_t ldc);
+// The same into a bfloat16 C: the float32 sum (with C's old value when `accumulate`) rounded
+// once on store, without a float32 C in between.
+void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16* A, int64_t lda,
+               const BFloat16* B, int64_t ldb, bool accumulate, BFloat16* C, int64_t ldc);
+
+}  // namespace vk::cpu
