@@ -9,6 +9,7 @@
 
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/linalg.h"
+#include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/parallel.h"
 
 namespace vk::cpu {
@@ -325,6 +326,21 @@ VK_KERNEL(conv2d) {
     Tensor c = Tensor::empty(wt.shape(), wt.dtype());
     copy_into(c, wt);
     wt = c;
+  }
+  if (x.dtype() == DType::Float32 && groups == 1) {
+    const ConvShape shape{N, C, H, W, O, w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw};
+    if (use_onednn_conv(shape)) {
+      const auto dense = [](const Tensor& t) {
+        if (t.is_contiguous()) return t;
+        Tensor c = Tensor::empty(t.shape(), t.dtype());
+        copy_into(c, t);
+        return c;
+      };
+      const Tensor xc = dense(x), bias = has_bias ? dense(in[2]) : Tensor();
+      conv2d_f32(shape, xc.data<float>(), wt.data<float>(), has_bias ? bias.data<float>() : nullptr,
+                 out.data<float>());
+      return out;
+    }
   }
   const Plane p{H, W, x.strides()[2], x.strides()[3]};
   const int64_t sN = x.strides()[0], sC = x.strides()[1];

@@ -15,7 +15,8 @@ VK_KERNEL(im2col);
 // cols (N, C*kh*kw, OH*OW) -> (N, C, H, W), overlaps summed; a.shape = {H, W}, a.win.
 VK_KERNEL(col2im);
 // x (N, C, H, W), weight (O, C/groups, kh, kw)[, bias (O)] -> (N, O, OH, OW);
-// a.win (kh, kw equal to the weight's; groups).
+// a.win (kh, kw equal to the weight's; groups). im2col + GEMM, or oneDNN's direct convolution
+// for the float32 shapes where it is faster (onednn.h: use_onednn_conv).
 VK_KERNEL(conv2d);
 // x (N, C, H, W) -> values (N, C, OH, OW); the int64 argmax indices (flat ih * W + iw within each
 // input plane; ties take the first) are output 1. Padding acts as -inf.

@@ -13,15 +13,19 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include "vkml/backend/cpu/capability.h"
+#include "vkml/backend/cpu/parallel.h"
 
 namespace vk::cpu {
 namespace {
@@ -33,7 +37,8 @@ const char* isa_name(dnnl_cpu_isa_t isa) {
 }
 
 struct Support {
-  bool native = false;
+  bool native = false;  // bfloat16 GEMM hardware
+  bool avx512 = false;  // oneDNN's AVX-512 convolutions
   std::string name;
 };
 
@@ -52,6 +57,8 @@ const Support& support() {
     const char* isa = isa_name(dnnl_get_effective_cpu_isa());
     Support r;
     r.native = isa != nullptr;
+    r.avx512 =
+        (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
     r.name =
         isa ? lib + " " + isa : lib + " (no AVX512-BF16 or AMX here: bfloat16 widens to sgemm)";
     return r;
@@ -194,6 +201,147 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16
   run_gemm(ta, tb, M, N, K, A, lda, B, ldb, accumulate, C, ldc);
 }
 
+namespace {
+
+// One image's convolution in oneDNN's own layouts, and the reorders into and out of them.
+struct Conv {
+  dnnl::memory::desc x, w, y, bias;        // plain: nchw / oihw / nchw / (O)
+  dnnl::memory::desc xb, wb, yb, scratch;  // the primitive's (blocked) layouts
+  dnnl::reorder x_in, w_in, y_out;         // empty where the layouts are equal
+  dnnl::convolution_forward run;
+};
+
+std::shared_ptr<const Conv> make_conv(const ConvShape& s, bool has_bias) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const int64_t OH = (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
+  const int64_t OW = (s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
+  auto c = std::make_shared<Conv>();
+  c->x = dnnl::memory::desc({1, s.C, s.H, s.W}, dt::f32, tag::nchw);
+  c->w = dnnl::memory::desc({s.O, s.C, s.kh, s.kw}, dt::f32, tag::oihw);
+  c->y = dnnl::memory::desc({1, s.O, OH, OW}, dt::f32, tag::nchw);
+  c->bias = dnnl::memory::desc({s.O}, dt::f32, tag::x);
+  const auto any = [](const dnnl::memory::desc& d) {
+    return dnnl::memory::desc(d.dims(), dt::f32, tag::any);
+  };
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::memory::dims stride{s.sh, s.sw}, dil{s.dh - 1, s.dw - 1}, pad{s.ph, s.pw};
+  const auto desc =
+      has_bias ? dnnl::convolution_forward::desc(
+                     dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                     any(c->x), any(c->w), c->bias, any(c->y), stride, dil, pad, pad)
+               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                 dnnl::algorithm::convolution_direct, any(c->x),
+                                                 any(c->w), any(c->y), stride, dil, pad, pad);
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+  c->xb = pd.src_desc();
+  c->wb = pd.weights_desc();
+  c->yb = pd.dst_desc();
+  c->scratch = pd.scratchpad_desc();
+  c->run = dnnl::convolution_forward(pd);
+  const auto reorder = [](const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+    return from == to ? dnnl::reorder()
+                      : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
+  };
+  c->x_in = reorder(c->x, c->xb);
+  c->w_in = reorder(c->w, c->wb);
+  c->y_out = reorder(c->yb, c->y);
+  return c;
+}
+
+std::shared_ptr<const Conv> find_conv(const ConvShape& s, bool has_bias) {
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, int64_t, int64_t, bool>;
+  static std::mutex mu;
+  static std::map<Key, std::shared_ptr<const Conv>> convs;
+  const Key k{s.C, s.H, s.W, s.O, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, has_bias};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = convs.find(k); it != convs.end()) return it->second;
+  }
+  auto c = make_conv(s, has_bias);
+  std::lock_guard<std::mutex> lock(mu);
+  if (convs.size() >= 256) convs.clear();  // a program uses a few dozen
+  return convs.try_emplace(k, std::move(c)).first->second;
+}
+
+// Runs `r` (when it is one) from `from` to `to`.
+void reorder_into(const dnnl::reorder& r, dnnl::memory& from, dnnl::memory& to,
+                  dnnl::stream& stream) {
+  r.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+}  // namespace
+
+bool use_onednn_conv(const ConvShape& s) {
+  // Images are the unit of parallel work here (within one, oneDNN would split by the thread
+  // count, and results must not depend on it): a batch below 8 stays with im2col + GEMM, which
+  // splits each image's positions over the pool.
+  constexpr int64_t kMinBatch = 8;
+  return support().avx512 && s.N >= kMinBatch && s.C >= 32 && s.O >= 32 && s.kh * s.kw > 1;
+}
+
+void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
+  try {
+    const auto c = find_conv(s, bias != nullptr);
+    const size_t x_image = c->x.get_size() / sizeof(float),
+                 y_image = c->y.get_size() / sizeof(float);
+    // The weights in the primitive's layout, once per call, shared read-only by every image.
+    std::vector<uint8_t> wbuf;
+    const void* wb = w;
+    if (c->w_in) {
+      const OneOpenMPThread one_thread;
+      dnnl::stream stream(engine());
+      wbuf.resize(c->wb.get_size());
+      dnnl::memory from(c->w, engine(), const_cast<float*>(w)), to(c->wb, engine(), wbuf.data());
+      reorder_into(c->w_in, from, to, stream);
+      stream.wait();
+      wb = wbuf.data();
+    }
+    std::exception_ptr failed;
+    std::mutex failed_mu;
+    parallel_for(s.N, 1, [&](int64_t begin, int64_t end) {
+      try {
+        const OneOpenMPThread one_thread;
+        thread_local dnnl::stream stream(engine());
+        thread_local std::vector<uint8_t> xbuf, ybuf, scratch;
+        if (xbuf.size() < c->xb.get_size()) xbuf.resize(c->xb.get_size());
+        if (ybuf.size() < c->yb.get_size()) ybuf.resize(c->yb.get_size());
+        if (scratch.size() < c->scratch.get_size()) scratch.resize(c->scratch.get_size());
+        dnnl::memory wm(c->wb, engine(), const_cast<void*>(wb));
+        dnnl::memory sm(c->scratch, engine(), scratch.data());
+        dnnl::memory bm(c->bias, engine(), const_cast<float*>(bias));
+        for (int64_t n = begin; n < end; ++n) {
+          dnnl::memory xu(c->x, engine(), const_cast<float*>(x + n * x_image));
+          dnnl::memory yu(c->y, engine(), y + n * y_image);
+          dnnl::memory xm = c->x_in ? dnnl::memory(c->xb, engine(), xbuf.data()) : xu;
+          dnnl::memory ym = c->y_out ? dnnl::memory(c->yb, engine(), ybuf.data()) : yu;
+          if (c->x_in) reorder_into(c->x_in, xu, xm, stream);
+          std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, xm},
+                                                     {DNNL_ARG_WEIGHTS, wm},
+                                                     {DNNL_ARG_DST, ym},
+                                                     {DNNL_ARG_SCRATCHPAD, sm}};
+          if (bias) args.insert({DNNL_ARG_BIAS, bm});
+          c->run.execute(stream, args);
+          if (c->y_out) reorder_into(c->y_out, ym, yu, stream);
+        }
+        stream.wait();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failed_mu);
+        if (!failed) failed = std::current_exception();
+      }
+    });
+    if (failed) std::rethrow_exception(failed);
+  } catch (const dnnl::error& e) {
+    throw RuntimeError("conv2d: oneDNN's convolution (" + std::to_string(s.N) + " x " +
+                       std::to_string(s.C) + " x " + std::to_string(s.H) + " x " +
+                       std::to_string(s.W) + ", " + std::to_string(s.O) + " filters " +
+                       std::to_string(s.kh) + " x " + std::to_string(s.kw) +
+                       ") failed: " + e.what());
+  }
+}
+
 }  // namespace vk::cpu
 
 #else  // no oneDNN in this build: bfloat16 products widen to float32 (sgemm)
@@ -217,6 +365,11 @@ void bf16_gemm(bool, bool, int64_t M, int64_t N, int64_t K, const BFloat16*, int
 void bf16_gemm(bool, bool, int64_t M, int64_t N, int64_t K, const BFloat16*, int64_t,
                const BFloat16*, int64_t, bool, BFloat16*, int64_t) {
   no_onednn(M, N, K);
+}
+bool use_onednn_conv(const ConvShape&) { return false; }
+void conv2d_f32(const ConvShape& s, const float*, const float*, const float*, float*) {
+  throw RuntimeError("conv2d: oneDNN's convolution (" + std::to_string(s.N) +
+                     " images) called in a build without oneDNN");
 }
 
 }  // namespace vk::cpu

@@ -1,0 +1,84 @@
+// float32 convolutions through oneDNN's direct convolution (#18 item 4; backend/cpu/onednn.h): on
+// an AVX-512 machine, batches of 8+ images, 3x3-and-wider kernels over 32+ channels. Checked
+// against the float64 convolution (im2col + GEMM) of the same values, with a bias, strides,
+// dilation, padding and a strided input, and bit for bit at one and two threads (one oneDNN call
+// per image).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "vkml/vkml.h"
+
+namespace vk {
+namespace {
+
+bool capped() {
+  const char* cap = std::getenv("VKML_CPU_CAPABILITY");
+  return (cap != nullptr && *cap != '\0' && std::string(cap) != "avx512") ||
+         std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA");
+}
+
+TEST(OnednnConv, ChosenForWideKernelsOverManyChannelsOnAvx512) {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const cpu::ConvShape resnet{16, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1};
+  if (!capped()) {
+    EXPECT_EQ(cpu::use_onednn_conv(resnet), cpu::has_onednn() && avx512);
+  }
+  EXPECT_LE(cpu::use_onednn_conv(resnet), avx512);
+  EXPECT_FALSE(cpu::use_onednn_conv({16, 3, 64, 64, 64, 7, 7, 2, 2, 3, 3, 1, 1}));    // the stem
+  EXPECT_FALSE(cpu::use_onednn_conv({16, 64, 16, 16, 128, 1, 1, 2, 2, 0, 0, 1, 1}));  // 1x1
+  EXPECT_FALSE(cpu::use_onednn_conv({4, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1}));    // 4 images
+}
+
+TEST(OnednnConv, MatchesTheFloat64Convolution) {
+  struct Case {
+    Shape x, w;
+    int64_t stride, pad, dil;
+    bool bias, strided;
+  };
+  for (const Case& c : {Case{{8, 32, 9, 9}, {32, 32, 3, 3}, 1, 1, 1, true, false},
+                        Case{{8, 64, 12, 12}, {48, 64, 3, 3}, 2, 1, 1, false, false},
+                        Case{{9, 32, 11, 10}, {40, 32, 3, 3}, 1, 2, 2, true, false},
+                        Case{{8, 40, 8, 8}, {64, 40, 5, 5}, 1, 0, 1, true, true},
+                        Case{{16, 64, 2, 2}, {64, 64, 3, 3}, 1, 1, 1, false, true}}) {
+    SCOPED_TRACE(testing::Message() << "C " << c.x[1] << " O " << c.w[0] << " k " << c.w[2]
+                                    << " stride " << c.stride << " dil " << c.dil);
+    Tensor x64 = randn(c.x, DType::Float64), w64 = randn(c.w, DType::Float64);
+    Tensor b64 = c.bias ? randn({c.w[0]}, DType::Float64) : Tensor();
+    Tensor x = cast(x64, DType::Float32);
+    if (c.strided)  // a non-contiguous input: every other row of a taller image
+      x = slice(cast(repeat_interleave(x64, 2, 2), DType::Float32), 2, 0, 2 * c.x[2], 2);
+    const Tensor got =
+        conv2d(x, cast(w64, DType::Float32), c.bias ? cast(b64, DType::Float32) : Tensor(),
+               c.stride, c.stride, c.pad, c.pad, c.dil, c.dil);
+    const Tensor want = conv2d(x64, w64, b64, c.stride, c.stride, c.pad, c.pad, c.dil, c.dil);
+    const Tensor scale = conv2d(abs(x64), abs(w64), c.bias ? abs(b64) : Tensor(), c.stride,
+                                c.stride, c.pad, c.pad, c.dil, c.dil);
+    ASSERT_EQ(got.shape(), want.shape());
+    const std::vector<double> g = to_vector(got), wv = to_vector(want), s = to_vector(scale);
+    int64_t bad = 0;
+    for (size_t i = 0; i < g.size(); ++i)
+      if (!(std::fabs(g[i] - wv[i]) <= 1e-5 * s[i] + 1e-6) && bad++ < 5)
+        ADD_FAILURE() << i << ": " << g[i] << " vs float64 " << wv[i];
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+TEST(OnednnConv, ResultsIndependentOfThreadCount) {
+  const int saved = cpu::num_threads();
+  const Tensor x = randn({9, 64, 10, 10}), w = randn({64, 64, 3, 3}), b = randn({64});
+  cpu::set_num_threads(1);
+  const std::vector<double> one = to_vector(conv2d(x, w, b, 1, 1, 1, 1));
+  cpu::set_num_threads(2);
+  const std::vector<double> two = to_vector(conv2d(x, w, b, 1, 1, 1, 1));
+  cpu::set_num_threads(saved);
+  EXPECT_EQ(one, two);
+}
+
+}  // namespace
+}  // namespace vk
