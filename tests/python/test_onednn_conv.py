@@ -43,3 +43,28 @@ def test_conv2d_same_bits_at_one_and_two_threads():
     finally:
         vk.set_num_threads(saved)
     assert np.array_equal(one, two)
+
+
+def test_one_thread_uses_one_core():
+    """Regression: oneDNN fixes a primitive's thread count when it is created, and the convolution
+    primitive was created outside the one-OpenMP-thread guard, so at vk.set_num_threads(1) each
+    per-image call ran on every core (process CPU time 1.98x wall time on 2 cores). In a fresh
+    process without torch: this suite's conftest sets torch's (shared libgomp) threads to 1, which
+    hid it."""
+    import os
+    import subprocess
+    import sys
+    code = (
+        "import time, vkml as vk\n"
+        "vk.set_num_threads(1)\n"
+        "x, w = vk.randn(16, 64, 16, 16), vk.randn(64, 64, 3, 3)\n"
+        "vk.nn.functional.conv2d(x, w, padding=1)\n"
+        "wall, cpu = time.perf_counter(), time.process_time()\n"
+        "while time.perf_counter() - wall < 0.5:\n"
+        "    vk.nn.functional.conv2d(x, w, padding=1)\n"
+        "print((time.process_time() - cpu) / (time.perf_counter() - wall))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VKML_NUM_THREADS")}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert float(r.stdout) < 1.3, f"CPU time / wall time {float(r.stdout):.2f} at one thread"

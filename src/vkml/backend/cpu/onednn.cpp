@@ -284,7 +284,13 @@ bool use_onednn_conv(const ConvShape& s) {
 
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
   try {
-    const auto c = find_conv(s, bias != nullptr);
+    // oneDNN fixes a primitive's thread count when it is created: created here under one
+    // OpenMP thread, each per-image call runs on its caller alone (created with the default, each
+    // call ran on every core: vk.set_num_threads(1) used two).
+    const auto c = [&] {
+      const OneOpenMPThread one_thread;
+      return find_conv(s, bias != nullptr);
+    }();
     const size_t x_image = c->x.get_size() / sizeof(float),
                  y_image = c->y.get_size() / sizeof(float);
     // The weights in the primitive's layout, once per call, shared read-only by every image.
