@@ -492,40 +492,54 @@ def child_env(threads):
     return env
 
 
+def drive_worker(cmd, env, threads, stall_s, on_event):
+    """Runs one worker process, handing each JSON event it prints to on_event (announcing each workload on
+    stderr) until it exits or prints nothing for stall_s seconds (then it is killed). Returns (rc, hung,
+    current): current is the workload it had started and not finished, or None."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, text=True)
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    current, hung = None, False
+    while True:
+        if not sel.select(timeout=stall_s):
+            hung = True
+            p.kill()
+            break
+        line = p.stdout.readline()
+        if not line:
+            break
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if ev.get("event") == "start":
+            current = ev["workload"]
+            print(f"  [{threads} thr] {current} ...", file=sys.stderr, flush=True)
+        elif ev.get("event") == "done":
+            current = None
+        on_event(ev)
+    rc = p.wait()
+    sel.close()
+    return rc, hung, current
+
+
 def run_worker(ids, threads, quick, want_blas, stall_s=180):
     """Runs the worker; restarts it after a crash or a hang, marking that workload as failed."""
     records, blas = [], None
     remaining = list(ids)
+
+    def on_event(ev):
+        nonlocal blas
+        if ev.get("event") == "done":
+            records.append(ev["record"])
+            remaining.remove(ev["record"]["workload"])
+        elif ev.get("event") == "blas":
+            blas = ev["info"]
+
     while remaining:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker-ids", ",".join(remaining),
                "--threads", str(threads)] + (["--quick"] if quick else []) + (["--blas-info"] if want_blas else [])
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=child_env(threads), text=True)
-        sel = selectors.DefaultSelector()
-        sel.register(p.stdout, selectors.EVENT_READ)
-        current, hung = None, False
-        while True:
-            if not sel.select(timeout=stall_s):
-                hung = True
-                p.kill()
-                break
-            line = p.stdout.readline()
-            if not line:
-                break
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if ev.get("event") == "start":
-                current = ev["workload"]
-                print(f"  [{threads} thr] {current} ...", file=sys.stderr, flush=True)
-            elif ev.get("event") == "done":
-                records.append(ev["record"])
-                remaining.remove(ev["record"]["workload"])
-                current = None
-            elif ev.get("event") == "blas":
-                blas = ev["info"]
-        rc = p.wait()
-        sel.close()
+        rc, hung, current = drive_worker(cmd, child_env(threads), threads, stall_s, on_event)
         if current is None:
             if remaining:  # died between workloads (e.g. at import): fail them all
                 for wid in remaining:

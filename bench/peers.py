@@ -35,8 +35,6 @@ import argparse
 import gc
 import json
 import os
-import selectors
-import subprocess
 import sys
 import time
 
@@ -195,38 +193,22 @@ def peer_env(threads):
 
 
 def run_worker(ids, threads, quick, stall_s=600):
-    """As compare.run_worker: restarts the worker after a crash or a hang, that workload marked failed."""
+    """As compare.run_worker: restarts the worker after a crash or a hang, that workload marked failed.
+    A long stall limit: a JIT compile of resnet18 takes a while."""
     results, ver, remaining = {}, {}, list(ids)
+
+    def on_event(ev):
+        nonlocal ver
+        if ev.get("event") == "versions":
+            ver = ev["versions"]
+        elif ev.get("event") == "done":
+            results[ev["workload"]] = ev["results"]
+            remaining.remove(ev["workload"])
+
     while remaining:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker-ids", ",".join(remaining),
                "--threads", str(threads)] + (["--quick"] if quick else [])
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=peer_env(threads), text=True)
-        sel = selectors.DefaultSelector()
-        sel.register(p.stdout, selectors.EVENT_READ)
-        current, hung = None, False
-        while True:
-            if not sel.select(timeout=stall_s):  # a JIT compile of resnet18 takes a while: a long limit
-                hung = True
-                p.kill()
-                break
-            line = p.stdout.readline()
-            if not line:
-                break
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if ev.get("event") == "versions":
-                ver = ev["versions"]
-            elif ev.get("event") == "start":
-                current = ev["workload"]
-                print(f"  [{threads} thr] {current} ...", file=sys.stderr, flush=True)
-            elif ev.get("event") == "done":
-                results[ev["workload"]] = ev["results"]
-                remaining.remove(ev["workload"])
-                current = None
-        rc = p.wait()
-        sel.close()
+        rc, hung, current = C.drive_worker(cmd, peer_env(threads), threads, stall_s, on_event)
         failed = [current] if current is not None else list(remaining)
         why = f"hung > {stall_s}s" if hung else f"worker exited rc={rc}"
         for wid in failed:
