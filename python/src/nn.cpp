@@ -437,6 +437,35 @@ void bind_nn(nb::module_& m) {
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1);
+  // conv2d's two gradient ops (vk.conv2d_backward_input / _weight; torch.nn.grad's conv2d_input
+  // and conv2d_weight, vkml/nn/grad.py, call them): the missing tensor's shape, then the window.
+  const auto conv_window = [](const Shape& w, nb::handle s, nb::handle p, nb::handle d,
+                              int64_t groups) {
+    VK_CHECK(w.size() == 4, ShapeError,
+             "conv2d: expected a 4-D (O, C/groups, kh, kw) weight, got shape ", vk::shape_str(w));
+    auto ss = size2(s, "stride"), ps = size2(p, "padding"), ds = size2(d, "dilation");
+    return vk::Window2d{w[2], w[3], ss[0], ss[1], ps[0], ps[1], ds[0], ds[1], groups};
+  };
+  m.def(
+      "conv2d_backward_input",
+      [conv_window](const Tensor& g, const Tensor& w, nb::handle input_shape, nb::handle s,
+                    nb::handle p, nb::handle d, int64_t groups) {
+        const Shape xs = to_shape(input_shape);
+        const vk::Window2d win = conv_window(w.shape(), s, p, d, groups);
+        return without_gil(true, [&] { return vk::conv2d_backward_input(g, w, xs, win); });
+      },
+      "grad"_a, "weight"_a, "input_shape"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
+      "groups"_a = 1);
+  m.def(
+      "conv2d_backward_weight",
+      [conv_window](const Tensor& g, const Tensor& x, nb::handle weight_shape, nb::handle s,
+                    nb::handle p, nb::handle d, int64_t groups) {
+        const Shape ws = to_shape(weight_shape);
+        const vk::Window2d win = conv_window(ws, s, p, d, groups);
+        return without_gil(true, [&] { return vk::conv2d_backward_weight(g, x, ws, win); });
+      },
+      "grad"_a, "input"_a, "weight_shape"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
+      "groups"_a = 1);
   nn.def(
       "max_pool2d",
       [](const Tensor& x, nb::handle k, nb::handle s, nb::handle p, nb::handle d, bool ceil_mode,

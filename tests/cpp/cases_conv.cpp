@@ -89,6 +89,49 @@ RegisterOpCases conv_cases({
      [](const V& x) {
        return conv2d(permute(x[0], {0, 3, 1, 2}), x[1], x[2], 1, 1, 0, 0);
      }},
+    // conv2d's gradient ops (the CPU's kernels; conv2d's rule uses them there).
+    {OpKind::Conv2dBackwardInput, "conv2d_backward_input/stride2_pad1_dilation2",
+     [] {
+       return V{leaf({2, 2, 3, 3}), leaf({2, 3, 2, 2})};
+     },
+     [](const V& x) {
+       return conv2d_backward_input(x[0], x[1], {2, 3, 5, 5}, win(2, 2, 1, 2));
+     }},
+    // Stride 2 over an odd extent: x's last row and column are in no window (their gradient 0).
+    {OpKind::Conv2dBackwardInput, "conv2d_backward_input/groups2_uncovered_edge",
+     [] {
+       return V{leaf({1, 4, 2, 2}), leaf({4, 2, 2, 2})};
+     },
+     [](const V& x) {
+       Window2d w = win(2, 2);
+       w.groups = 2;
+       return conv2d_backward_input(x[0], x[1], {1, 4, 5, 5}, w);
+     }},
+    {OpKind::Conv2dBackwardWeight, "conv2d_backward_weight/stride2_pad1_dilation2",
+     [] {
+       return V{leaf({2, 2, 3, 3}), leaf({2, 3, 5, 5})};
+     },
+     [](const V& x) {
+       return conv2d_backward_weight(x[0], x[1], {2, 3, 2, 2}, win(2, 2, 1, 2));
+     }},
+    {OpKind::Conv2dBackwardWeight, "conv2d_backward_weight/groups2_channels_last",
+     [] {
+       return V{leaf({1, 4, 2, 2}), leaf({1, 3, 3, 4})};
+     },
+     [](const V& x) {
+       Window2d w = win(2);
+       w.groups = 2;
+       return conv2d_backward_weight(x[0], permute(x[1], {0, 3, 1, 2}), {4, 2, 2, 2}, w);
+     }},
+    // 128 positions per image: products over 4 images side by side (g packed), and the batch
+    // cut into 3 parts of partial gradients (one input channel).
+    {OpKind::Conv2dBackwardWeight, "conv2d_backward_weight/short_images_in_parts",
+     [] {
+       return V{leaf({9, 2, 8, 16}), leaf({9, 1, 9, 17})};
+     },
+     [](const V& x) {
+       return conv2d_backward_weight(x[0], x[1], {2, 1, 2, 2}, win(2));
+     }},
     {OpKind::MaxPool2d, "max_pool2d/distinct",
      [] {
        return V{distinct({1, 2, 4, 4})};

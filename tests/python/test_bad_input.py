@@ -129,6 +129,12 @@ ROWS = [
     # ---- conv / pool with a kernel larger than the input ----
     row("conv2d-kernel-too-large", lambda: vk.conv2d(vk.ones(1, 3, 2, 2), vk.ones(2, 3, 3, 3)), vk.ShapeError,
         "conv2d", "kernel (3, 3)", "[1, 3, 2, 2]"),
+    row("conv2d_backward_input-grad-shape", lambda: vk.conv2d_backward_input(vk.ones(1, 2, 3, 3), vk.ones(2, 3, 3, 3),
+                                                                           (1, 3, 4, 4)), vk.ShapeError,
+        "conv2d_backward_input", "[1, 2, 3, 3]", "[1, 2, 2, 2]"),
+    row("conv2d_backward_weight-channels", lambda: vk.conv2d_backward_weight(vk.ones(1, 2, 2, 2), vk.ones(1, 3, 4, 4),
+                                                                           (2, 4, 3, 3)), vk.ShapeError,
+        "conv2d_backward_weight", "[1, 3, 4, 4]", "[2, 4, 3, 3]"),
     row("max_pool2d-kernel-too-large", lambda: vk.max_pool2d(vk.ones(1, 1, 2, 2), 3), vk.ShapeError,
         "max_pool2d", "kernel (3, 3)", "[1, 1, 2, 2]"),
     row("avg_pool2d-kernel-too-large", lambda: vk.avg_pool2d(vk.ones(1, 1, 2, 2), 3), vk.ShapeError,
@@ -713,6 +719,8 @@ NANINF = {
     "im2col": lambda: vk.im2col(_f(1, 2, 3, 4), 2),
     "col2im": lambda: vk.col2im(_f(1, 8, 6), (3, 4), 2),
     "conv2d": lambda: vk.conv2d(_f(2, 3, 5, 4), _f(4, 3, 3, 2), _f(4)),
+    "conv2d_backward_input": lambda: vk.conv2d_backward_input(_f(2, 4, 3, 2), _f(4, 3, 3, 2), (2, 3, 5, 3)),
+    "conv2d_backward_weight": lambda: vk.conv2d_backward_weight(_f(2, 4, 3, 2), _f(2, 3, 5, 3), (4, 3, 3, 2)),
     "max_pool2d": lambda: vk.max_pool2d(_f(1, 2, 4, 4), 2),
     "max_pool2d_backward": lambda: vk.max_pool2d_backward(
         *[(g, i) for g, i in [(_f(1, 2, 2, 2), vk.max_pool2d(_f(1, 2, 4, 4, grad=False), 2,

@@ -45,7 +45,11 @@ def test_conv2d_same_bits_at_one_and_two_threads():
     assert np.array_equal(one, two)
 
 
-def test_one_thread_uses_one_core():
+@pytest.mark.parametrize("call", [
+    "vk.nn.functional.conv2d(x, w, padding=1)",
+    "vk.nn.grad.conv2d_input(x.shape, w, x, padding=1)",
+    "vk.nn.grad.conv2d_weight(x, w.shape, x, padding=1)"])
+def test_one_thread_uses_one_core(call):
     """Regression: oneDNN fixes a primitive's thread count when it is created, and the convolution
     primitive was created outside the one-OpenMP-thread guard, so at vk.set_num_threads(1) each
     per-image call ran on every core (process CPU time 1.98x wall time on 2 cores). In a fresh
@@ -58,13 +62,41 @@ def test_one_thread_uses_one_core():
         "import time, vkml as vk\n"
         "vk.set_num_threads(1)\n"
         "x, w = vk.randn(16, 64, 16, 16), vk.randn(64, 64, 3, 3)\n"
-        "vk.nn.functional.conv2d(x, w, padding=1)\n"
+        f"{call}\n"
         "wall, cpu = time.perf_counter(), time.process_time()\n"
         "while time.perf_counter() - wall < 0.5:\n"
-        "    vk.nn.functional.conv2d(x, w, padding=1)\n"
+        f"    {call}\n"
         "print((time.process_time() - cpu) / (time.perf_counter() - wall))\n")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VKML_NUM_THREADS")}
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert float(r.stdout) < 1.3, f"CPU time / wall time {float(r.stdout):.2f} at one thread"
+
+
+@pytest.mark.parametrize("shape,stride", [((16, 64, 16, 16, 64), 1), ((8, 32, 9, 9, 48), 2),
+                                          ((16, 64, 4, 4, 32), 1), ((6, 3, 20, 20, 16), 1)])
+def test_nn_grad_follows_torch_and_threads(shape, stride):
+    """conv2d's gradient ops (vk.nn.grad, as torch.nn.grad) at shapes that take oneDNN's backward
+    passes (the first two on AVX-512), im2col + GEMM (the last two), against torch's, and the same
+    bits at one and two threads."""
+    n, c, h, w_, o = shape
+    g = torch.Generator().manual_seed(1)
+    tx, tw = torch.randn(n, c, h, w_, generator=g), torch.randn(o, c, 3, 3, generator=g)
+    tg = torch.randn(torch.nn.functional.conv2d(tx, tw, stride=stride, padding=1).shape, generator=g)
+    x, w, gy = vk.tensor(tx.numpy()), vk.tensor(tw.numpy()), vk.tensor(tg.numpy())
+    want_dx = torch.nn.grad.conv2d_input(tx.shape, tw, tg, stride=stride, padding=1).numpy()
+    want_dw = torch.nn.grad.conv2d_weight(tx, tw.shape, tg, stride=stride, padding=1).numpy()
+    saved = vk.get_num_threads()
+    try:
+        got = {}
+        for threads in (1, 2):
+            vk.set_num_threads(threads)
+            got[threads] = (vk.nn.grad.conv2d_input(x.shape, w, gy, stride=stride, padding=1).numpy(),
+                            vk.nn.grad.conv2d_weight(x, w.shape, gy, stride=stride, padding=1).numpy())
+    finally:
+        vk.set_num_threads(saved)
+    for mine, theirs in zip(got[1], (want_dx, want_dw)):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-5 * np.abs(theirs).max())
+    for one, two in zip(got[1], got[2]):
+        np.testing.assert_array_equal(one, two)

@@ -612,6 +612,21 @@ SPECS = {
                Case(lambda m, x, w: (vk.conv2d if m is vk else TF.conv2d)(x, w, None, padding=(1, 0), dilation=(2, 1),
                                                                          groups=2),
                     [F(1, 4, 5, 4), F(2, 2, 2, 2)], label="groups-dilation")],
+    # conv2d's gradients against torch.nn.grad's (torch runs them through its own autograd).
+    "conv2d_backward_input": [
+        Case(lambda m, g, w: (vk.conv2d_backward_input(g, w, (2, 3, 5, 5), stride=2, padding=1, dilation=2) if m is vk
+                              else torch.nn.grad.conv2d_input((2, 3, 5, 5), w, g, stride=2, padding=1, dilation=2)),
+             [F(2, 4, 3, 3), F(4, 3, 2, 2)]),
+        Case(lambda m, g, w: (vk.conv2d_backward_input(g, w, (1, 4, 6, 5), padding=(1, 0), groups=2) if m is vk
+                              else torch.nn.grad.conv2d_input((1, 4, 6, 5), w, g, padding=(1, 0), groups=2)),
+             [F(1, 6, 6, 3), F(6, 2, 3, 3)], label="groups")],
+    "conv2d_backward_weight": [
+        Case(lambda m, g, x: (vk.conv2d_backward_weight(g, x, (4, 3, 2, 2), stride=2, padding=1, dilation=2) if m is vk
+                              else torch.nn.grad.conv2d_weight(x, (4, 3, 2, 2), g, stride=2, padding=1, dilation=2)),
+             [F(2, 4, 3, 3), F(2, 3, 5, 5)]),
+        Case(lambda m, g, x: (vk.conv2d_backward_weight(g, x, (6, 2, 3, 3), padding=(1, 0), groups=2) if m is vk
+                              else torch.nn.grad.conv2d_weight(x, (6, 2, 3, 3), g, padding=(1, 0), groups=2)),
+             [F(1, 6, 6, 3), F(1, 4, 6, 5)], label="groups")],
     "max_pool2d": [Case(lambda m, x: tuple((vk.max_pool2d if m is vk else TF.max_pool2d)(x, 2, return_indices=True)),
                         [pool_input((1, 2, 4, 4))]),
                    Case(lambda m, x: tuple((vk.max_pool2d if m is vk else TF.max_pool2d)(

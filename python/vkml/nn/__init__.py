@@ -1,6 +1,6 @@
 """vk.nn: torch.nn's modules over vkml tensors (the math is in vkml._C._nn)."""
 
-from . import functional, init, utils
+from . import functional, grad, init, utils
 from .modules import *  # noqa: F401,F403
 from .modules import Module, Parameter
 from . import parameter  # vk.nn.parameter, as torch.nn.parameter (lazy modules)

@@ -42,7 +42,8 @@ enum class OpKind : uint16_t {
   // index
   IndexSelect, Gather, ScatterAdd,
   // linear algebra, convolution, pooling
-  Matmul, Addmm, Im2Col, Col2Im, Conv2d, MaxPool2d, MaxPool2dBackward, AvgPool2d,
+  Matmul, Addmm, Im2Col, Col2Im, Conv2d, Conv2dBackwardInput, Conv2dBackwardWeight, MaxPool2d,
+  MaxPool2dBackward, AvgPool2d,
   // moving data between devices
   ToDevice,
   // user-defined (custom functions, checkpoint)

@@ -1,8 +1,8 @@
 // Convolution and pooling on NCHW tensors. im2col/col2im are each other's adjoints; conv2d is one
-// op (im2col + GEMM per batch element in its kernel) whose rule is written with matmul, im2col and
-// col2im; max_pool2d keeps its int64 argmax indices and its adjoint max_pool2d_backward scatters
-// into them, with a gather at those indices as its own rule; avg_pool2d's rule is a col2im of the
-// gradient spread evenly over each window.
+// op (im2col + GEMM per batch element in its kernel) whose two gradients are ops of their own,
+// each the other's and conv2d's adjoint; max_pool2d keeps its int64 argmax indices and its
+// adjoint max_pool2d_backward scatters into them, with a gather at those indices as its own rule;
+// avg_pool2d's rule is a col2im of the gradient spread evenly over each window.
 #include "vkml/ops/conv.h"
 
 #include "vkml/core/geometry.h"
@@ -86,41 +86,80 @@ Meta infer_col2im(const std::vector<Tensor>& in, const Attrs& a, std::string_vie
   return {{c.shape()[0], c.shape()[1] / kk, a.shape[0], a.shape[1]}, c.dtype()};
 }
 
-int64_t groups_of(const Attrs& a) { return a.win.groups; }
+// The output shape of conv2d over an input of shape x with a weight of shape w: ShapeError naming
+// `op` and both shapes when they do not fit together. The backward ops check their shapes here too.
+Shape conv2d_out_shape(const Shape& x, const Shape& w, const Window2d& win, std::string_view op) {
+  check_window(win, op);
+  const int64_t groups = win.groups;
+  const int64_t C = x[1], O = w[0];
+  VK_CHECK(groups >= 1 && C % groups == 0 && O % groups == 0, ShapeError, op, ": groups = ", groups,
+           " must divide the input channels (", C, ") and the output channels (", O,
+           "); input shape ", shape_str(x), ", weight shape ", shape_str(w));
+  const int64_t expected_c = checked_mul(w[1], groups, op);
+  VK_CHECK(expected_c == C, ShapeError, op, ": input of shape ", shape_str(x), " has ", C,
+           " channels, but weight of shape ", shape_str(w), " with groups = ", groups, " expects ",
+           expected_c);
+  VK_CHECK(w[2] == win.kh && w[3] == win.kw, ShapeError, op, ": weight of shape ", shape_str(w),
+           " does not match the ", win_str(win));
+  std::pair<int64_t, int64_t> ohw;
+  try {
+    ohw = out_hw(x[2], x[3], win, op, x);
+  } catch (const ShapeError& e) {
+    throw ShapeError(detail::cat(e.what(), "; weight shape ", shape_str(w)));
+  }
+  return {x[0], O, ohw.first, ohw.second};
+}
+
+void check_weight_4d(const Shape& w, std::string_view op) {
+  VK_CHECK(w.size() == 4, ShapeError, op,
+           ": expected a 4-D (O, C/groups, kh, kw) weight, got shape ", shape_str(w));
+}
 
 Meta infer_conv2d(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
   VK_CHECK(in.size() == 2 || in.size() == 3, RuntimeError, op,
            ": expected inputs (x, weight) or (x, weight, bias), got ", in.size());
   const Tensor &x = in[0], &w = in[1];
   check_nchw(x, op);
-  VK_CHECK(w.ndim() == 4, ShapeError, op,
-           ": expected a 4-D (O, C/groups, kh, kw) weight, got "
-           "shape ",
-           shape_str(w.shape()));
+  check_weight_4d(w.shape(), op);
   check_float(x, op);
-  check_window(a.win, op);
-  const int64_t groups = groups_of(a);
-  const int64_t C = x.shape()[1], O = w.shape()[0];
-  VK_CHECK(groups >= 1 && C % groups == 0 && O % groups == 0, ShapeError, op, ": groups = ", groups,
-           " must divide the input channels (", C, ") and the output channels (", O,
-           "); input shape ", shape_str(x.shape()), ", weight shape ", shape_str(w.shape()));
-  const int64_t expected_c = checked_mul(w.shape()[1], groups, op);
-  VK_CHECK(expected_c == C, ShapeError, op, ": input of shape ", shape_str(x.shape()), " has ", C,
-           " channels, but weight of shape ", shape_str(w.shape()), " with groups = ", groups,
-           " expects ", expected_c);
-  VK_CHECK(w.shape()[2] == a.win.kh && w.shape()[3] == a.win.kw, ShapeError, op,
-           ": weight of shape ", shape_str(w.shape()), " does not match the ", win_str(a.win));
+  Shape out = conv2d_out_shape(x.shape(), w.shape(), a.win, op);
   if (in.size() == 3)
-    VK_CHECK(in[2].ndim() == 1 && in[2].shape()[0] == O, ShapeError, op, ": bias of shape ",
-             shape_str(in[2].shape()), " does not match ", O, " output channels (weight shape ",
-             shape_str(w.shape()), ")");
-  std::pair<int64_t, int64_t> ohw;
-  try {
-    ohw = out_hw(x.shape()[2], x.shape()[3], a.win, op, x.shape());
-  } catch (const ShapeError& e) {
-    throw ShapeError(detail::cat(e.what(), "; weight shape ", shape_str(w.shape())));
-  }
-  return {{x.shape()[0], O, ohw.first, ohw.second}, x.dtype()};
+    VK_CHECK(in[2].ndim() == 1 && in[2].shape()[0] == out[1], ShapeError, op, ": bias of shape ",
+             shape_str(in[2].shape()), " does not match ", out[1],
+             " output channels (weight shape ", shape_str(w.shape()), ")");
+  return {std::move(out), x.dtype()};
+}
+
+// The gradient g must have the shape conv2d gives x and w (the shape of the missing one of them
+// is the op's attribute).
+void check_conv_grad(const Tensor& g, const Shape& x, const Shape& w, const Window2d& win,
+                     std::string_view op) {
+  check_nchw(g, op, "gradient");
+  check_float(g, op);
+  VK_CHECK(x.size() == 4, ShapeError, op, ": expected a 4-D (N, C, H, W) input shape, got ",
+           shape_str(x));
+  check_weight_4d(w, op);
+  (void)numel_of(x, op);  // rejects negative extents
+  (void)numel_of(w, op);
+  const Shape out = conv2d_out_shape(x, w, win, op);
+  VK_CHECK(g.shape() == out, ShapeError, op, ": gradient of shape ", shape_str(g.shape()),
+           " does not match conv2d's output ", shape_str(out), " for input shape ", shape_str(x),
+           ", weight shape ", shape_str(w), " and ", win_str(win));
+}
+
+// in: (g, weight); attrs.shape: x's shape.
+Meta infer_conv2d_backward_input(const std::vector<Tensor>& in, const Attrs& a,
+                                 std::string_view op) {
+  check_conv_grad(in[0], a.shape, in[1].shape(), a.win, op);
+  return {a.shape, in[0].dtype()};
+}
+
+// in: (g, x); attrs.shape: the weight's shape.
+Meta infer_conv2d_backward_weight(const std::vector<Tensor>& in, const Attrs& a,
+                                  std::string_view op) {
+  check_nchw(in[1], op);
+  check_conv_grad(in[0], in[1].shape(), a.shape, a.win, op);
+  return {a.shape, in[0].dtype()};
 }
 
 Meta infer_pool(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
@@ -149,57 +188,37 @@ Meta infer_max_pool2d_backward(const std::vector<Tensor>& in, const Attrs& a, st
   return {a.shape, g.dtype()};
 }
 
-// Elements of a column matrix that conv2d's rule makes at a time, when the whole one is big.
-constexpr int64_t kColsChunk = int64_t{1} << 19;
-// Below this many output positions per image, conv2d's rule makes one product over the batch
-// rather than one per image.
-constexpr int64_t kShortL = 256;
+// conv2d without a bias, over a window that holds its groups.
+Tensor conv2d_window(const Tensor& x, const Tensor& w, const Window2d& win) {
+  Attrs a;
+  a.win = win;
+  return dispatch(OpKind::Conv2d, {x, w}, a);
+}
 
-// The conv2d rule. With G groups, x's channels split into G blocks of Cg, the weight's rows into
-// G blocks of Og; the im2col rows of block g are g*Cg*kh*kw .. (g+1)*Cg*kh*kw.
+// The backward ops are linear in each input, and each one's adjoint is conv2d or the other:
+// <gx, dx(g, w)> = <g, conv2d(gx, w)> = <w, dW(g, gx)>.
+Grads conv2d_backward_input_grad(const GradCtx& c) {
+  const Tensor &g = c.in[0], &w = c.in[1];
+  Grads out(2);
+  if (c.needs[0]) out[0] = conv2d_window(c.grad, w, c.attrs.win);
+  if (c.needs[1]) out[1] = conv2d_backward_weight(g, c.grad, w.shape(), c.attrs.win);
+  return out;
+}
+Grads conv2d_backward_weight_grad(const GradCtx& c) {
+  const Tensor &g = c.in[0], &x = c.in[1];
+  Grads out(2);
+  if (c.needs[0]) out[0] = conv2d_window(x, c.grad, c.attrs.win);
+  if (c.needs[1]) out[1] = conv2d_backward_input(g, c.grad, x.shape(), c.attrs.win);
+  return out;
+}
+
+// conv2d's rule: each gradient one op, whose kernels make only the column matrices they need
+// (the CPU's a block of channels at a time, without the batch's whole im2col matrix).
 Grads conv2d_grad(const GradCtx& c) {
   const Tensor &x = c.in[0], &w = c.in[1], &g = c.grad;
-  const Window2d& win = c.attrs.win;
-  const int64_t G = groups_of(c.attrs);
-  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  const int64_t O = w.shape()[0], Og = O / G, CgKK = C / G * win.kh * win.kw;
-  const int64_t L = g.shape()[2] * g.shape()[3];
-  const int64_t CKK = C * win.kh * win.kw;
-  Tensor gg = reshape(g, {N, G, Og, L});
-  Tensor wt = transpose(reshape(w, {G, Og, CgKK}), 1, 2);
   Grads out(c.in.size());
-  auto im2col_g = [&] { return reshape(im2col(x, win), {N, G, CgKK, L}); };
-  // dx = col2im(dcols), dcols[n, g] = W_g^T @ g[n, g]; dW_g = sum_n g[n, g] @ cols[n, g]^T with
-  // cols = im2col(x). A big column matrix goes a chunk of images at a time (chunks fixed by the
-  // shapes): each chunk's columns are made and used while still in cache, instead of one pass
-  // over memory to write them and one to read them back.
-  const int64_t chunk = std::max<int64_t>(1, kColsChunk / std::max<int64_t>(CKK * L, 1));
-  const int64_t all_cols = checked_mul(checked_mul(N, CKK, "conv2d"), L, "conv2d");
-  if (all_cols > 4 * kColsChunk && chunk < N) {
-    std::vector<Tensor> dx, dw;
-    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
-      const int64_t n1 = std::min(N, n0 + chunk);
-      Tensor gc = slice(gg, 0, n0, n1);
-      if (c.needs[0]) dx.push_back(col2im(reshape(matmul(wt, gc), {n1 - n0, CKK, L}), H, W, win));
-      if (c.needs[1]) {
-        Tensor cols = reshape(im2col(slice(x, 0, n0, n1), win), {n1 - n0, G, CgKK, L});
-        dw.push_back(matmul(gc, transpose(cols, 2, 3)));  // BLAS reads cols^T in place
-      }
-    }
-    if (c.needs[0]) out[0] = cat(dx, 0);
-    if (c.needs[1]) out[1] = reshape(sum(cat(dw, 0), {0}), w.shape());  // a fixed-order sum
-  } else if (L >= kShortL) {
-    if (c.needs[0]) out[0] = col2im(reshape(matmul(wt, gg), {N, CKK, L}), H, W, win);
-    if (c.needs[1]) out[1] = reshape(sum(matmul(gg, transpose(im2col_g(), 2, 3)), {0}), w.shape());
-  } else {
-    if (c.needs[0]) out[0] = col2im(reshape(matmul(wt, gg), {N, CKK, L}), H, W, win);
-    if (c.needs[1]) {
-      // Short products per image: one product over (n, l), of permuted copies.
-      Tensor a = reshape(permute(gg, {1, 2, 0, 3}), {G, Og, N * L});
-      Tensor b = reshape(permute(im2col_g(), {1, 2, 0, 3}), {G, CgKK, N * L});
-      out[1] = reshape(matmul(a, transpose(b, 1, 2)), w.shape());
-    }
-  }
+  if (c.needs[0]) out[0] = conv2d_backward_input(g, w, x.shape(), c.attrs.win);
+  if (c.needs[1]) out[1] = conv2d_backward_weight(g, x, w.shape(), c.attrs.win);
   if (c.in.size() == 3 && c.needs[2]) out[2] = sum(g, {0, 2, 3});
   return out;
 }
@@ -258,18 +277,41 @@ void add_conv_ops(OpList& ops) {
                  .infer = infer_col2im,
                  .grad = [](const GradCtx& c) -> Grads { return {im2col(c.grad, c.attrs.win)}; },
                  .grad_doc = "dcols = im2col(g, window)"});
-  ops.push_back(
-      {.kind = OpKind::Conv2d,
-       .name = "conv2d",
-       .arity = -1,
-       .signature = "conv2d(x, weight, bias, stride, padding, dilation, groups)",
-       .summary = "2-D cross-correlation of x (N, C, H, W) with weight (O, C/groups, kh, kw), "
-                  "plus bias (O) when given; im2col + GEMM per batch element",
-       .prepare = prepare_common_dtype,
-       .infer = infer_conv2d,
-       .grad = conv2d_grad,
-       .grad_doc = "per group: dx = col2im(W^T @ g), dW = sum over the batch of g @ im2col(x)^T, "
-                   "db = g summed over N, H, W"});
+  ops.push_back({.kind = OpKind::Conv2d,
+                 .name = "conv2d",
+                 .arity = -1,
+                 .signature = "conv2d(x, weight, bias, stride, padding, dilation, groups)",
+                 .summary =
+                     "2-D cross-correlation of x (N, C, H, W) with weight (O, C/groups, kh, kw), "
+                     "plus bias (O) when given; im2col + GEMM per batch element",
+                 .prepare = prepare_common_dtype,
+                 .infer = infer_conv2d,
+                 .grad = conv2d_grad,
+                 .grad_doc = "dx = conv2d_backward_input(g, W), dW = conv2d_backward_weight(g, x), "
+                             "db = g summed over N, H, W"});
+  ops.push_back({.kind = OpKind::Conv2dBackwardInput,
+                 .name = "conv2d_backward_input",
+                 .arity = 2,
+                 .signature = "conv2d_backward_input(g, weight, input_shape, window)",
+                 .summary =
+                     "conv2d's gradient with respect to its input (a transposed convolution of g "
+                     "with the weight): per group, col2im(W^T @ g) of input_shape "
+                     "(torch.nn.grad.conv2d_input)",
+                 .prepare = prepare_common_dtype,
+                 .infer = infer_conv2d_backward_input,
+                 .grad = conv2d_backward_input_grad,
+                 .grad_doc = "dg = conv2d(gg, weight), dweight = conv2d_backward_weight(g, gg)"});
+  ops.push_back({.kind = OpKind::Conv2dBackwardWeight,
+                 .name = "conv2d_backward_weight",
+                 .arity = 2,
+                 .signature = "conv2d_backward_weight(g, x, weight_shape, window)",
+                 .summary =
+                     "conv2d's gradient with respect to its weight: per group, the sum over the "
+                     "batch of g @ im2col(x)^T, of weight_shape (torch.nn.grad.conv2d_weight)",
+                 .prepare = prepare_common_dtype,
+                 .infer = infer_conv2d_backward_weight,
+                 .grad = conv2d_backward_weight_grad,
+                 .grad_doc = "dg = conv2d(x, gg), dx = conv2d_backward_input(g, gg)"});
   ops.push_back(
       {.kind = OpKind::MaxPool2d,
        .name = "max_pool2d",
@@ -329,6 +371,20 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   a.win.groups = groups;
   if (bias.defined()) return dispatch(OpKind::Conv2d, {x, weight, bias}, a);
   return dispatch(OpKind::Conv2d, {x, weight}, a);
+}
+Tensor conv2d_backward_input(const Tensor& g, const Tensor& weight, const Shape& input_shape,
+                             const Window2d& w) {
+  Attrs a;
+  a.win = w;
+  a.shape = input_shape;
+  return dispatch(OpKind::Conv2dBackwardInput, {g, weight}, a);
+}
+Tensor conv2d_backward_weight(const Tensor& g, const Tensor& x, const Shape& weight_shape,
+                              const Window2d& w) {
+  Attrs a;
+  a.win = w;
+  a.shape = weight_shape;
+  return dispatch(OpKind::Conv2dBackwardWeight, {g, x}, a);
 }
 PoolResult max_pool2d(const Tensor& x, const Window2d& w) {
   Attrs a;

@@ -12,6 +12,14 @@ Tensor col2im(const Tensor& cols, int64_t height, int64_t width, const Window2d&
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride_h,
               int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dil_h = 1, int64_t dil_w = 1,
               int64_t groups = 1);
+// conv2d's gradients, each one op (the CPU's kernels; conv2d's rule uses them where a device
+// has them): with respect to the input, an input_shape tensor (a transposed convolution of g), and
+// with respect to the weight, a weight_shape tensor. `w` holds the kernel size, stride, padding,
+// dilation and groups of the convolution; g has conv2d's output shape.
+Tensor conv2d_backward_input(const Tensor& g, const Tensor& weight, const Shape& input_shape,
+                             const Window2d& w);
+Tensor conv2d_backward_weight(const Tensor& g, const Tensor& x, const Shape& weight_shape,
+                              const Window2d& w);
 struct PoolResult {
   Tensor values, indices;  // indices: int64 flat positions within each (H, W) input plane
 };

@@ -11,198 +11,11 @@
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/window.h"
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
 namespace {
-
-// Ranges of about this many inner-loop steps go to one thread.
-constexpr int64_t kGrainWork = 1 << 17;
-
-int64_t grain_for(int64_t work_per_item) {
-  return std::max<int64_t>(1, kGrainWork / std::max<int64_t>(work_per_item, 1));
-}
-
-// [lo, hi): the output positions o in [lo0, hi0) whose input position o * s - p + off lies in
-// [0, n_in).
-void valid_range(int64_t lo0, int64_t hi0, int64_t n_in, int64_t s, int64_t p, int64_t off,
-                 int64_t& lo, int64_t& hi) {
-  const int64_t q = p - off;  // o * s >= q and o * s <= n_in - 1 + q
-  lo = q <= 0 ? 0 : (q + s - 1) / s;
-  const int64_t top = n_in - 1 + q;
-  hi = top < 0 ? 0 : top / s + 1;
-  lo = std::clamp(lo, lo0, hi0);
-  hi = std::clamp(hi, lo, hi0);
-}
-
-// [lo, hi): the kernel taps t in [0, k) that some output o in [0, n_out) puts on the input:
-// o * s - p + t * d in [0, n_in). A pooling kernel is a parameter, not memory, so it may be far
-// larger than the plane (k = 2**32 with padding to match): the loops walk only these taps, in
-// the same order as before, instead of skipping over billions of others.
-void window_taps(int64_t n_out, int64_t n_in, int64_t k, int64_t s, int64_t p, int64_t d,
-                 int64_t& lo, int64_t& hi) {
-  const int64_t reach = (n_out - 1) * s;  // the last output's start, relative to the first's
-  valid_range(0, k, n_in + reach, d, p - reach, 0, lo, hi);
-}
-
-struct Plane {  // one (H, W) input plane: element (h, w) at base[h * sh + w * sw]
-  int64_t H, W, sh, sw;
-};
-
-// d[k] = s[k] for k < n when bit C of n - k is set (the tail of copy_short).
-template <int64_t C, class T>
-[[gnu::always_inline]] inline void copy_bit(T* __restrict d, const T* __restrict s, int64_t n,
-                                            int64_t& k) {
-  if ((n - k) & C) {
-    std::memcpy(d + k, s + k, C * sizeof(T));
-    k += C;
-  }
-}
-
-// d[k] = s[k] for k < n, for the short rows of an image (tens of elements): fixed-size copies
-// the compiler inlines as vector moves, where std::copy calls memmove once per row.
-template <class T>
-[[gnu::always_inline]] inline void copy_short(T* __restrict d, const T* __restrict s, int64_t n) {
-  constexpr int64_t kChunk = 64 / static_cast<int64_t>(sizeof(T));
-  int64_t k = 0;
-  for (; k + kChunk <= n; k += kChunk) std::memcpy(d + k, s + k, kChunk * sizeof(T));
-  if constexpr (kChunk > 32) copy_bit<32>(d, s, n, k);
-  if constexpr (kChunk > 16) copy_bit<16>(d, s, n, k);
-  if constexpr (kChunk > 8) copy_bit<8>(d, s, n, k);
-  if constexpr (kChunk > 4) copy_bit<4>(d, s, n, k);
-  copy_bit<2>(d, s, n, k);
-  copy_bit<1>(d, s, n, k);
-}
-
-// Calls f(width) with width a compile-time constant for the common small widths of an image row
-// (so the per-row copies and sums become a vector move or two), else with the runtime value.
-template <class F>
-[[gnu::always_inline]] inline void with_width(int64_t n, F&& f) {
-  switch (n) {
-    case 4:
-      f(std::integral_constant<int64_t, 4>{});
-      break;
-    case 8:
-      f(std::integral_constant<int64_t, 8>{});
-      break;
-    case 14:
-      f(std::integral_constant<int64_t, 14>{});
-      break;
-    case 16:
-      f(std::integral_constant<int64_t, 16>{});
-      break;
-    case 28:
-      f(std::integral_constant<int64_t, 28>{});
-      break;
-    default:
-      f(n);
-  }
-}
-
-// d[k] = 0 for k < n, as copy_short (the padding at a row's ends: an element or two).
-template <class T>
-void zero_short(T* d, int64_t n) {
-  static constexpr T kZeros[64 / sizeof(T)] = {};
-  copy_short(d, kZeros, n % (64 / static_cast<int64_t>(sizeof(T))));
-  for (int64_t k = n % (64 / static_cast<int64_t>(sizeof(T))); k < n;
-       k += 64 / static_cast<int64_t>(sizeof(T)))
-    std::memcpy(d + k, kZeros, 64);
-}
-
-// Planes up to this many elements, padded, go through a per-thread copy with the padding in
-// place (below): small images, whose rows are a few elements long, where the per-row bounds
-// logic of the general walk costs more than the copying.
-constexpr int64_t kPaddedPlaneMax = 16384;
-
-// The padded copy of a plane for a stride-1-along-rows window: (H + 2 ph) x (W + 2 pw), row pitch
-// W + 2 pw, zeros around. Per thread, reused.
-template <class T>
-T* padded_buffer(int64_t n) {
-  thread_local std::vector<T> buf;
-  if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
-  return buf.data();
-}
-
-template <class T>
-bool use_padded(const Plane& p, const Window2d& w) {
-  return w.sw == 1 && (p.H + 2 * w.ph) * (p.W + 2 * w.pw) <= kPaddedPlaneMax;
-}
-
-// im2col of one whole plane (all OH*OW columns) through its padded copy: row (i, j) is the
-// OH x OW block of the padded plane at (i*dh, j*dw) with row step sh, each output row one short
-// contiguous copy.
-template <class T>
-void im2col_plane_padded(const T* x, const Plane& p, const Window2d& w, int64_t OH, int64_t OW,
-                         T* dst, int64_t ld) {
-  const int64_t Wp = p.W + 2 * w.pw, Hp = p.H + 2 * w.ph;
-  T* P = padded_buffer<T>(Hp * Wp);
-  std::fill(P, P + w.ph * Wp, T{});
-  for (int64_t h = 0; h < p.H; ++h) {
-    T* r = P + (h + w.ph) * Wp;
-    std::fill(r, r + w.pw, T{});
-    if (p.sw == 1)
-      with_width(p.W, [&](auto wd) { copy_short(r + w.pw, x + h * p.sh, wd); });
-    else
-      for (int64_t c = 0; c < p.W; ++c) r[w.pw + c] = x[h * p.sh + c * p.sw];
-    std::fill(r + w.pw + p.W, r + Wp, T{});
-  }
-  std::fill(P + (p.H + w.ph) * Wp, P + Hp * Wp, T{});
-  with_width(OW, [&](auto ow) {
-    const int64_t ow_n = ow;
-    for (int64_t i = 0; i < w.kh; ++i)
-      for (int64_t j = 0; j < w.kw; ++j) {
-        T* row = dst + (i * w.kw + j) * ld;
-        const T* src = P + i * w.dh * Wp + j * w.dw;
-        for (int64_t oh = 0; oh < OH; ++oh) copy_short(row + oh * ow_n, src + oh * w.sh * Wp, ow);
-      }
-  });
-}
-
-// Writes the kh*kw rows of one input plane's columns [l0, l1) of im2col: row i*kw + j at
-// dst + (i*kw + j) * ld, column l - l0 for output position l = oh * OW + ow.
-template <class T>
-void im2col_rows(const T* x, const Plane& p, const Window2d& w, int64_t OW, int64_t l0, int64_t l1,
-                 T* dst, int64_t ld) {
-  const int64_t OH = window_out(p.H, w.kh, w.sh, w.ph, w.dh);
-  if (l0 == 0 && l1 == OH * OW && use_padded<T>(p, w)) {
-    im2col_plane_padded(x, p, w, OH, OW, dst, ld);
-    return;
-  }
-  const int64_t step = w.sw * p.sw;
-  for (int64_t i = 0; i < w.kh; ++i)
-    for (int64_t j = 0; j < w.kw; ++j) {
-      T* row = dst + (i * w.kw + j) * ld;
-      int64_t jlo, jhi;  // the outputs of a full row whose input column is inside the plane
-      valid_range(0, OW, p.W, w.sw, w.pw, j * w.dw, jlo, jhi);
-      const int64_t off = j * w.dw - w.pw;  // input column of output ow: ow * sw + off
-      int64_t oh = l0 / OW, ow0 = l0 % OW;
-      for (int64_t l = l0; l < l1; ++oh, ow0 = 0) {
-        const int64_t ow1 = std::min(OW, ow0 + (l1 - l));
-        T* r = row + (l - l0);  // r[k] is output (oh, ow0 + k)
-        const int64_t ih = oh * w.sh - w.ph + i * w.dh;
-        if (ih < 0 || ih >= p.H) {
-          zero_short(r, ow1 - ow0);
-        } else {
-          const int64_t lo = std::clamp(jlo, ow0, ow1), hi = std::clamp(jhi, lo, ow1);
-          zero_short(r, lo - ow0);
-          const T* src = x + ih * p.sh + (lo * w.sw + off) * p.sw;
-          T* rl = r + (lo - ow0);
-          if (step == 1)
-            copy_short(rl, src, hi - lo);
-          else
-            for (int64_t k = 0; k < hi - lo; ++k) rl[k] = src[k * step];
-          zero_short(r + (hi - ow0), ow1 - hi);
-        }
-        l += ow1 - ow0;
-      }
-    }
-}
-
-// o[k] += s[k] for k < n (o and s never overlap: an output plane and a column matrix).
-template <class T, class N>
-[[gnu::always_inline]] inline void add_row(T* __restrict o, const T* __restrict s, N n) {
-  for (int64_t k = 0; k < n; ++k) o[k] += s[k];
-}
 
 // best, at = v, flat when take, without a branch.
 template <class T>
@@ -216,6 +29,46 @@ inline void select_if(bool take, T v, int64_t flat, T& best, int64_t& at) {
   std::memcpy(&best, &bb, sizeof(T));
   const int64_t mi = -static_cast<int64_t>(take);
   at = (flat & mi) | (at & ~mi);
+}
+
+// conv2d over images of few output positions (a deep layer's 4x4 or 2x2), where a product per
+// image would read the whole weight once per image: the batch's columns are made once, side by
+// side (C*kh*kw x N*L), and each task multiplies one block of output channels' weights by all of
+// them. Blocks fixed by the shapes (at least 8 where there are 16 rows each to make).
+template <class T>
+void conv2d_images_side_by_side(const Tensor& x, const T* pw, const T* pb, int64_t bs,
+                                const Window2d& w, int64_t O, int64_t OW, int64_t L, T* po) {
+  using Acc = GemmAcc<T>;
+  const int64_t G = w.groups, N = x.shape()[0], C = x.shape()[1], kk = w.kh * w.kw;
+  const int64_t Og = O / G, CgKK = C / G * kk, ld = N * L;
+  const Plane p{x.shape()[2], x.shape()[3], x.strides()[2], x.strides()[3]};
+  const int64_t sN = x.strides()[0], sC = x.strides()[1];
+  const T* px = x.data<T>();
+  std::vector<T> cols(static_cast<size_t>(C * kk * ld));
+  parallel_for(N * C, grain_for(kk * L), [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t n = q / C, c = q % C;
+      im2col_rows(px + n * sN + c * sC, p, w, OW, 0, L, cols.data() + c * kk * ld + n * L, ld);
+    }
+  });
+  const int64_t per_group = std::clamp<int64_t>((8 + G - 1) / G, 1, std::max<int64_t>(1, Og / 16));
+  const int64_t ob = (Og + per_group - 1) / per_group, nblk = (Og + ob - 1) / ob;
+  parallel_for(G * nblk, 1, [&](int64_t b, int64_t e) {
+    std::vector<T> res(static_cast<size_t>(ob * ld));
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t gi = t / nblk, o0 = gi * Og + t % nblk * ob;
+      const int64_t no = std::min(gi * Og + Og, o0 + ob) - o0;
+      if (pb)
+        for (int64_t o = 0; o < no; ++o)
+          std::fill(res.begin() + o * ld, res.begin() + (o + 1) * ld, pb[(o0 + o) * bs]);
+      gemm<T, T>(no, ld, CgKK, MatRef<T>{pw + o0 * CgKK, CgKK, 1},
+                 MatRef<T>{cols.data() + gi * CgKK * ld, ld, 1}, pb ? Acc(1) : Acc(0), res.data(),
+                 ld);
+      for (int64_t o = 0; o < no; ++o)
+        for (int64_t n = 0; n < N; ++n)
+          std::copy_n(res.begin() + o * ld + n * L, L, po + (n * O + o0 + o) * L);
+    }
+  });
 }
 
 }  // namespace
@@ -256,9 +109,6 @@ VK_KERNEL(col2im) {
   VK_DISPATCH_NUMERIC(cols.dtype(), "col2im", {
     const T* pc = cols.data<T>();
     T* po = out.data<T>();
-    const bool padded = s2 == 1 && use_padded<T>(Plane{H, W, W, 1}, w);
-    // avg_pool2d's gradient gives col2im an expanded view of all kh*kw taps, however large
-    // the kernel: only the taps that reach the plane are walked.
     int64_t ilo, ihi, jlo, jhi;
     window_taps(OH, H, w.kh, w.sh, w.ph, w.dh, ilo, ihi);
     window_taps(OW, W, w.kw, w.sw, w.pw, w.dw, jlo, jhi);
@@ -266,44 +116,7 @@ VK_KERNEL(col2im) {
     parallel_for(N * C, grain, [&](int64_t b, int64_t e) {
       for (int64_t q = b; q < e; ++q) {
         const int64_t n = q / C, c = q % C;
-        T* o = po + q * H * W;
-        if (padded) {
-          // The same additions in the same order as below, into a padded plane whose border
-          // takes the windows' overhang, then the interior copied out.
-          const int64_t Wp = W + 2 * w.pw, Hp = H + 2 * w.ph;
-          T* P = padded_buffer<T>(Hp * Wp);
-          std::fill(P, P + Hp * Wp, T(0));
-          with_width(OW, [&](auto ow) {
-            const int64_t ow_n = ow;
-            for (int64_t i = 0; i < w.kh; ++i)
-              for (int64_t j = 0; j < w.kw; ++j) {
-                const T* src = pc + n * s0 + (c * kk + i * w.kw + j) * s1;
-                T* dst = P + i * w.dh * Wp + j * w.dw;
-                for (int64_t oh = 0; oh < OH; ++oh)
-                  add_row(dst + oh * w.sh * Wp, src + oh * ow_n, ow);
-              }
-          });
-          for (int64_t h = 0; h < H; ++h) copy_short(o + h * W, P + (h + w.ph) * Wp + w.pw, W);
-          continue;
-        }
-        std::fill(o, o + H * W, T(0));
-        for (int64_t i = ilo; i < ihi; ++i)
-          for (int64_t j = jlo; j < jhi; ++j) {
-            const T* src = pc + n * s0 + (c * kk + i * w.kw + j) * s1;
-            int64_t lo, hi;
-            valid_range(0, OW, W, w.sw, w.pw, j * w.dw, lo, hi);
-            if (lo >= hi) continue;
-            for (int64_t oh = 0; oh < OH; ++oh) {
-              const int64_t ih = oh * w.sh - w.ph + i * w.dh;
-              if (ih < 0 || ih >= H) continue;
-              T* orow = o + ih * W + (lo * w.sw - w.pw + j * w.dw);  // input position of ow = lo
-              const T* srow = src + (oh * OW + lo) * s2;
-              if (w.sw == 1 && s2 == 1)  // the common case, vectorised: each k its own element
-                add_row(orow, srow, hi - lo);
-              else
-                for (int64_t k = 0; k < hi - lo; ++k) orow[k * w.sw] += srow[k * s2];
-            }
-          }
+        col2im_plane(pc + n * s0 + c * kk * s1, s1, s2, H, W, w, OH, OW, po + q * H * W);
       }
     });
   });
@@ -353,7 +166,7 @@ VK_KERNEL(conv2d) {
   // same at any thread count. A block's im2col buffer stays under kColBuf elements, and a big
   // product is cut into at least 4 tasks; blocks stay wide because each task re-packs the
   // weights inside BLAS.
-  constexpr int64_t kColBuf = 1 << 20, kMinCols = 512, kSplitMacs = 1 << 24;
+  constexpr int64_t kColBuf = 1 << 20, kMinCols = 512, kSplitMacs = 1 << 24, kFewPositions = 64;
   auto round64 = [](int64_t v) { return (v + 63) / 64 * 64; };
   int64_t lb = L;
   if (!direct && CKK * L > kColBuf) lb = std::max(kMinCols, kColBuf / CKK / 64 * 64);
@@ -362,6 +175,8 @@ VK_KERNEL(conv2d) {
   lb = std::min(lb, L);
   const int64_t nblk = (L + lb - 1) / lb;
   const int64_t grain = grain_for(O * CgKK * lb / 4);
+  // Few positions per image over a batch whose columns fit kColBuf: one product for all images.
+  const bool side_by_side = !direct && L < kFewPositions && N > 1 && CKK * N * L <= 4 * kColBuf;
   // A bfloat16 convolution (registered only with has_bf16_gemm()) accumulates each block's
   // product in float32, rounded into the output once (by oneDNN, on store).
   auto run = [&]<class T>(const T*) {
@@ -371,6 +186,10 @@ VK_KERNEL(conv2d) {
     T* po = out.data<T>();
     const T* pb = has_bias ? in[2].data<T>() : nullptr;
     const int64_t bs = has_bias ? in[2].strides()[0] : 0;
+    if (side_by_side) {
+      conv2d_images_side_by_side(x, pw, pb, bs, w, O, OW, L, po);
+      return;
+    }
     parallel_for(N * nblk, grain, [&](int64_t b, int64_t e) {
       std::vector<T> buf(direct ? 0 : static_cast<size_t>(CKK * lb));
       for (int64_t t = b; t < e; ++t) {

@@ -18,6 +18,12 @@ VK_KERNEL(col2im);
 // a.win (kh, kw equal to the weight's; groups). im2col + GEMM, or oneDNN's direct convolution
 // for the float32 shapes where it is faster (onednn.h: use_onednn_conv).
 VK_KERNEL(conv2d);
+// conv2d's gradients (conv_backward.cpp), im2col + GEMM per block of channels, or oneDNN's
+// backward convolutions for the float32 shapes of use_onednn_conv:
+// g (N, O, OH, OW), weight (O, C/groups, kh, kw) -> dx of a.shape (N, C, H, W);
+VK_KERNEL(conv2d_backward_input);
+// g (N, O, OH, OW), x (N, C, H, W) -> dweight of a.shape (O, C/groups, kh, kw).
+VK_KERNEL(conv2d_backward_weight);
 // x (N, C, H, W) -> values (N, C, OH, OW); the int64 argmax indices (flat ih * W + iw within each
 // input plane; ties take the first) are output 1. Padding acts as -inf.
 VK_KERNEL(max_pool2d);

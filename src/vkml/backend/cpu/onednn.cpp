@@ -203,73 +203,243 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16
 
 namespace {
 
-// One image's convolution in oneDNN's own layouts, and the reorders into and out of them.
-struct Conv {
-  dnnl::memory::desc x, w, y, bias;        // plain: nchw / oihw / nchw / (O)
-  dnnl::memory::desc xb, wb, yb, scratch;  // the primitive's (blocked) layouts
-  dnnl::reorder x_in, w_in, y_out;         // empty where the layouts are equal
-  dnnl::convolution_forward run;
+// One oneDNN convolution pass (forward, backward data or backward weights) over a fixed number of
+// images, in the primitive's own (blocked) layouts: it reads `a` and `b` and writes `c`, each
+// reordered from or to vkml's plain layout (nchw / oihw) where the primitive wants another.
+struct ConvPass {
+  dnnl::memory::desc a, b, c, bias;        // plain
+  dnnl::memory::desc ab, bb, cb, scratch;  // the primitive's
+  dnnl::reorder a_in, b_in, c_out;         // empty where the layouts are equal
+  int arg_a, arg_b, arg_c;
+  dnnl::primitive run;
 };
 
-std::shared_ptr<const Conv> make_conv(const ConvShape& s, bool has_bias) {
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
+enum class PassKind { Forward, BackwardData, BackwardWeights };
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+dnnl::memory::desc any_layout(const dnnl::memory::desc& d) {
+  return dnnl::memory::desc(d.dims(), dt::f32, tag::any);
+}
+
+dnnl::reorder reorder_between(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  return from == to ? dnnl::reorder()
+                    : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
+}
+
+// A pass over `images` images of shape s. Created under one OpenMP thread: oneDNN fixes a
+// primitive's thread count when it is created (created with the default, each call vkml's pool
+// made ran on every core: vk.set_num_threads(1) used two).
+std::shared_ptr<const ConvPass> make_pass(const ConvShape& s, int64_t images, PassKind kind,
+                                          bool has_bias) {
   const int64_t OH = (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
   const int64_t OW = (s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
-  auto c = std::make_shared<Conv>();
-  c->x = dnnl::memory::desc({1, s.C, s.H, s.W}, dt::f32, tag::nchw);
-  c->w = dnnl::memory::desc({s.O, s.C, s.kh, s.kw}, dt::f32, tag::oihw);
-  c->y = dnnl::memory::desc({1, s.O, OH, OW}, dt::f32, tag::nchw);
-  c->bias = dnnl::memory::desc({s.O}, dt::f32, tag::x);
-  const auto any = [](const dnnl::memory::desc& d) {
-    return dnnl::memory::desc(d.dims(), dt::f32, tag::any);
-  };
+  const dnnl::memory::desc x({images, s.C, s.H, s.W}, dt::f32, tag::nchw);
+  const dnnl::memory::desc w({s.O, s.C, s.kh, s.kw}, dt::f32, tag::oihw);
+  const dnnl::memory::desc y({images, s.O, OH, OW}, dt::f32, tag::nchw);
+  const dnnl::memory::dims stride{s.sh, s.sw}, dil{s.dh - 1, s.dw - 1}, pad{s.ph, s.pw};
+  const auto direct = dnnl::algorithm::convolution_direct;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const dnnl::memory::dims stride{s.sh, s.sw}, dil{s.dh - 1, s.dw - 1}, pad{s.ph, s.pw};
-  const auto desc =
-      has_bias ? dnnl::convolution_forward::desc(
-                     dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                     any(c->x), any(c->w), c->bias, any(c->y), stride, dil, pad, pad)
-               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                 dnnl::algorithm::convolution_direct, any(c->x),
-                                                 any(c->w), any(c->y), stride, dil, pad, pad);
-  const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
-  c->xb = pd.src_desc();
-  c->wb = pd.weights_desc();
-  c->yb = pd.dst_desc();
-  c->scratch = pd.scratchpad_desc();
-  c->run = dnnl::convolution_forward(pd);
-  const auto reorder = [](const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
-    return from == to ? dnnl::reorder()
-                      : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
-  };
-  c->x_in = reorder(c->x, c->xb);
-  c->w_in = reorder(c->w, c->wb);
-  c->y_out = reorder(c->yb, c->y);
-  return c;
+  auto p = std::make_shared<ConvPass>();
+  p->bias = dnnl::memory::desc({s.O}, dt::f32, tag::x);
+  const auto prop = kind == PassKind::Forward ? dnnl::prop_kind::forward_inference
+                                              : dnnl::prop_kind::forward_training;
+  const auto fwd_desc =
+      has_bias ? dnnl::convolution_forward::desc(prop, direct, any_layout(x), any_layout(w),
+                                                 p->bias, any_layout(y), stride, dil, pad, pad)
+               : dnnl::convolution_forward::desc(prop, direct, any_layout(x), any_layout(w),
+                                                 any_layout(y), stride, dil, pad, pad);
+  const dnnl::convolution_forward::primitive_desc fwd(fwd_desc, attr, engine());
+  switch (kind) {
+    case PassKind::Forward:
+      *p = {x,
+            w,
+            y,
+            p->bias,
+            fwd.src_desc(),
+            fwd.weights_desc(),
+            fwd.dst_desc(),
+            fwd.scratchpad_desc(),
+            {},
+            {},
+            {},
+            DNNL_ARG_SRC,
+            DNNL_ARG_WEIGHTS,
+            DNNL_ARG_DST,
+            dnnl::convolution_forward(fwd)};
+      break;
+    case PassKind::BackwardData: {
+      const dnnl::convolution_backward_data::primitive_desc pd(
+          dnnl::convolution_backward_data::desc(direct, any_layout(x), any_layout(w), any_layout(y),
+                                                stride, dil, pad, pad),
+          attr, engine(), fwd);
+      *p = {y,
+            w,
+            x,
+            p->bias,
+            pd.diff_dst_desc(),
+            pd.weights_desc(),
+            pd.diff_src_desc(),
+            pd.scratchpad_desc(),
+            {},
+            {},
+            {},
+            DNNL_ARG_DIFF_DST,
+            DNNL_ARG_WEIGHTS,
+            DNNL_ARG_DIFF_SRC,
+            dnnl::convolution_backward_data(pd)};
+      break;
+    }
+    case PassKind::BackwardWeights: {
+      const dnnl::convolution_backward_weights::primitive_desc pd(
+          dnnl::convolution_backward_weights::desc(direct, any_layout(x), any_layout(w),
+                                                   any_layout(y), stride, dil, pad, pad),
+          attr, engine(), fwd);
+      *p = {x,
+            y,
+            w,
+            p->bias,
+            pd.src_desc(),
+            pd.diff_dst_desc(),
+            pd.diff_weights_desc(),
+            pd.scratchpad_desc(),
+            {},
+            {},
+            {},
+            DNNL_ARG_SRC,
+            DNNL_ARG_DIFF_DST,
+            DNNL_ARG_DIFF_WEIGHTS,
+            dnnl::convolution_backward_weights(pd)};
+      break;
+    }
+  }
+  p->a_in = reorder_between(p->a, p->ab);
+  p->b_in = reorder_between(p->b, p->bb);
+  p->c_out = reorder_between(p->cb, p->c);
+  return p;
 }
 
-std::shared_ptr<const Conv> find_conv(const ConvShape& s, bool has_bias) {
+std::shared_ptr<const ConvPass> find_pass(const ConvShape& s, int64_t images, PassKind kind,
+                                          bool has_bias) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, int64_t, int64_t, int64_t, bool>;
+                         int64_t, int64_t, int64_t, int64_t, int64_t, int, bool>;
   static std::mutex mu;
-  static std::map<Key, std::shared_ptr<const Conv>> convs;
-  const Key k{s.C, s.H, s.W, s.O, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, has_bias};
+  static std::map<Key, std::shared_ptr<const ConvPass>> passes;
+  const Key k{images,  s.C,  s.H,  s.W,  s.O,  s.kh, s.kw,
+              s.sh,    s.sw, s.ph, s.pw, s.dh, s.dw, static_cast<int>(kind),
+              has_bias};
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (auto it = convs.find(k); it != convs.end()) return it->second;
+    if (auto it = passes.find(k); it != passes.end()) return it->second;
   }
-  auto c = make_conv(s, has_bias);
+  std::shared_ptr<const ConvPass> p;
+  {
+    const OneOpenMPThread one_thread;
+    p = make_pass(s, images, kind, has_bias);
+  }
   std::lock_guard<std::mutex> lock(mu);
-  if (convs.size() >= 256) convs.clear();  // a program uses a few dozen
-  return convs.try_emplace(k, std::move(c)).first->second;
+  if (passes.size() >= 512) passes.clear();  // a program uses a few dozen
+  return passes.try_emplace(k, std::move(p)).first->second;
 }
 
-// Runs `r` (when it is one) from `from` to `to`.
-void reorder_into(const dnnl::reorder& r, dnnl::memory& from, dnnl::memory& to,
-                  dnnl::stream& stream) {
+// `from` (plain) in the layout of `to`, in `buf` when a reorder is needed (else `from` itself).
+dnnl::memory in_layout(const dnnl::reorder& r, const dnnl::memory::desc& plain,
+                       const dnnl::memory::desc& blocked, const void* data,
+                       std::vector<uint8_t>& buf, dnnl::stream& stream) {
+  dnnl::memory from(plain, engine(), const_cast<void*>(data));
+  if (!r) return from;
+  if (buf.size() < blocked.get_size()) buf.resize(blocked.get_size());
+  dnnl::memory to(blocked, engine(), buf.data());
   r.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  return to;
+}
+
+// One unit of a pass: the images [n0, n0 + images) (b shared when b_shared).
+struct PassItem {
+  int64_t n0, images;
+};
+
+// Runs one pass per item in vkml's pool, each on its caller's thread alone: item i reads
+// a + n0 * a_image and b (+ n0 * b_image unless b is shared: b_image 0, reordered once), and
+// writes c + i * c_item. The items depend only on the shapes, so results do not depend on the
+// thread count.
+void run_passes(const ConvShape& s, PassKind kind, const std::vector<PassItem>& items,
+                const float* a, int64_t a_image, const float* b, int64_t b_image, float* c,
+                int64_t c_image, int64_t c_item, const float* bias) {
+  const auto pass_for = [&](const PassItem& it) {
+    return find_pass(s, it.images, kind, bias != nullptr);
+  };
+  // A shared b (the weights) in the primitive's layout once per call.
+  std::vector<uint8_t> b_shared_buf;
+  const void* b_shared = b;
+  if (b_image == 0) {
+    const auto p = pass_for(items.front());
+    const OneOpenMPThread one_thread;
+    dnnl::stream stream(engine());
+    b_shared = in_layout(p->b_in, p->b, p->bb, b, b_shared_buf, stream).get_data_handle();
+    stream.wait();
+  }
+  std::exception_ptr failed;
+  std::mutex failed_mu;
+  parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t begin, int64_t end) {
+    try {
+      const OneOpenMPThread one_thread;
+      thread_local dnnl::stream stream(engine());
+      thread_local std::vector<uint8_t> abuf, bbuf, cbuf, scratch;
+      for (int64_t i = begin; i < end; ++i) {
+        const PassItem& it = items[static_cast<size_t>(i)];
+        const auto p = pass_for(it);
+        if (scratch.size() < p->scratch.get_size()) scratch.resize(p->scratch.get_size());
+        dnnl::memory am = in_layout(p->a_in, p->a, p->ab, a + it.n0 * a_image, abuf, stream);
+        dnnl::memory bm = b_image == 0
+                              ? dnnl::memory(p->bb, engine(), const_cast<void*>(b_shared))
+                              : in_layout(p->b_in, p->b, p->bb, b + it.n0 * b_image, bbuf, stream);
+        float* c_plain = c + (c_item ? i * c_item : it.n0 * c_image);
+        dnnl::memory cu(p->c, engine(), c_plain);
+        if (p->c_out && cbuf.size() < p->cb.get_size()) cbuf.resize(p->cb.get_size());
+        dnnl::memory cm = p->c_out ? dnnl::memory(p->cb, engine(), cbuf.data()) : cu;
+        std::unordered_map<int, dnnl::memory> args{
+            {p->arg_a, am},
+            {p->arg_b, bm},
+            {p->arg_c, cm},
+            {DNNL_ARG_SCRATCHPAD, dnnl::memory(p->scratch, engine(), scratch.data())}};
+        if (bias)
+          args.insert({DNNL_ARG_BIAS, dnnl::memory(p->bias, engine(), const_cast<float*>(bias))});
+        p->run.execute(stream, args);
+        if (p->c_out) p->c_out.execute(stream, {{DNNL_ARG_FROM, cm}, {DNNL_ARG_TO, cu}});
+      }
+      stream.wait();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failed_mu);
+      if (!failed) failed = std::current_exception();
+    }
+  });
+  if (failed) std::rethrow_exception(failed);
+}
+
+std::vector<PassItem> per_image(int64_t N) {
+  std::vector<PassItem> items;
+  for (int64_t n = 0; n < N; ++n) items.push_back({n, 1});
+  return items;
+}
+
+std::string shape_text(const ConvShape& s) {
+  return std::to_string(s.N) + " x " + std::to_string(s.C) + " x " + std::to_string(s.H) + " x " +
+         std::to_string(s.W) + ", " + std::to_string(s.O) + " filters " + std::to_string(s.kh) +
+         " x " + std::to_string(s.kw);
+}
+
+// Runs f, naming the op and the shape in the error oneDNN may throw.
+template <class F>
+void named(const char* op, const char* what, const ConvShape& s, F&& f) {
+  try {
+    f();
+  } catch (const dnnl::error& e) {
+    throw RuntimeError(std::string(op) + ": oneDNN's " + what + " (" + shape_text(s) +
+                       ") failed: " + e.what());
+  }
 }
 
 }  // namespace
@@ -282,70 +452,66 @@ bool use_onednn_conv(const ConvShape& s) {
   return support().avx512 && s.N >= kMinBatch && s.C >= 32 && s.O >= 32 && s.kh * s.kw > 1;
 }
 
+namespace {
+int64_t out_positions(const ConvShape& s) {
+  return ((s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1) *
+         ((s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1);
+}
+}  // namespace
+
+bool use_onednn_conv_backward_data(const ConvShape& s) {
+  // Strided convolutions onto a few positions ran slower than im2col + GEMM (ResNet-18's 256 ->
+  // 512 at 4x4 -> 2x2: 48 against 77 GFLOP/s).
+  return use_onednn_conv(s) && (s.sh * s.sw == 1 || out_positions(s) >= 64);
+}
+
+bool use_onednn_conv_backward_weights(const ConvShape& s) {
+  // Only where each image has many output positions: below 256, oneDNN's weight gradient ran
+  // 4-71 GFLOP/s against im2col + GEMM's 60-88 (ResNet-18's layers 2-4 at 64x64 inputs).
+  return use_onednn_conv(s) && out_positions(s) >= 256;
+}
+
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
-  try {
-    // oneDNN fixes a primitive's thread count when it is created: created here under one
-    // OpenMP thread, each per-image call runs on its caller alone (created with the default, each
-    // call ran on every core: vk.set_num_threads(1) used two).
-    const auto c = [&] {
-      const OneOpenMPThread one_thread;
-      return find_conv(s, bias != nullptr);
-    }();
-    const size_t x_image = c->x.get_size() / sizeof(float),
-                 y_image = c->y.get_size() / sizeof(float);
-    // The weights in the primitive's layout, once per call, shared read-only by every image.
-    std::vector<uint8_t> wbuf;
-    const void* wb = w;
-    if (c->w_in) {
-      const OneOpenMPThread one_thread;
-      dnnl::stream stream(engine());
-      wbuf.resize(c->wb.get_size());
-      dnnl::memory from(c->w, engine(), const_cast<float*>(w)), to(c->wb, engine(), wbuf.data());
-      reorder_into(c->w_in, from, to, stream);
-      stream.wait();
-      wb = wbuf.data();
+  named("conv2d", "convolution", s, [&] {
+    const int64_t x_image = s.C * s.H * s.W;
+    const int64_t y_image = find_pass(s, 1, PassKind::Forward, bias != nullptr)->c.get_size() / 4;
+    run_passes(s, PassKind::Forward, per_image(s.N), x, x_image, w, 0, y, y_image, 0, bias);
+  });
+}
+
+void conv2d_backward_data_f32(const ConvShape& s, const float* g, const float* w, float* dx) {
+  named("conv2d_backward_input", "backward-data convolution", s, [&] {
+    const int64_t g_image = find_pass(s, 1, PassKind::BackwardData, false)->a.get_size() / 4;
+    run_passes(s, PassKind::BackwardData, per_image(s.N), g, g_image, w, 0, dx, s.C * s.H * s.W, 0,
+               nullptr);
+  });
+}
+
+void conv2d_backward_weights_f32(const ConvShape& s, const float* x, const float* g, float* dw) {
+  named("conv2d_backward_weight", "backward-weights convolution", s, [&] {
+    // The batch in kParts parts of near-equal size (fixed by N alone), one partial gradient each,
+    // added in part order.
+    constexpr int64_t kParts = 8;
+    const int64_t parts = std::min(s.N, kParts), wsize = s.O * s.C * s.kh * s.kw;
+    std::vector<PassItem> items;
+    for (int64_t i = 0, n0 = 0; i < parts; ++i) {
+      const int64_t images = s.N / parts + (i < s.N % parts ? 1 : 0);
+      items.push_back({n0, images});
+      n0 += images;
     }
-    std::exception_ptr failed;
-    std::mutex failed_mu;
-    parallel_for(s.N, 1, [&](int64_t begin, int64_t end) {
-      try {
-        const OneOpenMPThread one_thread;
-        thread_local dnnl::stream stream(engine());
-        thread_local std::vector<uint8_t> xbuf, ybuf, scratch;
-        if (xbuf.size() < c->xb.get_size()) xbuf.resize(c->xb.get_size());
-        if (ybuf.size() < c->yb.get_size()) ybuf.resize(c->yb.get_size());
-        if (scratch.size() < c->scratch.get_size()) scratch.resize(c->scratch.get_size());
-        dnnl::memory wm(c->wb, engine(), const_cast<void*>(wb));
-        dnnl::memory sm(c->scratch, engine(), scratch.data());
-        dnnl::memory bm(c->bias, engine(), const_cast<float*>(bias));
-        for (int64_t n = begin; n < end; ++n) {
-          dnnl::memory xu(c->x, engine(), const_cast<float*>(x + n * x_image));
-          dnnl::memory yu(c->y, engine(), y + n * y_image);
-          dnnl::memory xm = c->x_in ? dnnl::memory(c->xb, engine(), xbuf.data()) : xu;
-          dnnl::memory ym = c->y_out ? dnnl::memory(c->yb, engine(), ybuf.data()) : yu;
-          if (c->x_in) reorder_into(c->x_in, xu, xm, stream);
-          std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, xm},
-                                                     {DNNL_ARG_WEIGHTS, wm},
-                                                     {DNNL_ARG_DST, ym},
-                                                     {DNNL_ARG_SCRATCHPAD, sm}};
-          if (bias) args.insert({DNNL_ARG_BIAS, bm});
-          c->run.execute(stream, args);
-          if (c->y_out) reorder_into(c->y_out, ym, yu, stream);
-        }
-        stream.wait();
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failed_mu);
-        if (!failed) failed = std::current_exception();
+    const int64_t x_image = s.C * s.H * s.W;
+    const int64_t g_image = find_pass(s, 1, PassKind::BackwardWeights, false)->b.get_size() / 4;
+    std::vector<float> partial(static_cast<size_t>(parts * wsize));
+    run_passes(s, PassKind::BackwardWeights, items, x, x_image, g, g_image, partial.data(), 0,
+               wsize, nullptr);
+    parallel_for(wsize, 1 << 14, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        float acc = partial[static_cast<size_t>(k)];
+        for (int64_t i = 1; i < parts; ++i) acc += partial[static_cast<size_t>(i * wsize + k)];
+        dw[k] = acc;
       }
     });
-    if (failed) std::rethrow_exception(failed);
-  } catch (const dnnl::error& e) {
-    throw RuntimeError("conv2d: oneDNN's convolution (" + std::to_string(s.N) + " x " +
-                       std::to_string(s.C) + " x " + std::to_string(s.H) + " x " +
-                       std::to_string(s.W) + ", " + std::to_string(s.O) + " filters " +
-                       std::to_string(s.kh) + " x " + std::to_string(s.kw) +
-                       ") failed: " + e.what());
-  }
+  });
 }
 
 }  // namespace vk::cpu
@@ -373,8 +539,18 @@ void bf16_gemm(bool, bool, int64_t M, int64_t N, int64_t K, const BFloat16*, int
   no_onednn(M, N, K);
 }
 bool use_onednn_conv(const ConvShape&) { return false; }
+bool use_onednn_conv_backward_data(const ConvShape&) { return false; }
+bool use_onednn_conv_backward_weights(const ConvShape&) { return false; }
 void conv2d_f32(const ConvShape& s, const float*, const float*, const float*, float*) {
   throw RuntimeError("conv2d: oneDNN's convolution (" + std::to_string(s.N) +
+                     " images) called in a build without oneDNN");
+}
+void conv2d_backward_data_f32(const ConvShape& s, const float*, const float*, float*) {
+  throw RuntimeError("conv2d_backward_input: oneDNN's convolution (" + std::to_string(s.N) +
+                     " images) called in a build without oneDNN");
+}
+void conv2d_backward_weights_f32(const ConvShape& s, const float*, const float*, float*) {
+  throw RuntimeError("conv2d_backward_weight: oneDNN's convolution (" + std::to_string(s.N) +
                      " images) called in a build without oneDNN");
 }
 

@@ -49,5 +49,16 @@ bool use_onednn_conv(const ConvShape& s);
 // y (N, O, OH, OW) = conv(x, w) (+ bias (O) when not null); x, w and y contiguous. One oneDNN call
 // per image, spread over vkml's pool: results are independent of the thread count.
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
+// Whether conv2d's gradients run through oneDNN (below) for these shapes: a subset of
+// use_onednn_conv's, where its backward passes measured faster than im2col + GEMM (Zen 4, one
+// thread, ResNet-18's and MNIST's 3x3 layers).
+bool use_onednn_conv_backward_data(const ConvShape& s);
+bool use_onednn_conv_backward_weights(const ConvShape& s);
+// conv2d's gradients, through oneDNN's backward convolutions (all arrays
+// contiguous): dx (N, C, H, W) from g (N, O, OH, OW) and w, one call per image; dw (O, C, kh, kw)
+// from x and g, one call per part of the batch (8 parts, fixed by N), the parts' partial
+// gradients added in order. Results are independent of the thread count.
+void conv2d_backward_data_f32(const ConvShape& s, const float* g, const float* w, float* dx);
+void conv2d_backward_weights_f32(const ConvShape& s, const float* x, const float* g, float* dw);
 
 }  // namespace vk::cpu

@@ -121,6 +121,8 @@ void register_kernels() {
       {OpKind::Im2Col, cpu::im2col},
       {OpKind::Col2Im, cpu::col2im},
       {OpKind::Conv2d, cpu::conv2d},
+      {OpKind::Conv2dBackwardInput, cpu::conv2d_backward_input},
+      {OpKind::Conv2dBackwardWeight, cpu::conv2d_backward_weight},
       {OpKind::MaxPool2d, cpu::max_pool2d},
       {OpKind::MaxPool2dBackward, cpu::max_pool2d_backward},
       {OpKind::AvgPool2d, cpu::avg_pool2d},

@@ -319,4 +319,57 @@ VK_KERNEL(max_pool2d_backward) {
   return out;
 }
 
+namespace {
+
+// A contiguous copy of t viewed with `shape` and `strides` (from t's offset): the permutations
+// conv2d's gradients need as plain matrices.
+Tensor dense_view(const Tensor& t, const Shape& shape, const Strides& strides) {
+  return contiguous({t.alias(shape, strides, t.offset())}, Attrs{},
+                    Meta{shape, t.dtype(), t.device()})[0];
+}
+Tensor dense(const Tensor& t) {
+  return t.is_contiguous() ? t : dense_view(t, t.shape(), t.strides());
+}
+Tensor matmul_of(const Tensor& a, const Tensor& b, const Shape& shape) {
+  return matmul({a, b}, Attrs{}, Meta{shape, a.dtype(), a.device()})[0];
+}
+
+}  // namespace
+
+// conv2d's gradients as the composite rule computes them, from this backend's own GEMM, im2col
+// and col2im: dx = col2im(W^T @ g) per group, one product batched over the images;
+// dW = g @ im2col(x)^T per group, one product over every image's positions (both operands
+// permuted to (group, rows, N * L) copies first). Their results match the CPU's to float32
+// rounding (the sweep); the GEMMs are not fused with the window walks (a later step).
+VK_KERNEL(conv2d_backward_input) {
+  for (const Tensor& t : in) check_float(t, "conv2d_backward_input");
+  const Tensor g = dense(in[0]), wt = dense(in[1]);
+  const int64_t G = a.win.groups, N = m.shape[0], C = m.shape[1], O = wt.shape()[0];
+  const int64_t Og = O / G, CgKK = C / G * a.win.kh * a.win.kw;
+  const int64_t L = g.shape()[2] * g.shape()[3];
+  if (numel_of(m.shape) == 0) return Tensor::empty(m.shape, m.dtype, m.device);
+  const Tensor wT = wt.alias({N, G, CgKK, Og}, {0, Og * CgKK, 1, CgKK}, wt.offset());
+  const Tensor gn = g.alias({N, G, Og, L}, {O * L, Og * L, L, 1}, g.offset());
+  const Tensor cols = matmul_of(wT, gn, {N, G, CgKK, L});
+  const Shape cols_shape{N, G * CgKK, L};
+  return col2im({cols.alias(cols_shape, contiguous_strides(cols_shape), cols.offset())}, a, m);
+}
+
+VK_KERNEL(conv2d_backward_weight) {
+  for (const Tensor& t : in) check_float(t, "conv2d_backward_weight");
+  const Tensor g = dense(in[0]);
+  const Tensor& x = in[1];
+  const int64_t G = a.win.groups, N = x.shape()[0], C = x.shape()[1], O = m.shape[0];
+  const int64_t Og = O / G, kk = a.win.kh * a.win.kw, CgKK = C / G * kk;
+  const int64_t L = g.shape()[2] * g.shape()[3], NL = N * L;
+  if (numel_of(m.shape) == 0) return Tensor::empty(m.shape, m.dtype, m.device);
+  const Tensor cols = im2col({x}, a, Meta{{N, C * kk, L}, x.dtype(), x.device()})[0];
+  const Tensor gp = dense_view(g, {G, Og, N, L}, {Og * L, L, O * L, 1});
+  const Tensor cp = dense_view(cols, {G, CgKK, N, L}, {CgKK * L, L, C * kk * L, 1});
+  const Tensor dw =
+      matmul_of(gp.alias({G, Og, NL}, {Og * NL, NL, 1}, gp.offset()),
+                cp.alias({G, NL, CgKK}, {CgKK * NL, 1, NL}, cp.offset()), {G, Og, CgKK});
+  return dw.alias(m.shape, contiguous_strides(m.shape), dw.offset());
+}
+
 }  // namespace vk::vulkan

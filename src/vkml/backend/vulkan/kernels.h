@@ -98,6 +98,8 @@ VK_KERNEL(addmm);
 VK_KERNEL(im2col);
 VK_KERNEL(col2im);
 VK_KERNEL(conv2d);
+VK_KERNEL(conv2d_backward_input);
+VK_KERNEL(conv2d_backward_weight);
 VK_KERNEL(max_pool2d);
 VK_KERNEL(max_pool2d_backward);
 VK_KERNEL(avg_pool2d);

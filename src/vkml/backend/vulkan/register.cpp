@@ -63,6 +63,8 @@ void register_backend() {
       {OpKind::Im2Col, im2col},
       {OpKind::Col2Im, col2im},
       {OpKind::Conv2d, conv2d},
+      {OpKind::Conv2dBackwardInput, conv2d_backward_input},
+      {OpKind::Conv2dBackwardWeight, conv2d_backward_weight},
       {OpKind::MaxPool2d, max_pool2d},
       {OpKind::MaxPool2dBackward, max_pool2d_backward},
       {OpKind::AvgPool2d, avg_pool2d},
