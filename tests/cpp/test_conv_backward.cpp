@@ -4,7 +4,7 @@
 // devices run) in float64, at shapes that reach every partition of the kernels (several channel
 // blocks, images side by side with g packed, the batch in parts, groups, a strided input), bit
 // for bit at one and two threads, and through oneDNN's backward convolutions where those are
-// chosen (float32 on AVX-512), against float64.
+// chosen (float32 on AVX2 and AVX-512), against float64.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -166,7 +166,9 @@ TEST(ConvForward, ImagesSideBySideMatchIm2colProducts) {
   cpu::set_num_threads(saved);
 }
 
-// oneDNN's backward passes where they are chosen (onednn.h), against float64 im2col + GEMM.
+// oneDNN's passes where they are chosen (onednn.h): by image, by part of the batch, and by slice of
+// channels over the whole batch (few positions), against float64 im2col + GEMM and across thread
+// counts.
 TEST(ConvBackward, OnednnPassesMatchFloat64) {
   struct Case {
     Shape x, w;
@@ -176,7 +178,9 @@ TEST(ConvBackward, OnednnPassesMatchFloat64) {
   for (const Case& c : {Case{{8, 32, 16, 16}, {32, 32, 3, 3}, window(3, 1, 1)},
                         Case{{9, 32, 20, 18}, {40, 32, 3, 3}, window(3, 1, 2, 2)},
                         Case{{8, 48, 12, 12}, {64, 48, 3, 3}, window(3, 2, 1)},
-                        Case{{16, 64, 4, 4}, {32, 64, 3, 3}, window(3, 1, 1)}}) {
+                        // few positions: slices of 16, 16 and 8 channels over the whole batch
+                        Case{{16, 40, 4, 4}, {40, 40, 3, 3}, window(3, 1, 1)},
+                        Case{{8, 32, 3, 3}, {48, 32, 3, 3}, window(3, 2, 1)}}) {
     SCOPED_TRACE(testing::Message() << "x " << shape_str(c.x) << " w " << shape_str(c.w));
     const cpu::ConvShape s{c.x[0],   c.x[1],   c.x[2],   c.x[3],   c.w[0],   c.w[2],  c.w[3],
                            c.win.sh, c.win.sw, c.win.ph, c.win.pw, c.win.dh, c.win.dw};
@@ -188,6 +192,10 @@ TEST(ConvBackward, OnednnPassesMatchFloat64) {
     const Tensor g64 = randn(y.shape(), DType::Float64);
     const Tensor x = cast(x64, DType::Float32), w = cast(w64, DType::Float32),
                  g = cast(g64, DType::Float32);
+    const auto forward = [&](const Tensor& xx, const Tensor& ww) {
+      return conv2d(xx, ww, Tensor(), c.win.sh, c.win.sw, c.win.ph, c.win.pw, c.win.dh, c.win.dw);
+    };
+    EXPECT_LT(max_rel_diff(forward(x, w), y), 1e-5);
     EXPECT_LT(max_rel_diff(conv2d_backward_input(g, w, c.x, c.win),
                            conv2d_backward_input(g64, w64, c.x, c.win)),
               1e-5);
@@ -198,7 +206,9 @@ TEST(ConvBackward, OnednnPassesMatchFloat64) {
     cpu::set_num_threads(1);
     const std::vector<double> dx1 = to_vector(conv2d_backward_input(g, w, c.x, c.win));
     const std::vector<double> dw1 = to_vector(conv2d_backward_weight(g, x, c.w, c.win));
+    const std::vector<double> y1 = to_vector(forward(x, w));
     cpu::set_num_threads(2);
+    EXPECT_EQ(y1, to_vector(forward(x, w)));
     EXPECT_EQ(dx1, to_vector(conv2d_backward_input(g, w, c.x, c.win)));
     EXPECT_EQ(dw1, to_vector(conv2d_backward_weight(g, x, c.w, c.win)));
     cpu::set_num_threads(saved);

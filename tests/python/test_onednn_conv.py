@@ -1,8 +1,8 @@
-"""float32 convolutions through oneDNN's direct convolution (issue 18 item 4): on an AVX-512 CPU,
-batches of 8+ images with 3x3-and-wider kernels over 32+
-channels run there (one call per image); elsewhere im2col + GEMM.
-Either way the forward and both gradients follow torch's to float32 accuracy, and a ResNet block's
-output is the same at one and two threads."""
+"""float32 convolutions through oneDNN's direct convolution (issue 18 item 4): on an AVX2 or AVX-512
+CPU, batches of 8+ images with 3x3-and-wider kernels over 32+ channels run there (one call per
+image, or per slice of channels over few positions); elsewhere im2col + GEMM. Either way the
+forward and both gradients follow torch's to float32 accuracy, and a ResNet block's output is the
+same at one and two threads."""
 
 import numpy as np
 import pytest
@@ -78,8 +78,8 @@ def test_one_thread_uses_one_core(call):
                                           ((16, 64, 4, 4, 32), 1), ((6, 3, 20, 20, 16), 1)])
 def test_nn_grad_follows_torch_and_threads(shape, stride):
     """conv2d's gradient ops (vk.nn.grad, as torch.nn.grad) at shapes that take oneDNN's backward
-    passes (the first two on AVX-512), im2col + GEMM (the last two), against torch's, and the same
-    bits at one and two threads."""
+    passes (the first two, on AVX2 and AVX-512), im2col + GEMM (the last two), against torch's,
+    and the same bits at one and two threads."""
     n, c, h, w_, o = shape
     g = torch.Generator().manual_seed(1)
     tx, tw = torch.randn(n, c, h, w_, generator=g), torch.randn(o, c, 3, 3, generator=g)

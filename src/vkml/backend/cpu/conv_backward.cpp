@@ -3,8 +3,9 @@
 // owns a block of input channels, makes only those channels' columns, and writes a part of the
 // result no other task touches (the input gradient's planes of its channels; the weight
 // gradient's columns of its channels, summed over the batch in image order). The blocks depend
-// only on the shapes, so results are bitwise the same at any thread count. On AVX-512 machines
-// oneDNN's backward convolutions take the float32 shapes where they are faster (onednn.h).
+// only on the shapes, so results are bitwise the same at any thread count. On AVX2 and AVX-512
+// machines oneDNN's backward convolutions take the float32 shapes where they are faster
+// (onednn.h).
 #include <algorithm>
 #include <vector>
 

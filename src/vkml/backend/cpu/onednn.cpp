@@ -37,19 +37,20 @@ const char* isa_name(dnnl_cpu_isa_t isa) {
 }
 
 struct Support {
-  bool native = false;  // bfloat16 GEMM hardware
-  bool avx512 = false;  // oneDNN's AVX-512 convolutions
+  bool native = false;       // bfloat16 GEMM hardware
+  bool direct_conv = false;  // oneDNN's AVX2/AVX-512 direct convolutions
   std::string name;
 };
 
 const Support& support() {
   static const Support s = [] {
-    // The capability variable describes a machine without AVX-512: oneDNN must not use it either
-    // (before any other oneDNN call; the setting is read once).
+    // The capability variable describes a machine without AVX-512 (or without AVX2): oneDNN must
+    // not use it either (before any other oneDNN call; the setting is read once).
     const char* env = std::getenv("VKML_CPU_CAPABILITY");
     if (env != nullptr && *env != '\0') {
       const auto asked = parse_cpu_capability(env, CpuCapability::Avx512);
-      if (asked && *asked != CpuCapability::Avx512) dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
+      if (asked && *asked == CpuCapability::Avx2) dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
+      if (asked && *asked == CpuCapability::Default) dnnl_set_max_cpu_isa(dnnl_cpu_isa_sse41);
     }
     const dnnl_version_t* v = dnnl_version();
     const std::string lib = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) +
@@ -57,8 +58,7 @@ const Support& support() {
     const char* isa = isa_name(dnnl_get_effective_cpu_isa());
     Support r;
     r.native = isa != nullptr;
-    r.avx512 =
-        (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+    r.direct_conv = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2;
     r.name =
         isa ? lib + " " + isa : lib + " (no AVX512-BF16 or AMX here: bfloat16 widens to sgemm)";
     return r;
@@ -228,31 +228,46 @@ dnnl::reorder reorder_between(const dnnl::memory::desc& from, const dnnl::memory
                     : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
 }
 
-// A pass over `images` images of shape s. Created under one OpenMP thread: oneDNN fixes a
-// primitive's thread count when it is created (created with the default, each call vkml's pool
-// made ran on every core: vk.set_num_threads(1) used two).
-std::shared_ptr<const ConvPass> make_pass(const ConvShape& s, int64_t images, PassKind kind,
-                                          bool has_bias) {
+// What one pass covers: `images` images, and of the channels the pass splits (the output's for
+// the forward and the weight gradient, the input's for the input gradient) `slice` of the full
+// count (the full count: no split). A sliced tensor keeps the full tensor's strides.
+struct PassGeometry {
+  int64_t images, slice;
+  PassKind kind;
+  bool has_bias;
+  auto key() const { return std::tuple(images, slice, static_cast<int>(kind), has_bias); }
+};
+
+// A pass of geometry g over convolutions of shape s. Created under one OpenMP thread: oneDNN
+// fixes a primitive's thread count when it is created (created with the default, each call
+// vkml's pool made ran on every core: vk.set_num_threads(1) used two).
+std::shared_ptr<const ConvPass> make_pass(const ConvShape& s, const PassGeometry& g) {
   const int64_t OH = (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
   const int64_t OW = (s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
-  const dnnl::memory::desc x({images, s.C, s.H, s.W}, dt::f32, tag::nchw);
-  const dnnl::memory::desc w({s.O, s.C, s.kh, s.kw}, dt::f32, tag::oihw);
-  const dnnl::memory::desc y({images, s.O, OH, OW}, dt::f32, tag::nchw);
+  const bool split_input = g.kind == PassKind::BackwardData;
+  const int64_t C = split_input ? g.slice : s.C, O = split_input ? s.O : g.slice;
+  const int64_t kk = s.kh * s.kw;
+  using dims = dnnl::memory::dims;
+  // Plain layouts with the full tensors' strides (a slice of channels is a strided view).
+  const dnnl::memory::desc x({g.images, C, s.H, s.W}, dt::f32,
+                             dims{s.C * s.H * s.W, s.H * s.W, s.W, 1});
+  const dnnl::memory::desc w({O, C, s.kh, s.kw}, dt::f32, dims{s.C * kk, kk, s.kw, 1});
+  const dnnl::memory::desc y({g.images, O, OH, OW}, dt::f32, dims{s.O * OH * OW, OH * OW, OW, 1});
   const dnnl::memory::dims stride{s.sh, s.sw}, dil{s.dh - 1, s.dw - 1}, pad{s.ph, s.pw};
   const auto direct = dnnl::algorithm::convolution_direct;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto p = std::make_shared<ConvPass>();
-  p->bias = dnnl::memory::desc({s.O}, dt::f32, tag::x);
-  const auto prop = kind == PassKind::Forward ? dnnl::prop_kind::forward_inference
-                                              : dnnl::prop_kind::forward_training;
+  p->bias = dnnl::memory::desc({O}, dt::f32, tag::x);
+  const auto prop = g.kind == PassKind::Forward ? dnnl::prop_kind::forward_inference
+                                                : dnnl::prop_kind::forward_training;
   const auto fwd_desc =
-      has_bias ? dnnl::convolution_forward::desc(prop, direct, any_layout(x), any_layout(w),
-                                                 p->bias, any_layout(y), stride, dil, pad, pad)
-               : dnnl::convolution_forward::desc(prop, direct, any_layout(x), any_layout(w),
-                                                 any_layout(y), stride, dil, pad, pad);
+      g.has_bias ? dnnl::convolution_forward::desc(prop, direct, any_layout(x), any_layout(w),
+                                                   p->bias, any_layout(y), stride, dil, pad, pad)
+                 : dnnl::convolution_forward::desc(prop, direct, any_layout(x), any_layout(w),
+                                                   any_layout(y), stride, dil, pad, pad);
   const dnnl::convolution_forward::primitive_desc fwd(fwd_desc, attr, engine());
-  switch (kind) {
+  switch (g.kind) {
     case PassKind::Forward:
       *p = {x,
             w,
@@ -321,15 +336,12 @@ std::shared_ptr<const ConvPass> make_pass(const ConvShape& s, int64_t images, Pa
   return p;
 }
 
-std::shared_ptr<const ConvPass> find_pass(const ConvShape& s, int64_t images, PassKind kind,
-                                          bool has_bias) {
+std::shared_ptr<const ConvPass> find_pass(const ConvShape& s, const PassGeometry& g) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, int64_t, int64_t, int64_t, int64_t, int, bool>;
+                         int64_t, int64_t, int64_t, int64_t, decltype(g.key())>;
   static std::mutex mu;
   static std::map<Key, std::shared_ptr<const ConvPass>> passes;
-  const Key k{images,  s.C,  s.H,  s.W,  s.O,  s.kh, s.kw,
-              s.sh,    s.sw, s.ph, s.pw, s.dh, s.dw, static_cast<int>(kind),
-              has_bias};
+  const Key k{s.C, s.H, s.W, s.O, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, g.key()};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = passes.find(k); it != passes.end()) return it->second;
@@ -337,14 +349,14 @@ std::shared_ptr<const ConvPass> find_pass(const ConvShape& s, int64_t images, Pa
   std::shared_ptr<const ConvPass> p;
   {
     const OneOpenMPThread one_thread;
-    p = make_pass(s, images, kind, has_bias);
+    p = make_pass(s, g);
   }
   std::lock_guard<std::mutex> lock(mu);
   if (passes.size() >= 512) passes.clear();  // a program uses a few dozen
   return passes.try_emplace(k, std::move(p)).first->second;
 }
 
-// `from` (plain) in the layout of `to`, in `buf` when a reorder is needed (else `from` itself).
+// `data` (plain) in the layout `blocked`, in `buf` when a reorder is needed (else `data` itself).
 dnnl::memory in_layout(const dnnl::reorder& r, const dnnl::memory::desc& plain,
                        const dnnl::memory::desc& blocked, const void* data,
                        std::vector<uint8_t>& buf, dnnl::stream& stream) {
@@ -356,29 +368,26 @@ dnnl::memory in_layout(const dnnl::reorder& r, const dnnl::memory::desc& plain,
   return to;
 }
 
-// One unit of a pass: the images [n0, n0 + images) (b shared when b_shared).
+// One call of a pass: its geometry and where it reads and writes in vkml's plain tensors.
 struct PassItem {
-  int64_t n0, images;
+  PassGeometry geometry;
+  const float *a, *b;
+  float* c;
+  const float* bias;  // null: none
 };
 
-// Runs one pass per item in vkml's pool, each on its caller's thread alone: item i reads
-// a + n0 * a_image and b (+ n0 * b_image unless b is shared: b_image 0, reordered once), and
-// writes c + i * c_item. The items depend only on the shapes, so results do not depend on the
-// thread count.
-void run_passes(const ConvShape& s, PassKind kind, const std::vector<PassItem>& items,
-                const float* a, int64_t a_image, const float* b, int64_t b_image, float* c,
-                int64_t c_image, int64_t c_item, const float* bias) {
-  const auto pass_for = [&](const PassItem& it) {
-    return find_pass(s, it.images, kind, bias != nullptr);
-  };
-  // A shared b (the weights) in the primitive's layout once per call.
+// Runs each item in vkml's pool, each on its caller's thread alone. The items depend only on the
+// shapes, so results do not depend on the thread count. With `shared_b`, every item reads the
+// same b (the weights), reordered once here rather than per item.
+void run_passes(const ConvShape& s, const std::vector<PassItem>& items, bool shared_b) {
   std::vector<uint8_t> b_shared_buf;
-  const void* b_shared = b;
-  if (b_image == 0) {
-    const auto p = pass_for(items.front());
+  const void* b_shared = nullptr;
+  if (shared_b) {
+    const auto p = find_pass(s, items.front().geometry);
     const OneOpenMPThread one_thread;
     dnnl::stream stream(engine());
-    b_shared = in_layout(p->b_in, p->b, p->bb, b, b_shared_buf, stream).get_data_handle();
+    b_shared =
+        in_layout(p->b_in, p->b, p->bb, items.front().b, b_shared_buf, stream).get_data_handle();
     stream.wait();
   }
   std::exception_ptr failed;
@@ -390,14 +399,12 @@ void run_passes(const ConvShape& s, PassKind kind, const std::vector<PassItem>& 
       thread_local std::vector<uint8_t> abuf, bbuf, cbuf, scratch;
       for (int64_t i = begin; i < end; ++i) {
         const PassItem& it = items[static_cast<size_t>(i)];
-        const auto p = pass_for(it);
+        const auto p = find_pass(s, it.geometry);
         if (scratch.size() < p->scratch.get_size()) scratch.resize(p->scratch.get_size());
-        dnnl::memory am = in_layout(p->a_in, p->a, p->ab, a + it.n0 * a_image, abuf, stream);
-        dnnl::memory bm = b_image == 0
-                              ? dnnl::memory(p->bb, engine(), const_cast<void*>(b_shared))
-                              : in_layout(p->b_in, p->b, p->bb, b + it.n0 * b_image, bbuf, stream);
-        float* c_plain = c + (c_item ? i * c_item : it.n0 * c_image);
-        dnnl::memory cu(p->c, engine(), c_plain);
+        dnnl::memory am = in_layout(p->a_in, p->a, p->ab, it.a, abuf, stream);
+        dnnl::memory bm = shared_b ? dnnl::memory(p->bb, engine(), const_cast<void*>(b_shared))
+                                   : in_layout(p->b_in, p->b, p->bb, it.b, bbuf, stream);
+        dnnl::memory cu(p->c, engine(), it.c);
         if (p->c_out && cbuf.size() < p->cb.get_size()) cbuf.resize(p->cb.get_size());
         dnnl::memory cm = p->c_out ? dnnl::memory(p->cb, engine(), cbuf.data()) : cu;
         std::unordered_map<int, dnnl::memory> args{
@@ -405,8 +412,9 @@ void run_passes(const ConvShape& s, PassKind kind, const std::vector<PassItem>& 
             {p->arg_b, bm},
             {p->arg_c, cm},
             {DNNL_ARG_SCRATCHPAD, dnnl::memory(p->scratch, engine(), scratch.data())}};
-        if (bias)
-          args.insert({DNNL_ARG_BIAS, dnnl::memory(p->bias, engine(), const_cast<float*>(bias))});
+        if (it.bias)
+          args.insert(
+              {DNNL_ARG_BIAS, dnnl::memory(p->bias, engine(), const_cast<float*>(it.bias))});
         p->run.execute(stream, args);
         if (p->c_out) p->c_out.execute(stream, {{DNNL_ARG_FROM, cm}, {DNNL_ARG_TO, cu}});
       }
@@ -417,12 +425,6 @@ void run_passes(const ConvShape& s, PassKind kind, const std::vector<PassItem>& 
     }
   });
   if (failed) std::rethrow_exception(failed);
-}
-
-std::vector<PassItem> per_image(int64_t N) {
-  std::vector<PassItem> items;
-  for (int64_t n = 0; n < N; ++n) items.push_back({n, 1});
-  return items;
 }
 
 std::string shape_text(const ConvShape& s) {
@@ -442,68 +444,114 @@ void named(const char* op, const char* what, const ConvShape& s, F&& f) {
   }
 }
 
-}  // namespace
-
-bool use_onednn_conv(const ConvShape& s) {
-  // Images are the unit of parallel work here (within one, oneDNN would split by the thread
-  // count, and results must not depend on it): a batch below 8 stays with im2col + GEMM, which
-  // splits each image's positions over the pool.
-  constexpr int64_t kMinBatch = 8;
-  return support().avx512 && s.N >= kMinBatch && s.C >= 32 && s.O >= 32 && s.kh * s.kw > 1;
-}
-
-namespace {
 int64_t out_positions(const ConvShape& s) {
   return ((s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1) *
          ((s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1);
 }
+
+// Below this many output positions per image, a pass covers the whole batch and a slice of the
+// channels instead of one image: per image, each call would read the whole weight for a few
+// positions, and two threads ran slower than one (ResNet-18's 512-channel 2x2 layer: 4.1 ms at
+// one thread, 7.8 at two).
+constexpr int64_t kFewPositions = 64;
+
+// [0, n) in slices of at most 8, each a multiple of 16 channels (oneDNN's AVX-512 block) but the
+// last; fixed by n alone.
+std::vector<std::pair<int64_t, int64_t>> channel_slices(int64_t n) {
+  const int64_t size = std::max<int64_t>(16, ((n + 7) / 8 + 15) / 16 * 16);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t c0 = 0; c0 < n; c0 += size) out.push_back({c0, std::min(n, c0 + size) - c0});
+  return out;
+}
+
 }  // namespace
 
+bool use_onednn_conv(const ConvShape& s) {
+  // Images (or, over few positions, slices of channels) are the unit of parallel work here
+  // (within one call oneDNN would split by the thread count, and results must not depend on it):
+  // a batch below 8 stays with im2col + GEMM, which splits each image's positions over the pool.
+  constexpr int64_t kMinBatch = 8;
+  return support().direct_conv && s.N >= kMinBatch && s.C >= 32 && s.O >= 32 && s.kh * s.kw > 1;
+}
+
 bool use_onednn_conv_backward_data(const ConvShape& s) {
-  // Strided convolutions onto a few positions ran slower than im2col + GEMM (ResNet-18's 256 ->
-  // 512 at 4x4 -> 2x2: 48 against 77 GFLOP/s).
-  return use_onednn_conv(s) && (s.sh * s.sw == 1 || out_positions(s) >= 64);
+  // Not for strided convolutions onto few positions: ResNet-18's 256 -> 512 at 4x4 -> 2x2 ran
+  // 2.5 ms through oneDNN, 1.9 through im2col + GEMM.
+  return use_onednn_conv(s) && (s.sh * s.sw == 1 || out_positions(s) >= kFewPositions);
 }
 
 bool use_onednn_conv_backward_weights(const ConvShape& s) {
   // Only where each image has many output positions: below 256, oneDNN's weight gradient ran
-  // 4-71 GFLOP/s against im2col + GEMM's 60-88 (ResNet-18's layers 2-4 at 64x64 inputs).
+  // slower than im2col + GEMM (ResNet-18's 8x8 layers: 62-71 against 71-87 GFLOP/s, by parts of
+  // the batch; its 2x2 layer 5.4 against 4.0 ms, by slices of channels).
   return use_onednn_conv(s) && out_positions(s) >= 256;
 }
 
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
   named("conv2d", "convolution", s, [&] {
-    const int64_t x_image = s.C * s.H * s.W;
-    const int64_t y_image = find_pass(s, 1, PassKind::Forward, bias != nullptr)->c.get_size() / 4;
-    run_passes(s, PassKind::Forward, per_image(s.N), x, x_image, w, 0, y, y_image, 0, bias);
+    const int64_t L = out_positions(s), x_image = s.C * s.H * s.W, y_image = s.O * L;
+    std::vector<PassItem> items;
+    if (L < kFewPositions) {
+      for (auto [o0, n] : channel_slices(s.O))
+        items.push_back({{s.N, n, PassKind::Forward, bias != nullptr},
+                         x,
+                         w + o0 * s.C * s.kh * s.kw,
+                         y + o0 * L,
+                         bias ? bias + o0 : nullptr});
+      run_passes(s, items, false);
+      return;
+    }
+    for (int64_t n = 0; n < s.N; ++n)
+      items.push_back({{1, s.O, PassKind::Forward, bias != nullptr},
+                       x + n * x_image,
+                       w,
+                       y + n * y_image,
+                       bias});
+    run_passes(s, items, true);
   });
 }
 
 void conv2d_backward_data_f32(const ConvShape& s, const float* g, const float* w, float* dx) {
   named("conv2d_backward_input", "backward-data convolution", s, [&] {
-    const int64_t g_image = find_pass(s, 1, PassKind::BackwardData, false)->a.get_size() / 4;
-    run_passes(s, PassKind::BackwardData, per_image(s.N), g, g_image, w, 0, dx, s.C * s.H * s.W, 0,
-               nullptr);
+    const int64_t L = out_positions(s), x_image = s.C * s.H * s.W, g_image = s.O * L;
+    std::vector<PassItem> items;
+    if (L < kFewPositions) {
+      for (auto [c0, n] : channel_slices(s.C))
+        items.push_back({{s.N, n, PassKind::BackwardData, false},
+                         g,
+                         w + c0 * s.kh * s.kw,
+                         dx + c0 * s.H * s.W,
+                         nullptr});
+      run_passes(s, items, false);
+      return;
+    }
+    for (int64_t n = 0; n < s.N; ++n)
+      items.push_back(
+          {{1, s.C, PassKind::BackwardData, false}, g + n * g_image, w, dx + n * x_image, nullptr});
+    run_passes(s, items, true);
   });
 }
 
 void conv2d_backward_weights_f32(const ConvShape& s, const float* x, const float* g, float* dw) {
   named("conv2d_backward_weight", "backward-weights convolution", s, [&] {
+    const int64_t x_image = s.C * s.H * s.W, g_image = s.O * out_positions(s);
+    const int64_t wsize = s.O * s.C * s.kh * s.kw;
+    std::vector<PassItem> items;
     // The batch in kParts parts of near-equal size (fixed by N alone), one partial gradient each,
     // added in part order.
     constexpr int64_t kParts = 8;
-    const int64_t parts = std::min(s.N, kParts), wsize = s.O * s.C * s.kh * s.kw;
-    std::vector<PassItem> items;
+    const int64_t parts = std::min(s.N, kParts);
+    std::vector<float> partial(static_cast<size_t>(parts * wsize));
     for (int64_t i = 0, n0 = 0; i < parts; ++i) {
       const int64_t images = s.N / parts + (i < s.N % parts ? 1 : 0);
-      items.push_back({n0, images});
+      items.push_back({{images, s.O, PassKind::BackwardWeights, false},
+                       x + n0 * x_image,
+                       g + n0 * g_image,
+                       partial.data() + i * wsize,
+                       nullptr});
       n0 += images;
     }
-    const int64_t x_image = s.C * s.H * s.W;
-    const int64_t g_image = find_pass(s, 1, PassKind::BackwardWeights, false)->b.get_size() / 4;
-    std::vector<float> partial(static_cast<size_t>(parts * wsize));
-    run_passes(s, PassKind::BackwardWeights, items, x, x_image, g, g_image, partial.data(), 0,
-               wsize, nullptr);
+    run_passes(s, items, false);
     parallel_for(wsize, 1 << 14, [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; ++k) {
         float acc = partial[static_cast<size_t>(k)];

@@ -1,9 +1,10 @@
 // What vkml takes from oneDNN on the CPU: bfloat16 matrix products on the 16-bit matrix hardware
-// (AVX512-BF16's dot products, AMX tiles) through its matmul primitive, and, on AVX-512 machines,
-// float32 convolutions through its direct (blocked-layout) convolution where that beats im2col +
-// GEMM. Without that hardware, or in a build without oneDNN, a bfloat16 product is widened to
-// float32 and runs through sgemm like any other (the op table's dispatch does it): has_bf16_gemm()
-// decides which, once per process; convolutions run im2col + GEMM.
+// (AVX512-BF16's dot products, AMX tiles) through its matmul primitive, and, on AVX2 and AVX-512
+// machines, float32 convolutions and their gradients through its direct (blocked-layout)
+// convolutions where those beat im2col + GEMM. Without that hardware, or in a build without oneDNN,
+// a bfloat16 product is widened to float32 and runs through sgemm like any other (the op table's
+// dispatch does it): has_bf16_gemm() decides which, once per process; convolutions run im2col +
+// GEMM.
 //
 // Compiled once, outside the per-capability kernel copies: oneDNN picks its own kernels at run
 // time (its JIT), so there is nothing to gain from compiling this file per instruction set.
@@ -41,23 +42,25 @@ struct ConvShape {
   int64_t N, C, H, W, O, kh, kw, sh, sw, ph, pw, dh, dw;
 };
 // Whether conv2d_f32 runs this convolution: oneDNN's direct (blocked-layout) convolution on an
-// AVX-512 machine, for batches of 8 or more images (one call per image: the unit of parallel work)
-// and kernels wider than 1x1 over 32 channels or more, where it beat im2col + GEMM
-// (Zen 4, one thread, ResNet-18's and MNIST's 3x3 layers: 95-145 against 66-88 GFLOP/s); the
-// stem (3 channels), MNIST's first layer and 1x1 kernels stay with im2col + GEMM.
+// AVX2 or AVX-512 machine, for batches of 8 or more images and kernels wider than 1x1 over 32
+// channels or more, where it beat im2col + GEMM (Zen 4, one thread, ResNet-18's and MNIST's 3x3
+// layers: 95-145 against 66-88 GFLOP/s; capped to AVX2, 75-108 against 66-94); the stem (3
+// channels), MNIST's first layer and 1x1 kernels stay with im2col + GEMM. The unit of parallel work
+// is one image, or, below 64 output positions per image, a slice of channels over the whole batch
+// (a call per image would read the whole weight for a few positions); results are independent of
+// the thread count.
 bool use_onednn_conv(const ConvShape& s);
-// y (N, O, OH, OW) = conv(x, w) (+ bias (O) when not null); x, w and y contiguous. One oneDNN call
-// per image, spread over vkml's pool: results are independent of the thread count.
+// y (N, O, OH, OW) = conv(x, w) (+ bias (O) when not null); x, w and y contiguous.
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
 // Whether conv2d's gradients run through oneDNN (below) for these shapes: a subset of
-// use_onednn_conv's, where its backward passes measured faster than im2col + GEMM (Zen 4, one
-// thread, ResNet-18's and MNIST's 3x3 layers).
+// use_onednn_conv's, where its backward passes measured faster than im2col + GEMM (Zen 4,
+// ResNet-18's and MNIST's 3x3 layers).
 bool use_onednn_conv_backward_data(const ConvShape& s);
 bool use_onednn_conv_backward_weights(const ConvShape& s);
-// conv2d's gradients, through oneDNN's backward convolutions (all arrays
-// contiguous): dx (N, C, H, W) from g (N, O, OH, OW) and w, one call per image; dw (O, C, kh, kw)
-// from x and g, one call per part of the batch (8 parts, fixed by N), the parts' partial
-// gradients added in order. Results are independent of the thread count.
+// conv2d's gradients, through oneDNN's backward convolutions (all arrays contiguous): dx
+// (N, C, H, W) from g (N, O, OH, OW) and w, by images or slices of input channels as conv2d_f32;
+// dw (O, C, kh, kw) from x and g, one call per part of the batch (8 parts, fixed by N), the parts'
+// partial gradients added in order. Results are independent of the thread count.
 void conv2d_backward_data_f32(const ConvShape& s, const float* g, const float* w, float* dx);
 void conv2d_backward_weights_f32(const ConvShape& s, const float* x, const float* g, float* dw);
 
