@@ -215,6 +215,9 @@ void bind_creation(nb::module_& m) {
       "_has_bf16_gemm", []() { return vk::cpu::has_bf16_gemm(); },
       "Whether bfloat16 products run on the CPU's 16-bit matrix hardware (oneDNN).");
   m.def(
+      "_onednn_sgemm", []() { return vk::cpu::use_onednn_sgemm(); },
+      "Whether float32 products run through oneDNN's sgemm (VKML_SGEMM=onednn) instead of BLAS.");
+  m.def(
       "_bf16_gemm_name", []() { return std::string(vk::cpu::bf16_gemm_name()); },
       "What runs bfloat16 products: oneDNN and the instruction set, or why they widen to sgemm.");
 }

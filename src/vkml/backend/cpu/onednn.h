@@ -37,6 +37,16 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16
 void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16* A, int64_t lda,
                const BFloat16* B, int64_t ldb, bool accumulate, BFloat16* C, int64_t ldc);
 
+// Whether float32 GEMMs go through oneDNN's sgemm (its JIT AVX2 / AVX-512 kernels) rather than
+// OpenBLAS: when VKML_SGEMM=onednn asks for it and oneDNN runs AVX2 or wider here (the default,
+// OpenBLAS, is still faster on some shapes: onednn.cpp).
+bool use_onednn_sgemm();
+// C = A @ B + beta * C, row-major, as cblas_sgemm (ta / tb: A / B stored transposed), on the
+// calling thread alone (vkml's pool splits the product; results do not depend on the thread
+// count). Requires has_onednn().
+void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
 // A float32 2-D convolution's shape (groups 1): x (N, C, H, W), weight (O, C, kh, kw).
 struct ConvShape {
   int64_t N, C, H, W, O, kh, kw, sh, sw, ph, pw, dh, dw;

@@ -1,0 +1,53 @@
+"""float32 products through oneDNN's sgemm (VKML_SGEMM=onednn, issue 18 item 3; not the default:
+backend/cpu/onednn.cpp says why), in a fresh process since the choice is made once per process:
+products of every operand layout the kernels pass (transposed, strided, batched, broadcast, the
+convolutions' and the long-K slices') against float64, and the same bits at one and two threads."""
+
+import os
+import subprocess
+import sys
+
+CHILD = r"""
+import numpy as np, vkml as vk
+has_avx2 = "avx2" in open("/proc/cpuinfo").read()
+assert vk._C._onednn_sgemm() == (vk._C._has_onednn() and has_avx2), vk._C._onednn_sgemm()
+r = np.random.default_rng(0)
+def f32(*s):
+    return r.standard_normal(s).astype(np.float32)
+cases = [
+    (lambda a, b: a @ b, (f32(64, 300), f32(300, 130))),                     # plain
+    (lambda a, b: a @ b.t(), (f32(64, 9216), f32(128, 9216))),               # B^T, long K (slices)
+    (lambda a, b: a.t() @ b, (f32(200, 48), f32(200, 72))),                  # A^T
+    (lambda a, b: a[:, ::2] @ b, (f32(33, 80), f32(40, 17))),                # strided A (packed)
+    (lambda a, b: a @ b, (f32(3, 16, 128), f32(3, 128, 512))),               # batched
+    (lambda a, b: a @ b, (f32(5, 16, 64), f32(64, 96))),                     # broadcast B
+    (lambda x, w: vk.nn.functional.conv2d(x, w, padding=1), (f32(4, 6, 9, 9), f32(8, 6, 3, 3))),
+]
+for fn, (a, b) in cases:
+    want = fn(vk.tensor(a.astype(np.float64)), vk.tensor(b.astype(np.float64))).numpy()
+    got = {}
+    for threads in (1, 2):
+        vk.set_num_threads(threads)
+        got[threads] = fn(vk.tensor(a), vk.tensor(b)).numpy()
+    np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    np.testing.assert_array_equal(got[1], got[2])
+x, w = vk.tensor(f32(8, 64)).requires_grad_(), vk.tensor(f32(32, 64)).requires_grad_()
+(x @ w.t()).square().sum().backward()
+gx = 2 * (x.detach().numpy() @ w.detach().numpy().T) @ w.detach().numpy()
+np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-4, atol=1e-4 * np.abs(gx).max())
+print("ok")
+"""
+
+
+def test_onednn_sgemm_products_match_float64_and_threads():
+    env = dict(os.environ, VKML_SGEMM="onednn")
+    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+def test_openblas_is_the_default():
+    env = {k: v for k, v in os.environ.items() if k != "VKML_SGEMM"}
+    r = subprocess.run([sys.executable, "-c", "import vkml as vk; print(vk._C._onednn_sgemm())"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stdout + r.stderr
