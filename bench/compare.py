@@ -415,8 +415,9 @@ def blas_info(libs):
             except (OSError, AttributeError):
                 vk_blas.append(os.path.realpath(p))
         info["vkml"] = "; ".join(vk_blas) or "no BLAS linked"
-        if vk._C._onednn_sgemm():  # VKML_SGEMM=onednn: float32 products skip the BLAS
-            info["vkml"] = "oneDNN's sgemm for float32 (VKML_SGEMM=onednn); float64: " + info["vkml"]
+        choice = vk._C._sgemm_choice()  # float32 products: the BLAS, oneDNN's sgemm, or by shape
+        if choice != "blas":
+            info["vkml"] = f"float32: oneDNN's sgemm ({choice}) or " + info["vkml"]
         # Which copy of the CPU kernels runs (DEFAULT, AVX2, AVX512), torch's alike.
         info["cpu_kernels"] = f"vkml {vk.backends.cpu.get_cpu_capability()}, torch " \
             f"{libs['torch'][0].backends.cpu.get_cpu_capability()}"

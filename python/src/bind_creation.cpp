@@ -215,8 +215,19 @@ void bind_creation(nb::module_& m) {
       "_has_bf16_gemm", []() { return vk::cpu::has_bf16_gemm(); },
       "Whether bfloat16 products run on the CPU's 16-bit matrix hardware (oneDNN).");
   m.def(
-      "_onednn_sgemm", []() { return vk::cpu::use_onednn_sgemm(); },
-      "Whether float32 products run through oneDNN's sgemm (VKML_SGEMM=onednn) instead of BLAS.");
+      "_sgemm_choice",
+      []() {
+        switch (vk::cpu::sgemm_choice()) {
+          case vk::cpu::SgemmChoice::Blas:
+            return "blas";
+          case vk::cpu::SgemmChoice::Onednn:
+            return "onednn";
+          case vk::cpu::SgemmChoice::ByShape:
+            break;
+        }
+        return "by shape";
+      },
+      "Who runs float32 products: 'blas', 'onednn' (its sgemm) or 'by shape' (VKML_SGEMM).");
   m.def(
       "_bf16_gemm_name", []() { return std::string(vk::cpu::bf16_gemm_name()); },
       "What runs bfloat16 products: oneDNN and the instruction set, or why they widen to sgemm.");

@@ -1,16 +1,23 @@
-"""float32 products through oneDNN's sgemm (VKML_SGEMM=onednn, issue 18 item 3; not the default:
-backend/cpu/onednn.cpp says why), in a fresh process since the choice is made once per process:
-products of every operand layout the kernels pass (transposed, strided, batched, broadcast, the
-convolutions' and the long-K slices') against float64, and the same bits at one and two threads."""
+"""float32 products through oneDNN's sgemm (issue 18 item 3): by shape by default where oneDNN runs
+AVX2 or wider (backend/cpu/onednn.cpp: use_onednn_sgemm), for every product with
+VKML_SGEMM=onednn, never with VKML_SGEMM=openblas. Each in a fresh process, since the choice is
+made once per process: products of every operand layout the kernels pass (transposed, strided,
+batched, broadcast, the convolutions' and the long-K slices') against float64, and the same bits
+at one and two threads."""
 
 import os
 import subprocess
 import sys
 
+import pytest
+
 CHILD = r"""
-import numpy as np, vkml as vk
+import os, numpy as np, vkml as vk
 has_avx2 = "avx2" in open("/proc/cpuinfo").read()
-assert vk._C._onednn_sgemm() == (vk._C._has_onednn() and has_avx2), vk._C._onednn_sgemm()
+asked = os.environ.get("VKML_SGEMM", "")
+want = "blas" if asked == "openblas" or not (vk._C._has_onednn() and has_avx2) else \
+    "onednn" if asked == "onednn" else "by shape"
+assert vk._C._sgemm_choice() == want, (vk._C._sgemm_choice(), want)
 r = np.random.default_rng(0)
 def f32(*s):
     return r.standard_normal(s).astype(np.float32)
@@ -39,15 +46,11 @@ print("ok")
 """
 
 
-def test_onednn_sgemm_products_match_float64_and_threads():
-    env = dict(os.environ, VKML_SGEMM="onednn")
+@pytest.mark.parametrize("choice", ["onednn", "openblas", None])
+def test_sgemm_choices_match_float64_and_threads(choice):
+    env = {k: v for k, v in os.environ.items() if k != "VKML_SGEMM"}
+    if choice:
+        env["VKML_SGEMM"] = choice
     r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
-
-
-def test_openblas_is_the_default():
-    env = {k: v for k, v in os.environ.items() if k != "VKML_SGEMM"}
-    r = subprocess.run([sys.executable, "-c", "import vkml as vk; print(vk._C._onednn_sgemm())"],
-                       env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip() == "False", r.stdout + r.stderr

@@ -154,17 +154,32 @@ bool has_onednn() { return true; }
 bool has_bf16_gemm() { return support().native; }
 const char* bf16_gemm_name() { return support().name.c_str(); }
 
-bool use_onednn_sgemm() {
-  // Asked for only (VKML_SGEMM=onednn), by measurement: on Zen 4, one thread, oneDNN's sgemm beat
-  // OpenBLAS on most products (16 x 128 x 512: 114 against 77 GFLOP/s; matmul.batched 1.21
-  // against 1.43 ms, train.transformer 66 against 71 ms, train.lstm 4.9 against 5.2) but lost on
-  // small ones with B transposed (64 x 72 x 512: 48 against 86; train.cnn 3.1 against 2.6 ms):
-  // a rule per shape is still to be measured.
-  static const bool use = [] {
+SgemmChoice sgemm_choice() {
+  static const SgemmChoice choice = [] {
     const char* env = std::getenv("VKML_SGEMM");
-    return env != nullptr && std::string(env) == "onednn" && support().direct_conv;
+    const std::string asked = env != nullptr ? env : "";
+    if (asked == "openblas" || !support().direct_conv) return SgemmChoice::Blas;
+    return asked == "onednn" ? SgemmChoice::Onednn : SgemmChoice::ByShape;
   }();
-  return use;
+  return choice;
+}
+
+bool use_onednn_sgemm(int64_t M, int64_t N, int64_t K) {
+  switch (sgemm_choice()) {
+    case SgemmChoice::Blas:
+      return false;
+    case SgemmChoice::Onednn:
+      return true;
+    case SgemmChoice::ByShape:
+      break;
+  }
+  // Measured on Zen 4, one thread (oneDNN 2.6.3 against OpenBLAS, GFLOP/s): oneDNN ahead from 128
+  // columns of C on (16 x 128 x 512: 114 against 77; 32 x 4096 x 9: 82 against 37; 1024^3: 109
+  // against 100), behind on narrow C (64 x 72 x 512 with B transposed: 48 against 86; 64 x 10 x
+  // 1024: 49 against 69) and on products of a few microseconds (its call costs 0.25 us more).
+  constexpr double kMinMacs = 1 << 18;
+  return N >= 128 &&
+         static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= kMinMacs;
 }
 
 void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
@@ -593,7 +608,8 @@ namespace vk::cpu {
 bool has_onednn() { return false; }
 bool has_bf16_gemm() { return false; }
 const char* bf16_gemm_name() { return "no oneDNN in this build: bfloat16 widens to sgemm"; }
-bool use_onednn_sgemm() { return false; }
+SgemmChoice sgemm_choice() { return SgemmChoice::Blas; }
+bool use_onednn_sgemm(int64_t, int64_t, int64_t) { return false; }
 void sgemm(bool, bool, int64_t M, int64_t N, int64_t K, const float*, int64_t, const float*,
            int64_t, float, float*, int64_t) {
   throw RuntimeError("matmul: oneDNN's sgemm (" + std::to_string(M) + " x " + std::to_string(K) +

@@ -37,10 +37,13 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16
 void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16* A, int64_t lda,
                const BFloat16* B, int64_t ldb, bool accumulate, BFloat16* C, int64_t ldc);
 
-// Whether float32 GEMMs go through oneDNN's sgemm (its JIT AVX2 / AVX-512 kernels) rather than
-// OpenBLAS: when VKML_SGEMM=onednn asks for it and oneDNN runs AVX2 or wider here (the default,
-// OpenBLAS, is still faster on some shapes: onednn.cpp).
-bool use_onednn_sgemm();
+// Who runs float32 GEMMs: OpenBLAS, oneDNN's sgemm (its JIT AVX2 / AVX-512 kernels), or either by
+// the product's shape (the default where oneDNN runs AVX2 or wider; VKML_SGEMM=openblas|onednn
+// picks one for every product).
+enum class SgemmChoice { Blas, Onednn, ByShape };
+SgemmChoice sgemm_choice();
+// Whether an M x N x K float32 product goes to oneDNN's sgemm (below) rather than OpenBLAS.
+bool use_onednn_sgemm(int64_t M, int64_t N, int64_t K);
 // C = A @ B + beta * C, row-major, as cblas_sgemm (ta / tb: A / B stored transposed), on the
 // calling thread alone (vkml's pool splits the product; results do not depend on the thread
 // count). Requires has_onednn().
