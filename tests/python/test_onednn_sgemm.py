@@ -54,3 +54,25 @@ def test_sgemm_choices_match_float64_and_threads(choice):
     r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+def test_one_thread_uses_one_core():
+    """oneDNN's sgemm threads with OpenMP: each call runs under vkml's one-OpenMP-thread guard, so
+    vk.set_num_threads(1) keeps products on one core (as the convolutions' regression test, in a
+    fresh process without torch, whose conftest setting of the shared libgomp would hide it)."""
+    code = (
+        "import time, vkml as vk\n"
+        "assert vk._C._sgemm_choice() in ('by shape', 'blas')\n"
+        "vk.set_num_threads(1)\n"
+        "a, b = vk.randn(512, 512), vk.randn(512, 512)\n"
+        "a @ b\n"
+        "wall, cpu = time.perf_counter(), time.process_time()\n"
+        "while time.perf_counter() - wall < 0.5:\n"
+        "    a @ b\n"
+        "print((time.process_time() - cpu) / (time.perf_counter() - wall))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VKML_NUM_THREADS",
+                                                            "VKML_SGEMM")}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert float(r.stdout) < 1.3, f"CPU time / wall time {float(r.stdout):.2f} at one thread"
