@@ -11,6 +11,7 @@
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/rows.h"
 #include "vkml/backend/cpu/window.h"
 
 namespace vk::cpu {
@@ -125,7 +126,7 @@ VK_KERNEL(col2im) {
 
 VK_KERNEL(conv2d) {
   const Tensor& x = in[0];
-  Tensor wt = in[1];
+  const Tensor wt = contiguous_copy(in[1]);
   const bool has_bias = in.size() == 3;
   const Window2d& w = a.win;
   const int64_t groups = a.win.groups;
@@ -135,21 +136,10 @@ VK_KERNEL(conv2d) {
   const int64_t kk = w.kh * w.kw, CgKK = Cg * kk, CKK = C * kk;
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (out.numel() == 0) return out;
-  if (!wt.is_contiguous()) {
-    Tensor c = Tensor::empty(wt.shape(), wt.dtype());
-    copy_into(c, wt);
-    wt = c;
-  }
   if (x.dtype() == DType::Float32 && groups == 1) {
     const ConvShape shape{N, C, H, W, O, w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw};
     if (use_onednn_conv(shape)) {
-      const auto dense = [](const Tensor& t) {
-        if (t.is_contiguous()) return t;
-        Tensor c = Tensor::empty(t.shape(), t.dtype());
-        copy_into(c, t);
-        return c;
-      };
-      const Tensor xc = dense(x), bias = has_bias ? dense(in[2]) : Tensor();
+      const Tensor xc = contiguous_copy(x), bias = has_bias ? contiguous_copy(in[2]) : Tensor();
       conv2d_f32(shape, xc.data<float>(), wt.data<float>(), has_bias ? bias.data<float>() : nullptr,
                  out.data<float>());
       return out;

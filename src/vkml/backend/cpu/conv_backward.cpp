@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "vkml/backend/cpu/conv.h"
-#include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/rows.h"
 #include "vkml/backend/cpu/window.h"
 
 namespace vk::cpu {
@@ -71,13 +71,6 @@ class GradRows {
   bool side_by_side_;
 };
 
-Tensor dense(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_into(c, t);
-  return c;
-}
-
 ConvShape conv_shape(const Shape& x, const Shape& w, const Window2d& win) {
   return {x[0],   x[1],   x[2],   x[3],   w[0],   win.kh, win.kw,
           win.sh, win.sw, win.ph, win.pw, win.dh, win.dw};
@@ -86,7 +79,7 @@ ConvShape conv_shape(const Shape& x, const Shape& w, const Window2d& win) {
 }  // namespace
 
 VK_KERNEL(conv2d_backward_input) {
-  const Tensor g = dense(in[0]), wt = dense(in[1]);
+  const Tensor g = contiguous_copy(in[0]), wt = contiguous_copy(in[1]);
   const Window2d& w = a.win;
   const int64_t G = w.groups;
   const int64_t N = m.shape[0], C = m.shape[1], H = m.shape[2], W = m.shape[3];
@@ -132,7 +125,7 @@ VK_KERNEL(conv2d_backward_input) {
 }
 
 VK_KERNEL(conv2d_backward_weight) {
-  const Tensor g = dense(in[0]);
+  const Tensor g = contiguous_copy(in[0]);
   const Tensor& x = in[1];
   const Window2d& w = a.win;
   const int64_t G = w.groups;
@@ -144,7 +137,7 @@ VK_KERNEL(conv2d_backward_weight) {
   if (g.dtype() == DType::Float32 && G == 1) {
     const ConvShape s = conv_shape(x.shape(), m.shape, w);
     if (use_onednn_conv_backward_weights(s)) {
-      const Tensor xc = dense(x);
+      const Tensor xc = contiguous_copy(x);
       conv2d_backward_weights_f32(s, xc.data<float>(), g.data<float>(), out.data<float>());
       return out;
     }

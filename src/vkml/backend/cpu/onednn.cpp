@@ -304,68 +304,39 @@ std::shared_ptr<const ConvPass> make_pass(const ConvShape& s, const PassGeometry
                  : dnnl::convolution_forward::desc(prop, direct, any_layout(x), any_layout(w),
                                                    any_layout(y), stride, dil, pad, pad);
   const dnnl::convolution_forward::primitive_desc fwd(fwd_desc, attr, engine());
+  // Which tensor each pass reads (a, b) and writes (c), as oneDNN names its argument.
+  const auto set_args = [&](const dnnl::memory::desc& a, int arg_a, const dnnl::memory::desc& b,
+                            int arg_b, const dnnl::memory::desc& c, int arg_c) {
+    p->a = a, p->b = b, p->c = c;
+    p->arg_a = arg_a, p->arg_b = arg_b, p->arg_c = arg_c;
+  };
+  // The primitive, its layouts of a, b and c, and its scratch memory.
+  const auto finish = [&]<class Primitive>(const typename Primitive::primitive_desc& pd) {
+    p->ab = pd.query_md(dnnl::query::exec_arg_md, p->arg_a);
+    p->bb = pd.query_md(dnnl::query::exec_arg_md, p->arg_b);
+    p->cb = pd.query_md(dnnl::query::exec_arg_md, p->arg_c);
+    p->scratch = pd.scratchpad_desc();
+    p->run = Primitive(pd);
+  };
   switch (g.kind) {
     case PassKind::Forward:
-      *p = {x,
-            w,
-            y,
-            p->bias,
-            fwd.src_desc(),
-            fwd.weights_desc(),
-            fwd.dst_desc(),
-            fwd.scratchpad_desc(),
-            {},
-            {},
-            {},
-            DNNL_ARG_SRC,
-            DNNL_ARG_WEIGHTS,
-            DNNL_ARG_DST,
-            dnnl::convolution_forward(fwd)};
+      set_args(x, DNNL_ARG_SRC, w, DNNL_ARG_WEIGHTS, y, DNNL_ARG_DST);
+      finish.operator()<dnnl::convolution_forward>(fwd);
       break;
-    case PassKind::BackwardData: {
-      const dnnl::convolution_backward_data::primitive_desc pd(
-          dnnl::convolution_backward_data::desc(direct, any_layout(x), any_layout(w), any_layout(y),
-                                                stride, dil, pad, pad),
-          attr, engine(), fwd);
-      *p = {y,
-            w,
-            x,
-            p->bias,
-            pd.diff_dst_desc(),
-            pd.weights_desc(),
-            pd.diff_src_desc(),
-            pd.scratchpad_desc(),
-            {},
-            {},
-            {},
-            DNNL_ARG_DIFF_DST,
-            DNNL_ARG_WEIGHTS,
-            DNNL_ARG_DIFF_SRC,
-            dnnl::convolution_backward_data(pd)};
+    case PassKind::BackwardData:
+      set_args(y, DNNL_ARG_DIFF_DST, w, DNNL_ARG_WEIGHTS, x, DNNL_ARG_DIFF_SRC);
+      finish.operator()<dnnl::convolution_backward_data>(
+          {dnnl::convolution_backward_data::desc(direct, any_layout(x), any_layout(w),
+                                                 any_layout(y), stride, dil, pad, pad),
+           attr, engine(), fwd});
       break;
-    }
-    case PassKind::BackwardWeights: {
-      const dnnl::convolution_backward_weights::primitive_desc pd(
-          dnnl::convolution_backward_weights::desc(direct, any_layout(x), any_layout(w),
-                                                   any_layout(y), stride, dil, pad, pad),
-          attr, engine(), fwd);
-      *p = {x,
-            y,
-            w,
-            p->bias,
-            pd.src_desc(),
-            pd.diff_dst_desc(),
-            pd.diff_weights_desc(),
-            pd.scratchpad_desc(),
-            {},
-            {},
-            {},
-            DNNL_ARG_SRC,
-            DNNL_ARG_DIFF_DST,
-            DNNL_ARG_DIFF_WEIGHTS,
-            dnnl::convolution_backward_weights(pd)};
+    case PassKind::BackwardWeights:
+      set_args(x, DNNL_ARG_SRC, y, DNNL_ARG_DIFF_DST, w, DNNL_ARG_DIFF_WEIGHTS);
+      finish.operator()<dnnl::convolution_backward_weights>(
+          {dnnl::convolution_backward_weights::desc(direct, any_layout(x), any_layout(w),
+                                                    any_layout(y), stride, dil, pad, pad),
+           attr, engine(), fwd});
       break;
-    }
   }
   p->a_in = reorder_between(p->a, p->ab);
   p->b_in = reorder_between(p->b, p->bb);
@@ -417,10 +388,13 @@ struct PassItem {
 // shapes, so results do not depend on the thread count. With `shared_b`, every item reads the
 // same b (the weights), reordered once here rather than per item.
 void run_passes(const ConvShape& s, const std::vector<PassItem>& items, bool shared_b) {
+  // Each item's primitive, found (or made) here rather than under the cache's lock in the pool.
+  std::vector<std::shared_ptr<const ConvPass>> passes;
+  for (const PassItem& it : items) passes.push_back(find_pass(s, it.geometry));
   std::vector<uint8_t> b_shared_buf;
   const void* b_shared = nullptr;
   if (shared_b) {
-    const auto p = find_pass(s, items.front().geometry);
+    const auto& p = passes.front();
     const OneOpenMPThread one_thread;
     dnnl::stream stream(engine());
     b_shared =
@@ -436,7 +410,7 @@ void run_passes(const ConvShape& s, const std::vector<PassItem>& items, bool sha
       thread_local std::vector<uint8_t> abuf, bbuf, cbuf, scratch;
       for (int64_t i = begin; i < end; ++i) {
         const PassItem& it = items[static_cast<size_t>(i)];
-        const auto p = find_pass(s, it.geometry);
+        const ConvPass* p = passes[static_cast<size_t>(i)].get();
         if (scratch.size() < p->scratch.get_size()) scratch.resize(p->scratch.get_size());
         dnnl::memory am = in_layout(p->a_in, p->a, p->ab, it.a, abuf, stream);
         dnnl::memory bm = shared_b ? dnnl::memory(p->bb, engine(), const_cast<void*>(b_shared))

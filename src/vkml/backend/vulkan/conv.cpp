@@ -14,6 +14,7 @@
 #include "vkml/backend/vulkan/launch.h"
 #include "vkml/backend/vulkan/linalg.h"
 #include "vkml/backend/vulkan/memory.h"
+#include "vkml/backend/vulkan/rows.h"
 #include "vkml/core/error.h"
 #include "vkml/core/geometry.h"
 
@@ -327,9 +328,6 @@ Tensor dense_view(const Tensor& t, const Shape& shape, const Strides& strides) {
   return contiguous({t.alias(shape, strides, t.offset())}, Attrs{},
                     Meta{shape, t.dtype(), t.device()})[0];
 }
-Tensor dense(const Tensor& t) {
-  return t.is_contiguous() ? t : dense_view(t, t.shape(), t.strides());
-}
 Tensor matmul_of(const Tensor& a, const Tensor& b, const Shape& shape) {
   return matmul({a, b}, Attrs{}, Meta{shape, a.dtype(), a.device()})[0];
 }
@@ -343,7 +341,8 @@ Tensor matmul_of(const Tensor& a, const Tensor& b, const Shape& shape) {
 // rounding (the sweep); the GEMMs are not fused with the window walks (a later step).
 VK_KERNEL(conv2d_backward_input) {
   for (const Tensor& t : in) check_float(t, "conv2d_backward_input");
-  const Tensor g = dense(in[0]), wt = dense(in[1]);
+  const Tensor g = rows::contiguous_of(in[0], "conv2d_backward_input"),
+               wt = rows::contiguous_of(in[1], "conv2d_backward_input");
   const int64_t G = a.win.groups, N = m.shape[0], C = m.shape[1], O = wt.shape()[0];
   const int64_t Og = O / G, CgKK = C / G * a.win.kh * a.win.kw;
   const int64_t L = g.shape()[2] * g.shape()[3];
@@ -357,7 +356,7 @@ VK_KERNEL(conv2d_backward_input) {
 
 VK_KERNEL(conv2d_backward_weight) {
   for (const Tensor& t : in) check_float(t, "conv2d_backward_weight");
-  const Tensor g = dense(in[0]);
+  const Tensor g = rows::contiguous_of(in[0], "conv2d_backward_weight");
   const Tensor& x = in[1];
   const int64_t G = a.win.groups, N = x.shape()[0], C = x.shape()[1], O = m.shape[0];
   const int64_t Og = O / G, kk = a.win.kh * a.win.kw, CgKK = C / G * kk;
