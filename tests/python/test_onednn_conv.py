@@ -1,6 +1,7 @@
 """float32 convolutions through oneDNN's direct convolution (issue 18 item 4): on an AVX2 or AVX-512
 CPU, batches of 8+ images with 3x3-and-wider kernels over 32+ channels run there (one call per
-image, or per slice of channels over few positions); elsewhere im2col + GEMM. Either way the
+image, or per slice of channels over few positions), and so do 7x7 stems' forwards and first
+layers' weight gradients from 3 channels; elsewhere im2col + GEMM. Either way the
 forward and both gradients follow torch's to float32 accuracy, and a ResNet block's output is the
 same at one and two threads."""
 
@@ -74,26 +75,29 @@ def test_one_thread_uses_one_core(call):
     assert float(r.stdout) < 1.3, f"CPU time / wall time {float(r.stdout):.2f} at one thread"
 
 
-@pytest.mark.parametrize("shape,stride", [((16, 64, 16, 16, 64), 1), ((8, 32, 9, 9, 48), 2),
-                                          ((16, 64, 4, 4, 32), 1), ((6, 3, 20, 20, 16), 1)])
-def test_nn_grad_follows_torch_and_threads(shape, stride):
+@pytest.mark.parametrize("shape,k,stride", [((16, 64, 16, 16, 64), 3, 1), ((8, 32, 9, 9, 48), 3, 2),
+                                            ((16, 64, 4, 4, 32), 3, 1), ((6, 3, 20, 20, 16), 3, 1),
+                                            ((8, 3, 20, 20, 32), 3, 1), ((8, 3, 32, 32, 32), 7, 2)])
+def test_nn_grad_follows_torch_and_threads(shape, k, stride):
     """conv2d's gradient ops (vk.nn.grad, as torch.nn.grad) at shapes that take oneDNN's backward
-    passes (the first two, on AVX2 and AVX-512), im2col + GEMM (the last two), against torch's,
-    and the same bits at one and two threads."""
+    passes (the first two, on AVX2 and AVX-512; the last two for the weight gradient: first
+    layers of 3 channels, a 7x7 stem), im2col + GEMM (the third and fourth), against torch's, and
+    the same bits at one and two threads."""
     n, c, h, w_, o = shape
+    pad = k // 2
     g = torch.Generator().manual_seed(1)
-    tx, tw = torch.randn(n, c, h, w_, generator=g), torch.randn(o, c, 3, 3, generator=g)
-    tg = torch.randn(torch.nn.functional.conv2d(tx, tw, stride=stride, padding=1).shape, generator=g)
+    tx, tw = torch.randn(n, c, h, w_, generator=g), torch.randn(o, c, k, k, generator=g)
+    tg = torch.randn(torch.nn.functional.conv2d(tx, tw, stride=stride, padding=pad).shape, generator=g)
     x, w, gy = vk.tensor(tx.numpy()), vk.tensor(tw.numpy()), vk.tensor(tg.numpy())
-    want_dx = torch.nn.grad.conv2d_input(tx.shape, tw, tg, stride=stride, padding=1).numpy()
-    want_dw = torch.nn.grad.conv2d_weight(tx, tw.shape, tg, stride=stride, padding=1).numpy()
+    want_dx = torch.nn.grad.conv2d_input(tx.shape, tw, tg, stride=stride, padding=pad).numpy()
+    want_dw = torch.nn.grad.conv2d_weight(tx, tw.shape, tg, stride=stride, padding=pad).numpy()
     saved = vk.get_num_threads()
     try:
         got = {}
         for threads in (1, 2):
             vk.set_num_threads(threads)
-            got[threads] = (vk.nn.grad.conv2d_input(x.shape, w, gy, stride=stride, padding=1).numpy(),
-                            vk.nn.grad.conv2d_weight(x, w.shape, gy, stride=stride, padding=1).numpy())
+            got[threads] = (vk.nn.grad.conv2d_input(x.shape, w, gy, stride=stride, padding=pad).numpy(),
+                            vk.nn.grad.conv2d_weight(x, w.shape, gy, stride=stride, padding=pad).numpy())
     finally:
         vk.set_num_threads(saved)
     for mine, theirs in zip(got[1], (want_dx, want_dw)):

@@ -11,9 +11,9 @@ import vkml as vk
 from conftest import to_np
 
 
-def _run(vk_cls, t_cls, kwargs, dtype="float64", steps=5, groups=False):
+def _run(vk_cls, t_cls, kwargs, dtype="float64", steps=5, groups=False, shapes=((3, 4), (4,))):
     rng = np.random.default_rng(0)
-    p0 = [rng.standard_normal((3, 4)), rng.standard_normal(4)]
+    p0 = [rng.standard_normal(s) for s in shapes]
     grads = [[rng.standard_normal(p.shape) for p in p0] for _ in range(steps)]
     vdt, tdt = (vk.float64, torch.float64) if dtype == "float64" else (vk.float32, torch.float32)
     vps = [vk.nn.Parameter(vk.tensor(p, dtype=vdt)) for p in p0]
@@ -52,6 +52,15 @@ def test_sgd_vs_torch(kw, dtype):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_adam_adamw_vs_torch(kw, cls, dtype):
     _run(getattr(vk.optim, cls), getattr(torch.optim, cls), kw, dtype)
+
+
+@pytest.mark.parametrize("cls,kw", [("SGD", kw) for kw in SGD_CASES] + [("Adam", kw) for kw in ADAM_CASES]
+                         + [("AdamW", dict(lr=0.01, weight_decay=0.1))])
+def test_sgd_adam_vector_body_vs_torch(cls, kw):
+    """The fused updates' loops run one instantiation per combination of options, vectorised (SGD's
+    ran scalar before: the options were runtime flags), over parameters long enough for the vector
+    body and a remainder (the cases above fit in one remainder)."""
+    _run(getattr(vk.optim, cls), getattr(torch.optim, cls), kw, "float32", shapes=((37, 29), (515,)))
 
 
 def test_param_groups_and_zero_grad():

@@ -156,10 +156,13 @@ LstmLayerStates lstm_layer_forward(const Tensor& xw, const Tensor& h0, const Ten
   check_layer(xw, h0, c0, wt);
   const auto n = static_cast<size_t>(xw.shape()[0]);
   LstmLayerStates s{std::vector<Tensor>(n), std::vector<Tensor>(n), std::vector<Tensor>(n)};
+  // nn.LSTM passes W_hh^T as a transposed view; each of the n products would repack it for its
+  // few rows (16 x 128 x 512: 26 us instead of 21, Zen 4), so it is copied once.
+  const Tensor w = contiguous(wt);
   Tensor h = h0, c = c0;
   for (size_t k = 0; k < n; ++k) {
     const size_t t = reverse ? n - 1 - k : k;
-    s.gates[t] = addmm(select(xw, 0, static_cast<int64_t>(t)), h, wt);  // one GEMM onto xw_t
+    s.gates[t] = addmm(select(xw, 0, static_cast<int64_t>(t)), h, w);  // one GEMM onto xw_t
     const Tensor hc = lstm_cell(s.gates[t], c);
     h = s.hs[t] = select(hc, 0, 0);
     c = s.cs[t] = select(hc, 0, 1);
@@ -173,7 +176,7 @@ LstmLayerGrads lstm_layer_backward(const Tensor& g, const LstmLayerStates& s, co
   VK_CHECK(n > 0 && g.shape() == Shape({n + 1, b, h}), ShapeError,
            "lstm_layer_backward: expected a gradient of shape ", shape_str({n + 1, b, h}), ", got ",
            shape_str(g.shape()));
-  const Tensor w = transpose(wt, 0, 1);
+  const Tensor w = contiguous(transpose(wt, 0, 1));  // as in the forward: rows for each step
   Tensor dh = select(g, 0, reverse ? 0 : n - 1), dc = select(g, 0, n);
   std::vector<Tensor> das(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) {  // reverse time

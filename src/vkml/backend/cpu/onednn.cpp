@@ -477,25 +477,42 @@ std::vector<std::pair<int64_t, int64_t>> channel_slices(int64_t n) {
 
 }  // namespace
 
-bool use_onednn_conv(const ConvShape& s) {
-  // Images (or, over few positions, slices of channels) are the unit of parallel work here
-  // (within one call oneDNN would split by the thread count, and results must not depend on it):
-  // a batch below 8 stays with im2col + GEMM, which splits each image's positions over the pool.
+namespace {
+
+// What all three passes need: images (or, over few positions, slices of channels) are the unit of
+// parallel work here (within one call oneDNN would split by the thread count, and results must
+// not depend on it), so a batch below 8 stays with im2col + GEMM, which splits each image's
+// positions over the pool; and 1x1 kernels are plain GEMMs there.
+bool onednn_conv_shape(const ConvShape& s) {
   constexpr int64_t kMinBatch = 8;
-  return support().direct_conv && s.N >= kMinBatch && s.C >= 32 && s.O >= 32 && s.kh * s.kw > 1;
+  return support().direct_conv && s.N >= kMinBatch && s.O >= 32 && s.kh * s.kw > 1;
+}
+
+}  // namespace
+
+bool use_onednn_conv(const ConvShape& s) {
+  // Few input channels (a first layer): only 7x7 stems, where oneDNN's first-layer kernel beat
+  // im2col + GEMM (ResNet-18's 16 x 3 x 64 x 64: 3.05 against 4.14 ms; at 8 x 3 x 224 x 224: 19.5
+  // against 22.5); 3x3 and 5x5 kernels over 3 to 8 channels ran 12-35% slower there.
+  return onednn_conv_shape(s) && (s.C >= 32 || (s.C >= 3 && s.kh * s.kw >= 49));
 }
 
 bool use_onednn_conv_backward_data(const ConvShape& s) {
   // Not for strided convolutions onto few positions: ResNet-18's 256 -> 512 at 4x4 -> 2x2 ran
-  // 2.5 ms through oneDNN, 1.9 through im2col + GEMM.
-  return use_onednn_conv(s) && (s.sh * s.sw == 1 || out_positions(s) >= kFewPositions);
+  // 2.5 ms through oneDNN, 1.9 through im2col + GEMM. Not below 32 channels: the stem's input
+  // gradient (never needed in training) ran 14 ms against 3.8.
+  return onednn_conv_shape(s) && s.C >= 32 &&
+         (s.sh * s.sw == 1 || out_positions(s) >= kFewPositions);
 }
 
 bool use_onednn_conv_backward_weights(const ConvShape& s) {
   // Only where each image has many output positions: below 256, oneDNN's weight gradient ran
   // slower than im2col + GEMM (ResNet-18's 8x8 layers: 62-71 against 71-87 GFLOP/s, by parts of
-  // the batch; its 2x2 layer 5.4 against 4.0 ms, by slices of channels).
-  return use_onednn_conv(s) && out_positions(s) >= 256;
+  // the batch; its 2x2 layer 5.4 against 4.0 ms, by slices of channels). From 3 input channels:
+  // im2col + GEMM's product is narrow there (C x kh x kw columns) and oneDNN won at every first
+  // layer measured (the 7x7 stem 3.6 against 6.4 ms, 3 -> 64 3x3 at 32 x 32 1.5 against 2.3,
+  // 16 -> 32 1.9 against 3.4); a single channel (MNIST's first layer) ran 30% slower.
+  return onednn_conv_shape(s) && s.C >= 3 && out_positions(s) >= 256;
 }
 
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {

@@ -57,17 +57,18 @@ struct ConvShape {
 // Whether conv2d_f32 runs this convolution: oneDNN's direct (blocked-layout) convolution on an
 // AVX2 or AVX-512 machine, for batches of 8 or more images and kernels wider than 1x1 over 32
 // channels or more, where it beat im2col + GEMM (Zen 4, one thread, ResNet-18's and MNIST's 3x3
-// layers: 95-145 against 66-88 GFLOP/s; capped to AVX2, 75-108 against 66-94); the stem (3
-// channels), MNIST's first layer and 1x1 kernels stay with im2col + GEMM. The unit of parallel work
+// layers: 95-145 against 66-88 GFLOP/s; capped to AVX2, 75-108 against 66-94), and 7x7 stems over
+// 3+ channels; other first layers (MNIST's, 3x3 over 3 channels) and 1x1 kernels stay with im2col
+// + GEMM. The unit of parallel work
 // is one image, or, below 64 output positions per image, a slice of channels over the whole batch
 // (a call per image would read the whole weight for a few positions); results are independent of
 // the thread count.
 bool use_onednn_conv(const ConvShape& s);
 // y (N, O, OH, OW) = conv(x, w) (+ bias (O) when not null); x, w and y contiguous.
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
-// Whether conv2d's gradients run through oneDNN (below) for these shapes: a subset of
-// use_onednn_conv's, where its backward passes measured faster than im2col + GEMM (Zen 4,
-// ResNet-18's and MNIST's 3x3 layers).
+// Whether conv2d's gradients run through oneDNN (below) for these shapes: where its backward passes
+// measured faster than im2col + GEMM (Zen 4, ResNet-18's and MNIST's layers and first layers of 3
+// to 16 channels; the weight gradient's rule takes those from 3 channels, the forward's only 7x7).
 bool use_onednn_conv_backward_data(const ConvShape& s);
 bool use_onednn_conv_backward_weights(const ConvShape& s);
 // conv2d's gradients, through oneDNN's backward convolutions (all arrays contiguous): dx
