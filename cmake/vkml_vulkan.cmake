@@ -30,7 +30,8 @@ set(VKML_VULKAN_SHADERS
 # optim.cpp: the fused optimizer steps
 list(APPEND VKML_VULKAN_SHADERS
   "sgd_f32|optim|SGD,T=float" "sgd_f64|optim|SGD,T=double,USE_FLOAT64"
-  "adam_f32|optim|ADAM,T=float" "adam_f64|optim|ADAM,T=double,USE_FLOAT64")
+  "adam_f32|optim|ADAM,T=float" "adam_f64|optim|ADAM,T=double,USE_FLOAT64"
+  "adadelta_f32|optim|ADADELTA,T=float" "adadelta_f64|optim|ADADELTA,T=double,USE_FLOAT64")
 
 # Shape copies, index and creation (index family): data movement keyed on the element size.
 list(APPEND VKML_VULKAN_SHADERS

@@ -526,6 +526,18 @@ void bind_nn(nb::module_& m) {
       "amsgrad"_a = false, "max_exp_avg_sq"_a = nb::none(), "maximize"_a = false,
       "torch.optim.Adam's (decoupled: AdamW's) update of one parameter, in place.");
   op.def(
+      "adadelta_step_",
+      [](const Tensor& p, const Tensor& g, const Tensor& square_avg, const Tensor& acc_delta,
+         double lr, double rho, double eps, double weight_decay, bool maximize) {
+        without_gil(true, [&] {
+          vk::optim::adadelta_step_(p, g, square_avg, acc_delta, lr, rho, eps, weight_decay,
+                                    maximize);
+        });
+      },
+      "param"_a, "grad"_a, "square_avg"_a, "acc_delta"_a, "lr"_a = 1.0, "rho"_a = 0.9,
+      "eps"_a = 1e-6, "weight_decay"_a = 0.0, "maximize"_a = false,
+      "torch.optim.Adadelta's update of one parameter, in place.");
+  op.def(
       "clip_grad_norm_",
       [](nb::handle grads, double max_norm, double norm_type) {
         std::vector<Tensor> gs;

@@ -1,6 +1,6 @@
-// vk::optim: fused SGD / Adam / AdamW steps against sequences of three steps computed here with
-// plain double arithmetic (torch.optim's documented update), clip_grad_norm_, the bookkeeping
-// (version counters, no graph) and the errors.
+// vk::optim: fused SGD / Adam / AdamW / Adadelta steps against sequences of three steps computed
+// here with plain double arithmetic (torch.optim's documented update), clip_grad_norm_, the
+// bookkeeping (version counters, no graph) and the errors.
 #include <algorithm>
 #include <cmath>
 
@@ -10,6 +10,7 @@
 namespace vk::test {
 namespace {
 
+using optim::adadelta_step_;
 using optim::adam_step_;
 using optim::clip_grad_norm_;
 using optim::sgd_step_;
@@ -182,6 +183,47 @@ TEST(Optim, AdamFloat32) {
   expect_values(p, reference_adam(c), 1e-6);
 }
 
+// ================================ Adadelta ================================
+
+struct AdadeltaConfig {
+  double lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0;
+  bool maximize = false;
+};
+
+// torch.optim.Adadelta's documented algorithm, one element at a time, in doubles.
+Vec reference_adadelta(const AdadeltaConfig& c) {
+  Vec p = kStart, sq(p.size()), acc(p.size());
+  for (const Vec& grads : kGrads)
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = (c.maximize ? -grads[i] : grads[i]) + c.weight_decay * p[i];
+      sq[i] = c.rho * sq[i] + (1 - c.rho) * g * g;
+      const double delta = std::sqrt(acc[i] + c.eps) / std::sqrt(sq[i] + c.eps) * g;
+      acc[i] = c.rho * acc[i] + (1 - c.rho) * delta * delta;
+      p[i] -= c.lr * delta;
+    }
+  return p;
+}
+
+Tensor run_adadelta(const AdadeltaConfig& c, DType dtype = DType::Float64) {
+  Tensor param = from_vector(kStart, {3}, dtype);
+  Tensor sq = zeros({3}, dtype), acc = zeros({3}, dtype);
+  for (const Vec& g : kGrads)
+    adadelta_step_(param, from_vector(g, {3}, dtype), sq, acc, c.lr, c.rho, c.eps, c.weight_decay,
+                   c.maximize);
+  return param;
+}
+
+TEST(Optim, AdadeltaThreeSteps) {
+  for (const AdadeltaConfig& c :
+       {AdadeltaConfig{}, AdadeltaConfig{.lr = 0.5, .rho = 0.8, .eps = 1e-5, .weight_decay = 0.05},
+        AdadeltaConfig{.weight_decay = 0.1, .maximize = true}}) {
+    expect_values(run_adadelta(c), reference_adadelta(c), 1e-13);
+    Tensor p = run_adadelta(c, DType::Float32);
+    EXPECT_EQ(p.dtype(), DType::Float32);
+    expect_values(p, reference_adadelta(c), 1e-6);
+  }
+}
+
 // ================================ bookkeeping ================================
 
 TEST(Optim, StepsBumpVersionsAndRecordNothing) {
@@ -247,6 +289,10 @@ TEST(Optim, StepErrors) {
                   "adam_step_", "exp_avg", "[6]");
   VK_EXPECT_ERROR(adam_step_(param, grad, m, v, 1, 0.1, 0.9, 0.999, 1e-8, 0.0, true, true),
                   RuntimeError, "adamw_step_", "max_exp_avg_sq");
+  VK_EXPECT_ERROR(adadelta_step_(param, grad, m, zeros({2, 3}, DType::Float32)), DTypeError,
+                  "adadelta_step_", "acc_delta");
+  VK_EXPECT_ERROR(adadelta_step_(param, grad, zeros({3, 2}, DType::Float64), v), ShapeError,
+                  "adadelta_step_", "square_avg", "[3, 2]");
   // A failed check leaves everything untouched.
   expect_values(m, std::vector<double>(6, 0.0));
 }

@@ -280,7 +280,7 @@ def test_16_bit_gradients_agree_with_float64_differences(name):
 
 
 @pytest.mark.parametrize("name", HALF)
-@pytest.mark.parametrize("opt", ["SGD", "Adam"])
+@pytest.mark.parametrize("opt", ["SGD", "Adam", "Adadelta"])
 def test_optimizers_step_16_bit_parameters_as_torch(name, opt):
     rng = np.random.default_rng(8)
     w0 = rng.uniform(-1, 1, (5, 3))
@@ -293,7 +293,7 @@ def test_optimizers_step_16_bit_parameters_as_torch(name, opt):
         # float16, where the default eps is 0 and (1 - beta2) g^2 of a small gradient underflows
         # (0 / 0: NaN); vkml's step computes in float32 and rounds the state once
         o = m.optim.SGD([w], lr=0.1, momentum=0.9) if opt == "SGD" else \
-            m.optim.Adam([w], lr=0.01, eps=1e-4)
+            m.optim.Adam([w], lr=0.01, eps=1e-4) if opt == "Adam" else m.optim.Adadelta([w], eps=1e-4)
         for _ in range(3):
             o.zero_grad()
             (((x @ w) ** 2).mean() * 100).backward()

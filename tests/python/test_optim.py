@@ -55,11 +55,13 @@ def test_adam_adamw_vs_torch(kw, cls, dtype):
 
 
 @pytest.mark.parametrize("cls,kw", [("SGD", kw) for kw in SGD_CASES] + [("Adam", kw) for kw in ADAM_CASES]
-                         + [("AdamW", dict(lr=0.01, weight_decay=0.1))])
+                         + [("AdamW", dict(lr=0.01, weight_decay=0.1)), ("Adadelta", dict()),
+                            ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.05, maximize=True))])
 def test_sgd_adam_vector_body_vs_torch(cls, kw):
     """The fused updates' loops run one instantiation per combination of options, vectorised (SGD's
     ran scalar before: the options were runtime flags), over parameters long enough for the vector
-    body and a remainder (the cases above fit in one remainder)."""
+    body and a remainder (the cases above fit in one remainder). Adadelta's step is fused too (it
+    was a composition of tensor ops)."""
     _run(getattr(vk.optim, cls), getattr(torch.optim, cls), kw, "float32", shapes=((37, 29), (515,)))
 
 

@@ -231,7 +231,8 @@ def _vulkan_or_skip():
 
 
 @pytest.mark.parametrize("name,kw", [(n, kws[-1]) for n, kws in CASES.items()] +
-                         [("LBFGS", dict(line_search_fn="strong_wolfe", max_iter=5))], ids=list(CASES) + ["LBFGS"])
+                         [("LBFGS", dict(line_search_fn="strong_wolfe", max_iter=5)),
+                          ("Adadelta", CASES["Adadelta"][1])], ids=list(CASES) + ["LBFGS", "Adadelta-decay"])
 def test_vulkan_parameters_match_the_cpu_run(name, kw):
     _vulkan_or_skip()
     init = _init(3)

@@ -52,7 +52,7 @@ def test_gradients_of_16_bit_leaves_on_the_device_are_16_bit_and_match_the_cpu(n
         assert np.abs(c - v).max() <= 2 * EPS[name] * scale, (c, v)
 
 
-@pytest.mark.parametrize("name,opt", [("bfloat16", "Adam"), ("float16", "SGD")])
+@pytest.mark.parametrize("name,opt", [("bfloat16", "Adam"), ("float16", "SGD"), ("bfloat16", "Adadelta")])
 def test_a_16_bit_training_run_on_the_device_follows_the_cpu(name, opt):
     dt = getattr(vk, name)
     rng = np.random.default_rng(3)
@@ -62,7 +62,7 @@ def test_a_16_bit_training_run_on_the_device_follows_the_cpu(name, opt):
         vk.manual_seed(0)
         model = vk.nn.Sequential(vk.nn.Linear(8, 16), vk.nn.GELU(), vk.nn.Linear(16, 2))
         model.to(device=dev, dtype=dt)
-        kw = {"lr": 0.01} if opt == "Adam" else {"lr": 0.05, "momentum": 0.9}
+        kw = {"lr": 0.01} if opt == "Adam" else {"lr": 0.05, "momentum": 0.9} if opt == "SGD" else {"eps": 1e-4}
         o = getattr(vk.optim, opt)(model.parameters(), **kw)
         x, t = vk.tensor(data, dtype=dt, device=dev), vk.tensor(target, dtype=dt, device=dev)
         losses = []

@@ -111,5 +111,11 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
       param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h);
 }
 
+void adadelta_update(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                     const Tensor& acc_delta, const AdadeltaHyper& h) {
+  need(services_of(param.device()).adadelta_update, "Adadelta step", param.device())(
+      param, grad, square_avg, acc_delta, h);
+}
+
 }  // namespace in_place
 }  // namespace vk

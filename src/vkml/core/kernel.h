@@ -144,6 +144,10 @@ struct AdamHyper {
   int64_t step;  // 1-based: the step being taken
   bool decoupled, amsgrad, maximize;
 };
+struct AdadeltaHyper {
+  double lr, rho, eps, weight_decay;
+  bool maximize;
+};
 struct DeviceServices {
   void (*copy_into)(const Tensor& dst, const Tensor& src) = nullptr;
   void (*add_into)(const Tensor& dst, const Tensor& a, const Tensor& b) = nullptr;
@@ -152,6 +156,8 @@ struct DeviceServices {
   void (*adam_update)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq,
                       const AdamHyper& h) = nullptr;
+  void (*adadelta_update)(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                          const Tensor& acc_delta, const AdadeltaHyper& h) = nullptr;
 };
 void register_services(DeviceType type, const DeviceServices& services);
 
@@ -169,6 +175,8 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
                 const SgdHyper& h);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);
+void adadelta_update(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                     const Tensor& acc_delta, const AdadeltaHyper& h);
 }  // namespace in_place
 
 }  // namespace vk

@@ -113,6 +113,24 @@ void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   if (vmax) vmax->commit();
 }
 
+void adadelta_step_(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                    const Tensor& acc_delta, double lr, double rho, double eps, double weight_decay,
+                    bool maximize) {
+  constexpr const char* fn = "adadelta_step_";
+  check_param(param, fn);
+  check_like_param(grad, param, fn, "grad");
+  check_like_param(square_avg, param, fn, "square_avg");
+  check_like_param(acc_delta, param, fn, "acc_delta");
+  NoGradGuard no_grad;
+  Dense p(param), sq(square_avg), acc(acc_delta);
+  in_place::adadelta_update(
+      p.get(), contiguous(grad), sq.get(), acc.get(),
+      {.lr = lr, .rho = rho, .eps = eps, .weight_decay = weight_decay, .maximize = maximize});
+  p.commit();
+  sq.commit();
+  acc.commit();
+}
+
 namespace {
 
 // torch.linalg.vector_norm of one tensor, as a 0-d tensor of its dtype.

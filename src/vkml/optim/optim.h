@@ -38,6 +38,16 @@ void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                 bool decoupled = false, bool amsgrad = false,
                 const Tensor& max_exp_avg_sq = Tensor(), bool maximize = false);
 
+// torch.optim.Adadelta for one parameter:
+//   g = grad (negated when maximize) + weight_decay * param
+//   square_avg = rho * square_avg + (1 - rho) * g^2
+//   delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g
+//   acc_delta = rho * acc_delta + (1 - rho) * delta^2;  param -= lr * delta
+// The state tensors start as zeros of the parameter's shape and dtype (the caller makes them).
+void adadelta_step_(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                    const Tensor& acc_delta, double lr = 1.0, double rho = 0.9, double eps = 1e-6,
+                    double weight_decay = 0.0, bool maximize = false);
+
 // torch.nn.utils.clip_grad_norm_ over gradients (undefined entries are skipped): the total
 // norm_type-norm of all of them together (norm_type may be +inf) is returned as a 0-d tensor,
 // and each gradient is scaled in place by min(1, max_norm / (total + 1e-6)).

@@ -1,5 +1,5 @@
-// Fused SGD and Adam updates. The arithmetic follows torch.optim's single-tensor code op by op
-// (same operations, same order, scalars rounded to the element type first), so a float32 step
+// Fused SGD, Adam and Adadelta updates. The arithmetic follows torch.optim's single-tensor code op
+// by op (same operations, same order, scalars rounded to the element type first), so a float32 step
 // matches torch's rounding rather than a re-associated formula.
 #include "vkml/backend/cpu/optim.h"
 
@@ -143,6 +143,50 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
       });
 }
 
+// The hyperparameters of one Adadelta step in the element type.
+template <class T>
+struct AdadeltaScalars {
+  T neg_lr, rho, one_minus_rho, eps, weight_decay;
+  explicit AdadeltaScalars(const AdadeltaHyper& h)
+      : neg_lr(static_cast<T>(-h.lr)),
+        rho(static_cast<T>(h.rho)),
+        one_minus_rho(static_cast<T>(1.0 - h.rho)),
+        eps(static_cast<T>(h.eps)),
+        weight_decay(static_cast<T>(h.weight_decay)) {}
+};
+
+// Elements [begin, end) of one Adadelta step, torch's single-tensor code op by op.
+template <class T, bool kMaximize, bool kDecay>
+void adadelta_range(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict acc,
+                    const AdadeltaScalars<T> s, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    T d = kMaximize ? -g[i] : g[i];
+    if constexpr (kDecay) d = d + s.weight_decay * p[i];      // grad.add(param, alpha=wd)
+    sq[i] = sq[i] * s.rho + s.one_minus_rho * d * d;          // mul_(rho).addcmul_(g, g, 1 - rho)
+    const T std_dev = std::sqrt(sq[i] + s.eps);               // square_avg.add(eps).sqrt_()
+    const T delta = std::sqrt(acc[i] + s.eps) / std_dev * d;  // .div_(std).mul_(grad)
+    acc[i] = acc[i] * s.rho + s.one_minus_rho * delta * delta;
+    p[i] = p[i] + s.neg_lr * delta;  // param.add_(delta, alpha=-lr)
+  }
+}
+
+template <class T>
+void adadelta_typed(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                    const Tensor& acc_delta, const AdadeltaHyper& h) {
+  T* const p = param.data<T>();
+  const T* const g = grad.data<T>();
+  T* const sq = square_avg.data<T>();
+  T* const acc = acc_delta.data<T>();
+  const AdadeltaScalars<T> s(h);
+  const std::array<bool, 2> flags{h.maximize, h.weight_decay != 0.0};
+  with_flags(
+      flags, [&]<bool... kFlags>() {
+        parallel_for(param.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          adadelta_range<T, kFlags...>(p, g, sq, acc, s, begin, end);
+        });
+      });
+}
+
 // A float32 copy of a 16-bit tensor (undefined stays undefined): a 16-bit parameter steps in
 // float32 and each tensor the step writes is rounded back once.
 Tensor in_float32(const Tensor& t) {
@@ -184,6 +228,20 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   }
   VK_DISPATCH_FLOAT(param.dtype(), "adam_step_",
                     adam_typed<T>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h));
+}
+
+void adadelta_update(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                     const Tensor& acc_delta, const AdadeltaHyper& h) {
+  if (is_half(param.dtype())) {
+    const Tensor p = in_float32(param), sq = in_float32(square_avg), acc = in_float32(acc_delta);
+    adadelta_typed<float>(p, in_float32(grad), sq, acc, h);
+    write_back(param, p);
+    write_back(square_avg, sq);
+    write_back(acc_delta, acc);
+    return;
+  }
+  VK_DISPATCH_FLOAT(param.dtype(), "adadelta_step_",
+                    adadelta_typed<T>(param, grad, square_avg, acc_delta, h));
 }
 
 }  // namespace VKML_CPU_ISA

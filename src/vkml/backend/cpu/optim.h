@@ -20,5 +20,8 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);
 
+void adadelta_update(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                     const Tensor& acc_delta, const AdadeltaHyper& h);
+
 }  // namespace VKML_CPU_ISA
 }  // namespace vk::cpu

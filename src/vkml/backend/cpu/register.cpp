@@ -184,7 +184,8 @@ void register_kernels() {
   register_services(DeviceType::CPU, {.copy_into = copy_into,
                                       .add_into = add_into,
                                       .sgd_update = sgd_update,
-                                      .adam_update = adam_update});
+                                      .adam_update = adam_update,
+                                      .adadelta_update = adadelta_update});
 }
 
 }  // namespace VKML_CPU_ISA

@@ -28,11 +28,13 @@ VK_KERNEL(sigmoid);
 // (gradient accumulation), one shape and dtype (a narrow one added in float32 / int32).
 void copy_into(const Tensor& dst, const Tensor& src);
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
-// optim.cpp: the fused SGD and Adam steps (DeviceServices)
+// optim.cpp: the fused SGD, Adam and Adadelta steps (DeviceServices)
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                 const SgdHyper& h);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, const AdamHyper& h);
+void adadelta_update(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                     const Tensor& acc_delta, const AdadeltaHyper& h);
 // ---- element-wise family: the rest of backend/cpu/elementwise.h and divmod.h ----
 VK_KERNEL(log1p);
 VK_KERNEL(expm1);

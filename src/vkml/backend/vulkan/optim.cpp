@@ -1,6 +1,6 @@
-// The optimizer services on the Vulkan device: one fused SGD or Adam step over a parameter, its
-// gradient and its state (shaders/optim.comp), so that a training step's update never leaves
-// the device.
+// The optimizer services on the Vulkan device: one fused SGD, Adam or Adadelta step over a
+// parameter, its gradient and its state (shaders/optim.comp), so that a training step's update
+// never leaves the device.
 #include <cmath>
 #include <limits>
 
@@ -26,8 +26,15 @@ struct alignas(sizeof(T)) SgdParams {
   int32_t offset[3] = {};
   alignas(sizeof(T)) T neg_lr, momentum, keep, weight_decay;
 };
+template <class T>
+struct alignas(sizeof(T)) AdadeltaParams {
+  uint32_t n = 0, flags = 0;
+  int32_t offset[4] = {};
+  alignas(sizeof(T)) T neg_lr, rho, one_minus_rho, eps, weight_decay;
+};
 static_assert(sizeof(AdamParams<float>) == 60 && sizeof(AdamParams<double>) == 96);
 static_assert(sizeof(SgdParams<float>) == 36 && sizeof(SgdParams<double>) == 56);
+static_assert(sizeof(AdadeltaParams<float>) == 44 && sizeof(AdadeltaParams<double>) == 64);
 
 constexpr uint32_t kGroupSize = 256;  // local_size_x of optim.comp
 
@@ -102,6 +109,27 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   ctx.dispatch(pipe, buffers, &k, (uint64_t{k.n} + kGroupSize - 1) / kGroupSize, 4);
 }
 
+template <class T>
+void adadelta_typed(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                    const Tensor& acc_delta, const AdadeltaHyper& h) {
+  AdadeltaParams<T> k;
+  k.n = static_cast<uint32_t>(param.numel());
+  k.flags = (h.maximize ? 1u : 0u) | (h.weight_decay != 0.0 ? 2u : 0u);
+  const Tensor* ts[] = {&param, &square_avg, &acc_delta, &grad};
+  for (int i = 0; i < 4; ++i) k.offset[i] = static_cast<int32_t>(ts[i]->offset());
+  k.neg_lr = static_cast<T>(-h.lr);
+  k.rho = static_cast<T>(h.rho);
+  k.one_minus_rho = static_cast<T>(1.0 - h.rho);
+  k.eps = static_cast<T>(h.eps);
+  k.weight_decay = static_cast<T>(h.weight_decay);
+  Context& ctx = context();
+  const char* name = sizeof(T) == 8 ? "adadelta_f64" : "adadelta_f32";
+  const Pipeline& pipe = ctx.pipeline(name, shader_spirv(name), 4, sizeof(k));
+  const std::vector<Buffer*> buffers =
+      bound_buffers({&param, &square_avg, &acc_delta, &grad}, name);
+  ctx.dispatch(pipe, buffers, &k, (uint64_t{k.n} + kGroupSize - 1) / kGroupSize, 3);
+}
+
 // A float32 copy of a 16-bit tensor (undefined stays undefined): as on the CPU, a 16-bit
 // parameter steps in float32 and each tensor the step writes is rounded back once.
 Tensor in_float32(const Tensor& t) {
@@ -149,6 +177,23 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   if (param.dtype() == DType::Float64)
     return adam_typed<double>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h);
   adam_typed<float>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h);
+}
+
+void adadelta_update(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                     const Tensor& acc_delta, const AdadeltaHyper& h) {
+  if (is_half(param.dtype())) {
+    const Tensor p = in_float32(param), sq = in_float32(square_avg), acc = in_float32(acc_delta);
+    adadelta_update(p, in_float32(grad), sq, acc, h);
+    write_back(param, p);
+    write_back(square_avg, sq);
+    write_back(acc_delta, acc);
+    return;
+  }
+  check_step(param, {&param, &grad, &square_avg, &acc_delta}, "Adadelta step");
+  if (param.numel() == 0) return;
+  if (param.dtype() == DType::Float64)
+    return adadelta_typed<double>(param, grad, square_avg, acc_delta, h);
+  adadelta_typed<float>(param, grad, square_avg, acc_delta, h);
 }
 
 }  // namespace vk::vulkan

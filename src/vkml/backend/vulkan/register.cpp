@@ -175,7 +175,8 @@ void register_backend() {
   register_services(type, {.copy_into = copy_into,
                            .add_into = add_into,
                            .sgd_update = sgd_update,
-                           .adam_update = adam_update});
+                           .adam_update = adam_update,
+                           .adadelta_update = adadelta_update});
   register_deferred_check(type, expect_all);  // hostwait (issue #14): expect.h
 }
 

@@ -1,6 +1,6 @@
 // Fused optimizer steps (one invocation per element), the arithmetic of backend/cpu/optim.cpp op
-// for op with the scalars rounded to T first, so that a float32 step rounds as torch's does. T is float or double (-DT=...), ADAM or
-// SGD picks the step.
+// for op with the scalars rounded to T first, so that a float32 step rounds as torch's does. T is
+// float or double (-DT=...); ADAM, ADADELTA or SGD picks the step.
 #version 450
 #if defined(USE_FLOAT64)
 #extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
@@ -19,6 +19,16 @@ layout(push_constant) uniform Params {
   uint n, flags;  // 1 maximize, 2 L2 weight decay, 4 decoupled weight decay, 8 amsgrad
   int offset[5];  // p, m, v, vmax, g
   T decay_factor, weight_decay, avg_weight, beta2, sq_weight, neg_step_size, bc2_sqrt, eps;
+} k;
+#elif defined(ADADELTA)
+layout(std430, binding = 1) buffer Sq { T sq[]; };
+layout(std430, binding = 2) buffer Acc { T acc[]; };
+layout(std430, binding = 3) readonly buffer G { T g[]; };
+
+layout(push_constant) uniform Params {
+  uint n, flags;  // 1 maximize, 2 weight decay
+  int offset[4];  // p, sq, acc, g
+  T neg_lr, rho, one_minus_rho, eps, weight_decay;
 } k;
 #else
 layout(std430, binding = 1) buffer Buf { T buf[]; };
@@ -59,6 +69,14 @@ void main() {
   }
   const T denom = sqrt(second) / k.bc2_sqrt + k.eps;
   p[ip] = p[ip] + k.neg_step_size * (m[im] / denom);
+#elif defined(ADADELTA)
+  const int is = k.offset[1] + int(i), ia = k.offset[2] + int(i), ig = k.offset[3] + int(i);
+  T d = (k.flags & 1u) != 0u ? -g[ig] : g[ig];
+  if ((k.flags & 2u) != 0u) d = d + k.weight_decay * p[ip];
+  sq[is] = sq[is] * k.rho + k.one_minus_rho * d * d;
+  const T delta = sqrt(acc[ia] + k.eps) / sqrt(sq[is] + k.eps) * d;
+  acc[ia] = acc[ia] * k.rho + k.one_minus_rho * delta * delta;
+  p[ip] = p[ip] + k.neg_lr * delta;
 #else
   const int ib = k.offset[1] + int(i), ig = k.offset[2] + int(i);
   T d = (k.flags & 1u) != 0u ? -g[ig] : g[ig];
