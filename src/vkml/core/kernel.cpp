@@ -99,6 +99,13 @@ void add(const Tensor& dst, const Tensor& a, const Tensor& b) {
   need(services_of(dst.device()).add_into, "in-place add", dst.device())(dst, a, b);
 }
 
+bool binary(const Tensor& dst, const Tensor& a, const Tensor& b, InPlaceOp op) {
+  const auto fn = services_of(dst.device()).binary_into;
+  if (fn == nullptr) return false;
+  fn(dst, a, b, op);
+  return true;
+}
+
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                 const SgdHyper& h) {
   need(services_of(param.device()).sgd_update, "SGD step", param.device())(param, grad,

@@ -144,6 +144,8 @@ struct AdamHyper {
   int64_t step;  // 1-based: the step being taken
   bool decoupled, amsgrad, maximize;
 };
+// The element-wise ops an in-place write (x.add_(y), x.mul_(y), ...) runs straight into x.
+enum class InPlaceOp : uint8_t { Add, Sub, Mul, Div };
 struct AdadeltaHyper {
   double lr, rho, eps, weight_decay;
   bool maximize;
@@ -151,6 +153,7 @@ struct AdadeltaHyper {
 struct DeviceServices {
   void (*copy_into)(const Tensor& dst, const Tensor& src) = nullptr;
   void (*add_into)(const Tensor& dst, const Tensor& a, const Tensor& b) = nullptr;
+  void (*binary_into)(const Tensor& dst, const Tensor& a, const Tensor& b, InPlaceOp op) = nullptr;
   void (*sgd_update)(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                      const SgdHyper& h) = nullptr;
   void (*adam_update)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
@@ -168,6 +171,9 @@ namespace in_place {
 void copy(const Tensor& dst, const Tensor& src);
 // dst = a + b elementwise, one shape and dtype; dst may be a itself (gradient accumulation).
 void add(const Tensor& dst, const Tensor& a, const Tensor& b);
+// dst = a op b elementwise, one shape and floating dtype (b may be an expanded view); dst may be
+// a itself. False, writing nothing, where dst's device has no such kernel.
+bool binary(const Tensor& dst, const Tensor& a, const Tensor& b, InPlaceOp op);
 // Fused optimizer steps over contiguous tensors of one floating dtype and element count;
 // momentum_buffer is read and written only when h.momentum != 0, max_exp_avg_sq only when
 // h.amsgrad.

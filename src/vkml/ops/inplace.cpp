@@ -1,4 +1,5 @@
-// In-place ops: compute out of place with the table's ops, then write into x's storage.
+// In-place ops: compute out of place with the table's ops, then write into x's storage; the
+// arithmetic ones (add_, sub_, mul_, div_) straight into x where the device has a kernel for it.
 #include "vkml/ops/inplace.h"
 
 #include "vkml/core/grad_mode.h"
@@ -50,19 +51,59 @@ void apply(const Tensor& x, const Tensor& other, const char* op, F f) {
   write_back(x, f(x, other), op);
 }
 
+// Whether `small`'s shape broadcasts to `big`'s without growing it.
+bool broadcasts_to(const Shape& small, const Shape& big) {
+  if (small.size() > big.size()) return false;
+  const size_t lead = big.size() - small.size();
+  for (size_t i = 0; i < small.size(); ++i)
+    if (small[i] != 1 && small[i] != big[lead + i]) return false;
+  return true;
+}
+
+// x = x op other straight into x's memory (one pass, no temporary: x.add_(y) took 2.6x torch's
+// time through an out-of-place sum and a copy), where that gives the out-of-place result bit for
+// bit: one floating dtype on one device that has the kernel, other broadcasting to x's shape and
+// either apart from x's memory or x itself (x.mul_(x)). Otherwise false, nothing written.
+bool direct(const Tensor& x, const Tensor& other, InPlaceOp kind, const char* op) {
+  const bool floating = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
+  if (!floating || other.dtype() != x.dtype() || other.device() != x.device() ||
+      !broadcasts_to(other.shape(), x.shape()))
+    return false;
+  const bool is_x =
+      other.same(x) || (other.storage() == x.storage() && other.offset() == x.offset() &&
+                        other.shape() == x.shape() && other.strides() == x.strides());
+  if (other.storage() == x.storage() && !is_x) return false;
+  check_target(x, &other, op);
+  if (x.ndim() > 0) check_no_internal_overlap(x, op);
+  NoGradGuard no_grad;
+  if (!in_place::binary(x, x, other.shape() == x.shape() ? other : expand(other, x.shape()), kind))
+    return false;
+  x.bump_version();
+  return true;
+}
+
 }  // namespace
 
 void add_(const Tensor& x, const Tensor& other, double alpha) {
-  apply(x, other, "add_",
-        [alpha](const Tensor& a, const Tensor& b) { return alpha == 1.0 ? a + b : a + b * alpha; });
+  Tensor b = other;
+  if (alpha != 1.0) {  // x + other * alpha, rounded as its out-of-place form: the product first
+    check_target(x, &other, "add_");
+    NoGradGuard no_grad;
+    b = other * alpha;
+  }
+  if (direct(x, b, InPlaceOp::Add, "add_")) return;
+  apply(x, b, "add_", [](auto& p, auto& q) { return p + q; });
 }
 void sub_(const Tensor& x, const Tensor& other) {
+  if (direct(x, other, InPlaceOp::Sub, "sub_")) return;
   apply(x, other, "sub_", [](auto& a, auto& b) { return a - b; });
 }
 void mul_(const Tensor& x, const Tensor& other) {
+  if (direct(x, other, InPlaceOp::Mul, "mul_")) return;
   apply(x, other, "mul_", [](auto& a, auto& b) { return a * b; });
 }
 void div_(const Tensor& x, const Tensor& other) {
+  if (direct(x, other, InPlaceOp::Div, "div_")) return;
   apply(x, other, "div_", [](auto& a, auto& b) { return a / b; });
 }
 void add_(const Tensor& x, Scalar other) { add_(x, scalar_like(other, x, "add_")); }

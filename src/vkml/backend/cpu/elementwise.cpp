@@ -545,6 +545,29 @@ void add_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
   });
 }
 
+void binary_into(const Tensor& dst, const Tensor& a, const Tensor& b, InPlaceOp op) {
+  VK_DISPATCH_FLOAT(dst.dtype(), "binary_into", {
+    // The out-of-place kernels' arithmetic (add, sub, mul, div above) element for element.
+    const auto run = [&](auto f) {
+      map_elements<T, T, T>(dst, {&a, &b}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); });
+    };
+    switch (op) {
+      case InPlaceOp::Add:
+        run([](T x, T y) { return x + y; });
+        break;
+      case InPlaceOp::Sub:
+        run([](T x, T y) { return x - y; });
+        break;
+      case InPlaceOp::Mul:
+        run([](T x, T y) { return x * y; });
+        break;
+      case InPlaceOp::Div:
+        run([](T x, T y) { return x / y; });
+        break;
+    }
+  });
+}
+
 VK_KERNEL(cast) {
   (void)a;
   Tensor out = Tensor::empty(m.shape, m.dtype);

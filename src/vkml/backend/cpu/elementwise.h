@@ -52,5 +52,7 @@ VK_KERNEL(cast);
 void copy_into(const Tensor& dst, const Tensor& src);  // same shape; converts dtype
 // dst = a + b, all of one shape and numeric dtype; dst may be a itself (in-place accumulation).
 void add_into(const Tensor& dst, const Tensor& a, const Tensor& b);
+// dst = a op b, float32 or float64, b of dst's shape (an expanded view too); dst may be a itself.
+void binary_into(const Tensor& dst, const Tensor& a, const Tensor& b, InPlaceOp op);
 }  // namespace VKML_CPU_ISA
 }  // namespace vk::cpu

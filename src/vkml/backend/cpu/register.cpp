@@ -183,6 +183,7 @@ void register_kernels() {
   }
   register_services(DeviceType::CPU, {.copy_into = copy_into,
                                       .add_into = add_into,
+                                      .binary_into = binary_into,
                                       .sgd_update = sgd_update,
                                       .adam_update = adam_update,
                                       .adadelta_update = adadelta_update});
