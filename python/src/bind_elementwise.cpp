@@ -232,6 +232,12 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
     return vk::sum(vk::cast(vk::eq(xe->first, xe->second), DType::Int64)).item() > 0;
   });
   m.def(
+      "relu_backward",
+      [](const Tensor& g, const Tensor& x) {
+        return without_gil(heavy(g), [&] { return vk::relu_backward(g, x); });
+      },
+      "grad"_a, "input"_a);
+  m.def(
       "gelu_backward",
       [](const Tensor& g, const Tensor& x) {
         return without_gil(heavy(g), [&] { return vk::gelu_backward(g, x); });

@@ -118,6 +118,23 @@ TEST(Elementwise, ErfAndGelu) {
   EXPECT_THROW(gelu_backward(ints({1}, {1}), ints({1}, {1})), DTypeError);
 }
 
+// Regression (#18: relu's gradient was where(gt(x, 0), g, 0), two passes and a bool temporary,
+// 3.1x torch's time over 1M elements): one op, torch's threshold_backward(g, x, 0) value for value,
+// a NaN input passing g as torch's does (the rule it replaced gave 0 there), 0 at x = +-0.
+TEST(Elementwise, ReluBackwardIsTorchsThresholdBackward) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const Tensor g = from_vector({1.5, -2.0, 3.0, 4.0, 5.0, kNaN, 7.0}, {7}, dt);
+    const Tensor x = from_vector({2.0, 0.5, 0.0, -0.0, -1.0, 1.0, kNaN}, {7}, dt);
+    expect_close(relu_backward(g, x), {1.5, -2.0, 0.0, 0.0, 0.0, kNaN, 7.0});
+    // relu's rule runs it: the gradient of relu at those points
+    Tensor xr = from_vector({2.0, 0.5, 0.0, -0.0, -1.0, 1.0, kNaN}, {7}, dt);
+    xr.set_requires_grad(true);
+    autograd::backward(sum(relu(xr) * from_vector({1.5, -2.0, 3.0, 4.0, 5.0, 6.0, 7.0}, {7}, dt)));
+    expect_close(xr.grad(), {1.5, -2.0, 0.0, 0.0, 0.0, 6.0, 7.0});
+  }
+  EXPECT_THROW(relu_backward(ints({1}, {1}), ints({1}, {1})), DTypeError);
+}
+
 TEST(Elementwise, RoundingHalfToEven) {
   expect_close(round(f64({0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, 2.6, -2.6})),
                {0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 2.0, 3.0, -3.0}, 0);

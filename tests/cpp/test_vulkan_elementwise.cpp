@@ -178,6 +178,8 @@ void expect_float_math(DType t) {
   }
   // Its terms (erf and x * exp) cancel near x = -0.75: a few ulp of the terms, O(1) there, not of
   // the small result (the floor of 1 in the bound).
+  const Fn relu_back = [](const auto& v) { return relu_backward(v[0], v[1]); };
+  expect_matches(relu_back, all_pairs(edge_values(t)), 0, name_of("relu_backward", t) + " pairs");
   const Fn backward = [](const auto& v) { return gelu_backward(v[0], v[1]); };
   expect_matches(backward, {sweep * 0.5, sweep}, 8, name_of("gelu_backward", t), 1.0);
   expect_matches(backward, all_pairs(edge_values(t)), 8, name_of("gelu_backward", t) + " pairs",

@@ -330,6 +330,9 @@ SPECS = {
              Case(lambda m, x: (vk.gelu(x, approximate="tanh") if m is vk else TF.gelu(x, approximate="tanh")),
                   [F(3, 4, lo=-3, hi=3)], label="tanh"),
              Case(lambda m, x: (x.gelu() if m is vk else TF.gelu(x)), [F(5, lo=-3, hi=3)], label="method")],
+    "relu_backward": [Case(lambda m, g, x: (vk.relu_backward(g, x) if m is vk
+                                            else torch.ops.aten.threshold_backward(g, x, 0.0)),
+                           [F(3, 4), F(3, 4, lo=-4, hi=4, avoid=(0.0,))])],
     "gelu_backward": [Case(lambda m, g, x: (vk.gelu_backward(g, x) if m is vk
                                             else torch.ops.aten.gelu_backward(g, x)),
                            [F(3, 4), F(3, 4, lo=-4, hi=4)])],

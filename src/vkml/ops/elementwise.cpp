@@ -212,10 +212,24 @@ void add_elementwise_ops(OpList& ops) {
       "dx = g * out * (1 - out)"));
   ops.push_back(numeric_unary(
       OpKind::Relu, "relu", "relu(x)", "max(x, 0); integers stay integers",
-      [](const GradCtx& c) -> Grads {
-        return {where(gt(c.in[0], scalar(0.0, c.in[0])), c.grad, scalar(0.0, c.grad))};
-      },
-      "dx = g where x > 0, else 0 (0 at x = 0, as PyTorch)"));
+      [](const GradCtx& c) -> Grads { return {relu_backward(c.grad, c.in[0])}; },
+      "dx = relu_backward(g, x): g where x > 0, else 0 (0 at x = 0, as PyTorch)"));
+  ops.push_back({.kind = OpKind::ReluBackward,
+                 .name = "relu_backward",
+                 .arity = 2,
+                 .signature = "relu_backward(g, x)",
+                 .summary = "0 where x <= 0, else g (a NaN x passes g): relu's gradient fused, as "
+                            "PyTorch's threshold_backward(g, x, 0)",
+                 .prepare = prepare_binary,
+                 .infer = infer_float_binary,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   Grads out(2);
+                   if (c.needs[0]) out[0] = relu_backward(c.grad, c.in[1]);
+                   // a step function of x: zero (as torch's, a zero tensor rather than none)
+                   if (c.needs[1]) out[1] = zeros_like(c.in[1]);
+                   return out;
+                 },
+                 .grad_doc = "dg = relu_backward(gg, x); dx = 0"});
   ops.push_back(float_unary(
       OpKind::Gelu, "gelu", "gelu(x, tanh_approximation = false)",
       "x * Phi(x) with Phi the standard normal CDF; with tanh_approximation the tanh form "
@@ -473,6 +487,9 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   Attrs a;
   a.gelu.tanh_approximation = tanh_approximation;
   return dispatch(OpKind::Gelu, {x}, a);
+}
+Tensor relu_backward(const Tensor& g, const Tensor& x) {
+  return dispatch(OpKind::ReluBackward, {g, x});
 }
 Tensor gelu_backward(const Tensor& g, const Tensor& x) {
   return dispatch(OpKind::GeluBackward, {g, x});

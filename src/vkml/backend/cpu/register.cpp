@@ -55,6 +55,7 @@ void register_kernels() {
       {OpKind::Sigmoid, cpu::sigmoid},
       {OpKind::Relu, cpu::relu},
       {OpKind::Gelu, cpu::gelu},
+      {OpKind::ReluBackward, cpu::relu_backward},
       {OpKind::GeluBackward, cpu::gelu_backward},
       {OpKind::Erf, cpu::erf},
       {OpKind::Erfc, cpu::erfc},

@@ -132,6 +132,7 @@ VKML_VULKAN_OP(sigmoid)
 VKML_VULKAN_OP(erf)
 VKML_VULKAN_OP(erfc)
 VKML_VULKAN_OP(gelu_backward)
+VKML_VULKAN_OP(relu_backward)
 #undef VKML_VULKAN_OP
 
 VK_KERNEL(sin) {

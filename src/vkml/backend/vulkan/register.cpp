@@ -95,6 +95,7 @@ void register_backend() {
       {OpKind::Expm1, expm1},
       {OpKind::Relu, relu},
       {OpKind::Gelu, gelu},
+      {OpKind::ReluBackward, relu_backward},
       {OpKind::GeluBackward, gelu_backward},
       {OpKind::Erf, erf},
       {OpKind::Erfc, erfc},

@@ -314,6 +314,8 @@ TO compute(int ia, int ib, int ic) {
   return vm_gelu_tanh(x);
 #elif defined(OP_GELU_BACKWARD)  // x is the incoming gradient, y the input
   return x * vm_gelu_grad(y);
+#elif defined(OP_RELU_BACKWARD)  // x is the incoming gradient, y the input (NaN passes x)
+  return y <= TA(0) ? TA(0) : x;
 #elif defined(OP_LOG1P)
   return TA(dm_log1p(VT(x)));
 #elif defined(OP_EXPM1)
