@@ -232,6 +232,18 @@ void bind_elementwise(nb::module_& m, nb::class_<Tensor>& c) {
     return vk::sum(vk::cast(vk::eq(xe->first, xe->second), DType::Int64)).item() > 0;
   });
   m.def(
+      "tanh_backward",
+      [](const Tensor& g, const Tensor& y) {
+        return without_gil(heavy(g), [&] { return vk::tanh_backward(g, y); });
+      },
+      "grad"_a, "output"_a);
+  m.def(
+      "sigmoid_backward",
+      [](const Tensor& g, const Tensor& y) {
+        return without_gil(heavy(g), [&] { return vk::sigmoid_backward(g, y); });
+      },
+      "grad"_a, "output"_a);
+  m.def(
       "relu_backward",
       [](const Tensor& g, const Tensor& x) {
         return without_gil(heavy(g), [&] { return vk::relu_backward(g, x); });

@@ -91,6 +91,16 @@ RegisterOpCases elementwise_cases({
      [](const V& x) { return relu(x[0]); }},
     {OpKind::Relu, "relu/squared", [] { return V{away_from_zero()}; },
      [](const V& x) { return relu(x[0]) * relu(x[0]); }},
+    {OpKind::TanhBackward, "tanh_backward",
+     [] {
+       return V{leaf({2, 3}, -2.0, 2.0), leaf({2, 3}, -0.9, 0.9)};
+     },
+     [](const V& x) { return tanh_backward(x[0], x[1]); }},
+    {OpKind::SigmoidBackward, "sigmoid_backward/broadcast_g",
+     [] {
+       return V{leaf({3}, -2.0, 2.0), leaf({2, 3}, 0.05, 0.95)};
+     },
+     [](const V& x) { return sigmoid_backward(x[0], x[1]); }},
     {OpKind::ReluBackward, "relu_backward",
      [] {
        return V{leaf({2, 3}, -2.0, 2.0), away_from_zero()};

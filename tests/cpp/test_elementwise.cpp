@@ -135,6 +135,25 @@ TEST(Elementwise, ReluBackwardIsTorchsThresholdBackward) {
   EXPECT_THROW(relu_backward(ints({1}, {1}), ints({1}, {1})), DTypeError);
 }
 
+// tanh's and sigmoid's gradients from their outputs, one op each (three before): by hand, and
+// what their rules give through autograd.
+TEST(Elementwise, TanhAndSigmoidBackwardFromTheOutput) {
+  expect_close(tanh_backward(f64({2.0, -1.0, 3.0}), f64({0.5, -0.25, 1.0})), {1.5, -0.9375, 0.0},
+               1e-15);
+  expect_close(sigmoid_backward(f64({2.0, -1.0, 3.0}), f64({0.5, 0.25, 1.0})), {0.5, -0.1875, 0.0},
+               1e-15);
+  Tensor x = f64({-1.3, 0.2, 2.5});
+  x.set_requires_grad(true);
+  const Tensor g = f64({0.7, -1.1, 2.0});
+  autograd::backward(sum(tanh(x) * g));
+  expect_close(x.grad(), to_vector(g * (1.0 - tanh(x) * tanh(x))), 1e-15);
+  Tensor z = f64({-1.3, 0.2, 2.5});
+  z.set_requires_grad(true);
+  autograd::backward(sum(sigmoid(z) * g));
+  expect_close(z.grad(), to_vector(g * sigmoid(z) * (1.0 - sigmoid(z))), 1e-15);
+  EXPECT_THROW(tanh_backward(ints({1}, {1}), ints({1}, {1})), DTypeError);
+}
+
 TEST(Elementwise, RoundingHalfToEven) {
   expect_close(round(f64({0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, 2.6, -2.6})),
                {0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 2.0, 3.0, -3.0}, 0);

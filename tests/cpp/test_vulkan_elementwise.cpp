@@ -180,6 +180,11 @@ void expect_float_math(DType t) {
   // the small result (the floor of 1 in the bound).
   const Fn relu_back = [](const auto& v) { return relu_backward(v[0], v[1]); };
   expect_matches(relu_back, all_pairs(edge_values(t)), 0, name_of("relu_backward", t) + " pairs");
+  const Fn tanh_back = [](const auto& v) { return tanh_backward(v[0], v[1]); };
+  expect_matches(tanh_back, {sweep * 0.5, tanh(sweep)}, 4, name_of("tanh_backward", t), 1.0);
+  const Fn sigmoid_back = [](const auto& v) { return sigmoid_backward(v[0], v[1]); };
+  expect_matches(sigmoid_back, {sweep * 0.5, sigmoid(sweep)}, 4, name_of("sigmoid_backward", t),
+                 1.0);
   const Fn backward = [](const auto& v) { return gelu_backward(v[0], v[1]); };
   expect_matches(backward, {sweep * 0.5, sweep}, 8, name_of("gelu_backward", t), 1.0);
   expect_matches(backward, all_pairs(edge_values(t)), 8, name_of("gelu_backward", t) + " pairs",

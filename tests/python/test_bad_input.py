@@ -680,6 +680,8 @@ NANINF = {
     "gelu": lambda: F.gelu(_f(3, 4)),
     "gelu_backward": lambda: vk.gelu_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
     "relu_backward": lambda: vk.relu_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
+    "tanh_backward": lambda: vk.tanh_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
+    "sigmoid_backward": lambda: vk.sigmoid_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
     **{b: (lambda b=b: getattr(vk, b)(_f(3, 4), _f(4)[[3, 2, 1, 0]]))
        for b in ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt",
                  "le", "gt", "ge")},

@@ -330,6 +330,12 @@ SPECS = {
              Case(lambda m, x: (vk.gelu(x, approximate="tanh") if m is vk else TF.gelu(x, approximate="tanh")),
                   [F(3, 4, lo=-3, hi=3)], label="tanh"),
              Case(lambda m, x: (x.gelu() if m is vk else TF.gelu(x)), [F(5, lo=-3, hi=3)], label="method")],
+    "tanh_backward": [Case(lambda m, g, y: (vk.tanh_backward(g, y) if m is vk
+                                            else torch.ops.aten.tanh_backward(g, y)),
+                           [F(3, 4), F(3, 4, lo=-0.95, hi=0.95)])],
+    "sigmoid_backward": [Case(lambda m, g, y: (vk.sigmoid_backward(g, y) if m is vk
+                                               else torch.ops.aten.sigmoid_backward(g, y)),
+                              [F(3, 4), F(3, 4, lo=0.02, hi=0.98)])],
     "relu_backward": [Case(lambda m, g, x: (vk.relu_backward(g, x) if m is vk
                                             else torch.ops.aten.threshold_backward(g, x, 0.0)),
                            [F(3, 4), F(3, 4, lo=-4, hi=4, avoid=(0.0,))])],

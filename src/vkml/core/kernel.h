@@ -24,7 +24,7 @@ enum class OpKind : uint16_t {
   Randperm, Multinomial, Bernoulli, Normal, Poisson,
   // unary
   Neg, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu,
-  ReluBackward, Gelu, GeluBackward, Erf, Erfc, Floor, Ceil, Round,
+  TanhBackward, SigmoidBackward, ReluBackward, Gelu, GeluBackward, Erf, Erfc, Floor, Ceil, Round,
   // binary and friends
   Add, Sub, Mul, Div, FloorDivide, Remainder, Pow, Maximum, Minimum, Where, Clamp,
   // comparison

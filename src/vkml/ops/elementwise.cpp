@@ -204,12 +204,44 @@ void add_elementwise_ops(OpList& ops) {
       [](const GradCtx& c) -> Grads { return {neg(c.grad * sin(c.in[0]))}; }, "dx = -g * sin(x)"));
   ops.push_back(float_unary(
       OpKind::Tanh, "tanh", "tanh(x)", "hyperbolic tangent",
-      [](const GradCtx& c) -> Grads { return {c.grad * (1.0 - c.out * c.out)}; },
-      "dx = g * (1 - out^2)"));
+      [](const GradCtx& c) -> Grads { return {tanh_backward(c.grad, c.out)}; },
+      "dx = tanh_backward(g, out) = g * (1 - out^2)"));
   ops.push_back(float_unary(
       OpKind::Sigmoid, "sigmoid", "sigmoid(x)", "1 / (1 + e^-x)",
-      [](const GradCtx& c) -> Grads { return {c.grad * c.out * (1.0 - c.out)}; },
-      "dx = g * out * (1 - out)"));
+      [](const GradCtx& c) -> Grads { return {sigmoid_backward(c.grad, c.out)}; },
+      "dx = sigmoid_backward(g, out) = g * out * (1 - out)"));
+  // tanh's and sigmoid's gradients from their outputs, one pass each (the rules they replace took
+  // three ops and two temporaries), as torch's tanh_backward / sigmoid_backward.
+  ops.push_back({.kind = OpKind::TanhBackward,
+                 .name = "tanh_backward",
+                 .arity = 2,
+                 .signature = "tanh_backward(g, y)",
+                 .summary = "g * (1 - y^2): tanh's gradient from its output y, fused",
+                 .prepare = prepare_binary,
+                 .infer = infer_float_binary,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const Tensor &g = c.in[0], &y = c.in[1];
+                   Grads out(2);
+                   if (c.needs[0]) out[0] = tanh_backward(c.grad, y);
+                   if (c.needs[1]) out[1] = c.grad * g * y * -2.0;
+                   return out;
+                 },
+                 .grad_doc = "dg = tanh_backward(gg, y); dy = -2 gg g y"});
+  ops.push_back({.kind = OpKind::SigmoidBackward,
+                 .name = "sigmoid_backward",
+                 .arity = 2,
+                 .signature = "sigmoid_backward(g, y)",
+                 .summary = "g * y * (1 - y): sigmoid's gradient from its output y, fused",
+                 .prepare = prepare_binary,
+                 .infer = infer_float_binary,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const Tensor &g = c.in[0], &y = c.in[1];
+                   Grads out(2);
+                   if (c.needs[0]) out[0] = sigmoid_backward(c.grad, y);
+                   if (c.needs[1]) out[1] = c.grad * g * (1.0 - y * 2.0);
+                   return out;
+                 },
+                 .grad_doc = "dg = sigmoid_backward(gg, y); dy = gg g (1 - 2 y)"});
   ops.push_back(numeric_unary(
       OpKind::Relu, "relu", "relu(x)", "max(x, 0); integers stay integers",
       [](const GradCtx& c) -> Grads { return {relu_backward(c.grad, c.in[0])}; },
@@ -487,6 +519,12 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   Attrs a;
   a.gelu.tanh_approximation = tanh_approximation;
   return dispatch(OpKind::Gelu, {x}, a);
+}
+Tensor tanh_backward(const Tensor& g, const Tensor& y) {
+  return dispatch(OpKind::TanhBackward, {g, y});
+}
+Tensor sigmoid_backward(const Tensor& g, const Tensor& y) {
+  return dispatch(OpKind::SigmoidBackward, {g, y});
 }
 Tensor relu_backward(const Tensor& g, const Tensor& x) {
   return dispatch(OpKind::ReluBackward, {g, x});

@@ -23,8 +23,10 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, bool tanh_approximation = false);
-Tensor relu_backward(const Tensor& g, const Tensor& x);  // relu's gradient: g where x > 0
-Tensor gelu_backward(const Tensor& g, const Tensor& x);  // g * d gelu(x) / dx, the erf form
+Tensor tanh_backward(const Tensor& g, const Tensor& y);     // tanh's gradient from y = tanh(x)
+Tensor sigmoid_backward(const Tensor& g, const Tensor& y);  // sigmoid's, from y = sigmoid(x)
+Tensor relu_backward(const Tensor& g, const Tensor& x);     // relu's gradient: g where x > 0
+Tensor gelu_backward(const Tensor& g, const Tensor& x);     // g * d gelu(x) / dx, the erf form
 Tensor erf(const Tensor& x);
 Tensor erfc(const Tensor& x);
 Tensor floor(const Tensor& x);

@@ -20,6 +20,8 @@ VK_KERNEL(tanh);
 VK_KERNEL(sigmoid);
 VK_KERNEL(relu);
 VK_KERNEL(gelu);  // a.gelu
+VK_KERNEL(tanh_backward);
+VK_KERNEL(sigmoid_backward);
 VK_KERNEL(relu_backward);
 VK_KERNEL(gelu_backward);
 VK_KERNEL(erf);

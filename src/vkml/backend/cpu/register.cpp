@@ -55,6 +55,8 @@ void register_kernels() {
       {OpKind::Sigmoid, cpu::sigmoid},
       {OpKind::Relu, cpu::relu},
       {OpKind::Gelu, cpu::gelu},
+      {OpKind::TanhBackward, cpu::tanh_backward},
+      {OpKind::SigmoidBackward, cpu::sigmoid_backward},
       {OpKind::ReluBackward, cpu::relu_backward},
       {OpKind::GeluBackward, cpu::gelu_backward},
       {OpKind::Erf, cpu::erf},

@@ -133,6 +133,8 @@ VKML_VULKAN_OP(erf)
 VKML_VULKAN_OP(erfc)
 VKML_VULKAN_OP(gelu_backward)
 VKML_VULKAN_OP(relu_backward)
+VKML_VULKAN_OP(tanh_backward)
+VKML_VULKAN_OP(sigmoid_backward)
 #undef VKML_VULKAN_OP
 
 VK_KERNEL(sin) {

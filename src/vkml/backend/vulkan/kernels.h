@@ -40,6 +40,8 @@ VK_KERNEL(log1p);
 VK_KERNEL(expm1);
 VK_KERNEL(relu);
 VK_KERNEL(gelu);  // a.gelu
+VK_KERNEL(tanh_backward);
+VK_KERNEL(sigmoid_backward);
 VK_KERNEL(relu_backward);
 VK_KERNEL(gelu_backward);
 VK_KERNEL(erf);

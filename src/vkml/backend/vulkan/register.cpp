@@ -95,6 +95,8 @@ void register_backend() {
       {OpKind::Expm1, expm1},
       {OpKind::Relu, relu},
       {OpKind::Gelu, gelu},
+      {OpKind::TanhBackward, tanh_backward},
+      {OpKind::SigmoidBackward, sigmoid_backward},
       {OpKind::ReluBackward, relu_backward},
       {OpKind::GeluBackward, gelu_backward},
       {OpKind::Erf, erf},

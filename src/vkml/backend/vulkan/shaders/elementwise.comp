@@ -316,6 +316,10 @@ TO compute(int ia, int ib, int ic) {
   return x * vm_gelu_grad(y);
 #elif defined(OP_RELU_BACKWARD)  // x is the incoming gradient, y the input (NaN passes x)
   return y <= TA(0) ? TA(0) : x;
+#elif defined(OP_TANH_BACKWARD)  // x is the incoming gradient, y tanh's output
+  return x * (TA(1) - y * y);
+#elif defined(OP_SIGMOID_BACKWARD)  // x is the incoming gradient, y sigmoid's output
+  return x * (TA(1) - y) * y;
 #elif defined(OP_LOG1P)
   return TA(dm_log1p(VT(x)));
 #elif defined(OP_EXPM1)
