@@ -38,17 +38,19 @@ void sort_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t dim, bo
   int64_t* idx = indices.data<int64_t>();
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(rows.K, 1));
   parallel_for(rows.count(), grain, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> order(static_cast<size_t>(rows.K));
+    // (value, index) pairs side by side: the comparisons read the buffer, not the row through
+    // its stride (sorting indices that read the row took 47 ns per element over rows of 256)
+    std::vector<std::pair<T, int64_t>> buf(static_cast<size_t>(rows.K));
     for (int64_t r = begin; r < end; ++r) {
-      const T* row = src + rows.base(r);
-      std::iota(order.begin(), order.end(), int64_t{0});
-      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
-        return before(row[i * rows.inner], row[j * rows.inner], descending);
-      });
       const int64_t base = rows.base(r);
+      for (int64_t k = 0; k < rows.K; ++k)
+        buf[static_cast<size_t>(k)] = {src[base + k * rows.inner], k};
+      std::stable_sort(buf.begin(), buf.end(), [descending](const auto& a, const auto& b) {
+        return before(a.first, b.first, descending);
+      });
       for (int64_t k = 0; k < rows.K; ++k) {
-        val[base + k * rows.inner] = row[order[static_cast<size_t>(k)] * rows.inner];
-        idx[base + k * rows.inner] = order[static_cast<size_t>(k)];
+        val[base + k * rows.inner] = buf[static_cast<size_t>(k)].first;
+        idx[base + k * rows.inner] = buf[static_cast<size_t>(k)].second;
       }
     }
   });
