@@ -70,8 +70,7 @@ bool direct(const Tensor& x, const Tensor& other, InPlaceOp kind, const char* op
       !broadcasts_to(other.shape(), x.shape()))
     return false;
   const bool is_x =
-      other.same(x) || (other.storage() == x.storage() && other.offset() == x.offset() &&
-                        other.shape() == x.shape() && other.strides() == x.strides());
+      other.offset() == x.offset() && other.shape() == x.shape() && other.strides() == x.strides();
   if (other.storage() == x.storage() && !is_x) return false;
   check_target(x, &other, op);
   if (x.ndim() > 0) check_no_internal_overlap(x, op);

@@ -1,13 +1,13 @@
-// The sort family's kernels. sort: each row along the dim is gathered into a buffer of indices,
-// stably sorted by value (std::stable_sort: ties keep their input order, so the result is one and
-// the same at any thread count) and written back; rows are independent: the pool splits them.
-// searchsorted: a binary search per value.
+// The sort family's kernels. sort: each row along the dim is gathered into a buffer of (value,
+// index) pairs, stably sorted by value (std::stable_sort: ties keep their input order, so the
+// result is one and the same at any thread count) and written back; rows are independent: the pool
+// splits them. searchsorted: a binary search per value.
 #include "vkml/backend/cpu/sort.h"
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "vkml/backend/cpu/parallel.h"
