@@ -10,6 +10,7 @@
 #include "vkml/core/tensor.h"
 #include "vkml/io/safetensors.h"
 #include "vkml/nn/functional.h"
+#include "vkml/ops/activation.h"
 #include "vkml/ops/autocast.h"
 #include "vkml/ops/composite.h"
 #include "vkml/ops/conv.h"

@@ -191,6 +191,49 @@ void expect_float_math(DType t) {
                  1.0);
 }
 
+// The activations with parameters (ops/activation.h) on edge values, every (g, x) pair for the
+// gradients, and a sweep: piecewise-linear ones bit for bit; the exp-based ones run vmath's
+// expm1, exp, log1p and sigmoid on both sides (a few ulp: the CPU's FMA contraction).
+TEST_F(Vulkan, ActivationsMatchTheCpu) {
+  for (DType t : kFloats) {
+    const Tensor edges = edge_values(t);
+    const Tensor sweep = cast(arange(-1000, 1000) * 0.0213, t);
+    const std::vector<std::pair<std::string, Fn>> exact{
+        {"leaky_relu", [](const auto& v) { return leaky_relu(v[0], 0.2); }},
+        {"hardtanh", [](const auto& v) { return hardtanh(v[0], -2.5, 0.75); }},
+        {"hardsigmoid", [](const auto& v) { return hardsigmoid(v[0]); }},
+        {"hardswish", [](const auto& v) { return hardswish(v[0]); }}};
+    for (const auto& [name, f] : exact) {
+      expect_matches(f, {edges}, 0, name_of(name.c_str(), t));
+      expect_matches(f, {sweep}, 0, name_of(name.c_str(), t) + " sweep");
+    }
+    const std::vector<std::pair<std::string, Fn>> exact_pairs{
+        {"leaky_relu_backward", [](const auto& v) { return leaky_relu_backward(v[0], v[1], 0.2); }},
+        {"hardtanh_backward",
+         [](const auto& v) { return hardtanh_backward(v[0], v[1], -2.5, 0.75); }},
+        {"hardsigmoid_backward", [](const auto& v) { return hardsigmoid_backward(v[0], v[1]); }},
+        {"hardswish_backward", [](const auto& v) { return hardswish_backward(v[0], v[1]); }}};
+    for (const auto& [name, f] : exact_pairs)
+      expect_matches(f, all_pairs(edges), 0, name_of(name.c_str(), t) + " pairs");
+    const std::vector<std::pair<std::string, Fn>> smooth{
+        {"elu", [](const auto& v) { return elu(v[0], 0.7, 1.3); }},
+        {"softplus", [](const auto& v) { return softplus(v[0], 2.0, 15.0); }},
+        {"softplus no threshold", [](const auto& v) { return softplus(v[0], 1.0, kInf); }}};
+    for (const auto& [name, f] : smooth) {
+      expect_matches(f, {edges}, 4, name_of(name.c_str(), t));
+      expect_matches(f, {sweep}, 4, name_of(name.c_str(), t) + " sweep");
+    }
+    const std::vector<std::pair<std::string, Fn>> smooth_pairs{
+        {"elu_backward", [](const auto& v) { return elu_backward(v[0], v[1], 0.7, 1.3); }},
+        {"softplus_backward",
+         [](const auto& v) { return softplus_backward(v[0], v[1], 2.0, 15.0); }}};
+    for (const auto& [name, f] : smooth_pairs) {
+      expect_matches(f, all_pairs(edges), 4, name_of(name.c_str(), t) + " pairs");
+      expect_matches(f, {sweep * 0.5, sweep}, 4, name_of(name.c_str(), t) + " sweep");
+    }
+  }
+}
+
 TEST_F(Vulkan, Float32MathMatchesTheCpu) { expect_float_math(DType::Float32); }
 TEST_F(Vulkan, Float64MathMatchesTheCpu) { expect_float_math(DType::Float64); }
 

@@ -770,6 +770,22 @@ NANINF.update({
     **{g: (lambda g=g: getattr(vk, g)(_f(3, 4, grad=False), _f(4)[[3, 2, 1, 0]]))
        for g in ("igamma", "igammac")},
 })
+# the activations with parameters and their fused gradients (#18)
+NANINF.update({
+    "leaky_relu": lambda: F.leaky_relu(_f(3, 4), 0.2),
+    "hardtanh": lambda: (F.hardtanh(_f(3, 4), -1.0, 2.0), F.relu6(_f(3, 4))),
+    "hardsigmoid": lambda: F.hardsigmoid(_f(3, 4)),
+    "hardswish": lambda: F.hardswish(_f(3, 4)),
+    "hardsigmoid_backward": lambda: vk.hardsigmoid_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
+    "hardswish_backward": lambda: vk.hardswish_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
+    "elu": lambda: (F.elu(_f(3, 4)), F.selu(_f(3, 4)), F.celu(_f(3, 4), 0.5)),
+    "softplus": lambda: (F.softplus(_f(3, 4)), F.softplus(_f(3, 4), 2.0, 1.0), F.logsigmoid(_f(3, 4)),
+                         F.binary_cross_entropy_with_logits(_f(3, 4), vk.full((3, 4), 0.5))),
+    "leaky_relu_backward": lambda: vk.leaky_relu_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), 0.2),
+    "hardtanh_backward": lambda: vk.hardtanh_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), -1.0, 2.0),
+    "elu_backward": lambda: vk.elu_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), 0.5, 2.0),
+    "softplus_backward": lambda: vk.softplus_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), 2.0, 1.0),
+})
 # solvers (#15 linalg)
 NANINF.update({
     "lu_factor": lambda: tuple(vk.linalg.lu_factor_ex(_f(3, 3))) + (vk.linalg.det(_f(2, 2)),),

@@ -1128,6 +1128,58 @@ SPECS.update({
 # ---- end of solvers (#15 linalg) ----
 
 
+# ---- the activations with parameters and their fused gradients (#18), against torch's aten ops ----
+_VF = vk.nn.functional
+SPECS.update({
+    "leaky_relu": [Case(lambda m, x: (_VF if m is vk else TF).leaky_relu(x, 0.2), [F(3, 4, avoid=(0.0,))]),
+                   Case(lambda m, x: (_VF if m is vk else TF).leaky_relu(x), [F(5, avoid=(0.0,))],
+                        label="default-slope")],
+    "leaky_relu_backward": [Case(lambda m, g, x: (vk.leaky_relu_backward(g, x, 0.2) if m is vk
+                                                  else torch.ops.aten.leaky_relu_backward(g, x, 0.2, False)),
+                                 [F(3, 4), F(3, 4, avoid=(0.0,))])],
+    "hardtanh": [Case(lambda m, x: (_VF if m is vk else TF).hardtanh(x, -1.0, 1.5),
+                      [F(3, 4, lo=-3, hi=3, avoid=(-1.0, 1.5))]),
+                 Case(lambda m, x: (_VF if m is vk else TF).relu6(x), [F(3, 4, lo=-2, hi=8, avoid=(0.0, 6.0))],
+                      label="relu6"),
+                 ],
+    "hardtanh_backward": [Case(lambda m, g, x: (vk.hardtanh_backward(g, x, -1.0, 1.5) if m is vk
+                                                else torch.ops.aten.hardtanh_backward(g, x, -1.0, 1.5)),
+                               [F(3, 4), F(3, 4, lo=-3, hi=3, avoid=(-1.0, 1.5))])],
+    "elu": [Case(lambda m, x: (_VF if m is vk else TF).elu(x, 0.7), [F(3, 4, lo=-4, hi=3, avoid=(0.0,))]),
+            # torch's celu gradient scales by 1 / alpha rounded to float even in float64: elu's exact
+            # form stands in
+            Case(lambda m, x: _VF.celu(x, 1.7), [F(3, 4, lo=-4, hi=3, avoid=(0.0,))],
+                 tfn=lambda m, x: torch.where(x > 0, x, torch.expm1(x * (1 / 1.7)) * 1.7), label="celu"),
+            Case(lambda m, x: (_VF if m is vk else TF).selu(x), [F(3, 4, lo=-4, hi=3, avoid=(0.0,))], label="selu")],
+    "elu_backward": [Case(lambda m, g, x: (vk.elu_backward(g, x, 0.7, 1.3) if m is vk
+                                           else torch.ops.aten.elu_backward(g, 0.7, 1.0, 1.3, False, x)),
+                          [F(3, 4), F(3, 4, lo=-4, hi=3, avoid=(0.0,))])],
+    "softplus": [Case(lambda m, x: (_VF if m is vk else TF).softplus(x), [F(3, 4, lo=-30, hi=30)]),
+                 Case(lambda m, x: (_VF if m is vk else TF).softplus(x, 2.0, 3.0), [F(3, 4, lo=-3, hi=3, avoid=(1.5,))],
+                      label="beta-threshold"),
+                 Case(lambda m, x: (_VF if m is vk else TF).logsigmoid(x), [F(3, 4, lo=-30, hi=30)], label="logsigmoid"),
+                 Case(lambda m, x, y: (_VF if m is vk else TF).binary_cross_entropy_with_logits(x, y.sigmoid()),
+                      [F(3, 4, lo=-8, hi=8), F(3, 4, grad=False)], label="bce-with-logits")],
+    # torch's hardsigmoid_backward multiplies by 1.0f / 6 even in float64 (3.6e-8 off): float32 only;
+    # and it has no derivative of its own (second=False; the C++ op sweep gradgradchecks ours)
+    "hardsigmoid": [Case(lambda m, x: (_VF if m is vk else TF).hardsigmoid(x), [F(3, 4, lo=-5, hi=5, avoid=(-3.0, 3.0))],
+                         dtypes=("float32",), second=False),
+                    Case(lambda m, x: _VF.hardsigmoid(x), [F(3, 4, lo=-5, hi=5, avoid=(-3.0, 3.0))],
+                         tfn=lambda m, x: (TF.hardtanh(x, -3.0, 3.0) + 3.0) / 6.0, label="exact-float64",
+                         dtypes=("float64",))],
+    "hardsigmoid_backward": [Case(lambda m, g, x: (vk.hardsigmoid_backward(g, x) if m is vk
+                                                   else torch.ops.aten.hardsigmoid_backward(g, x)),
+                                  [F(3, 4), F(3, 4, lo=-5, hi=5, avoid=(-3.0, 3.0))], dtypes=("float32",),
+                                  forward_only=True)],
+    "hardswish": [Case(lambda m, x: (_VF if m is vk else TF).hardswish(x), [F(3, 4, lo=-5, hi=5, avoid=(-3.0, 3.0))])],
+    "hardswish_backward": [Case(lambda m, g, x: (vk.hardswish_backward(g, x) if m is vk
+                                                 else torch.ops.aten.hardswish_backward(g, x)),
+                                [F(3, 4), F(3, 4, lo=-5, hi=5, avoid=(-3.0, 3.0))])],
+    "softplus_backward": [Case(lambda m, g, x: (vk.softplus_backward(g, x, 2.0, 3.0) if m is vk
+                                                else torch.ops.aten.softplus_backward(g, x, 2.0, 3.0)),
+                               [F(3, 4), F(3, 4, lo=-3, hi=3, avoid=(1.5,))])],
+})
+
 def _params():
     for op in OPS:
         for i, case in enumerate(SPECS.get(op, [])):

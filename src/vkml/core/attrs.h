@@ -53,6 +53,14 @@ struct GeluAttrs {
   bool tanh_approximation = false;
 };
 
+// The activations with parameters (leaky_relu, elu, softplus and their *_backward ops, as
+// torch.nn.functional's); hardtanh's bounds are Attrs::lo and ::hi.
+struct ActivationAttrs {
+  double negative_slope = 0.01;           // leaky_relu: x * negative_slope where x <= 0
+  double alpha = 1.0, input_scale = 1.0;  // elu: alpha * (e^(x * input_scale) - 1) where x <= 0
+  double beta = 1.0, threshold = 20.0;    // softplus: log(1 + e^(beta x)) / beta; x past it
+};
+
 // var: the correction subtracted from the element count (1: Bessel's).
 struct VarAttrs {
   double correction = 1.0;
@@ -107,7 +115,7 @@ struct Attrs {
   int64_t dim = 0;            // the one dim of cat/stack/slice/gather/index_select/argmax/...
   bool keepdim = false;
   Scalar value;                           // full's fill value (an int stays exact)
-  std::optional<Scalar> lo, hi;           // clamp's bounds; nullopt leaves that side open
+  std::optional<Scalar> lo, hi;           // clamp's, hardtanh's bounds; nullopt: that side open
   int64_t start = 0, stop = 0, step = 1;  // an integer range: slice, randint, integer arange
   DType dtype = DType::Float32;           // cast target, creation dtype
   Device device;                          // creation ops and to_device: where the result lives
@@ -117,6 +125,7 @@ struct Attrs {
   NormAttrs norm;
   SoftmaxAttrs softmax;
   GeluAttrs gelu;
+  ActivationAttrs activation;
   VarAttrs var;
   PadAttrs pad;
   ArangeAttrs arange;

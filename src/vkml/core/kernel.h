@@ -65,6 +65,9 @@ enum class OpKind : uint16_t {
   Qr, Geqrf,
   // special functions (#15): modified Bessel functions, regularized incomplete gamma
   I0, I0e, I1, I1e, Igamma, Igammac,
+  // torch.nn.functional's activations with parameters and their gradients, one pass each (#18)
+  LeakyRelu, LeakyReluBackward, Hardtanh, HardtanhBackward, Elu, EluBackward, Softplus,
+  SoftplusBackward, Hardsigmoid, HardsigmoidBackward, Hardswish, HardswishBackward,
   kCount
 };
 // clang-format on

@@ -1,5 +1,6 @@
-// torch.nn.functional's activations composed from element-wise ops (issue #16): each gradient
-// comes from the ops' rules, so they differentiate to any order and run on every device.
+// torch.nn.functional's activations (issue #16), each an activation op (ops/activation.h: one
+// fused pass forward and backward, #18) or composed from element-wise ops: every gradient comes
+// from the ops' rules, so they differentiate to any order and run on every device.
 //
 // A branch that where() does not take still feeds its gradient (times zero) back: an exp that
 // overflows there would turn that zero into NaN. So every exp-based branch sees its input
@@ -15,28 +16,9 @@ namespace vk::nn::functional {
 
 using breadth::check_float;
 
-namespace breadth {
-Tensor softplus_stable(const Tensor& z) { return logsumexp(stack({zeros_like(z), z}, 0), {0}); }
-}  // namespace breadth
-
 namespace {
 
 Tensor zero(const Tensor& like) { return scalar_like(0.0, like); }
-Tensor nonpositive(const Tensor& x) { return clamp(x, std::nullopt, Scalar(0.0)); }
-
-// alpha * (exp(x / alpha) - 1) for x <= 0, x above: elu and celu.
-Tensor exp_linear(const Tensor& x, double alpha, double inner_scale) {
-  Tensor neg = expm1(nonpositive(x) * inner_scale) * alpha;
-  return where(gt(x, zero(x)), x, neg);
-}
-
-// x clamped to [lo, hi] with torch's hardtanh gradient: 1 strictly inside, 0 elsewhere (a clamp
-// would pass 1 at the bounds themselves).
-Tensor bounded(const Tensor& x, double lo, double hi) {
-  Tensor inside = bitwise_and(gt(x, scalar_like(lo, x)), lt(x, scalar_like(hi, x)));
-  Tensor edge = where(le(x, scalar_like(lo, x)), scalar_like(lo, x), scalar_like(hi, x));
-  return where(inside, x, edge);
-}
 
 }  // namespace
 
@@ -47,31 +29,29 @@ Tensor mish(const Tensor& x) {
 
 Tensor hardsigmoid(const Tensor& x) {
   check_float(x, "hardsigmoid", "input");
-  return (bounded(x, -3.0, 3.0) + 3.0) / 6.0;
+  return vk::hardsigmoid(x);
 }
 
 Tensor hardswish(const Tensor& x) {
   check_float(x, "hardswish", "input");
-  return x * hardsigmoid(x);
+  return vk::hardswish(x);
 }
 
 Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
   check_float(x, "hardtanh", "input");
-  VK_CHECK(max_val >= min_val, RuntimeError, "hardtanh: min_val (", min_val,
-           ") cannot be greater than max_val (", max_val, ")");
-  return bounded(x, min_val, max_val);
+  return vk::hardtanh(x, min_val, max_val);
 }
 
-Tensor relu6(const Tensor& x) { return hardtanh(x, 0.0, 6.0); }
+Tensor relu6(const Tensor& x) { return functional::hardtanh(x, 0.0, 6.0); }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   check_float(x, "leaky_relu", "input");
-  return where(gt(x, zero(x)), x, x * negative_slope);
+  return vk::leaky_relu(x, negative_slope);
 }
 
 Tensor elu(const Tensor& x, double alpha) {
   check_float(x, "elu", "input");
-  return exp_linear(x, alpha, 1.0);
+  return vk::elu(x, alpha, 1.0);
 }
 
 Tensor selu(const Tensor& x) {
@@ -79,19 +59,18 @@ Tensor selu(const Tensor& x) {
   // the constants of Klambauer et al. 2017, as torch
   constexpr double alpha = 1.6732632423543772848170429916717;
   constexpr double scale = 1.0507009873554804934193349852946;
-  return exp_linear(x, alpha, 1.0) * scale;
+  return vk::elu(x, alpha, 1.0) * scale;
 }
 
 Tensor celu(const Tensor& x, double alpha) {
   check_float(x, "celu", "input");
   VK_CHECK(alpha != 0.0, RuntimeError, "celu: ZeroDivisionError, alpha cannot be 0");
-  return exp_linear(x, alpha, 1.0 / alpha);
+  return vk::elu(x, alpha, 1.0 / alpha);
 }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   check_float(x, "softplus", "input");
-  Tensor z = x * beta;
-  return where(gt(z, scalar_like(threshold, z)), x, breadth::softplus_stable(z) / beta);
+  return vk::softplus(x, beta, threshold);
 }
 
 Tensor softsign(const Tensor& x) {

@@ -1,9 +1,11 @@
 // Argument checks and reductions shared by the nn-breadth files (activation.cpp, loss.cpp,
 // layers.cpp). Internal: not part of the public vk::nn::functional interface.
 #pragma once
+#include <limits>
 #include <string_view>
 
 #include "vkml/core/tensor.h"
+#include "vkml/ops/activation.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/reduction.h"
@@ -45,7 +47,10 @@ inline void check_reduction(std::string_view reduction, const char* fn) {
            ": reduction must be 'mean', 'sum' or 'none', got '", reduction, "'");
 }
 
-// log(1 + exp(z)) as logsumexp(0, z): stable for any z with the right gradient everywhere.
-Tensor softplus_stable(const Tensor& z);
+// log(1 + e^z) for any z (the softplus op without a threshold: it never overflows), gradient
+// sigmoid(z).
+inline Tensor softplus_stable(const Tensor& z) {
+  return vk::softplus(z, 1.0, std::numeric_limits<double>::infinity());
+}
 
 }  // namespace vk::nn::functional::breadth

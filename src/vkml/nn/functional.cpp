@@ -12,6 +12,7 @@
 #include <string>
 
 #include "vkml/core/grad_mode.h"
+#include "vkml/nn/breadth_util.h"
 #include "vkml/ops/autocast.h"
 #include "vkml/ops/composite.h"
 #include "vkml/ops/conv.h"
@@ -386,10 +387,6 @@ void check_probabilities(const Tensor& p, const char* fn) {
            ", ", hi, "]");
 }
 
-// softplus(z) = log(1 + exp(z)) as logsumexp(0, z): stable for any z, and its gradient
-// sigmoid(z) is right everywhere (a relu/abs form would give a wrong gradient at z = 0).
-Tensor softplus_stable(const Tensor& z) { return logsumexp(stack({zeros_like(z), z}, 0), {0}); }
-
 }  // namespace
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
@@ -434,13 +431,13 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, c
   check_same_shape(target, x, fn, "target");
   // -[pw y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] = (1 - y) x + (1 + (pw - 1) y)
   // softplus(-x)
-  Tensor log_weight = scalar_like(1.0, x);
+  Tensor log_term = breadth::softplus_stable(-x);
   if (pos_weight.defined()) {
     check_same_dtype(pos_weight, x, fn, "pos_weight");
     check_broadcasts_to(pos_weight, x.shape(), fn, "pos_weight");
-    log_weight = (pos_weight - 1.0) * target + 1.0;
+    log_term = ((pos_weight - 1.0) * target + 1.0) * log_term;
   }
-  Tensor loss = (1.0 - target) * x + log_weight * softplus_stable(-x);
+  Tensor loss = (1.0 - target) * x + log_term;
   if (weight.defined()) {
     check_same_dtype(weight, x, fn, "weight");
     check_broadcasts_to(weight, x.shape(), fn, "weight");

@@ -148,7 +148,8 @@ void add_math_ops(OpList& ops);  // math ops (#15)
 // solvers (#15 linalg)
 void add_solve_ops(OpList& ops);
 void add_qr_ops(OpList& ops);
-void add_special_ops(OpList& ops);  // special functions (#15): Bessel, incomplete gamma
+void add_special_ops(OpList& ops);     // special functions (#15): Bessel, incomplete gamma
+void add_activation_ops(OpList& ops);  // nn.functional's activations with parameters (#18)
 
 // Autocast (ops/autocast.cpp): the policy list applied to the table, and the inputs of an op
 // cast as its policy says inside a region of `type` (recorded casts: gradients flow back).

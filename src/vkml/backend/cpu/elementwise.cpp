@@ -195,11 +195,13 @@ VK_KERNEL(log) {
 }
 VK_KERNEL(log1p) {
   (void)a;
-  return unary_float(in[0], m, "log1p", [](auto v) { return std::log1p(v); });
+  return unary_float(
+      in[0], m, "log1p", [](auto v) VK_ELEMENT { return vmath::log1p(v); }, kElementwiseGrain);
 }
 VK_KERNEL(expm1) {
   (void)a;
-  return unary_float(in[0], m, "expm1", [](auto v) { return std::expm1(v); });
+  return unary_float(
+      in[0], m, "expm1", [](auto v) VK_ELEMENT { return vmath::expm1(v); }, kElementwiseGrain);
 }
 VK_KERNEL(sqrt) {
   (void)a;

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "vkml/backend/cpu/activation.h"
 #include "vkml/backend/cpu/conv.h"
 #include "vkml/backend/cpu/creation.h"
 #include "vkml/backend/cpu/divmod.h"
@@ -59,6 +60,18 @@ void register_kernels() {
       {OpKind::SigmoidBackward, cpu::sigmoid_backward},
       {OpKind::ReluBackward, cpu::relu_backward},
       {OpKind::GeluBackward, cpu::gelu_backward},
+      {OpKind::LeakyRelu, cpu::leaky_relu},
+      {OpKind::LeakyReluBackward, cpu::leaky_relu_backward},
+      {OpKind::Hardtanh, cpu::clamp},
+      {OpKind::HardtanhBackward, cpu::hardtanh_backward},
+      {OpKind::Elu, cpu::elu},
+      {OpKind::EluBackward, cpu::elu_backward},
+      {OpKind::Softplus, cpu::softplus},
+      {OpKind::SoftplusBackward, cpu::softplus_backward},
+      {OpKind::Hardsigmoid, cpu::hardsigmoid},
+      {OpKind::HardsigmoidBackward, cpu::hardsigmoid_backward},
+      {OpKind::Hardswish, cpu::hardswish},
+      {OpKind::HardswishBackward, cpu::hardswish_backward},
       {OpKind::Erf, cpu::erf},
       {OpKind::Erfc, cpu::erfc},
       {OpKind::Floor, cpu::floor},

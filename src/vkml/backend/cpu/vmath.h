@@ -1,5 +1,5 @@
-// Vectorisable elementary functions for the element-wise kernels: exp, log, tanh, sigmoid, erf,
-// erfc, both forms of gelu and gelu's derivative, for float and double.
+// Vectorisable elementary functions for the element-wise kernels: exp, expm1, log, log1p, tanh,
+// sigmoid, softplus, erf, erfc, both forms of gelu and gelu's derivative, for float and double.
 //
 // Each function is branch-free scalar code: no calls, no tables, no early returns; selects where
 // libm would branch, bit casts where it would call frexp/ldexp. Inlined into an element loop,
@@ -333,6 +333,46 @@ VK_VMATH_INLINE T log(T x) {
   return select(x != x, x, r);
 }
 
+// log(1 + x) as the log of w = 1 + x rounded plus what that rounding lost: e = (1 + x) - w is
+// exact (Fast2Sum, the larger operand first) and log(1 + x) = log(w) + log(1 + e / w), where
+// |e / w| is below an ulp, so that log is e / w. About log's accuracy, also where w is 1 (then
+// e = x). -1 gives log(0) = -inf (e = 0 there); inf gives inf (e would be inf - inf).
+template <class T>
+VK_VMATH_INLINE T log1p(T x) {
+  using namespace detail;
+  const T w = T(1) + x;
+  const T e = select(x > T(1), T(1) - (w - x), x - (w - T(1)));
+  const T r = log(w) + select(w == T(0), T(0), e / w);
+  const T finite = select(w == std::numeric_limits<T>::infinity(), w, r);
+  return select(x == T(0), x, finite);  // keeps -0
+}
+
+// e^x - 1. x = n ln2 + r by exp's reduction, e^r - 1 = r + r^2 q(r) (exp's polynomial without its
+// 1), then 2^n (e^r - 1) + (2^n - 1) in one fma: 2^n - 1 is exact wherever the 1 still shows, so
+// nothing cancels. For n > digits + 1 the 1 does not show: e^x itself, scaled in two factors as
+// exp's (2^n alone overflows at the top of the range). Below -(digits + 2) ln2 the result rounds
+// to -1, which the clamp there gives.
+template <class T>
+VK_VMATH_INLINE T expm1(T x) {
+  using namespace detail;
+  using Tr = Traits<T>;
+  using U = typename Tr::U;
+  using I = typename Tr::I;
+  constexpr int kDigits = std::numeric_limits<T>::digits;
+  constexpr T kLow = -T(kDigits + 2) * T(0.6931471805599453);
+  const T xc = select(x < kLow, kLow, select(x > Tr::kExpMax, Tr::kExpMax, x));  // NaN passes
+  const T shifted = fma_(xc, Tr::kLog2e, Tr::kRoundShift);
+  const T n = shifted - Tr::kRoundShift;
+  const T r = fma_(n, -Tr::kLn2Lo, fma_(n, -Tr::kLn2Hi, xc));
+  const T em = fma_(r * r, horner(r, Poly<T>::exp_q), r);  // e^r - 1
+  const I ni = static_cast<I>(std::bit_cast<U>(shifted) - std::bit_cast<U>(Tr::kRoundShift));
+  const T scale = pow2i<T>(ni);
+  const T near = fma_(scale, em, scale - T(1));
+  const I n1 = ni >> 1;
+  const T far = (em + T(1)) * pow2i<T>(n1) * pow2i<T>(ni - n1);
+  return select(x == T(0), x, select(n > T(kDigits + 1), far, near));  // x == 0 keeps -0
+}
+
 template <class T>
 VK_VMATH_INLINE T tanh(T x) {
   using namespace detail;
@@ -349,6 +389,14 @@ VK_VMATH_INLINE T sigmoid(T x) {
   using namespace detail;
   const T e = exp_impl(-abs_(x));
   return select(x >= T(0), T(1), e) / (T(1) + e);
+}
+
+// log(1 + e^x) = max(x, 0) + log1p(e^-|x|): never overflows, and keeps its relative accuracy
+// where it is e^x (x very negative).
+template <class T>
+VK_VMATH_INLINE T softplus(T x) {
+  using namespace detail;
+  return select(x > T(0), x, T(0)) + log1p(exp_impl(-abs_(x)));
 }
 
 template <class T>

@@ -135,6 +135,10 @@ VKML_VULKAN_OP(gelu_backward)
 VKML_VULKAN_OP(relu_backward)
 VKML_VULKAN_OP(tanh_backward)
 VKML_VULKAN_OP(sigmoid_backward)
+VKML_VULKAN_OP(hardsigmoid)
+VKML_VULKAN_OP(hardsigmoid_backward)
+VKML_VULKAN_OP(hardswish)
+VKML_VULKAN_OP(hardswish_backward)
 #undef VKML_VULKAN_OP
 
 VK_KERNEL(sin) {
@@ -195,6 +199,39 @@ VK_KERNEL(clamp) {
     put_bound<T>(s.scalar + 2, a.hi, false);
   });
   return run_strided(s, in, m);
+}
+
+// The activations with parameters (ops/activation.h): the shader reads them as its constants 0
+// and 1, in the tensors' dtype, as the CPU's kernels convert them.
+namespace {
+Tensor with_params(const char* op, const std::vector<Tensor>& in, const Meta& m, double p0,
+                   double p1) {
+  Strided s{.shader = op, .op = op};
+  VK_DISPATCH_FLOAT(m.dtype, op, {
+    const T v0 = static_cast<T>(p0), v1 = static_cast<T>(p1);
+    std::memcpy(s.scalar, &v0, sizeof(T));
+    std::memcpy(s.scalar + 2, &v1, sizeof(T));
+  });
+  return run_strided(s, in, m);
+}
+}  // namespace
+
+VK_KERNEL(leaky_relu) { return with_params("leaky_relu", in, m, a.activation.negative_slope, 0); }
+VK_KERNEL(leaky_relu_backward) {
+  return with_params("leaky_relu_backward", in, m, a.activation.negative_slope, 0);
+}
+VK_KERNEL(hardtanh_backward) {
+  return with_params("hardtanh_backward", in, m, a.lo->to_double(), a.hi->to_double());
+}
+VK_KERNEL(elu) { return with_params("elu", in, m, a.activation.alpha, a.activation.input_scale); }
+VK_KERNEL(elu_backward) {
+  return with_params("elu_backward", in, m, a.activation.alpha, a.activation.input_scale);
+}
+VK_KERNEL(softplus) {
+  return with_params("softplus", in, m, a.activation.beta, a.activation.threshold);
+}
+VK_KERNEL(softplus_backward) {
+  return with_params("softplus_backward", in, m, a.activation.beta, a.activation.threshold);
 }
 
 }  // namespace vk::vulkan

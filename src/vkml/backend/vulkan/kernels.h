@@ -43,6 +43,18 @@ VK_KERNEL(gelu);  // a.gelu
 VK_KERNEL(tanh_backward);
 VK_KERNEL(sigmoid_backward);
 VK_KERNEL(relu_backward);
+// activations with parameters (a.activation; hardtanh_backward: a.lo, a.hi; hardtanh: clamp)
+VK_KERNEL(leaky_relu);
+VK_KERNEL(leaky_relu_backward);
+VK_KERNEL(hardtanh_backward);
+VK_KERNEL(elu);
+VK_KERNEL(elu_backward);
+VK_KERNEL(softplus);
+VK_KERNEL(softplus_backward);
+VK_KERNEL(hardsigmoid);
+VK_KERNEL(hardsigmoid_backward);
+VK_KERNEL(hardswish);
+VK_KERNEL(hardswish_backward);
 VK_KERNEL(gelu_backward);
 VK_KERNEL(erf);
 VK_KERNEL(erfc);

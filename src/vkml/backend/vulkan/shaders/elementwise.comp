@@ -182,10 +182,11 @@ TO scalar_at(int k) {
 
 #define IS_FLOAT_A (DTA == 3 || DTA == 4)
 
-#if defined(OP_EXP) || defined(OP_LOG) || defined(OP_TANH) || defined(OP_SIGMOID) ||    \
-    defined(OP_ERF) || defined(OP_ERFC) || defined(OP_GELU) || defined(OP_GELU_TANH) || \
-    defined(OP_GELU_BACKWARD) || defined(OP_LOG1P) || defined(OP_EXPM1) ||               \
-    (defined(OP_POW) && DTA >= 3)
+#if defined(OP_EXP) || defined(OP_LOG) || defined(OP_TANH) || defined(OP_SIGMOID) ||      \
+    defined(OP_ERF) || defined(OP_ERFC) || defined(OP_GELU) || defined(OP_GELU_TANH) ||   \
+    defined(OP_GELU_BACKWARD) || defined(OP_LOG1P) || defined(OP_EXPM1) ||                 \
+    (defined(OP_POW) && DTA >= 3) || defined(OP_ELU) || defined(OP_ELU_BACKWARD) ||        \
+    defined(OP_SOFTPLUS) || defined(OP_SOFTPLUS_BACKWARD)
 #include "vmath.glsl"
 #endif
 #if defined(OP_SIN) || defined(OP_COS)
@@ -320,6 +321,46 @@ TO compute(int ia, int ib, int ic) {
   return x * (TA(1) - y * y);
 #elif defined(OP_SIGMOID_BACKWARD)  // x is the incoming gradient, y sigmoid's output
   return x * (TA(1) - y) * y;
+// The activations with parameters (scalar 0 and 1, in the tensors' dtype), in the CPU kernels'
+// order of operations (backend/cpu/elementwise.cpp).
+#elif defined(OP_LEAKY_RELU)  // scalar 0: the negative slope
+  return x > TA(0) ? x : x * scalar_at(0);
+#elif defined(OP_LEAKY_RELU_BACKWARD)  // x the incoming gradient, y the input
+  return y > TA(0) ? x : x * scalar_at(0);
+#elif defined(OP_HARDTANH_BACKWARD)  // scalar 0 and 1: the bounds
+  return y <= scalar_at(0) || y >= scalar_at(1) ? TA(0) : x;
+#elif defined(OP_ELU)  // scalar 0: alpha, 1: the input scale
+  precise TA neg = vm_expm1(x * scalar_at(1)) * scalar_at(0);
+  return x > TA(0) ? x : neg;
+#elif defined(OP_ELU_BACKWARD)
+  precise TA neg = x * scalar_at(1) * scalar_at(0) * vm_exp(y * scalar_at(1));
+  return y <= TA(0) ? neg : x;
+#elif defined(OP_SOFTPLUS)  // scalar 0: beta, 1: the threshold
+  precise TA z = x * scalar_at(0);
+  precise TA r = vm_softplus(z) / scalar_at(0);
+  return z > scalar_at(1) ? x : r;
+#elif defined(OP_SOFTPLUS_BACKWARD)
+  precise TA z = y * scalar_at(0);
+  precise TA r = x * vm_sigmoid(z);
+  return z > scalar_at(1) ? x : r;
+#elif defined(OP_HARDSIGMOID) || defined(OP_HARDSWISH)  // min(max(x + 3, 0), 6), NaN passing
+  precise TA v = x + TA(3);
+  TA r = v < TA(0) ? TA(0) : v;
+  r = r > TA(6) ? TA(6) : r;
+  // precise: a division by a constant must not become a product with its reciprocal
+#if defined(OP_HARDSIGMOID)
+  precise TA q = r / TA(6);
+#else
+  precise TA q = (x * r) / TA(6);
+#endif
+  return q;
+#elif defined(OP_HARDSIGMOID_BACKWARD)
+  precise TA sixth = TA(1) / TA(6);
+  precise TA scaled = x * sixth;
+  return y > TA(-3) && y < TA(3) ? scaled : TA(0);
+#elif defined(OP_HARDSWISH_BACKWARD)
+  precise TA inner = x * (y / TA(3) + TA(0.5));
+  return y < TA(-3) ? TA(0) : (y <= TA(3) ? inner : x);
 #elif defined(OP_LOG1P)
   return TA(dm_log1p(VT(x)));
 #elif defined(OP_EXPM1)

@@ -1,5 +1,5 @@
-// A port of backend/cpu/vmath.h (exp, log, tanh, sigmoid, erf, erfc, gelu, gelu's derivative and
-// its tanh form) for the element-wise shader, so that the device rounds as the CPU does rather than
+// A port of backend/cpu/vmath.h (exp, expm1, log, log1p, tanh, sigmoid, softplus, erf, erfc, gelu,
+// gelu's derivative and its tanh form) for the element-wise shader, so that the device rounds as the CPU does rather than
 // as the driver's builtins do (GLSL has none at all in double). The same operations in the same
 // order, with fma where vmath.h has fma_: results are the CPU's to the last bit where the CPU
 // build has FMA, within an ulp otherwise. One source for both precisions: VM_DOUBLE picks the
@@ -204,6 +204,43 @@ VT vm_log(VT x) {
   r = x < VT(0) ? (x - x) / (x - x) : r;
   r = x == inf ? inf : r;
   return isnan(x) ? x : r;
+}
+
+// vmath.h's log1p: log of w = 1 + x plus the rounding error of w over w (Fast2Sum).
+VT vm_log1p(VT x) {
+  precise VT w = VT(1) + x;
+  precise VT e = x > VT(1) ? VT(1) - (w - x) : x - (w - VT(1));
+  precise VT r = vm_log(w) + (w == VT(0) ? VT(0) : e / w);
+  r = isinf(w) && w > VT(0) ? w : r;
+  return x == VT(0) ? x : r;
+}
+
+// vmath.h's expm1: 2^n (e^r - 1) + (2^n - 1) in one fma, e^x itself once the 1 no longer shows.
+VT vm_expm1(VT xin) {
+#if VM_DOUBLE
+  const VT kDigits = VT(53);
+#else
+  const VT kDigits = VT(24);
+#endif
+  const VT low = -(kDigits + VT(2)) * VT(0.6931471805599453);
+  precise VT x = xin < low ? low : xin;  // NaN passes
+  x = x > kVmExpMax ? kVmExpMax : x;
+  precise VT shifted = vm_fma(x, kVmLog2e, kVmRoundShift);
+  precise VT n = shifted - kVmRoundShift;
+  precise VT r = vm_fma(n, -kVmLn2Lo, vm_fma(n, -kVmLn2Hi, x));
+  precise VT em = vm_fma(r * r, vm_exp_q(r), r);
+  const VI ni = VI(VM_AS_U(shifted) - VM_AS_U(kVmRoundShift));
+  precise VT scale = vm_pow2i(ni);
+  precise VT near_ = vm_fma(scale, em, scale - VT(1));
+  const VI n1 = ni >> 1;
+  precise VT far_ = (em + VT(1)) * vm_pow2i(n1) * vm_pow2i(ni - n1);
+  return xin == VT(0) ? xin : (n > kDigits + VT(1) ? far_ : near_);
+}
+
+// vmath.h's softplus: max(x, 0) + log1p(e^-|x|).
+VT vm_softplus(VT x) {
+  precise VT r = (x > VT(0) ? x : VT(0)) + vm_log1p(vm_exp(-abs(x)));
+  return r;
 }
 
 VT vm_tanh(VT x) {
