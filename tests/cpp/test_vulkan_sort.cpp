@@ -47,6 +47,14 @@ TEST_F(VulkanSort, LongTiedRowsAreStableAndBitwiseTheCpus) {
         expect_bitwise(got.values, want.values, what + " values");
         expect_bitwise(got.indices, want.indices, what + " indices");
       }
+      // topk: each row's first k of the same sort (the finish pass writes rows of k)
+      for (int64_t k : {1, 7}) {
+        const ValuesIndices want = topk(x, k, dim);
+        const ValuesIndices got = topk(dx, k, dim);
+        const std::string what = std::string(dtype_name(t)) + " topk " + std::to_string(k);
+        expect_bitwise(got.values, want.values, what + " values");
+        expect_bitwise(got.indices, want.indices, what + " indices");
+      }
       for (bool is_max : {true, false}) {
         const ValuesIndices want = is_max ? cummax(x, dim) : cummin(x, dim);
         const ValuesIndices got = is_max ? cummax(dx, dim) : cummin(dx, dim);

@@ -91,6 +91,7 @@ struct SortAttrs {
   bool descending = false;
   bool stable = false;
   bool right = false;
+  int64_t keep = -1;  // sort: only the first `keep` along dim come out (topk); -1: all
 };
 
 // A user-defined op (custom functions, checkpoint): its gradient is a closure, not a table rule.

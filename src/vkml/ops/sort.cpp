@@ -24,8 +24,16 @@ namespace {
 
 Meta infer_sort(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
   std::string name(op);
-  if (in[0].ndim() > 0) wrap_dim(a.dim, in[0].ndim(), name.c_str());
-  return {in[0].shape(), in[0].dtype()};
+  Shape shape = in[0].shape();
+  if (in[0].ndim() > 0) {
+    const int64_t d = wrap_dim(a.dim, in[0].ndim(), name.c_str());
+    if (a.sort.keep >= 0) {
+      VK_CHECK(a.sort.keep <= shape[d], RuntimeError, op, ": keep (", a.sort.keep,
+               ") is larger than dim ", d, " of size ", shape[d]);
+      shape[d] = a.sort.keep;
+    }
+  }
+  return {shape, in[0].dtype()};
 }
 
 // Each output element came from exactly one input element (indices is a permutation along dim):
@@ -79,10 +87,11 @@ void add_sort_ops(OpList& ops) {
        .name = "sort",
        .arity = 1,
        .outputs = 2,
-       .signature = "sort(x, dim, descending, stable) -> (values, indices)",
+       .signature = "sort(x, dim, descending, stable, keep = all) -> (values, indices)",
        .summary = "the elements along dim in ascending (or descending) order and the int64 index "
                   "each came from (output 1); always stable (equal elements keep their order); "
-                  "NaN is the largest value, as PyTorch",
+                  "NaN is the largest value, as PyTorch. keep: only the first keep of each row "
+                  "(topk), selected without sorting the rest",
        .infer = infer_sort,
        .grad = sort_grad,
        .grad_doc = "dx = scatter_add(zeros_like(x), dim, indices, g): each element's gradient "
@@ -114,14 +123,20 @@ Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable) {
 
 Tensor msort(const Tensor& x) { return sort(x, 0).values; }
 
+// The first k of the stable sort (sort's keep): the same values and indices, ties included,
+// without sorting the rest of each row (topk(5) of 4096 rows of 256 took 41 ms through the whole
+// sort, 4.4x torch's time).
 ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool /*sorted*/) {
   const int64_t d = op_dim(x, dim, "topk");
   const int64_t n = dim_size(x, d);
   VK_CHECK(k >= 0 && k <= n, RuntimeError, "topk: selected index k out of range (k = ", k, ", dim ",
            dim, " of size ", n, ")");
-  ValuesIndices s = sort(x, d, largest, true);
-  if (x.ndim() == 0 || k == n) return s;
-  return {slice(s.values, d, 0, k), slice(s.indices, d, 0, k)};
+  if (x.ndim() == 0 || k == n) return sort(x, d, largest, true);
+  Attrs a;
+  a.dim = d;
+  a.sort = {.descending = largest, .stable = true, .keep = k};
+  const Outputs o = dispatch_outputs(OpKind::Sort, {x}, a);
+  return {o[0], o[1]};
 }
 
 ValuesIndices kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {

@@ -1,7 +1,8 @@
 // The sort family's kernels. sort: each row along the dim is gathered into a buffer of (value,
 // index) pairs, stably sorted by value (std::stable_sort: ties keep their input order, so the
-// result is one and the same at any thread count) and written back; rows are independent: the pool
-// splits them. searchsorted: a binary search per value.
+// result is one and the same at any thread count) and written back, or only its first `keep`
+// (topk) selected; rows are independent: the pool splits them. searchsorted: a binary search per
+// value.
 #include "vkml/backend/cpu/sort.h"
 
 #include <algorithm>
@@ -30,27 +31,43 @@ bool before(T a, T b, bool descending) {
   return a < b || (is_nan(b) && !is_nan(a));
 }
 
+// Each row's first `keep` elements in order (all of them: keep == K). A few of many (topk) are
+// selected by a partial sort under the stable order made total by the index (ties: the earlier
+// element first), which picks exactly the stable sort's first `keep`, ties included.
 template <class T>
-void sort_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t dim, bool descending) {
+void sort_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t dim, bool descending,
+               int64_t keep) {
   const Rows rows = rows_along(x.shape(), dim);
+  const Rows out = {rows.outer, keep, rows.inner};
   const T* src = x.data<T>();
   T* val = values.data<T>();
   int64_t* idx = indices.data<int64_t>();
+  const bool select = keep * 4 <= rows.K;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(rows.K, 1));
   parallel_for(rows.count(), grain, [&](int64_t begin, int64_t end) {
     // (value, index) pairs side by side: the comparisons read the buffer, not the row through
     // its stride (sorting indices that read the row took 47 ns per element over rows of 256)
-    std::vector<std::pair<T, int64_t>> buf(static_cast<size_t>(rows.K));
+    using Pair = std::pair<T, int64_t>;
+    std::vector<Pair> buf(static_cast<size_t>(rows.K));
     for (int64_t r = begin; r < end; ++r) {
       const int64_t base = rows.base(r);
       for (int64_t k = 0; k < rows.K; ++k)
         buf[static_cast<size_t>(k)] = {src[base + k * rows.inner], k};
-      std::stable_sort(buf.begin(), buf.end(), [descending](const auto& a, const auto& b) {
-        return before(a.first, b.first, descending);
-      });
-      for (int64_t k = 0; k < rows.K; ++k) {
-        val[base + k * rows.inner] = buf[static_cast<size_t>(k)].first;
-        idx[base + k * rows.inner] = buf[static_cast<size_t>(k)].second;
+      if (select) {
+        std::partial_sort(buf.begin(), buf.begin() + keep, buf.end(),
+                          [descending](const Pair& a, const Pair& b) {
+                            if (before(a.first, b.first, descending)) return true;
+                            return !before(b.first, a.first, descending) && a.second < b.second;
+                          });
+      } else {
+        std::stable_sort(buf.begin(), buf.end(), [descending](const Pair& a, const Pair& b) {
+          return before(a.first, b.first, descending);
+        });
+      }
+      const int64_t to = out.base(r);
+      for (int64_t k = 0; k < keep; ++k) {
+        val[to + k * rows.inner] = buf[static_cast<size_t>(k)].first;
+        idx[to + k * rows.inner] = buf[static_cast<size_t>(k)].second;
       }
     }
   });
@@ -109,7 +126,9 @@ VK_KERNEL(sort) {
   Tensor indices = Tensor::empty(m.shape, DType::Int64);
   if (x.numel() == 0) return {values, indices};
   const int64_t dim = x.ndim() == 0 ? 0 : a.dim;
-  VK_DISPATCH_ALL(x.dtype(), "sort", sort_rows<T>(x, values, indices, dim, a.sort.descending));
+  const int64_t keep = x.ndim() == 0 ? 1 : m.shape[static_cast<size_t>(dim)];
+  VK_DISPATCH_ALL(x.dtype(), "sort",
+                  sort_rows<T>(x, values, indices, dim, a.sort.descending, keep));
   return {values, indices};
 }
 

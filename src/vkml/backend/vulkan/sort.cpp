@@ -1,8 +1,9 @@
 // The sort family on the Vulkan device (shaders/sort.comp): a stable merge sort of every row, one
 // pass per doubling of the sorted runs (ceil(log2 K) merges, then one pass writing the result
-// back in the input's layout). The same order as the CPU's (stable, NaN largest), so values and
-// indices are bitwise the CPU's. float32, int32, int64 and (with shaderFloat64) float64. And
-// searchsorted (shaders/searchsorted.comp): a binary search per value.
+// back in the input's layout, or each row's first `keep` for topk). The same order as the CPU's
+// (stable, NaN largest), so values and indices are bitwise the CPU's. float32, int32, int64 and
+// (with shaderFloat64) float64. And searchsorted (shaders/searchsorted.comp): a binary search per
+// value.
 #include "vkml/backend/vulkan/rows.h"
 
 namespace vk::vulkan {
@@ -12,8 +13,9 @@ namespace {
 struct SortParams {
   uint32_t rows = 0, K = 0, inner = 1, width = 1, descending = 0;
   int32_t x_offset = 0;
+  uint32_t keep = 0;  // the finish pass writes each row's first `keep` (topk)
 };
-static_assert(sizeof(SortParams) == 24, "sort.comp's push constants");
+static_assert(sizeof(SortParams) == 28, "sort.comp's push constants");
 
 // Push constants of searchsorted.comp.
 struct SearchParams {
@@ -37,6 +39,7 @@ VK_KERNEL(sort) {
   p.K = static_cast<uint32_t>(s.K);
   p.inner = static_cast<uint32_t>(s.inner);
   p.descending = a.sort.descending ? 1u : 0u;
+  p.keep = static_cast<uint32_t>(x.ndim() == 0 ? 1 : m.shape[static_cast<size_t>(a.dim)]);
   p.x_offset = static_cast<int32_t>(x.offset());
   const uint64_t n = static_cast<uint64_t>(x.numel());
   // Two (keys, indices) buffers, rows side by side; each merge reads one and writes the other.

@@ -7,8 +7,8 @@
 //   FIRST   runs of 1: reads x, contiguous (outer, K, inner) at x_offset, row r = (r / inner,
 //           :, r % inner); the index of an element is its position
 //   (none)  merges runs of `width` from (keys_in, idx_in), rows of K side by side
-//   FINISH  writes the sorted rows back to the (outer, K, inner) layout: values and the indices
-//           as int64 (lo, hi) words
+//   FINISH  writes the sorted rows' first `keep` (all K but for topk) to the (outer, keep, inner)
+//           layout: values and the indices as int64 (lo, hi) words
 // Order: a before b when a < b (a > b descending); NaN is larger than everything, as the CPU's.
 #version 450
 #if defined(INT64)
@@ -36,6 +36,7 @@ layout(push_constant) uniform Params {
   uint width;  // the length of the runs being merged
   uint descending;
   int x_offset;
+  uint keep;  // FINISH: each row's first `keep` come out, rows of `keep` (topk)
 } p;
 
 layout(std430, binding = 0) writeonly buffer KeysOut { T keys_out[]; };
@@ -69,7 +70,8 @@ void main() {
   if (e >= p.rows * p.K) return;
   const uint row = e / p.K, pos = e % p.K;
 #if defined(FINISH)
-  const uint at = row_base(row) + pos * p.inner;
+  if (pos >= p.keep) return;
+  const uint at = (row / p.inner) * p.keep * p.inner + row % p.inner + pos * p.inner;
   keys_out[at] = keys_in[e];
   idx_out[2u * at] = uint(idx_in[e]);
   idx_out[2u * at + 1u] = 0u;
