@@ -4,6 +4,10 @@
 #include <cmath>
 
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/vmath.h"
+
+// An element function is always inlined into its loop (as elementwise.cpp's).
+#define VK_ELEMENT __attribute__((always_inline))
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
@@ -82,7 +86,7 @@ void fill_random(const Tensor& out, const Attrs& a, F f) {
   });
 }
 
-double uniform53(uint32_t hi, uint32_t lo) {  // [0, 1) with 53 random bits
+[[gnu::always_inline]] inline double uniform53(uint32_t hi, uint32_t lo) {  // [0, 1), 53 bits
   return static_cast<double>((uint64_t{hi} << 21) ^ (lo >> 11)) * 0x1.0p-53;
 }
 
@@ -134,10 +138,12 @@ VK_KERNEL(rand) {
 VK_KERNEL(randn) {
   (void)in;
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  // Box-Muller on two uniforms from one counter
-  fill_random(out, a, [](uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3) {
-    double u1 = 1.0 - uniform53(w0, w1), u2 = uniform53(w2, w3);
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  // Box-Muller on two uniforms from one counter, in double through vmath's log and cos(2 pi t)
+  // (vectorised: libm's took 25 ns per element, 7x torch's time)
+  // (always_inline: left a call per element, GCC would not vectorise the loop)
+  fill_random(out, a, [](uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3) VK_ELEMENT {
+    const double u1 = 1.0 - uniform53(w0, w1), u2 = uniform53(w2, w3);
+    return std::sqrt(-2.0 * vmath::log(u1)) * vmath::cos_2pi(u2);
   });
   return out;
 }

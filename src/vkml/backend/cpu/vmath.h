@@ -1,5 +1,6 @@
 // Vectorisable elementary functions for the element-wise kernels: exp, expm1, log, log1p, tanh,
-// sigmoid, softplus, erf, erfc, both forms of gelu and gelu's derivative, for float and double.
+// sigmoid, softplus, erf, erfc, both forms of gelu and gelu's derivative, for float and double;
+// cos(2 pi t) for randn, double.
 //
 // Each function is branch-free scalar code: no calls, no tables, no early returns; selects where
 // libm would branch, bit casts where it would call frexp/ldexp. Inlined into an element loop,
@@ -389,6 +390,30 @@ VK_VMATH_INLINE T sigmoid(T x) {
   using namespace detail;
   const T e = exp_impl(-abs_(x));
   return select(x >= T(0), T(1), e) / (T(1) + e);
+}
+
+// cos(2 pi t) for t in [0, 1], double (randn's Box-Muller angle). A fraction of a turn needs no
+// hard reduction: t = n/4 + r exactly (n = round(4t), |r| <= 1/8), then cos or sin of x = 2 pi r
+// (|x| <= pi/4) by their Taylor polynomials (the first term left out is below 1e-19), picked and
+// signed by the quarter n: cos, -sin, -cos, sin. Near the zeros, at t = 1/4 and 3/4, the result
+// keeps its relative accuracy (cos(2 pi t) through a rounded 2 pi t does not).
+VK_VMATH_INLINE double cos_2pi(double t) {
+  using namespace detail;
+  constexpr double kSin[] = {
+      -1.0 / 6,        1.0 / 120,        -1.0 / 5040,          1.0 / 362880,
+      -1.0 / 39916800, 1.0 / 6227020800, -1.0 / 1307674368000, 1.0 / 355687428096000};
+  constexpr double kCos[] = {
+      1.0 / 24,        -1.0 / 720,         1.0 / 40320,          -1.0 / 3628800,
+      1.0 / 479001600, -1.0 / 87178291200, 1.0 / 20922789888000, -1.0 / 6402373705728000};
+  using Tr = Traits<double>;
+  const double n = (t * 4.0 + Tr::kRoundShift) - Tr::kRoundShift;
+  const double r = fma_(n, -0.25, t);  // exact: t and n/4 are multiples of t's ulp
+  const double x = r * 6.283185307179586;
+  const double z = x * x;
+  const double s = fma_(x * z, horner(z, kSin), x);
+  const double c = fma_(z * z, horner(z, kCos), fma_(z, -0.5, 1.0));
+  const double v = select((n == 1.0) | (n == 3.0), s, c);
+  return select((n == 1.0) | (n == 2.0), -v, v);
 }
 
 // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): never overflows, and keeps its relative accuracy
