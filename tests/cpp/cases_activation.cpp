@@ -65,6 +65,17 @@ RegisterOpCases activation_cases({
        return V{leaf({3}, -2.0, 2.0), values({-3.5, -2.0, 0.4, 2.9, 3.3, -0.7}, {2, 3})};
      },
      [](const V& x) { return hardswish_backward(x[0], x[1]); }},
+    // beta = -1: log sigmoid (F.logsigmoid, the logit losses)
+    {OpKind::Softplus, "softplus/negative_beta",
+     [] {
+       return V{leaf({2, 3}, -30.0, 30.0)};
+     },
+     [](const V& x) { return softplus(x[0], -1.0, INFINITY); }},
+    {OpKind::SoftplusBackward, "softplus_backward/negative_beta",
+     [] {
+       return V{leaf({2, 3}, -2.0, 2.0), leaf({2, 3}, -5.0, 5.0)};
+     },
+     [](const V& x) { return softplus_backward(x[0], x[1], -1.0, INFINITY); }},
     {OpKind::SoftplusBackward, "softplus_backward",
      [] {
        return V{leaf({2, 3}, -2.0, 2.0), around_threshold()};

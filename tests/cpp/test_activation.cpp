@@ -141,6 +141,7 @@ TEST(Activation, FunctionalActivationsAreOneOpEachWay) {
       {"elu", F::elu(x, 0.5), OpKind::Elu, OpKind::EluBackward},
       {"celu", F::celu(x, 2.0), OpKind::Elu, OpKind::EluBackward},
       {"softplus", F::softplus(x, 2.0, 10.0), OpKind::Softplus, OpKind::SoftplusBackward},
+      {"logsigmoid", F::logsigmoid(x), OpKind::Softplus, OpKind::SoftplusBackward},
       {"hardsigmoid", F::hardsigmoid(x), OpKind::Hardsigmoid, OpKind::HardsigmoidBackward},
       {"hardswish", F::hardswish(x), OpKind::Hardswish, OpKind::HardswishBackward}};
   for (const auto& [name, y, forward, backward] : cases) {

@@ -122,7 +122,7 @@ Tensor glu(const Tensor& x, int64_t dim) {
 
 Tensor logsigmoid(const Tensor& x) {
   check_float(x, "logsigmoid", "input");
-  return -breadth::softplus_stable(-x);
+  return breadth::log_sigmoid(x);
 }
 
 Tensor softmin(const Tensor& x, int64_t dim) {

@@ -53,4 +53,10 @@ inline Tensor softplus_stable(const Tensor& z) {
   return vk::softplus(z, 1.0, std::numeric_limits<double>::infinity());
 }
 
+// log sigmoid(x) = -log(1 + e^-x) = -softplus(-x): the softplus op with beta = -1, one op each
+// way (gradient sigmoid(-x)) instead of two negations around it.
+inline Tensor log_sigmoid(const Tensor& x) {
+  return vk::softplus(x, -1.0, std::numeric_limits<double>::infinity());
+}
+
 }  // namespace vk::nn::functional::breadth

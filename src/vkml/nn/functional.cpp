@@ -429,15 +429,15 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, c
   check_floating(target, fn, "target");
   check_same_dtype(target, x, fn, "target");
   check_same_shape(target, x, fn, "target");
-  // -[pw y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] = (1 - y) x + (1 + (pw - 1) y)
-  // softplus(-x)
-  Tensor log_term = breadth::softplus_stable(-x);
+  // -[pw y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] = (1 - y) x - (1 + (pw - 1) y)
+  // log sigmoid(x)
+  Tensor log_term = breadth::log_sigmoid(x);
   if (pos_weight.defined()) {
     check_same_dtype(pos_weight, x, fn, "pos_weight");
     check_broadcasts_to(pos_weight, x.shape(), fn, "pos_weight");
     log_term = ((pos_weight - 1.0) * target + 1.0) * log_term;
   }
-  Tensor loss = (1.0 - target) * x + log_term;
+  Tensor loss = (1.0 - target) * x - log_term;
   if (weight.defined()) {
     check_same_dtype(weight, x, fn, "weight");
     check_broadcasts_to(weight, x.shape(), fn, "weight");

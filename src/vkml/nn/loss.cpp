@@ -258,8 +258,8 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, co
   check_pair(input, target, fn, "input", "target");
   breadth::check_same_shape(target, input, fn, "target");
   VK_CHECK(input.ndim() >= 1, SizeError, fn, ": input must have a class dim, got a 0-d tensor");
-  // -(y log sigmoid(x) + (1 - y) log sigmoid(-x)) = softplus(-x) + (1 - y) x
-  Tensor loss = breadth::softplus_stable(-input) + (1.0 - target) * input;
+  // -(y log sigmoid(x) + (1 - y) log sigmoid(-x)) = (1 - y) x - log sigmoid(x)
+  Tensor loss = (1.0 - target) * input - breadth::log_sigmoid(input);
   if (weight.defined()) {
     check_companion(weight, input, fn, "weight");
     broadcast_shapes(weight.shape(), input.shape(), fn);
