@@ -115,8 +115,8 @@ Grads leaky_relu_grad(const GradCtx& c) { return {leaky_back(c.grad, c.in[0], c.
 Grads hardtanh_grad(const GradCtx& c) { return {hardtanh_back(c.grad, c.in[0], c.attrs)}; }
 Grads elu_grad(const GradCtx& c) { return {elu_back(c.grad, c.in[0], c.attrs)}; }
 Grads softplus_grad(const GradCtx& c) { return {softplus_back(c.grad, c.in[0], c.attrs)}; }
-Grads hardsigmoid_grad(const GradCtx& c) { return {hardsigmoid_backward(c.grad, c.in[0])}; }
-Grads hardswish_grad(const GradCtx& c) { return {hardswish_backward(c.grad, c.in[0])}; }
+Grads hardsigmoid_grad(const GradCtx& c) { return {hardsigmoid_back(c.grad, c.in[0], c.attrs)}; }
+Grads hardswish_grad(const GradCtx& c) { return {hardswish_back(c.grad, c.in[0], c.attrs)}; }
 
 }  // namespace
 
