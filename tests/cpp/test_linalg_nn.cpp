@@ -344,6 +344,77 @@ TEST(MaxPool2d, ValuesAndIndicesByHandTiesTakeTheFirst) {
                 {0, 1, 0, 0, 0, 3, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0});
 }
 
+// max_pool2d by its definition, over an (N, C, H, W) row-major plane stack: the first maximum in
+// (i, j) order over the positions inside the plane, a NaN always taken; -1 where a window has
+// none inside.
+void naive_max_pool(const std::vector<double>& x, int64_t NC, int64_t H, int64_t W,
+                    const Window2d& w, int64_t OH, int64_t OW, std::vector<double>& best,
+                    std::vector<double>& at) {
+  best.assign(static_cast<size_t>(NC * OH * OW), -INFINITY);
+  at.assign(best.size(), -1);
+  for (int64_t q = 0; q < NC; ++q)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const size_t o = static_cast<size_t>((q * OH + oh) * OW + ow);
+        for (int64_t i = 0; i < w.kh; ++i)
+          for (int64_t j = 0; j < w.kw; ++j) {
+            const int64_t ih = oh * w.sh - w.ph + i * w.dh, iw = ow * w.sw - w.pw + j * w.dw;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            const double v = x[static_cast<size_t>((q * H + ih) * W + iw)];
+            if (at[o] < 0 || v > best[o] || std::isnan(v)) best[o] = v, at[o] = double(ih * W + iw);
+          }
+      }
+}
+
+// The padded windows read a copy of each plane with -infinity in the padding (a padding element
+// never wins except in a window of -infinity alone, walked again), through constant-stride
+// copies: ties, NaNs, windows of -infinity only, strided (channels-last) inputs and rows longer
+// than a block all give the definition's values and indices, in float32 and float64.
+TEST(MaxPool2d, PaddedPoolsReadAPaddedCopyAndMatchTheDefinition) {
+  manual_seed(7);
+  struct Case {
+    Shape shape;
+    Window2d w;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 8}, win(3, 2, 1)},                         // ResNet's stem pool
+      {{1, 2, 7, 7}, win(3, 1, 1)},                         // stride 1
+      {{1, 2, 8, 9}, win(2, 2, 1, 2)},                      // dilated
+      {{1, 2, 6, 11}, Window2d{2, 3, 1, 2, 1, 0, 1, 1}},    // rectangular, padding in h only
+      {{1, 2, 5, 6}, Window2d{3, 2, 3, 1, 1, 1, 1, 2}},     // stride 3 in h
+      {{1, 1, 3, 2101}, Window2d{3, 3, 1, 2, 1, 1, 1, 1}},  // rows of 1051 outputs
+      {{1, 1, 3, 3}, win(2, 2, 1)},                         // a row of -infinity at the top
+      {{2, 2, 10, 10}, win(2, 2)},                          // no padding (the plane itself)
+  };
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (bool channels_last : {false, true})
+      for (const Case& c : cases) {
+        const int64_t N = c.shape[0], C = c.shape[1], H = c.shape[2], W = c.shape[3];
+        // Small integers (many ties), a NaN here and there, and a band of -infinity.
+        std::vector<double> v(static_cast<size_t>(N * C * H * W));
+        Tensor r = randint(0, 40, {static_cast<int64_t>(v.size())});
+        std::vector<double> rv = to_vector(r);
+        for (size_t k = 0; k < v.size(); ++k)
+          v[k] = rv[k] < 2 ? NAN : rv[k] < 10 ? -INFINITY : std::floor(rv[k] / 10);
+        for (int64_t k = 0; k < std::min<int64_t>(W, 5); ++k) v[static_cast<size_t>(k)] = -INFINITY;
+        Tensor x = from_vector(v, c.shape, dt);
+        if (channels_last) x = permute(contiguous(permute(x, {0, 2, 3, 1})), {0, 3, 1, 2});
+        const Window2d& w = c.w;
+        const int64_t OH = (H + 2 * w.ph - w.dh * (w.kh - 1) - 1) / w.sh + 1;
+        const int64_t OW = (W + 2 * w.pw - w.dw * (w.kw - 1) - 1) / w.sw + 1;
+        std::vector<double> best, at;
+        naive_max_pool(v, N * C, H, W, w, OH, OW, best, at);
+        PoolResult p = max_pool2d(x, w);
+        ASSERT_EQ(p.values.shape(), (Shape{N, C, OH, OW}));
+        std::vector<double> got = to_vector(p.values), got_at = to_vector(p.indices);
+        for (size_t o = 0; o < best.size(); ++o) {
+          ASSERT_TRUE(got[o] == best[o] || (std::isnan(got[o]) && std::isnan(best[o])))
+              << "value " << o << " of " << x.describe() << ": " << got[o] << " vs " << best[o];
+          ASSERT_EQ(got_at[o], at[o]) << "index " << o << " of " << x.describe();
+        }
+      }
+}
+
 TEST(MaxPool2d, Errors) {
   VK_EXPECT_ERROR(max_pool2d(zeros({1, 1, 4, 4}), win(2, 1, 2)), ShapeError, "max_pool2d",
                   "padding");

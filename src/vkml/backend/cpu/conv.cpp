@@ -32,6 +32,110 @@ inline void select_if(bool take, T v, int64_t flat, T& best, int64_t& at) {
   at = (flat & mi) | (at & ~mi);
 }
 
+// One plane's max pool by the general walk, for outputs [oh0, oh1) x [ow0, ow1): window
+// positions in (i, j) order, each output keeps the first maximum it meets and a NaN always wins
+// (as in PyTorch); a window entirely in the padding keeps index -1. The selects are branch-free
+// (data comparisons are unpredictable) and independent across outputs.
+template <class T>
+void max_pool_walk(const T* xp, int64_t sh, int64_t sw, int64_t H, int64_t W, const Window2d& w,
+                   int64_t OW, int64_t oh0, int64_t oh1, int64_t ow0, int64_t ow1, T* po,
+                   int64_t* pi) {
+  for (int64_t oh = oh0; oh < oh1; ++oh) {
+    T* __restrict best = po + oh * OW;
+    int64_t* __restrict at = pi + oh * OW;
+    std::fill(best + ow0, best + ow1, -std::numeric_limits<T>::infinity());
+    std::fill(at + ow0, at + ow1, int64_t{-1});
+    int64_t ilo, ihi, jlo, jhi;
+    valid_range(0, w.kh, H, w.dh, w.ph - oh * w.sh, 0, ilo, ihi);
+    window_taps(OW, W, w.kw, w.sw, w.pw, w.dw, jlo, jhi);
+    for (int64_t i = ilo; i < ihi; ++i) {
+      const int64_t ih = oh * w.sh - w.ph + i * w.dh;
+      const T* xr = xp + ih * sh;
+      for (int64_t j = jlo; j < jhi; ++j) {
+        int64_t lo, hi;
+        valid_range(0, OW, W, w.sw, w.pw, j * w.dw, lo, hi);
+        const int64_t off = j * w.dw - w.pw;  // input column of output ow: ow * sw + off
+        for (int64_t ow = std::max(lo, ow0); ow < std::min(hi, ow1); ++ow) {
+          const int64_t iw = ow * w.sw + off;
+          const T v = xr[iw * sw];
+          const bool take = (at[ow] < 0) | (v > best[ow]) | (v != v);
+          select_if(take, v, ih * W + iw, best[ow], at[ow]);
+        }
+      }
+    }
+  }
+}
+
+// One plane's max pool over a source whose every window lies inside it: the plane itself when
+// there is no padding, else a copy with -infinity in the padding. Blocks of whole output rows at
+// a time; for each window position in (i, j) order -- the same selects in the same order as the
+// walk -- the block's candidates are first copied into `cand`, so the select runs as one
+// vectorised pass over contiguous outputs (small planes, a 2x2 pool of 8x8, have rows of only a
+// few outputs). The pass keeps the window position's number (32 bits, half the select's width),
+// made a flat index once per block. A padding element is never taken over a plane element,
+// except where every element of the window is -infinity: those outputs (best still -infinity)
+// are walked again.
+template <class T>
+void max_pool_blocks(const T* src, int64_t sh, int64_t sw, const T* xp, int64_t xsh, int64_t xsw,
+                     int64_t H, int64_t W, const Window2d& w, int64_t OH, int64_t OW, T* po,
+                     int64_t* pi, std::vector<T>& cand, std::vector<int32_t>& tap) {
+  const int64_t rows_per_block = std::max<int64_t>(1, 1024 / std::max<int64_t>(OW, 1));
+  cand.resize(static_cast<size_t>(std::min(OH, rows_per_block) * OW));
+  tap.resize(cand.size());
+  const bool padded = w.ph > 0 || w.pw > 0;
+  std::vector<int64_t> tap_at(static_cast<size_t>(w.kh * w.kw));  // flat offset of each position
+  for (int64_t i = 0; i < w.kh; ++i)
+    for (int64_t j = 0; j < w.kw; ++j) tap_at[i * w.kw + j] = i * w.dh * W + j * w.dw;
+  for (int64_t oh0 = 0; oh0 < OH; oh0 += rows_per_block) {
+    const int64_t oh1 = std::min(OH, oh0 + rows_per_block), n = (oh1 - oh0) * OW;
+    T* __restrict best = po + oh0 * OW;
+    int32_t* __restrict at = tap.data();
+    for (int64_t i = 0; i < w.kh; ++i)
+      for (int64_t j = 0; j < w.kw; ++j) {
+        // The common strides as constants, so that the copy vectorises (a stride-2 pool's
+        // reads are two loads and a permute per vector).
+        auto gather = [&](auto step) {
+          T* __restrict c = cand.data();
+          for (int64_t oh = oh0; oh < oh1; ++oh, c += OW) {
+            const T* __restrict xr = src + (oh * w.sh + i * w.dh) * sh + j * w.dw * sw;
+            for (int64_t ow = 0; ow < OW; ++ow) c[ow] = xr[ow * step];
+          }
+        };
+        const int64_t step = w.sw * sw;
+        if (step == 1)
+          gather(std::integral_constant<int64_t, 1>{});
+        else if (step == 2)
+          gather(std::integral_constant<int64_t, 2>{});
+        else
+          gather(step);
+        const T* __restrict v = cand.data();
+        const auto t = static_cast<int32_t>(i * w.kw + j);
+        if (t == 0) {
+          std::copy(v, v + n, best);
+          std::fill(at, at + n, 0);
+          continue;
+        }
+        for (int64_t o = 0; o < n; ++o) {
+          const bool take = (v[o] > best[o]) | (v[o] != v[o]);
+          best[o] = take ? v[o] : best[o];
+          at[o] = take ? t : at[o];
+        }
+      }
+    // Window position t = i * kw + j of output (oh, ow) is the plane's element
+    // (oh * sh - ph + i * dh, ow * sw - pw + j * dw) (out of it for a padding position).
+    for (int64_t oh = oh0, o = 0; oh < oh1; ++oh) {
+      const int64_t row = (oh * w.sh - w.ph) * W - w.pw;
+      for (int64_t ow = 0; ow < OW; ++ow, ++o) pi[oh * OW + ow] = row + ow * w.sw + tap_at[at[o]];
+    }
+    if (!padded) continue;
+    for (int64_t o = 0; o < n; ++o)
+      if (best[o] == -std::numeric_limits<T>::infinity()) {
+        const int64_t oh = oh0 + o / OW, ow = o % OW;
+        max_pool_walk(xp, xsh, xsw, H, W, w, OW, oh, oh + 1, ow, ow + 1, po, pi);
+      }
+  }
+}
+
 // conv2d over images of few output positions (a deep layer's 4x4 or 2x2), where a product per
 // image would read the whole weight once per image: the batch's columns are made once, side by
 // side (C*kh*kw x N*L), and each task multiplies one block of output channels' weights by all of
@@ -218,86 +322,53 @@ VK_KERNEL(max_pool2d) {
   if (out.numel() == 0) return {out, idx};
   const int64_t sN = x.strides()[0], sC = x.strides()[1], sH = x.strides()[2], sW = x.strides()[3];
   const Window2d w = a.win;
+  // With padding, each plane is first copied into the rows and columns the windows reach, the
+  // padding -infinity, so that every window reads inside it -- for the windows pools use; a
+  // pooling window is a parameter, not memory, and may be far larger than the plane (its padding
+  // to match): those take the walk, over only the window positions that reach the plane.
+  const bool padded = w.ph > 0 || w.pw > 0, walk = padded && (w.kh > 16 || w.kw > 16);
+  const int64_t Hp = walk ? 0 : (OH - 1) * w.sh + (w.kh - 1) * w.dh + 1;
+  const int64_t Wp = walk ? 0 : (OW - 1) * w.sw + (w.kw - 1) * w.dw + 1;
+  int64_t ilo, ihi, jlo, jhi;
+  window_taps(OH, H, w.kh, w.sh, w.ph, w.dh, ilo, ihi);
+  window_taps(OW, W, w.kw, w.sw, w.pw, w.dw, jlo, jhi);
+  const int64_t work = OH * OW * (walk ? (ihi - ilo) * (jhi - jlo) : w.kh * w.kw) + Hp * Wp;
   VK_DISPATCH_FLOAT(x.dtype(), "max_pool2d", {
     const T* px = x.data<T>();
     T* po = out.data<T>();
     int64_t* pi = idx.data<int64_t>();
-    const int64_t rows_per_block = std::max<int64_t>(1, 1024 / std::max<int64_t>(OW, 1));
-    int64_t jlo, jhi;
-    window_taps(OW, W, w.kw, w.sw, w.pw, w.dw, jlo, jhi);
-    const int64_t grain = grain_for(OH * OW * std::min(w.kh, H) * (jhi - jlo));
-    parallel_for(N * C, grain, [&, w](int64_t b, int64_t e) {
-      const int64_t h = H, wd = W, sh = sH, sw = sW, ow_n = OW;
-      std::vector<T> cand;
-      std::vector<int64_t> first_flat;
-      if (w.ph == 0 && w.pw == 0) {
-        cand.resize(static_cast<size_t>(std::min(OH, rows_per_block) * OW));
-        first_flat.resize(cand.size());
-      }
+    parallel_for(N * C, grain_for(work), [&, w](int64_t b, int64_t e) {
+      std::vector<T> cand, plane(static_cast<size_t>(padded ? Hp * Wp : 0));
+      std::vector<int32_t> tap;
+      const int64_t r0 = std::min(Hp, w.ph), r1 = std::min(Hp, H + w.ph);
+      const int64_t c0 = std::min(Wp, w.pw), c1 = std::min(Wp, W + w.pw);
       for (int64_t q = b; q < e; ++q) {
         const T* xp = px + (q / C) * sN + (q % C) * sC;
-        if (w.ph == 0 && w.pw == 0) {
-          // No padding: every window lies inside the plane. Blocks of whole output rows at a
-          // time; for each window position in (i, j) order -- the same selects in the same
-          // order as the general walk below -- the block's candidates are first copied into
-          // `cand`, so the select runs as one vectorised pass over contiguous outputs (small
-          // planes, a 2x2 pool of 8x8, have rows of only a few outputs).
-          for (int64_t oh0 = 0; oh0 < OH; oh0 += rows_per_block) {
-            const int64_t oh1 = std::min(OH, oh0 + rows_per_block), n = (oh1 - oh0) * ow_n;
-            T* __restrict best = po + (q * OH + oh0) * ow_n;
-            int64_t* __restrict at = pi + (q * OH + oh0) * ow_n;
-            for (int64_t oh = oh0; oh < oh1; ++oh)
-              for (int64_t ow = 0; ow < ow_n; ++ow)
-                first_flat[(oh - oh0) * ow_n + ow] = oh * w.sh * wd + ow * w.sw;
-            for (int64_t i = 0; i < w.kh; ++i)
-              for (int64_t j = 0; j < w.kw; ++j) {
-                T* __restrict c = cand.data();
-                for (int64_t oh = oh0; oh < oh1; ++oh) {
-                  const T* xr = xp + (oh * w.sh + i * w.dh) * sh + j * w.dw * sw;
-                  for (int64_t ow = 0; ow < ow_n; ++ow) *c++ = xr[ow * w.sw * sw];
-                }
-                const int64_t off = i * w.dh * wd + j * w.dw;
-                const T* __restrict v = cand.data();
-                const int64_t* __restrict f = first_flat.data();
-                if (i == 0 && j == 0) {
-                  for (int64_t o = 0; o < n; ++o) best[o] = v[o], at[o] = f[o] + off;
-                  continue;
-                }
-                for (int64_t o = 0; o < n; ++o) {
-                  const bool take = (v[o] > best[o]) | (v[o] != v[o]);
-                  best[o] = take ? v[o] : best[o];
-                  at[o] = take ? f[o] + off : at[o];
-                }
-              }
-          }
+        T* oq = po + q * OH * OW;
+        int64_t* iq = pi + q * OH * OW;
+        if (!padded) {
+          max_pool_blocks(xp, sH, sW, xp, sH, sW, H, W, w, OH, OW, oq, iq, cand, tap);
           continue;
         }
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          // A row of outputs at a time, window positions in (i, j) order: each output keeps the
-          // first maximum it meets, a NaN always wins (as in PyTorch). The selects are
-          // branch-free (data comparisons are unpredictable) and independent across outputs.
-          T* __restrict best = po + (q * OH + oh) * ow_n;
-          int64_t* __restrict at = pi + (q * OH + oh) * ow_n;
-          std::fill(best, best + ow_n, -std::numeric_limits<T>::infinity());
-          std::fill(at, at + ow_n, int64_t{-1});
-          int64_t ilo, ihi;
-          valid_range(0, w.kh, h, w.dh, w.ph - oh * w.sh, 0, ilo, ihi);
-          for (int64_t i = ilo; i < ihi; ++i) {
-            const int64_t ih = oh * w.sh - w.ph + i * w.dh;
-            const T* xr = xp + ih * sh;
-            for (int64_t j = jlo; j < jhi; ++j) {
-              int64_t lo, hi;
-              valid_range(0, ow_n, wd, w.sw, w.pw, j * w.dw, lo, hi);
-              const int64_t off = j * w.dw - w.pw;  // input column of output ow: ow * sw + off
-              for (int64_t ow = lo; ow < hi; ++ow) {
-                const int64_t iw = ow * w.sw + off;
-                const T v = xr[iw * sw];
-                const bool take = (at[ow] < 0) | (v > best[ow]) | (v != v);
-                select_if(take, v, ih * wd + iw, best[ow], at[ow]);
-              }
-            }
-          }
+        if (walk) {
+          max_pool_walk(xp, sH, sW, H, W, w, OW, 0, OH, 0, OW, oq, iq);
+          continue;
         }
+        constexpr T kPad = -std::numeric_limits<T>::infinity();
+        std::fill(plane.data(), plane.data() + r0 * Wp, kPad);
+        std::fill(plane.data() + r1 * Wp, plane.data() + Hp * Wp, kPad);
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* xr = xp + (r - w.ph) * sH + (c0 - w.pw) * sW;
+          T* pr = plane.data() + r * Wp;
+          std::fill(pr, pr + c0, kPad);
+          std::fill(pr + c1, pr + Wp, kPad);
+          if (sW == 1)
+            std::copy(xr, xr + (c1 - c0), pr + c0);
+          else
+            for (int64_t c = c0; c < c1; ++c, xr += sW) pr[c] = *xr;
+        }
+        max_pool_blocks(plane.data(), Wp, int64_t{1}, xp, sH, sW, H, W, w, OH, OW, oq, iq, cand,
+                        tap);
       }
     });
   });
