@@ -13,6 +13,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 #include "vkml/backend/cpu/window.h"
+#include "vkml/backend/cpu/winograd.h"
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
@@ -242,6 +243,12 @@ VK_KERNEL(conv2d) {
   if (out.numel() == 0) return out;
   if (x.dtype() == DType::Float32 && groups == 1) {
     const ConvShape shape{N, C, H, W, O, w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw};
+    if (use_winograd(shape)) {
+      const Tensor xc = contiguous_copy(x), bias = has_bias ? contiguous_copy(in[2]) : Tensor();
+      winograd_conv2d(shape, xc.data<float>(), wt.data<float>(),
+                      has_bias ? bias.data<float>() : nullptr, out.data<float>());
+      return out;
+    }
     if (use_onednn_conv(shape)) {
       const Tensor xc = contiguous_copy(x), bias = has_bias ? contiguous_copy(in[2]) : Tensor();
       conv2d_f32(shape, xc.data<float>(), wt.data<float>(), has_bias ? bias.data<float>() : nullptr,

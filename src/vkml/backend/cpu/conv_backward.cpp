@@ -15,6 +15,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
 #include "vkml/backend/cpu/window.h"
+#include "vkml/backend/cpu/winograd.h"
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
@@ -90,6 +91,10 @@ VK_KERNEL(conv2d_backward_input) {
   if (out.numel() == 0) return out;
   if (g.dtype() == DType::Float32 && G == 1) {
     const ConvShape s = conv_shape(m.shape, wt.shape(), w);
+    if (use_winograd_backward_input(s)) {
+      winograd_conv2d_backward_input(s, g.data<float>(), wt.data<float>(), out.data<float>());
+      return out;
+    }
     if (use_onednn_conv_backward_data(s)) {
       conv2d_backward_data_f32(s, g.data<float>(), wt.data<float>(), out.data<float>());
       return out;
@@ -136,6 +141,11 @@ VK_KERNEL(conv2d_backward_weight) {
   if (out.numel() == 0) return out;
   if (g.dtype() == DType::Float32 && G == 1) {
     const ConvShape s = conv_shape(x.shape(), m.shape, w);
+    if (use_winograd_weight_grad(s)) {
+      const Tensor xc = contiguous_copy(x);
+      winograd_conv2d_backward_weight(s, xc.data<float>(), g.data<float>(), out.data<float>());
+      return out;
+    }
     if (use_onednn_conv_backward_weights(s)) {
       const Tensor xc = contiguous_copy(x);
       conv2d_backward_weights_f32(s, xc.data<float>(), g.data<float>(), out.data<float>());
