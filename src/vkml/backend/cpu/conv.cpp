@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "vkml/backend/cpu/conv_taps.h"
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/onednn.h"
@@ -241,8 +242,17 @@ VK_KERNEL(conv2d) {
   const int64_t kk = w.kh * w.kw, CgKK = Cg * kk, CKK = C * kk;
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (out.numel() == 0) return out;
+  const ConvShape shape{N, C, H, W, O, w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw};
+  if ((x.dtype() == DType::Float32 || x.dtype() == DType::Float64) && groups == 1 &&
+      use_conv_by_taps(shape)) {
+    const Tensor xc = contiguous_copy(x), bias = has_bias ? contiguous_copy(in[2]) : Tensor();
+    VK_DISPATCH_FLOAT(x.dtype(), "conv2d", {
+      conv2d_by_taps<T>(shape, xc.data<T>(), wt.data<T>(), has_bias ? bias.data<T>() : nullptr,
+                        out.data<T>());
+    });
+    return out;
+  }
   if (x.dtype() == DType::Float32 && groups == 1) {
-    const ConvShape shape{N, C, H, W, O, w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw};
     if (use_winograd(shape)) {
       const Tensor xc = contiguous_copy(x), bias = has_bias ? contiguous_copy(in[2]) : Tensor();
       winograd_conv2d(shape, xc.data<float>(), wt.data<float>(),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vkml/backend/cpu/conv.h"
+#include "vkml/backend/cpu/conv_taps.h"
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/parallel.h"
@@ -139,6 +140,16 @@ VK_KERNEL(conv2d_backward_weight) {
   const int64_t OW = g.shape()[3], L = g.shape()[2] * OW, kk = w.kh * w.kw, CgKK = Cg * kk;
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (out.numel() == 0) return out;
+  const bool by_taps = (g.dtype() == DType::Float32 || g.dtype() == DType::Float64) && G == 1 &&
+                       use_conv_weight_grad_by_taps(conv_shape(x.shape(), m.shape, w));
+  if (by_taps) {
+    const Tensor xc = contiguous_copy(x);
+    VK_DISPATCH_FLOAT(g.dtype(), "conv2d_backward_weight", {
+      conv2d_backward_weight_by_taps<T>(conv_shape(x.shape(), m.shape, w), xc.data<T>(),
+                                        g.data<T>(), out.data<T>());
+    });
+    return out;
+  }
   if (g.dtype() == DType::Float32 && G == 1) {
     const ConvShape s = conv_shape(x.shape(), m.shape, w);
     if (use_winograd_weight_grad(s)) {
