@@ -511,8 +511,12 @@ bool use_onednn_conv_backward_weights(const ConvShape& s) {
   // the batch; its 2x2 layer 5.4 against 4.0 ms, by slices of channels). From 3 input channels:
   // im2col + GEMM's product is narrow there (C x kh x kw columns) and oneDNN won at every first
   // layer measured (the 7x7 stem 3.6 against 6.4 ms, 3 -> 64 3x3 at 32 x 32 1.5 against 2.3,
-  // 16 -> 32 1.9 against 3.4); a single channel (MNIST's first layer) ran 30% slower.
-  return onednn_conv_shape(s) && s.C >= 3 && out_positions(s) >= 256;
+  // 16 -> 32 1.9 against 3.4); a single channel (MNIST's first layer) ran 30% slower. Strided
+  // layers from 64 positions: ResNet-18's 64 -> 128 from 16x16 to 8x8, 1.9 against 2.4 ms at one
+  // thread (equal at two).
+  const int64_t positions = out_positions(s);
+  return onednn_conv_shape(s) && s.C >= 3 &&
+         (positions >= 256 || (positions >= 64 && s.sh * s.sw > 1));
 }
 
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
