@@ -45,16 +45,6 @@ Tensor reference_dw(const Tensor& g, const Tensor& x, const Shape& ws, const Win
   return reshape(sum(matmul(gg, transpose(cols, 2, 3)), {0}), ws);
 }
 
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  const std::vector<double> av = to_vector(a), bv = to_vector(b);
-  double scale = 0, diff = 0;
-  for (size_t i = 0; i < av.size(); ++i) {
-    scale = std::max(scale, std::fabs(bv[i]));
-    diff = std::max(diff, std::fabs(av[i] - bv[i]));
-  }
-  return diff / std::max(scale, 1e-300);
-}
-
 const std::vector<ConvCase>& cases() {
   static const std::vector<ConvCase> c = {
       {{2, 4, 7, 6}, {6, 4, 3, 3}, window(3, 1, 1)},

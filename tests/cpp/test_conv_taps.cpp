@@ -49,16 +49,6 @@ Tensor reference_dw(const Tensor& g, const Tensor& x, const Shape& ws, const Win
   return reshape(sum(matmul(reshape(g, {N, O, L}), transpose(cols, 1, 2)), {0}), ws);
 }
 
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  const std::vector<double> av = to_vector(a), bv = to_vector(b);
-  double scale = 0, diff = 0;
-  for (size_t i = 0; i < av.size(); ++i) {
-    scale = std::max(scale, std::fabs(bv[i]));
-    diff = std::max(diff, std::fabs(av[i] - bv[i]));
-  }
-  return diff / std::max(scale, 1e-300);
-}
-
 // Regression (#18: ResNet-18's 512-channel 3x3 layer at 2x2 multiplied 20 of every 36 weights by
 // the padding's zeros, 4.2 ms forward through oneDNN and 3.5 for its weight gradient): the
 // forward goes by taps where at most half the (position, tap) pairs read the image, the weight

@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -9,6 +10,17 @@
 #include "vkml/vkml.h"
 
 namespace vk::test {
+
+// max |a - b| over max |b|: a's largest difference from the reference b, relative to b's scale.
+inline double max_rel_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<double> av = to_vector(a), bv = to_vector(b);
+  double scale = 0, diff = 0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    scale = std::max(scale, std::fabs(bv[i]));
+    diff = std::max(diff, std::fabs(av[i] - bv[i]));
+  }
+  return diff / std::max(scale, 1e-300);
+}
 
 // float64 leaf with values drawn uniformly from [lo, hi), requiring grad.
 inline Tensor leaf(const Shape& shape, double lo = -1.0, double hi = 1.0,
