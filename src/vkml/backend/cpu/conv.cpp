@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -342,8 +343,10 @@ VK_KERNEL(max_pool2d) {
   // With padding, each plane is first copied into the rows and columns the windows reach, the
   // padding -infinity, so that every window reads inside it -- for the windows pools use; a
   // pooling window is a parameter, not memory, and may be far larger than the plane (its padding
-  // to match): those take the walk, over only the window positions that reach the plane.
-  const bool padded = w.ph > 0 || w.pw > 0, walk = padded && (w.kh > 16 || w.kw > 16);
+  // to match): those take the walk, over only the window positions that reach the plane (as does
+  // a window of 2^31 positions or more, past the blocks' 32-bit position numbers).
+  const bool padded = w.ph > 0 || w.pw > 0;
+  const bool walk = padded ? w.kh > 16 || w.kw > 16 : w.kh * w.kw > INT32_MAX;
   const int64_t Hp = walk ? 0 : (OH - 1) * w.sh + (w.kh - 1) * w.dh + 1;
   const int64_t Wp = walk ? 0 : (OW - 1) * w.sw + (w.kw - 1) * w.dw + 1;
   int64_t ilo, ihi, jlo, jhi;
@@ -363,12 +366,12 @@ VK_KERNEL(max_pool2d) {
         const T* xp = px + (q / C) * sN + (q % C) * sC;
         T* oq = po + q * OH * OW;
         int64_t* iq = pi + q * OH * OW;
-        if (!padded) {
-          max_pool_blocks(xp, sH, sW, xp, sH, sW, H, W, w, OH, OW, oq, iq, cand, tap);
-          continue;
-        }
         if (walk) {
           max_pool_walk(xp, sH, sW, H, W, w, OW, 0, OH, 0, OW, oq, iq);
+          continue;
+        }
+        if (!padded) {
+          max_pool_blocks(xp, sH, sW, xp, sH, sW, H, W, w, OH, OW, oq, iq, cand, tap);
           continue;
         }
         constexpr T kPad = -std::numeric_limits<T>::infinity();

@@ -101,8 +101,8 @@ void pack_columns(const ConvShape& s, const Taps& plan, const T* src, int64_t ro
   });
 }
 
-// Rows per task of a product over `rows` output rows: at least 4 tasks where there are 64 rows
-// each to make, fixed by the shape.
+// Rows per task of a product over `rows` output rows, fixed by the shape: 4 tasks from 64 rows
+// up, none under 16 rows.
 int64_t row_block(int64_t rows) { return std::max<int64_t>(16, (rows + 3) / 4); }
 
 // z[r][k * N + n] added into acc[r][at(k) * N + n] for each position block k of the tap.
@@ -128,15 +128,21 @@ void images_first(const T* acc, int64_t rows, int64_t positions, int64_t N, T* o
   });
 }
 
-}  // namespace
-
-namespace {
 // The (position, tap) pairs that read the image, of the L x KK there are.
 int64_t pairs_reading(const Taps& plan) {
   int64_t pairs = 0;
   for (const Tap& tap : plan.taps) pairs += tap.positions();
   return pairs;
 }
+
+// Whether s has at most `positions` output positions per image and 64+ channels each side:
+// checked before any taps are planned (every float conv2d call asks).
+bool few_positions_wide(const ConvShape& s, int64_t positions) {
+  const int64_t OH = (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
+  const int64_t OW = (s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
+  return OH * OW <= positions && std::min(s.C, s.O) >= 64;
+}
+
 }  // namespace
 
 // Measured against oneDNN's direct convolution, im2col + GEMM and Winograd (Zen 4, one and two
@@ -148,13 +154,15 @@ int64_t pairs_reading(const Taps& plan) {
 // oneDNN's 3.1 at 2 x 2). A quarter of the time goes to putting each tap's weights in one matrix
 // (the weight, 9.4 MB at 512 channels, read and written once per call).
 bool use_conv_by_taps(const ConvShape& s) {
+  if (!few_positions_wide(s, 16)) return false;
   const Taps plan = taps_of(s);
-  return plan.L <= 16 && std::min(s.C, s.O) >= 64 && 2 * pairs_reading(plan) <= plan.L * plan.KK;
+  return 2 * pairs_reading(plan) <= plan.L * plan.KK;
 }
 
 bool use_conv_weight_grad_by_taps(const ConvShape& s) {
+  if (!few_positions_wide(s, 4)) return false;
   const Taps plan = taps_of(s);
-  return plan.L <= 4 && std::min(s.C, s.O) >= 64 && 4 * pairs_reading(plan) <= 3 * plan.L * plan.KK;
+  return 4 * pairs_reading(plan) <= 3 * plan.L * plan.KK;
 }
 
 template <class T>
