@@ -1,7 +1,8 @@
 // Kernels whose loops or thread split are shaped for speed give the same bits at 1, 2 and 3
 // threads, and the right values: the tiled copy of a transposed operand (whole tiles handed out
 // among threads, edges walked plainly), where's bit select, gelu's one-formula float path,
-// col2im's vectorised rows, and a conv2d forward and backward pass.
+// col2im's vectorised rows, conv2d forward and backward passes (im2col, Winograd, by taps) and a
+// padded max pool. Run under ThreadSanitizer too (make test-tsan).
 #include <cstring>
 
 #include "test_util.h"
@@ -41,6 +42,20 @@ std::vector<Tensor> kernels_at(int threads) {
   Tensor y2 = conv2d(x2, w2, Tensor(), 1, 1, 1, 1);
   autograd::backward(y2, randn(y2.shape()));
   r.insert(r.end(), {x2.grad(), w2.grad()});
+  // Winograd's three passes over 4 chunks of tiles (the weight gradient in 4 parts), a padded
+  // 3x3 onto 2x2 by taps (forward and weight gradient), a padded max pool over its plane copies
+  Tensor x3 = randn({4, 64, 30, 30}).set_requires_grad(true);
+  Tensor w3 = (randn({64, 64, 3, 3}) * 0.1).detach().set_requires_grad(true);
+  Tensor y3 = conv2d(x3, w3, Tensor(), 1, 1, 1, 1);
+  autograd::backward(y3, randn(y3.shape()));
+  r.insert(r.end(), {y3, x3.grad(), w3.grad()});
+  Tensor x4 = randn({6, 64, 2, 2}).set_requires_grad(true);
+  Tensor w4 = (randn({96, 64, 3, 3}) * 0.1).detach().set_requires_grad(true);
+  Tensor y4 = conv2d(x4, w4, Tensor(), 1, 1, 1, 1);
+  autograd::backward(y4, randn(y4.shape()));
+  r.insert(r.end(), {y4, x4.grad(), w4.grad()});
+  PoolResult pool = max_pool2d(randn({4, 8, 33, 31}), Window2d{3, 3, 2, 2, 1, 1, 1, 1});
+  r.insert(r.end(), {pool.values, pool.indices});
   // products cut into tiles (a power of two of them) and a small one over a long K cut into
   // K slices added in order, float and double
   for (DType dt : {DType::Float32, DType::Float64}) {
