@@ -54,42 +54,45 @@ struct Scratch {
 
 Scratch scratch(int64_t n) { return Scratch(n); }
 
+// u[t * stride] = (G k G^T)[t] for a 3x3 kernel k. G's rows: (1, 0, 0), (1/2, 1/2, 1/2),
+// (1/2, -1/2, 1/2), (0, 0, 1).
+void transform_kernel(const float (&k)[3][3], float* u, int64_t stride) {
+  float gk[4][3];  // G k
+  for (int j = 0; j < 3; ++j) {
+    gk[0][j] = k[0][j];
+    gk[1][j] = 0.5f * (k[0][j] + k[1][j] + k[2][j]);
+    gk[2][j] = 0.5f * (k[0][j] - k[1][j] + k[2][j]);
+    gk[3][j] = k[2][j];
+  }
+  for (int i = 0; i < 4; ++i) {  // (G k) G^T: the same on the columns
+    u[(i * 4 + 0) * stride] = gk[i][0];
+    u[(i * 4 + 1) * stride] = 0.5f * (gk[i][0] + gk[i][1] + gk[i][2]);
+    u[(i * 4 + 2) * stride] = 0.5f * (gk[i][0] - gk[i][1] + gk[i][2]);
+    u[(i * 4 + 3) * stride] = gk[i][2];
+  }
+}
+
 // U[t][row][col] = (G k G^T)[t] for each kernel k = w[o][c] (O, C, 3, 3): (row, col) = (o, c),
 // or, with `flip`, the input gradient's kernel rot180(w[o][c]) at (c, o). A row of U at a time,
 // its 16 taps first in a small buffer: stores straight into the 16 planes (megabytes apart in a
 // deep layer) ran 5x slower.
 void transform_weights(const float* w, int64_t O, int64_t C, bool flip, float* U) {
   const int64_t rows = flip ? C : O, cols = flip ? O : C, plane = tap_stride(O * C);
-  parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)),
-               [&](int64_t b, int64_t e) {
-                 std::vector<float> buf(static_cast<size_t>(kTaps * cols));
-                 for (int64_t row = b; row < e; ++row) {
-                   for (int64_t col = 0; col < cols; ++col) {
-                     const float* k = flip ? w + (col * C + row) * 9 : w + (row * C + col) * 9;
-                     float f[3][3], gk[4][3];
-                     for (int i = 0; i < 3; ++i)
-                       for (int j = 0; j < 3; ++j)
-                         f[i][j] = flip ? k[(2 - i) * 3 + 2 - j] : k[i * 3 + j];
-                     for (int j = 0; j < 3;
-                          ++j) {  // G k: rows k0, (k0 + k1 + k2) / 2, (k0 - k1 + k2) / 2, k2
-                       gk[0][j] = f[0][j];
-                       gk[1][j] = 0.5f * (f[0][j] + f[1][j] + f[2][j]);
-                       gk[2][j] = 0.5f * (f[0][j] - f[1][j] + f[2][j]);
-                       gk[3][j] = f[2][j];
-                     }
-                     float* u = buf.data() + col;
-                     for (int i = 0; i < 4; ++i) {  // (G k) G^T: the same on the columns
-                       u[(i * 4 + 0) * cols] = gk[i][0];
-                       u[(i * 4 + 1) * cols] = 0.5f * (gk[i][0] + gk[i][1] + gk[i][2]);
-                       u[(i * 4 + 2) * cols] = 0.5f * (gk[i][0] - gk[i][1] + gk[i][2]);
-                       u[(i * 4 + 3) * cols] = gk[i][2];
-                     }
-                   }
-                   for (int64_t t = 0; t < kTaps; ++t)
-                     std::copy(buf.data() + t * cols, buf.data() + (t + 1) * cols,
-                               U + t * plane + row * cols);
-                 }
-               });
+  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1));
+  parallel_for(rows, grain, [&](int64_t b, int64_t e) {
+    std::vector<float> buf(static_cast<size_t>(kTaps * cols));
+    for (int64_t row = b; row < e; ++row) {
+      for (int64_t col = 0; col < cols; ++col) {
+        const float* k = w + (flip ? col * C + row : row * C + col) * 9;
+        float f[3][3];
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) f[i][j] = flip ? k[(2 - i) * 3 + 2 - j] : k[i * 3 + j];
+        transform_kernel(f, buf.data() + col, cols);
+      }
+      for (int64_t t = 0; t < kTaps; ++t)
+        std::copy(buf.data() + t * cols, buf.data() + (t + 1) * cols, U + t * plane + row * cols);
+    }
+  });
 }
 
 // The images and tile rows [th0, th1) of each that tile rows [r0, r1) cover, with the position
@@ -144,9 +147,11 @@ void transform_input(const Tiling& T, const float* x, int64_t r0, int64_t r1, fl
           }
         }
         const int64_t np = (th1 - th0) * TW;
-        for (int64_t j = 0; j < 4; ++j) {  // B^T (d B): rows 2th (even[p]), 2th + 1 (odd[p]),
-          const float* __restrict E = h.data() + 2 * j * span;  // 2th + 2 (even[p + TW]),
-          const float* __restrict O = E + span;                 // 2th + 3 (odd[p + TW])
+        // B^T (d B) for column j of B: tile p's input rows 2th, 2th + 1, 2th + 2, 2th + 3 are
+        // E[p], O[p], E[p + TW], O[p + TW] (E, O: the even and odd rows' results).
+        for (int64_t j = 0; j < 4; ++j) {
+          const float* __restrict E = h.data() + 2 * j * span;
+          const float* __restrict O = E + span;
           float* __restrict v0 = V + j * plane + c * T.ld + p0;
           float* __restrict v1 = v0 + 4 * plane;
           float* __restrict v2 = v1 + 4 * plane;
