@@ -352,6 +352,11 @@ std::vector<std::vector<double>> draw_all(Device d) {
           to_vector(randint(-5, 5, {1000}, DType::Int64, d, &g))};
 }
 
+// A uniform in [0, 1) from a Philox draw's two words, 53 bits (as rand and randn make them).
+double u53(uint32_t hi, uint32_t lo) {
+  return static_cast<double>((uint64_t{hi} << 21) ^ (lo >> 11)) * 0x1.0p-53;
+}
+
 // Regression (#18: rand took 12.7 ns per float32, one scalar Philox per element; now 64 counters
 // per vectorised call): every element of rand and randint is still its own counter's draw, in
 // whole blocks and the tail, with counters crossing the 32-bit boundary of the counter's words.
@@ -368,8 +373,7 @@ TEST(Random, EachElementIsItsCountersPhiloxDraw) {
     cpu::philox(seed, offset + static_cast<uint64_t>(i), w);
     ASSERT_EQ(f32[i], static_cast<double>(w[0] >> 8) * 0x1.0p-24) << i;
     cpu::philox(seed, offset + static_cast<uint64_t>(n + i), w);
-    const double u53 = static_cast<double>((uint64_t{w[0]} << 21) ^ (w[1] >> 11)) * 0x1.0p-53;
-    ASSERT_EQ(f64[i], u53) << i;
+    ASSERT_EQ(f64[i], u53(w[0], w[1])) << i;
     cpu::philox(seed, offset + static_cast<uint64_t>(2 * n + i), w);
     ASSERT_EQ(ints[i], -5.0 + static_cast<double>(((uint64_t{w[0]} << 32) | w[1]) % 10)) << i;
   }
@@ -387,9 +391,6 @@ TEST(Random, RandnIsBoxMullerOnItsCountersDraw) {
   const std::vector<double> f64 = to_vector(randn({n}, DType::Float64, kCPU, &g));
   const std::vector<double> f32 = to_vector(randn({n}, DType::Float32, kCPU, &g));
   const long double two_pi = 6.283185307179586476925286766559L;
-  auto u53 = [](uint32_t hi, uint32_t lo) {
-    return static_cast<double>((uint64_t{hi} << 21) ^ (lo >> 11)) * 0x1.0p-53;
-  };
   for (int64_t i = 0; i < n; ++i) {
     for (int part = 0; part < 2; ++part) {
       uint32_t w[4];

@@ -5,6 +5,7 @@
 
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/scratch.h"
 #include "vkml/backend/cpu/window.h"
 #include "vkml/core/tensor.h"
 
@@ -54,13 +55,6 @@ void for_each_position(const ConvShape& s, const Tap& tap, F&& f) {
     for (int64_t ow = tap.ow0; ow < tap.ow1; ++ow, ++k)
       f(k, oh, ow, oh * s.sh - s.ph + tap.i * s.dh, ow * s.sw - s.pw + tap.j * s.dw);
 }
-
-template <class T>
-struct Buffer {  // scratch from vkml's allocator (big blocks reused, not mapped per call)
-  Tensor t;
-  explicit Buffer(int64_t n) : t(Tensor::empty({n}, dtype_of<T>::value)) {}
-  T* get() { return t.data<T>(); }
-};
 
 // Wr[t][o][c] = w[o][c][t]: each tap's weights an O x C matrix.
 template <class T>
@@ -169,12 +163,12 @@ template <class T>
 void conv2d_by_taps(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
   const Taps plan = taps_of(s);
   const int64_t N = s.N, C = s.C, O = s.O, LN = plan.L * N;
-  Buffer<T> Wr(plan.KK * O * C), Xc(C * plan.cols), Y(O * LN);
+  Scratch<T> Wr(plan.KK * O * C), Xc(C * plan.cols), Y(O * LN);
   tap_major(s, plan.KK, w, Wr.get());
   pack_columns(s, plan, x, C, true, Xc.get());
   const int64_t ob = row_block(O), blocks = (O + ob - 1) / ob;
   parallel_for(blocks, 1, [&](int64_t b, int64_t e) {
-    Buffer<T> Z(ob * plan.widest);
+    Scratch<T> Z(ob * plan.widest);
     for (int64_t blk = b; blk < e; ++blk) {
       const int64_t o0 = blk * ob, rows = std::min(O, o0 + ob) - o0;
       T* acc = Y.get() + o0 * LN;
@@ -198,7 +192,7 @@ template <class T>
 void conv2d_backward_weight_by_taps(const ConvShape& s, const T* x, const T* g, T* dw) {
   const Taps plan = taps_of(s);
   const int64_t C = s.C, O = s.O, KK = plan.KK;
-  Buffer<T> Xc(C * plan.cols), Gc(O * plan.cols), dWr(KK * O * C);
+  Scratch<T> Xc(C * plan.cols), Gc(O * plan.cols), dWr(KK * O * C);
   pack_columns(s, plan, x, C, true, Xc.get());
   pack_columns(s, plan, g, O, false, Gc.get());
   const int64_t ob = row_block(O), blocks = (O + ob - 1) / ob;

@@ -8,7 +8,7 @@
 
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/parallel.h"
-#include "vkml/core/tensor.h"
+#include "vkml/backend/cpu/scratch.h"
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
@@ -42,17 +42,6 @@ struct Tiling {
   }
   int64_t rows() const { return N * TH; }
 };
-
-// Scratch from vkml's allocator, whose big blocks are kept for reuse: a fresh allocation of
-// megabytes per call would be mapped, and page-faulted in, every time.
-struct Scratch {
-  Tensor t;
-  explicit Scratch(int64_t n) : t(Tensor::empty({n}, DType::Float32)) {}
-  float* get() { return t.data<float>(); }
-  float operator[](int64_t i) const { return t.data<float>()[i]; }
-};
-
-Scratch scratch(int64_t n) { return Scratch(n); }
 
 // u[t * stride] = (G k G^T)[t] for a 3x3 kernel k. G's rows: (1, 0, 0), (1/2, 1/2, 1/2),
 // (1/2, -1/2, 1/2), (0, 0, 1).
@@ -285,7 +274,7 @@ void tap_products(int64_t M, int64_t N, int64_t K, MatRef<float> a, int64_t a_pl
 // more than the work at two threads (a 32 x 32 x 28 x 28 convolution: 25 chunks).
 void forward(const Tiling& T, const float* x, const float* U, const float* bias, float* y) {
   parallel_for(chunks(T), 1, [&](int64_t b, int64_t e) {
-    auto V = scratch(kTaps * T.in_plane), M = scratch(kTaps * T.out_plane);
+    Scratch<float> V(kTaps * T.in_plane), M(kTaps * T.out_plane);
     for (int64_t k = b; k < e; ++k) {
       const auto [r0, r1] = chunk_rows(T, k);
       transform_input(T, x, r0, r1, V.get());
@@ -336,7 +325,7 @@ bool use_winograd_weight_grad(const ConvShape& s) {
 void winograd_conv2d(const ConvShape& s, const float* x, const float* w, const float* bias,
                      float* y) {
   const Tiling T(s.N, s.C, s.H, s.W, s.O, s.ph, s.pw);
-  auto U = scratch(kTaps * tap_stride(s.O * s.C));
+  Scratch<float> U(kTaps * tap_stride(s.O * s.C));
   transform_weights(w, s.O, s.C, false, U.get());
   forward(T, x, U.get(), bias, y);
 }
@@ -344,7 +333,7 @@ void winograd_conv2d(const ConvShape& s, const float* x, const float* w, const f
 void winograd_conv2d_backward_input(const ConvShape& s, const float* g, const float* w, float* dx) {
   const int64_t OH = s.H + 2 * s.ph - 2, OW = s.W + 2 * s.pw - 2;
   const Tiling T(s.N, s.O, OH, OW, s.C, 2 - s.ph, 2 - s.pw);
-  auto U = scratch(kTaps * tap_stride(s.O * s.C));
+  Scratch<float> U(kTaps * tap_stride(s.O * s.C));
   transform_weights(w, s.O, s.C, true, U.get());
   forward(T, g, U.get(), nullptr, dx);
 }
@@ -356,9 +345,9 @@ void winograd_conv2d_backward_weight(const ConvShape& s, const float* x, const f
   // the chunks (fixed by the shapes; a part's chunks on one thread), the parts' partial sums then
   // added in part order.
   const int64_t plane = tap_stride(s.O * s.C), n = chunks(T), parts = std::min<int64_t>(n, 8);
-  auto M = scratch(kTaps * plane * parts);
+  Scratch<float> M(kTaps * plane * parts);
   parallel_for(parts, 1, [&](int64_t pb, int64_t pe) {
-    auto V = scratch(kTaps * T.in_plane), Gt = scratch(kTaps * T.out_plane);
+    Scratch<float> V(kTaps * T.in_plane), Gt(kTaps * T.out_plane);
     for (int64_t part = pb; part < pe; ++part)
       for (int64_t k = part * n / parts; k < (part + 1) * n / parts; ++k) {
         const auto [r0, r1] = chunk_rows(T, k);
@@ -378,12 +367,13 @@ void winograd_conv2d_backward_weight(const ConvShape& s, const float* x, const f
   }
   // dw[o][c] = G^T m G for each m = M[.][o][c]; G^T's rows: (1, 1/2, 1/2, 0), (0, 1/2, -1/2, 0),
   // (0, 1/2, 1/2, 1).
+  const float* sums = M.get();
   parallel_for(s.O * s.C, 256, [&](int64_t b, int64_t e) {
     for (int64_t oc = b; oc < e; ++oc) {
       float gm[3][4];
       for (int64_t j = 0; j < 4; ++j) {
-        const float m0 = M[j * plane + oc], m1 = M[(4 + j) * plane + oc];
-        const float m2 = M[(8 + j) * plane + oc], m3 = M[(12 + j) * plane + oc];
+        const float m0 = sums[j * plane + oc], m1 = sums[(4 + j) * plane + oc];
+        const float m2 = sums[(8 + j) * plane + oc], m3 = sums[(12 + j) * plane + oc];
         gm[0][j] = m0 + 0.5f * (m1 + m2);
         gm[1][j] = 0.5f * (m1 - m2);
         gm[2][j] = 0.5f * (m1 + m2) + m3;
