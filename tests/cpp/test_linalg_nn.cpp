@@ -278,6 +278,64 @@ TEST(Conv2d, BitwiseIdenticalAcrossThreadCounts) {
   EXPECT_TRUE(bitwise_equal(z1, z2));
 }
 
+// The weight gradient by its definition, in double: dw[o, c, i, j] = sum over n, oy, ox of
+// g[n, o, oy, ox] * x[n, c, oy sh - ph + i dh, ox sw - pw + j dw] (groups = 1).
+std::vector<double> naive_conv_dw(const ConvSpec& s, const std::vector<double>& x,
+                                  const std::vector<double>& g) {
+  const int64_t OH = (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
+  const int64_t OW = (s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
+  std::vector<double> dw(static_cast<size_t>(s.O * s.C * s.kh * s.kw), 0.0);
+  for (int64_t o = 0; o < s.O; ++o)
+    for (int64_t c = 0; c < s.C; ++c)
+      for (int64_t i = 0; i < s.kh; ++i)
+        for (int64_t j = 0; j < s.kw; ++j) {
+          double acc = 0;
+          for (int64_t n = 0; n < s.N; ++n)
+            for (int64_t oy = 0; oy < OH; ++oy)
+              for (int64_t ox = 0; ox < OW; ++ox) {
+                const int64_t iy = oy * s.sh - s.ph + i * s.dh, ix = ox * s.sw - s.pw + j * s.dw;
+                if (iy < 0 || iy >= s.H || ix < 0 || ix >= s.W) continue;
+                acc += g[((n * s.O + o) * OH + oy) * OW + ox] *
+                       x[((n * s.C + c) * s.H + iy) * s.W + ix];
+              }
+          dw[static_cast<size_t>(((o * s.C + c) * s.kh + i) * s.kw + j)] = acc;
+        }
+  return dw;
+}
+
+// im2col copies a strided window's columns from a copy of the plane split by column phase
+// (window.h); each case's phases, offsets (j dw) / sw and paddings differ, the input is
+// contiguous and channels-last (a column step of C), the forward and the weight gradient both
+// read those columns (shapes few enough channels for im2col, not oneDNN, Winograd or taps).
+TEST(Conv2d, StridedColumnsReadAPhasedCopyAndMatchTheDefinition) {
+  manual_seed(24);
+  const std::vector<ConvSpec> specs = {
+      {2, 3, 9, 11, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1},     // ResNet's strided 3x3
+      {2, 2, 8, 13, 3, 3, 3, 1, 3, 0, 2, 1, 2, 1},     // sw 3, dilation 2: taps in phases 0, 2, 1
+      {1, 3, 7, 12, 2, 2, 5, 3, 2, 1, 3, 2, 1, 1},     // padding wider than the stride; sh 3
+      {2, 2, 6, 9, 3, 1, 4, 2, 4, 0, 1, 1, 3, 1},      // sw 4 > kw reach: some phases unused
+      {1, 1, 130, 130, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1},  // a plane past the copy's bound: walked
+      // a stride of 2^63 - 1 (the fuzzer's): the phase count is bounded before any product
+      {1, 1, 4, 4, 1, 2, 2, INT64_MAX, INT64_MAX, 0, 0, 1, 1, 1}};
+  for (const ConvSpec& s : specs)
+    for (DType dt : {DType::Float64, DType::Float32})
+      for (bool channels_last : {false, true}) {
+        SCOPED_TRACE(std::to_string(s.sw) + " " + std::to_string(s.W) + " " +
+                     std::string(dtype_name(dt)) + (channels_last ? " channels-last" : ""));
+        Tensor x = channels_last ? permute(randn({s.N, s.H, s.W, s.C}, dt), {0, 3, 1, 2})
+                                 : randn({s.N, s.C, s.H, s.W}, dt);
+        Tensor w = randn({s.O, s.C, s.kh, s.kw}, dt);
+        const std::vector<double> xv = to_vector(x);
+        const double tol = dt == DType::Float32 ? 1e-4 : 1e-11;
+        Tensor y = conv2d(x, w, Tensor(), s.sh, s.sw, s.ph, s.pw, s.dh, s.dw);
+        expect_close(y, naive_conv(s, xv, to_vector(w), {}), tol, tol);
+        Tensor g = randn(y.shape(), dt);
+        const Window2d win{s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw};
+        expect_close(conv2d_backward_weight(g, x, w.shape(), win),
+                     naive_conv_dw(s, xv, to_vector(g)), tol, tol);
+      }
+}
+
 TEST(Conv2d, ShapeErrors) {
   VK_EXPECT_ERROR(conv2d(zeros({1, 1, 3, 3}), zeros({1, 1, 5, 5}), Tensor(), 1, 1, 0, 0),
                   ShapeError, "conv2d", "[1, 1, 3, 3]", "[1, 1, 5, 5]");
