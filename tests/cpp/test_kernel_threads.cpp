@@ -42,13 +42,19 @@ std::vector<Tensor> kernels_at(int threads) {
   Tensor y2 = conv2d(x2, w2, Tensor(), 1, 1, 1, 1);
   autograd::backward(y2, randn(y2.shape()));
   r.insert(r.end(), {x2.grad(), w2.grad()});
-  // Winograd's three passes over 4 chunks of tiles (the weight gradient in 4 parts), a padded
-  // 3x3 onto 2x2 by taps (forward and weight gradient), a padded max pool over its plane copies
+  // Winograd's three passes by F(4x4) (30 x 30: 3 chunks of tiles, the weight gradient in 3
+  // parts) and by F(2x2) (14 x 14: 2 chunks, 2 parts), a padded 3x3 onto 2x2 by taps (forward
+  // and weight gradient), a padded max pool over its plane copies
   Tensor x3 = randn({4, 64, 30, 30}).set_requires_grad(true);
   Tensor w3 = (randn({64, 64, 3, 3}) * 0.1).detach().set_requires_grad(true);
   Tensor y3 = conv2d(x3, w3, Tensor(), 1, 1, 1, 1);
   autograd::backward(y3, randn(y3.shape()));
   r.insert(r.end(), {y3, x3.grad(), w3.grad()});
+  Tensor x5 = randn({8, 64, 14, 14}).set_requires_grad(true);
+  Tensor w5 = (randn({64, 64, 3, 3}) * 0.1).detach().set_requires_grad(true);
+  Tensor y5 = conv2d(x5, w5, Tensor(), 1, 1, 1, 1);
+  autograd::backward(y5, randn(y5.shape()));
+  r.insert(r.end(), {y5, x5.grad(), w5.grad()});
   Tensor x4 = randn({6, 64, 2, 2}).set_requires_grad(true);
   Tensor w4 = (randn({96, 64, 3, 3}) * 0.1).detach().set_requires_grad(true);
   Tensor y4 = conv2d(x4, w4, Tensor(), 1, 1, 1, 1);

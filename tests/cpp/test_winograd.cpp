@@ -1,5 +1,6 @@
-// float32 3x3 stride-1 convolutions and both their gradients as Winograd F(2x2, 3x3) (#18 item 4;
-// backend/cpu/winograd.h): chosen for ResNet's wide layers, checked against the float64
+// float32 3x3 stride-1 convolutions and both their gradients as Winograd F(2x2, 3x3), and those
+// of wide images as F(4x4, 3x3) (#18 item 4; backend/cpu/winograd.h):
+// chosen for ResNet's wide layers and the MNIST net's second, checked against the float64
 // convolution (im2col + GEMM) of the same values elementwise, relative to the sum of the terms'
 // magnitudes, at shapes that reach every part of the kernels: tiles cut at odd edges, paddings
 // 0, 1 and 2, a bias, a strided input, chunks that split an image and a weight gradient summed in
@@ -55,8 +56,13 @@ TEST(Winograd, ChosenForResNetsWideLayers) {
   EXPECT_FALSE(cpu::use_winograd_weight_grad(layer4));
   const cpu::ConvShape mnist2{64, 32, 26, 26, 64, 3, 3, 1, 1, 0, 0, 1, 1};
   EXPECT_TRUE(cpu::use_winograd(mnist2));
-  EXPECT_FALSE(cpu::use_winograd_backward_input(mnist2));  // 32 channels: measured slower
-  EXPECT_FALSE(cpu::use_winograd_weight_grad(mnist2));
+  EXPECT_TRUE(cpu::use_winograd_backward_input(mnist2));  // both by F(4x4) from 32 channels
+  EXPECT_TRUE(cpu::use_winograd_weight_grad(mnist2));
+  cpu::ConvShape narrow = layer2;  // 8 x 8: F(2x2) only, and its input gradient from 64 channels
+  narrow.C = 32;
+  EXPECT_TRUE(cpu::use_winograd(narrow));
+  EXPECT_FALSE(cpu::use_winograd_backward_input(narrow));
+  EXPECT_FALSE(cpu::use_winograd_weight_grad(narrow));
   const cpu::ConvShape small{64, 32, 4, 4, 64, 3, 3, 1, 1, 1, 1, 1, 1};  // rows of 4 outputs
   EXPECT_FALSE(cpu::use_winograd(small));
   cpu::ConvShape other = layer1;
@@ -87,8 +93,12 @@ const std::vector<Case>& cases() {
       {{4, 64, 9, 9}, 64, 1, true, false},     // odd sizes: the last tiles cut
       {{8, 64, 10, 11}, 72, 0, false, false},  // no padding (the input gradient's is 2)
       {{4, 64, 5, 7}, 80, 2, true, true},      // padding 2, a strided input
-      {{2, 64, 70, 66}, 64, 1, false, false}   // chunks of 7 tile rows: 10 chunks, 8 parts
-  };
+      {{2, 64, 70, 66}, 64, 1, false, false},  // chunks of 7 tile rows: 10 chunks, 8 parts
+      // F(4x4), all three passes: 40 and 33 channels (vectors of channels, the last partial), 17
+      // outputs a row (the last tile cut), a bias and a strided input; padding 2 (the input
+      // gradient's 0)
+      {{3, 40, 21, 19}, 33, 0, true, true},
+      {{2, 32, 16, 20}, 48, 2, false, false}};
   return c;
 }
 
@@ -123,7 +133,7 @@ TEST(Winograd, MatchesTheFloat64ConvolutionAndItsGradients) {
 
 TEST(Winograd, ResultsIndependentOfThreadCount) {
   const int saved = cpu::num_threads();
-  for (const Case& c : {cases()[0], cases()[3]}) {
+  for (const Case& c : {cases()[0], cases()[3], cases()[4]}) {
     const Shape ws{c.O, c.x[1], 3, 3};
     const Tensor x = randn(c.x), w = randn(ws), b = randn({c.O});
     const Tensor g = randn(conv2d(x, w, b, 1, 1, c.pad, c.pad).shape());

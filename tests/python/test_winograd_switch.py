@@ -1,5 +1,6 @@
 """VKML_WINOGRAD=0 (README): float32 3x3 stride-1 convolutions over 32+ channels run as Winograd
-F(2x2, 3x3) by default (backend/cpu/winograd.h) and as direct sums with the switch. Each in a fresh
+F(2x2, 3x3) or F(4x4, 3x3) by default (backend/cpu/winograd.h; this 16 x 16 layer's three passes
+by F(4x4)) and as direct sums with the switch. Each in a fresh
 process (the switch is read once per process): the forward and both gradients of a ResNet layer
 against float64 either way, and the two ways' bits differ (so the switch takes effect)."""
 
