@@ -314,6 +314,7 @@ TEST(Conv2d, StridedColumnsReadAPhasedCopyAndMatchTheDefinition) {
       {2, 2, 8, 13, 3, 3, 3, 1, 3, 0, 2, 1, 2, 1},     // sw 3, dilation 2: taps in phases 0, 2, 1
       {1, 3, 7, 12, 2, 2, 5, 3, 2, 1, 3, 2, 1, 1},     // padding wider than the stride; sh 3
       {2, 2, 6, 9, 3, 1, 4, 2, 4, 0, 1, 1, 3, 1},      // sw 4 > kw reach: some phases unused
+      {2, 3, 9, 10, 4, 1, 1, 2, 2, 0, 0, 1, 1, 1},     // 1x1 stride 2: gathered, not copied
       {1, 1, 130, 130, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1},  // a plane past the copy's bound: walked
       // a stride of 2^63 - 1 (the fuzzer's): the phase count is bounded before any product
       {1, 1, 4, 4, 1, 2, 2, INT64_MAX, INT64_MAX, 0, 0, 1, 1, 1}};
