@@ -373,6 +373,25 @@ struct LaneRows {
   int64_t at(int64_t r, int64_t c) const { return (r * cols + c) * kLanes; }
 };
 
+// dst[(i * 6 + j) * ld] = (S d S^T)[i][j] for the In x In tile of vectors d (laid out as R's)
+// and a 6 x In matrix S applied by `apply` (In values to 6): over each column of d, then each
+// row of the result. The first n lanes stored.
+template <int In, auto apply, bool Full>
+inline void store_taps(const float* d, const LaneRows& R, float* dst, int64_t ld, int64_t n) {
+  Lanes sd[6][In];  // (S d)[i][k]
+  for (int64_t k = 0; k < In; ++k) {
+    Lanes col[In], r[6];
+    for (int64_t i = 0; i < In; ++i) col[i] = load_lanes<true>(d + R.at(i, k), kLanes);
+    apply(col, r);
+    for (int64_t i = 0; i < 6; ++i) sd[i][k] = r[i];
+  }
+  for (int64_t i = 0; i < 6; ++i) {  // (S d) S^T, row i
+    Lanes r[6];
+    apply(sd[i], r);
+    for (int64_t j = 0; j < 6; ++j) store_lanes<Full>(dst + (i * 6 + j) * ld, r[j], n);
+  }
+}
+
 // V[t][p][c] = (B^T d B)[t] for channels [c0, c0 + n) of the tiles of image n's tile rows
 // [th0, th1), p counted from p0.
 template <bool Full>
@@ -391,21 +410,9 @@ void input_tiles4(const Tiling& T, const float* x, float* V, int64_t img, int64_
   }
   for (int64_t th = th0; th < th1; ++th)
     for (int64_t tw = 0; tw < T.TW; ++tw) {
-      const float* d = buf + R.at(4 * (th - th0), 4 * tw);
-      Lanes bd[6][6];  // (B^T d)[i][k]: B^T over each column k of the tile
-      for (int64_t k = 0; k < 6; ++k) {
-        Lanes col[6], r[6];
-        for (int64_t i = 0; i < 6; ++i) col[i] = load_lanes<true>(d + R.at(i, k), kLanes);
-        bt6(col, r);
-        for (int64_t i = 0; i < 6; ++i) bd[i][k] = r[i];
-      }
       const int64_t p = p0 + (th - th0) * T.TW + tw;
-      for (int64_t i = 0; i < 6; ++i) {  // (B^T d) B: B^T over each row i
-        Lanes r[6];
-        bt6(bd[i], r);
-        for (int64_t j = 0; j < 6; ++j)
-          store_lanes<Full>(V + (p * 36 + i * 6 + j) * T.in + c0, r[j], n);
-      }
+      store_taps<6, bt6, Full>(buf + R.at(4 * (th - th0), 4 * tw), R, V + p * 36 * T.in + c0, T.in,
+                               n);
     }
 }
 
@@ -473,21 +480,9 @@ void grad_tiles4(const Tiling& T, const float* g, float* Gt, int64_t img, int64_
   }
   for (int64_t th = th0; th < th1; ++th)
     for (int64_t tw = 0; tw < T.TW; ++tw) {
-      const float* d = buf + R.at(4 * (th - th0), 4 * tw);
-      Lanes ag[6][4];  // (A g)[i][b]: A over each column b of the tile
-      for (int64_t b = 0; b < 4; ++b) {
-        Lanes col[4], r[6];
-        for (int64_t a = 0; a < 4; ++a) col[a] = load_lanes<true>(d + R.at(a, b), kLanes);
-        a4(col, r);
-        for (int64_t i = 0; i < 6; ++i) ag[i][b] = r[i];
-      }
       const int64_t p = p0 + (th - th0) * T.TW + tw;
-      for (int64_t i = 0; i < 6; ++i) {  // (A g) A^T: A over each row i
-        Lanes r[6];
-        a4(ag[i], r);
-        for (int64_t j = 0; j < 6; ++j)
-          store_lanes<Full>(Gt + (p * 36 + i * 6 + j) * T.out + o0, r[j], n);
-      }
+      store_taps<4, a4, Full>(buf + R.at(4 * (th - th0), 4 * tw), R, Gt + p * 36 * T.out + o0,
+                              T.out, n);
     }
 }
 
@@ -613,8 +608,8 @@ void weight_grad4(const Tiling& T, const float* x, const float* g, float* dw) {
                      {V, T.taps * T.in, 1}, T.in, beta, sums, plane, T.in);
       });
   const float* sums = M.get();
-  parallel_for(T.out * T.in, 256, [&](int64_t b, int64_t e) {
-    for (int64_t oc = b; oc < e; ++oc) {
+  parallel_for(T.out * T.in, 256, [&](int64_t lo, int64_t hi) {
+    for (int64_t oc = lo; oc < hi; ++oc) {
       double m[36], gm[3][6];
       for (int64_t t = 0; t < 36; ++t) m[t] = sums[t * plane + oc];
       for (int64_t j = 0; j < 6; ++j) {  // G^T m, column j
@@ -625,7 +620,7 @@ void weight_grad4(const Tiling& T, const float* x, const float* g, float* dw) {
       for (int64_t a = 0; a < 3; ++a) {  // (G^T m) G, row a
         double r[3];
         gt_rows(gm[a], 1, r);
-        for (int64_t b2 = 0; b2 < 3; ++b2) dw[oc * 9 + a * 3 + b2] = static_cast<float>(r[b2]);
+        for (int64_t b = 0; b < 3; ++b) dw[oc * 9 + a * 3 + b] = static_cast<float>(r[b]);
       }
     }
   });
