@@ -7,6 +7,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/scratch.h"
 #include "vkml/backend/cpu/window.h"
+#include "vkml/core/geometry.h"
 #include "vkml/core/tensor.h"
 
 namespace vk::cpu {
@@ -30,8 +31,8 @@ struct Taps {
 
 Taps taps_of(const ConvShape& s) {
   Taps p;
-  p.OH = (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
-  p.OW = (s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
+  p.OH = window_out(s.H, s.kh, s.sh, s.ph, s.dh);
+  p.OW = window_out(s.W, s.kw, s.sw, s.pw, s.dw);
   p.L = p.OH * p.OW, p.KK = s.kh * s.kw;
   for (int64_t i = 0; i < s.kh; ++i)
     for (int64_t j = 0; j < s.kw; ++j) {
@@ -132,8 +133,8 @@ int64_t pairs_reading(const Taps& plan) {
 // Whether s has at most `positions` output positions per image and 64+ channels each side:
 // checked before any taps are planned (every float conv2d call asks).
 bool few_positions_wide(const ConvShape& s, int64_t positions) {
-  const int64_t OH = (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
-  const int64_t OW = (s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
+  const int64_t OH = window_out(s.H, s.kh, s.sh, s.ph, s.dh);
+  const int64_t OW = window_out(s.W, s.kw, s.sw, s.pw, s.dw);
   return OH * OW <= positions && std::min(s.C, s.O) >= 64;
 }
 
