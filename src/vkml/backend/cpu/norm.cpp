@@ -1,8 +1,10 @@
 // Fused layer normalisation: each row (the trailing normalized dims, made contiguous) is one work
-// item; its mean and biased variance are taken in two passes over the row (it stays in L1) in
-// double, 16 lanes (element k in lane k mod 16) combined in a fixed tree. Rows are split among
-// threads, never a row, so results are bitwise identical at any thread count. The backward
-// kernel recomputes the same statistics from x rather than keeping them.
+// item; its mean and biased variance are taken in two passes over the row (it stays in L1): for
+// float, sums in float blocks added into double (simd.h row_sums), the mean about x[0]; for
+// double, and for float rows whose float sums would overflow or underflow, in double, 16 lanes
+// (element k in lane k mod 16) combined in a fixed tree. Rows are split among threads, never a
+// row, so results are bitwise identical at any thread count. The backward kernel recomputes the
+// same statistics from x rather than keeping them.
 //   forward:  xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps); y = xhat * w + b
 //   backward: u = g * w; dx = rstd * (u - mean(u) - xhat * mean(u * xhat))
 //   weight and bias gradients: sums over rows of g * xhat and of g, in float over blocks of 32
@@ -13,10 +15,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
+#include "vkml/backend/cpu/simd.h"
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
@@ -64,7 +68,13 @@ struct RowStats {
   T mean, rstd;
 };
 
-// mean and rstd of a row from its sum: the biased variance in a second pass (from L1).
+template <class T>
+RowStats<T> stats_of(double mu, double var, double eps) {
+  return {static_cast<T>(mu), static_cast<T>(1.0 / std::sqrt(var + eps))};
+}
+
+// The double path: mean and biased variance in two passes, every term in double. For the rows
+// the float sums cannot take (fits_float_sums).
 template <class T>
 inline RowStats<T> stats_from_sum(const T* x, int64_t n, double sum, double eps) {
   const double mu = sum / static_cast<double>(n);
@@ -74,13 +84,55 @@ inline RowStats<T> stats_from_sum(const T* x, int64_t n, double sum, double eps)
                                 return d * d;
                               }) /
                      static_cast<double>(n);
-  return {static_cast<T>(mu), static_cast<T>(1.0 / std::sqrt(var + eps))};
+  return stats_of<T>(mu, var, eps);
 }
 
 template <class T>
-inline RowStats<T> row_stats(const T* x, int64_t n, double eps) {
+inline RowStats<T> row_stats_double(const T* x, int64_t n, double eps) {
   return stats_from_sum(x, n, lane_sum(n, [x](int64_t i) { return static_cast<double>(x[i]); }),
                         eps);
+}
+
+// Whether float sums (row_sums) can be trusted for a row, from the mean of their squared terms:
+// finite (no term or partial sum overflowed, no inf or NaN in the row) and at least 2^-80, far from
+// where squares lose bits to underflow (2^-126; a 0 may be one that underflowed). Rows outside
+// (constant rows too) take the double path, and their results are those of the double path.
+inline bool fits_float_sums(double mean_square) {
+  return std::isfinite(mean_square) && mean_square >= 0x1p-80;
+}
+
+// The biased variance of a row about its mean mu, from the squares of x - m, m = mu rounded to
+// float: their sum is n var + n (mu - m)^2, and that last term is taken off. False where the sums
+// do not fit.
+inline bool variance_about(const float* x, int64_t n, double mu, double& var) {
+  const float m = static_cast<float>(mu);
+  const auto [squares] = row_sums<1>(n, [&](int64_t k, int valid, FloatVec(&t)[1]) {
+    const FloatVec d = load_floats(x + k, valid) - m;
+    t[0] = d * d;
+  });
+  const double mean_square = squares / static_cast<double>(n);
+  const double off = mu - static_cast<double>(m);
+  var = std::max(mean_square - off * off, 0.0);
+  return std::isfinite(mu) && fits_float_sums(mean_square);
+}
+
+// Mean and rstd of a row. float: from float sums, the mean from the sum of x - x[0], which rounds
+// relative to the row's spread, not its magnitude (a value lies at most sqrt(n) standard
+// deviations from the mean), then variance_about; about half the time of the double path, which
+// double rows and the rows those sums do not fit take.
+template <class T>
+inline RowStats<T> row_stats(const T* x, int64_t n, double eps) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return row_stats_double(x, n, eps);
+  } else {
+    const float x0 = x[0];
+    const auto [shifted] = row_sums<1>(
+        n, [&](int64_t k, int valid, FloatVec(&t)[1]) { t[0] = load_floats(x + k, valid) - x0; });
+    const double mu = static_cast<double>(x0) + shifted / static_cast<double>(n);
+    double var;
+    if (!variance_about(x, n, mu, var)) return row_stats_double(x, n, eps);
+    return stats_of<float>(mu, var, eps);
+  }
 }
 
 Tensor contiguous_of(const Tensor& x) {
@@ -167,10 +219,10 @@ inline T u_at(const T* gr, const T* wp, int64_t i) {
   }
 }
 
-// One pass over both rows (the only one that reads memory): sum(x), sum(u), sum(u x); the
+// The double path of back_row: one pass over both rows, sum(x), sum(u), sum(u x) in double; the
 // variance from L1; then sum(u xhat) = rstd (sum(u x) - mean sum(u)).
 template <class T, bool W>
-inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, double eps) {
+inline BackRow<T> back_row_double(const T* gr, const T* xr, const T* wp, int64_t n, double eps) {
   const double inv_n = 1.0 / static_cast<double>(n);
   double sx, su, sux;
   lane_sum3(
@@ -186,6 +238,41 @@ inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, dou
   const RowStats<T> st = stats_from_sum(xr, n, sx, eps);
   const T mean_ux = static_cast<T>(static_cast<double>(st.rstd) * (sux - sx * inv_n * su) * inv_n);
   return {st.mean, st.rstd, static_cast<T>(su * inv_n), mean_ux};
+}
+
+// One pass over both rows (the only one that reads memory). float: sums in float (row_sums) of
+// d = x - x[0], u, u d and u^2 (the last only to check that u's terms fit), the variance from L1,
+// then sum(u xhat) = rstd sum(u (x - mean)) = rstd (sum(u d) - (mean - x[0]) sum(u)), which
+// cancels relative to the row's spread only. double rows, and rows whose sums do not fit, take
+// back_row_double.
+template <class T, bool W>
+inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, double eps) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return back_row_double<T, W>(gr, xr, wp, n, eps);
+  } else {
+    const double inv_n = 1.0 / static_cast<double>(n);
+    const float x0 = xr[0];
+    const auto [sd, su, sud, suu] = row_sums<4>(n, [&](int64_t k, int valid, FloatVec(&t)[4]) {
+      const FloatVec d = load_floats(xr + k, valid) - x0;
+      FloatVec u = load_floats(gr + k, valid);
+      if constexpr (W) u *= load_floats(wp + k, valid);
+      t[0] = d;
+      t[1] = u;
+      t[2] = u * d;
+      t[3] = u * u;
+    });
+    const double shift = sd * inv_n;  // mean - x[0]
+    const double mu = static_cast<double>(x0) + shift;
+    double var;
+    const double mean_uu = suu * inv_n;  // 0: u is 0, or so small that its terms do not count
+    if (!variance_about(xr, n, mu, var) || !(mean_uu == 0.0 || fits_float_sums(mean_uu)) ||
+        !std::isfinite(sud))
+      return back_row_double<T, W>(gr, xr, wp, n, eps);
+    const RowStats<float> st = stats_of<float>(mu, var, eps);
+    const float mean_ux =
+        static_cast<float>(static_cast<double>(st.rstd) * (sud - shift * su) * inv_n);
+    return {st.mean, st.rstd, static_cast<float>(su * inv_n), mean_ux};
+  }
 }
 
 // Rows [r0, r1) of the backward pass. DX: write dx (u = g * w when W); P: add g * xhat and g

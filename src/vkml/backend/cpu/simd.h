@@ -1,9 +1,12 @@
 // Explicit SIMD for the CPU kernels (GCC/Clang vector extensions), shared by the reductions and
 // the softmax family.
 #pragma once
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "vkml/backend/cpu/isa.h"
 
@@ -67,6 +70,95 @@ inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
     f(x);
     lane[j] += x;
   }
+}
+
+// ---- float sums along a row, in blocks ----
+// A row's element k is in lane k mod 16, whatever the machine's vector width (W floats): a
+// machine vector at offset k holds lanes k mod 16 .. k mod 16 + W - 1.
+constexpr int kRowLanes = 16;
+using FloatVec = Simd<float>;
+constexpr int kFloatWidth = static_cast<int>(sizeof(FloatVec) / sizeof(float));
+
+// The `valid` floats at p in a machine vector's first lanes; the other lanes 0.
+inline FloatVec load_floats(const float* p, int valid = kFloatWidth) {
+  FloatVec v{};
+  std::memcpy(&v, p, sizeof(float) * static_cast<size_t>(valid));
+  return v;
+}
+
+// N sums over a row of n floats: terms(k, valid, t) puts the N terms of elements k .. k + valid -
+// 1 in lanes 0 .. valid - 1 of the machine vectors t[0] .. t[N - 1] (lanes from `valid` on are
+// cleared here, so they may hold anything); k steps by the vector width. A lane adds its terms in
+// float within blocks of 256 elements (16 per lane in two chains of eight, elements 16 apart
+// alternating between them, then the chains' sum: at most 9 roundings), each block's lanes are
+// added into double lanes, and the 16 double lanes are combined in a fixed tree (lane j with
+// j + 8, then j + 4, j + 2, j + 1). Against sums in double throughout (a conversion per element
+// costs as much as the addition) this takes about a third of the time, and the float error stays
+// that of 16 terms. Every lane sees the same operations in the same order at any vector width,
+// and the order depends on n alone: a row's sums are the same at any thread count and on every
+// instruction set.
+namespace detail {
+// Lanes Off .. Off + H - 1 of a float vector, widened to double.
+template <int Off, size_t... I>
+inline Simd<double, sizeof...(I)> widen_part(FloatVec v, std::index_sequence<I...>) {
+  return __builtin_convertvector(__builtin_shufflevector(v, v, (Off + I)...),
+                                 Simd<double, sizeof...(I)>);
+}
+}  // namespace detail
+
+template <int N, class F>
+inline std::array<double, N> row_sums(int64_t n, F terms) {
+  constexpr int W = kFloatWidth, G = kRowLanes / W;  // G vectors hold the 16 lanes
+  constexpr int DW = W / 2, DG = kRowLanes / DW;     // the same lanes in double
+  using D = Simd<double, DW>;
+  static_assert(W >= 4 && kRowLanes % W == 0);
+  D total[N][DG] = {};
+  FloatVec t[N];
+  int64_t k = 0;
+  while (k < n) {
+    const int64_t end = std::min(n, k + 256);
+    FloatVec chain[2][G][N] = {};
+    // The vector at k + R (R < 32, k a multiple of 32 in the block) goes to chain R / 16, lane
+    // group (R mod 16) / W; R is a constant, so the chains stay in registers.
+    auto add = [&]<int R>(std::integer_sequence<int, R>, int valid) __attribute__((always_inline)) {
+      terms(k + R, valid, t);
+      if (valid < W) {
+        Simd<int32_t, W> lane;
+        for (int j = 0; j < W; ++j) lane[j] = j;
+        for (int i = 0; i < N; ++i) t[i] = lane < valid ? t[i] : FloatVec{};
+      }
+      for (int i = 0; i < N; ++i) chain[R / kRowLanes][(R % kRowLanes) / W][i] += t[i];
+    };
+    auto step = [&]<int... R>(std::integer_sequence<int, R...>, int64_t left)
+        __attribute__((always_inline)) {
+      ((left > R * W ? add(std::integer_sequence<int, R * W>{},
+                           static_cast<int>(std::min<int64_t>(W, left - R * W)))
+                     : void()),
+       ...);
+    };
+    constexpr auto vectors32 = std::make_integer_sequence<int, 32 / W>{};
+    for (; k + 32 <= end; k += 32) step(vectors32, 32);
+    if (k < end) step(vectors32, end - k);
+    k = end;
+    for (int g = 0; g < G; ++g)
+      for (int i = 0; i < N; ++i) {
+        const FloatVec s = chain[0][g][i] + chain[1][g][i];
+        total[i][2 * g] += detail::widen_part<0>(s, std::make_index_sequence<DW>{});
+        total[i][2 * g + 1] += detail::widen_part<DW>(s, std::make_index_sequence<DW>{});
+      }
+  }
+  std::array<double, N> out;
+  for (int i = 0; i < N; ++i) {  // the tree: whole vectors while the stride allows
+    D* v = total[i];
+    for (int w = kRowLanes / 2; w >= DW; w /= 2)
+      for (int j = 0; j < w / DW; ++j) v[j] += v[j + w / DW];
+    double s[DW];
+    std::memcpy(s, v, sizeof s);
+    for (int w = std::min(kRowLanes / 2, DW / 2); w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) s[j] += s[j + w];
+    out[i] = s[0];
+  }
+  return out;
 }
 
 }  // namespace VKML_CPU_ISA

@@ -1,13 +1,14 @@
 // The fused softmax family: softmax (scaled, optionally causal), log_softmax and their backward
 // kernels. Each row along the dim is three passes -- the max, the sum of exp (vmath::exp, the exp
-// op's own, vectorised, summed in 16 double lanes), the result -- or, when the dim is not
-// innermost, the same over blocks of columns at once. The order of every sum depends only on the
-// shape, so results are bitwise identical at any thread count.
+// op's own, vectorised; summed by row_sums for float, in 16 double lanes for double), the result
+// -- or, when the dim is not innermost, the same over blocks of columns at once. The order of every
+// sum depends only on the shape, so results are bitwise identical at any thread count.
 #include "vkml/backend/cpu/softmax.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
@@ -23,11 +24,27 @@ constexpr int64_t kWork = 32768;    // about this many elements per parallel ran
 
 // ---- softmax ----
 
+// The sum of a row's exp values (all in [0, 1], the largest 1): float sums (row_sums) where T is
+// float -- they cannot overflow, and the float rounding is that of 16 terms in [0, 1] -- and 16
+// double lanes otherwise.
+template <class T>
+double sum_of_exps(const T* e, int64_t K) {
+  if constexpr (std::is_same_v<T, float>) {
+    return row_sums<1>(
+        K, [e](int64_t k, int valid, FloatVec(&t)[1]) { t[0] = load_floats(e + k, valid); })[0];
+  } else {
+    double s[16] = {};
+    add_lanes16(s, e, K, [](auto&) {});
+    for (int w = 1; w < 16; w *= 2)
+      for (int j = 0; j + w < 16; j += 2 * w) s[j] += s[j + w];
+    return s[0];
+  }
+}
+
 // One row of length K (contiguous): max, sum of exp(x - max), then the result. A NaN is skipped
 // by the max but makes the sum NaN, so the whole row comes out NaN (as in PyTorch).
 template <class T, bool Log>
 void softmax_row(const T* x, T* y, int64_t K) {
-  constexpr int L = 16;
   using V = Simd<T>;
   constexpr int W = sizeof(V) / sizeof(T);
   V vmx = V{} - std::numeric_limits<T>::infinity();
@@ -42,15 +59,12 @@ void softmax_row(const T* x, T* y, int64_t K) {
   for (; k < K; ++k) m = x[k] > m ? x[k] : m;
   // exp(x - max) into y (a plain loop: vectorised), then its sum in 16 double lanes.
   for (int64_t i = 0; i < K; ++i) y[i] = vmath::exp_nonpositive(T(x[i] - m));
-  double s[L] = {};
-  add_lanes16(s, y, K, [](auto&) {});
-  for (int w = 1; w < L; w *= 2)
-    for (int j = 0; j + w < L; j += 2 * w) s[j] += s[j + w];
+  const double sum = sum_of_exps(y, K);
   if constexpr (Log) {
-    const T ls = static_cast<T>(std::log(s[0]));
+    const T ls = static_cast<T>(std::log(sum));
     for (int64_t i = 0; i < K; ++i) y[i] = (x[i] - m) - ls;
   } else {
-    const T inv = static_cast<T>(1.0 / s[0]);  // a multiply per element, not a division
+    const T inv = static_cast<T>(1.0 / sum);  // a multiply per element, not a division
     for (int64_t i = 0; i < K; ++i) y[i] = y[i] * inv;
   }
 }
@@ -60,7 +74,6 @@ void softmax_row(const T* x, T* y, int64_t K) {
 // x * scale - max into one rounding, so values can differ from the composed ops in the last bit.
 template <class T>
 void softmax_row_scaled(const T* x, T* y, int64_t K, T scale, int64_t valid) {
-  constexpr int L = 16;
   T m = -std::numeric_limits<T>::infinity();
   for (int64_t k = 0; k < valid; ++k) {
     const T v = x[k] * scale;
@@ -68,11 +81,7 @@ void softmax_row_scaled(const T* x, T* y, int64_t K, T scale, int64_t valid) {
   }
   // (exp, not exp_nonpositive: a contracted x * scale - m can exceed 0 by half an ulp of m)
   for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp(T(x[i] * scale - m));
-  double s[L] = {};
-  add_lanes16(s, y, valid, [](auto&) {});
-  for (int w = 1; w < L; w *= 2)
-    for (int j = 0; j + w < L; j += 2 * w) s[j] += s[j + w];
-  const T inv = static_cast<T>(1.0 / s[0]);
+  const T inv = static_cast<T>(1.0 / sum_of_exps(y, valid));
   for (int64_t i = 0; i < valid; ++i) y[i] = y[i] * inv;
   std::fill(y + valid, y + K, T(0));
 }
@@ -184,11 +193,21 @@ Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta&
 // ---- softmax backward ----
 // softmax:     dx = y * (g - sum(g * y))
 // log_softmax: dx = g - exp(y) * sum(g)
-// The row sum is taken in 16 double lanes (lane k mod 16 for element k) combined in a fixed
-// tree; the column path accumulates each column in double in row order.
+// The row sum as the forward's (row_grad_sum); the column path accumulates each column in double
+// in row order.
 
+// sum(g * y) (softmax) or sum(g) (log_softmax) over a row: float sums (row_sums) where T is float
+// and they stay finite; 16 double lanes otherwise (a row of huge gradients whose float sums
+// overflow gets the double path's sum).
 template <class T, bool Log>
 double row_grad_sum(const T* g, const T* y, int64_t K) {
+  if constexpr (std::is_same_v<T, float>) {
+    const double sum = row_sums<1>(K, [&](int64_t k, int valid, FloatVec(&t)[1]) {
+      const FloatVec gv = load_floats(g + k, valid);
+      t[0] = Log ? gv : gv * load_floats(y + k, valid);
+    })[0];
+    if (std::isfinite(sum)) return sum;
+  }
   double s[16] = {};
   int64_t k = 0;
   for (; k + 16 <= K; k += 16)

@@ -249,7 +249,8 @@ struct Poly<double> {
 // -t^2 + G); kTwoPart false ignores it. Reduction: x + lo = n ln2 + r, |r| <= ln2/2, e^r by a
 // polynomial, then a scaling by 2^n in two factors so that a subnormal result is rounded once,
 // as libm's is.
-// kClamp false: the caller guarantees kExpMin <= x + lo <= 0 (or NaN), which needs no clamping.
+// kClamp false: the caller guarantees kExpMin <= x + lo <= 0 (or NaN; a few ulp above 0 do no
+// harm), which needs no clamping.
 template <class T, bool kTwoPart = false, bool kClamp = true>
 VK_VMATH_INLINE T exp_impl(T x, T lo = T(0)) {
   using Tr = Traits<T>;
@@ -269,8 +270,15 @@ VK_VMATH_INLINE T exp_impl(T x, T lo = T(0)) {
   r = fma_(n, -Tr::kLn2Lo, r);
   const T p = fma_(r * r, horner(r, Poly<T>::exp_q), r) + T(1);
   const I ni = static_cast<I>(std::bit_cast<U>(shifted) - std::bit_cast<U>(Tr::kRoundShift));
-  const I n1 = ni >> 1;
-  return p * pow2i<T>(n1) * pow2i<T>(ni - n1);
+  if constexpr (kClamp) {
+    const I n1 = ni >> 1;
+    return p * pow2i<T>(n1) * pow2i<T>(ni - n1);
+  } else {
+    // n >= -151 (float) or -1076 (double) here, and at most a few above 0: 2^(n + 64) is normal,
+    // p 2^(n + 64) exact, and the product with 2^-64 the one rounding -- the same result as the
+    // two factors above, in fewer operations (one exponent instead of two).
+    return p * pow2i<T>(ni + 64) * T(0x1p-64);
+  }
 }
 
 // erfc(t) for 0.89 <= t <= kErfcMaxArg, given t^2 = t2hi + t2lo.

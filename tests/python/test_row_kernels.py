@@ -1,0 +1,218 @@
+"""The row kernels' float sums (src/vkml/backend/cpu/simd.h row_sums): layer_norm forward and backward
+and the softmax family take their row sums in float blocks added into double, layer_norm's about
+x - x[0]; rows those sums cannot take (overflow, underflow, inf, NaN) fall back to sums in double.
+Each case is checked against float64 arithmetic on the same float32 inputs, at row lengths on both
+sides of the 16-lane vectors and 256-element blocks, and the AVX2 and AVX-512 kernel copies must
+give the same bits."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import vkml as vk
+
+F = vk.nn.functional
+LENGTHS = (1, 3, 16, 17, 33, 255, 256, 257, 300, 1024)
+
+
+def ln_reference(x, w, b, g, eps):
+    """layer_norm's output and gradients (x, w, b) in float64, each with the magnitude of the terms
+    it is made of (what its float rounding is relative to)."""
+    x, w, b, g = (a.astype(np.float64) for a in (x, w, b, g))
+    mu = x.mean(-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + eps)
+    xhat = (x - mu) * rstd
+    u = g * w
+    mean_u, mean_ux = u.mean(-1, keepdims=True), (u * xhat).mean(-1, keepdims=True)
+    dx = rstd * (u - mean_u - xhat * mean_ux)
+    dx_terms = rstd * (abs(u) + abs(mean_u) + abs(xhat * mean_ux))
+    return ((xhat * w + b, abs(xhat * w) + abs(b)), (dx, dx_terms),
+            ((g * xhat).sum(0), abs(g * xhat).sum(0)), (g.sum(0), abs(g).sum(0)))
+
+
+def ln_vkml(x, w, b, g, eps):
+    xt, wt, bt = (vk.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = F.layer_norm(xt, (x.shape[-1],), wt, bt, eps)
+    y.backward(vk.tensor(g))
+    return y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()
+
+
+def assert_close_rows(got, ref, rtol):
+    """Each row of got within rtol of the magnitude of the terms its reference value is made of
+    (ref = (value, terms)), the scale float rounding errors are relative to."""
+    value, terms = (np.atleast_2d(a) for a in ref)
+    got2 = np.atleast_2d(got).astype(np.float64)
+    scale = np.maximum(terms.max(-1, keepdims=True), np.finfo(np.float64).tiny)
+    err = np.abs(got2 - value) / scale
+    assert np.isfinite(got2).all() and err.max() <= rtol, f"worst error {err.max():.3g} of the row scale"
+
+
+def check_layer_norm(x, eps=1e-5, rtol=2e-6, seed=0):
+    rng = np.random.default_rng(seed)
+    n = x.shape[-1]
+    w = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    for got, ref in zip(ln_vkml(x, w, b, g, eps), ln_reference(x, w, b, g, eps)):
+        assert_close_rows(got, ref, rtol)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_layer_norm_float_sums_match_float64(n):
+    x = np.random.default_rng(n).standard_normal((5, n)).astype(np.float32) * 2 + 1
+    check_layer_norm(x)
+
+
+def test_layer_norm_off_centre_rows_keep_their_spread():
+    """Rows 65536 + d with d on a 2^-7 grid in [-1, 1] and mean exactly 65536: x - x[0] is exact,
+    so the shifted float sums find the mean and variance to float precision. Float sums of x itself
+    (partial sums near 2^20, spaced 2^-3) would miss the mean by a good part of the spread."""
+    rng = np.random.default_rng(1)
+    half = rng.integers(-128, 129, (4, 512)) / 128.0
+    d = np.concatenate([half, -half], axis=1)  # mean of d exactly 0
+    x = (65536.0 + rng.permuted(d, axis=1)).astype(np.float32)
+    assert (x.astype(np.float64).mean(1) == 65536.0).all()
+    check_layer_norm(x, rtol=2e-6)
+
+
+def test_layer_norm_outlier_first_element():
+    """The shift is x[0]: a first element 1e4 standard deviations out costs the float sums nothing
+    they cannot carry (a value lies at most sqrt(n) standard deviations from its row's mean)."""
+    x = np.random.default_rng(2).standard_normal((3, 700)).astype(np.float32)
+    x[:, 0] = 1e4
+    check_layer_norm(x, rtol=2e-6)
+
+
+def test_layer_norm_huge_rows_take_the_double_path():
+    """|x| ~ 1e20: squares overflow float (3.4e38) -- the row falls back to double sums."""
+    x = (np.random.default_rng(3).standard_normal((3, 257)) * 1e20).astype(np.float32)
+    check_layer_norm(x, rtol=2e-6)
+
+
+def test_layer_norm_tiny_rows_with_zero_eps_take_the_double_path():
+    """|x| ~ 1e-25 and eps = 0: float squares (1e-50) underflow to 0, which would make rstd
+    infinite -- the row falls back to double sums and normalises to O(1) values."""
+    x = (np.random.default_rng(4).standard_normal((3, 300)) * 1e-25).astype(np.float32)
+    check_layer_norm(x, eps=0.0, rtol=2e-6)
+
+
+def test_layer_norm_huge_gradients_take_the_double_path():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 300)).astype(np.float32)
+    w = rng.standard_normal(300).astype(np.float32)
+    b = np.zeros(300, np.float32)
+    g = (rng.standard_normal((2, 300)) * 3e37).astype(np.float32)  # u * u overflows float
+    got = ln_vkml(x, w, b, g, 1e-5)
+    ref = ln_reference(x, w, b, g, 1e-5)
+    assert_close_rows(got[1], ref[1], 2e-6)
+
+
+def test_layer_norm_constant_and_nonfinite_rows_as_torch():
+    x = np.ones((4, 40), np.float32) * 3
+    x[1, 5] = np.inf
+    x[2, 7] = np.nan
+    x[3] = 0.0
+    w = np.linspace(-1, 1, 40).astype(np.float32)
+    b = np.linspace(0, 2, 40).astype(np.float32)
+    g = np.random.default_rng(6).standard_normal((4, 40)).astype(np.float32)
+    got = ln_vkml(x, w, b, g, 1e-5)
+    xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = torch.nn.functional.layer_norm(xt, (40,), wt, bt, 1e-5)
+    y.backward(torch.tensor(g))
+    want = (y.detach().numpy(), xt.grad.numpy())
+    for a, t in zip(got[:2], want):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(t))
+        np.testing.assert_allclose(a[[0, 3]], t[[0, 3]], rtol=1e-5, atol=1e-5)
+
+
+def softmax_reference(x, g, log):
+    """softmax or log_softmax and its input gradient in float64, as (value, terms) pairs."""
+    x, g = x.astype(np.float64), g.astype(np.float64)
+    z = x - x.max(-1, keepdims=True)
+    ls = np.log(np.exp(z).sum(-1, keepdims=True))
+    if log:
+        y = z - ls
+        p_sum = np.exp(y) * g.sum(-1, keepdims=True)
+        return (y, abs(z) + abs(ls)), (g - p_sum, abs(g) + abs(p_sum))
+    y = np.exp(z - ls)
+    s = (g * y).sum(-1, keepdims=True)
+    return (y, y), (y * (g - s), y * (abs(g) + abs(s)))
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("n", LENGTHS)
+def test_softmax_float_sums_match_float64(n, log):
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((4, n)) * 4).astype(np.float32)
+    g = rng.standard_normal((4, n)).astype(np.float32)
+    xt = vk.tensor(x, requires_grad=True)
+    y = (F.log_softmax if log else F.softmax)(xt, -1)
+    y.backward(vk.tensor(g))
+    ref_y, ref_dx = softmax_reference(x, g, log)
+    assert_close_rows(y.detach().numpy(), ref_y, 1e-6)
+    assert_close_rows(xt.grad.numpy(), ref_dx, 1e-6)
+
+
+def test_softmax_backward_huge_gradients():
+    """Gradients of 3e37: the sum of g * y stays below the largest |g| (y sums to 1), so float sums
+    cannot overflow here; the gradient is the float64 one."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 300)).astype(np.float32)
+    g = (rng.standard_normal((2, 300)) * 3e37).astype(np.float32)
+    xt = vk.tensor(x, requires_grad=True)
+    F.softmax(xt, -1).backward(vk.tensor(g))
+    assert_close_rows(xt.grad.numpy(), softmax_reference(x, g, False)[1], 1e-6)
+
+
+def test_log_softmax_backward_overflowing_float_sums_take_the_double_path():
+    """sum(g) over a row of +3e37 then -3e37 (256 each): a lane's float sum over a block of 256
+    overflows (16 x 3e37 > 3.4e38) although the row's sum is 0; the row's sum is then taken in
+    double, and the gradient is g itself, not NaN."""
+    x = np.random.default_rng(8).standard_normal((1, 512)).astype(np.float32)
+    g = np.concatenate([np.full(256, 3e37), np.full(256, -3e37)]).astype(np.float32)[None]
+    xt = vk.tensor(x, requires_grad=True)
+    F.log_softmax(xt, -1).backward(vk.tensor(g))
+    assert_close_rows(xt.grad.numpy(), softmax_reference(x, g, True)[1], 1e-6)
+
+
+SAME_BITS = r"""
+import hashlib, numpy as np, vkml as vk
+F = vk.nn.functional
+rng = np.random.default_rng(0)
+h = hashlib.sha256()
+for n in (1, 5, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257, 300, 1024, 1100):
+    x = vk.tensor(rng.standard_normal((7, n)).astype(np.float32) * 3 + 5, requires_grad=True)
+    w = vk.tensor(rng.standard_normal(n).astype(np.float32), requires_grad=True)
+    b = vk.tensor(rng.standard_normal(n).astype(np.float32), requires_grad=True)
+    g = vk.tensor(rng.standard_normal((7, n)).astype(np.float32))
+    y = F.layer_norm(x, (n,), w, b)
+    y.backward(g)
+    for t in (y, x.grad, w.grad, b.grad):
+        h.update(t.detach().numpy().tobytes())
+    for f in (F.softmax, F.log_softmax):
+        x.grad = None
+        y = f(x, 1)
+        y.backward(g)
+        h.update(y.detach().numpy().tobytes() + x.grad.numpy().tobytes())
+print(vk.backends.cpu.get_cpu_capability(), h.hexdigest())
+"""
+
+
+def test_row_kernels_same_bits_on_avx2_and_avx512():
+    """row_sums gives every lane the same operations in the same order at any vector width: the
+    AVX2 copy (8 floats a vector) and the AVX-512 copy (16) agree to the bit. (The generic copy
+    may differ: it has no FMA.)"""
+    runs = {}
+    for cap in ("avx2", "avx512"):
+        r = subprocess.run([sys.executable, "-c", SAME_BITS], capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, VKML_CPU_CAPABILITY=cap))
+        assert r.returncode == 0, r.stderr
+        got_cap, digest = r.stdout.split()
+        runs[got_cap] = digest
+    if "AVX512" not in runs:
+        pytest.skip("this CPU has no AVX-512: only one copy to compare")
+    assert runs["AVX2"] == runs["AVX512"]
