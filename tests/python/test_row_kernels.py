@@ -67,6 +67,15 @@ def test_layer_norm_float_sums_match_float64(n):
     check_layer_norm(x)
 
 
+@pytest.mark.parametrize("n", [40, 100, 512, 513])
+def test_layer_norm_weight_gradient_blocks_match_float64(n):
+    """70 rows: blocks of 32 rows (their float sums added into double); rows of up to 512 floats
+    take strips of 32 columns held in registers (100: three and a partial one), 513 the running
+    sums per column."""
+    x = np.random.default_rng(n + 1).standard_normal((70, n)).astype(np.float32)
+    check_layer_norm(x, rtol=2e-6)
+
+
 def test_layer_norm_off_centre_rows_keep_their_spread():
     """Rows 65536 + d with d on a 2^-7 grid in [-1, 1] and mean exactly 65536: x - x[0] is exact,
     so the shifted float sums find the mean and variance to float precision. Float sums of x itself

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -307,7 +308,86 @@ void backward_rows(const T* __restrict gp, const T* __restrict xp, const T* __re
   }
 }
 
-constexpr int64_t kSubRows = 32;  // rows summed in float before they are added into double
+constexpr int64_t kSubRows = 32;          // rows summed in float before they are added into double
+constexpr int64_t kStrip = 64;            // columns of a strip in backward_block
+constexpr int64_t kStripRowBytes = 2048;  // backward_block's strips for rows of at most this
+
+// The first `valid` T at p in a machine vector (the other lanes 0), and back.
+template <class T>
+inline Simd<T> load_part(const T* p, int valid) {
+  Simd<T> v{};
+  std::memcpy(&v, p, sizeof(T) * static_cast<size_t>(valid));
+  return v;
+}
+template <class T>
+inline void store_part(T* p, const Simd<T>& v, int valid) {
+  std::memcpy(p, &v, sizeof(T) * static_cast<size_t>(valid));
+}
+
+// Rows [r0, r1) (at most kSubRows) of the backward pass with the weight and bias gradients, for
+// rows of at most kStripRowBytes: the float sums over these rows of g * xhat and g are written to
+// aw and ab; DX: dx too. Every row's statistics first (back_row or row_stats: the pass that reads
+// memory), then the rows again a strip of kStrip columns at a time, the strip's sums held in
+// registers across the block's rows, where running sums per column in memory (backward_rows)
+// cost two loads and two stores per element more. Zen 4, one thread, the whole backward pass:
+// 128 columns 342 -> 287 us for 2048 rows, 512 columns 380 -> 343 us for 1024 rows. Wider rows
+// keep backward_rows, each row's pass right after its statistics: the block's rows no longer fit
+// in L1 for a second visit (1024 columns ran 2% slower with strips). A column's sum adds the rows
+// in row order from 0 either way, and the results are those of backward_rows to the bit. The
+// strips are kStrip columns at every vector width, and the last, partial one takes the same
+// vector code: every element sees the same operations on every instruction set.
+template <class T, bool W, bool DX>
+void backward_block(const T* gp, const T* xp, const T* wp, T* dp, int64_t r0, int64_t r1, int64_t n,
+                    double eps, T* __restrict aw, T* __restrict ab) {
+  using V = Simd<T>;
+  constexpr int L = static_cast<int>(sizeof(V) / sizeof(T)), K = static_cast<int>(kStrip) / L;
+  auto stats = [&](int64_t r) -> BackRow<T> {
+    if constexpr (DX) {
+      return back_row<T, W>(gp + r * n, xp + r * n, wp, n, eps);
+    } else {
+      const RowStats<T> s = row_stats(xp + r * n, n, eps);
+      return {s.mean, s.rstd, T(0), T(0)};
+    }
+  };
+  BackRow<T> st[kSubRows];
+  for (int64_t r = r0; r < r1; ++r) st[r - r0] = stats(r);
+  // columns [c, c + kStrip) of every row; Full: all of them exist, else the first `left`
+  auto strip = [&]<bool Full>(int64_t c, int64_t left) __attribute__((always_inline)) {
+    V sw[K] = {}, sb[K] = {}, wv[K];
+    int valid[K];
+#pragma GCC unroll 16
+    for (int j = 0; j < K; ++j) {
+      valid[j] = Full ? L : static_cast<int>(std::clamp<int64_t>(left - j * L, 0, L));
+      if constexpr (W) wv[j] = load_part(wp + c + j * L, Full ? L : valid[j]);
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      const BackRow<T>& p = st[r - r0];
+#pragma GCC unroll 16
+      for (int j = 0; j < K; ++j) {
+        if (!Full && valid[j] == 0) break;
+        const int64_t at = r * n + c + j * L;
+        const int vl = Full ? L : valid[j];
+        const V g = load_part(gp + at, vl);
+        const V xh = (load_part(xp + at, vl) - p.mu) * p.rs;
+        if constexpr (DX) {
+          const V u = W ? g * wv[j] : g;
+          store_part(dp + at, V(p.rs * ((u - p.mean_u) - xh * p.mean_ux)), vl);
+        }
+        sw[j] += g * xh;
+        sb[j] += g;
+      }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < K; ++j) {
+      if (!Full && valid[j] == 0) break;
+      store_part(aw + c + j * L, sw[j], Full ? L : valid[j]);
+      store_part(ab + c + j * L, sb[j], Full ? L : valid[j]);
+    }
+  };
+  int64_t c = 0;
+  for (; c + kStrip <= n; c += kStrip) strip.template operator()<true>(c, kStrip);
+  if (c < n) strip.template operator()<false>(c, n - c);
+}
 
 // The backward pass over all rows. With P, the weight and bias gradients go to pg (2 * n
 // values): per chunk of rows, float sums of kSubRows rows at a time added into a double partial;
@@ -322,6 +402,7 @@ void backward_all(const T* gp, const T* xp, const T* wp, T* dp, T* pg, int64_t r
   } else {
     const int64_t chunk = param_chunk(rows, n);
     const int64_t chunks = (rows + chunk - 1) / chunk;
+    const bool strips = n * static_cast<int64_t>(sizeof(T)) <= kStripRowBytes;
     std::vector<double> part(static_cast<size_t>(std::max<int64_t>(chunks, 1) * 2 * n), 0.0);
     parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
       std::vector<T> acc(static_cast<size_t>(2 * n));
@@ -329,9 +410,14 @@ void backward_all(const T* gp, const T* xp, const T* wp, T* dp, T* pg, int64_t r
         double* pw = part.data() + c * 2 * n;
         const int64_t end = std::min(rows, (c + 1) * chunk);
         for (int64_t r = c * chunk; r < end; r += kSubRows) {
-          std::fill(acc.begin(), acc.end(), T(0));
-          backward_rows<T, W, DX, true>(gp, xp, wp, dp, r, std::min(end, r + kSubRows), n, eps,
-                                        acc.data(), acc.data() + n);
+          const int64_t r1 = std::min(end, r + kSubRows);
+          if (strips) {
+            backward_block<T, W, DX>(gp, xp, wp, dp, r, r1, n, eps, acc.data(), acc.data() + n);
+          } else {
+            std::fill(acc.begin(), acc.end(), T(0));
+            backward_rows<T, W, DX, true>(gp, xp, wp, dp, r, r1, n, eps, acc.data(),
+                                          acc.data() + n);
+          }
           for (int64_t i = 0; i < 2 * n; ++i) pw[i] += static_cast<double>(acc[i]);
         }
       }

@@ -10,6 +10,10 @@
 
 #include "vkml/backend/cpu/isa.h"
 
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
 
@@ -80,10 +84,27 @@ using FloatVec = Simd<float>;
 constexpr int kFloatWidth = static_cast<int>(sizeof(FloatVec) / sizeof(float));
 
 // The `valid` floats at p in a machine vector's first lanes; the other lanes 0.
+// A partial vector is a masked load where the instruction set has one: a copy of a run-time
+// length is a call to memcpy, which on the short rows of causal attention (1 to 64 keys) cost
+// more than the sums.
 inline FloatVec load_floats(const float* p, int valid = kFloatWidth) {
+  if (__builtin_constant_p(valid) && valid == kFloatWidth) {
+    FloatVec v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+#if defined(__AVX512F__)
+  return reinterpret_cast<FloatVec>(
+      _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << valid) - 1u), p));
+#elif defined(__AVX2__)
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return reinterpret_cast<FloatVec>(
+      _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane)));
+#else
   FloatVec v{};
   std::memcpy(&v, p, sizeof(float) * static_cast<size_t>(valid));
   return v;
+#endif
 }
 
 // N sums over a row of n floats: terms(k, valid, t) puts the N terms of elements k .. k + valid -
@@ -107,7 +128,7 @@ inline Simd<double, sizeof...(I)> widen_part(FloatVec v, std::index_sequence<I..
 }  // namespace detail
 
 template <int N, class F>
-inline std::array<double, N> row_sums(int64_t n, F terms) {
+[[gnu::always_inline]] inline std::array<double, N> row_sums(int64_t n, F terms) {
   constexpr int W = kFloatWidth, G = kRowLanes / W;  // G vectors hold the 16 lanes
   constexpr int DW = W / 2, DG = kRowLanes / DW;     // the same lanes in double
   using D = Simd<double, DW>;
