@@ -1,6 +1,7 @@
-"""The row kernels' float sums (src/vkml/backend/cpu/simd.h row_sums): layer_norm forward and backward
-and the softmax family take their row sums in float blocks added into double, layer_norm's about
-x - x[0]; rows those sums cannot take (overflow, underflow, inf, NaN) fall back to sums in double.
+"""The row kernels' float sums (src/vkml/backend/cpu/simd.h row_sums): layer_norm forward and backward,
+the softmax family and batch_norm's channels (where their segments are whole 16-lane vectors) take
+their sums in float blocks added into double, layer_norm's and batch_norm's about x - x[0]; rows
+those sums cannot take (overflow, underflow, inf, NaN) fall back to sums in double.
 Each case is checked against float64 arithmetic on the same float32 inputs, at row lengths on both
 sides of the 16-lane vectors and 256-element blocks, and the AVX2 and AVX-512 kernel copies must
 give the same bits."""
@@ -188,6 +189,81 @@ def test_log_softmax_backward_overflowing_float_sums_take_the_double_path():
     assert_close_rows(xt.grad.numpy(), softmax_reference(x, g, True)[1], 1e-6)
 
 
+def bn_reference(x, w, b, g, eps):
+    """batch_norm (training statistics) and its gradients in float64, as (value, terms) pairs."""
+    x, w, b, g = (a.astype(np.float64) for a in (x, w, b, g))
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mu = x.mean(axes, keepdims=True)
+    rstd = 1.0 / np.sqrt(((x - mu) ** 2).mean(axes, keepdims=True) + eps)
+    xhat = (x - mu) * rstd
+    wb, bb = w.reshape(shape), b.reshape(shape)
+    mean_g, mean_gx = g.mean(axes, keepdims=True), (g * xhat).mean(axes, keepdims=True)
+    dx = wb * rstd * (g - mean_g - xhat * mean_gx)
+    dx_terms = abs(wb) * rstd * (abs(g) + abs(mean_g) + abs(xhat * mean_gx))
+    per_channel = lambda a: np.moveaxis(a, 1, 0).reshape(a.shape[1], -1)  # noqa: E731
+    return ((per_channel(xhat * wb + bb), per_channel(abs(xhat * wb) + abs(bb))),
+            (per_channel(dx), per_channel(dx_terms)),
+            ((g * xhat).sum(axes), abs(g * xhat).sum(axes)), (g.sum(axes), abs(g).sum(axes)))
+
+
+def check_batch_norm(x, eps=1e-5, rtol=2e-6, outputs=(0, 1, 2, 3)):
+    """outputs: which of y, dx, dweight, dbias to check."""
+    rng = np.random.default_rng(9)
+    C = x.shape[1]
+    w = rng.standard_normal(C).astype(np.float32)
+    b = rng.standard_normal(C).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    xt, wt, bt = (vk.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = F.batch_norm(xt, None, None, wt, bt, training=True, eps=eps)
+    y.backward(vk.tensor(g))
+    per_channel = lambda a: np.moveaxis(a, 1, 0).reshape(a.shape[1], -1)  # noqa: E731
+    got = (per_channel(y.detach().numpy()), per_channel(xt.grad.numpy()), wt.grad.numpy()[None],
+           bt.grad.numpy()[None])
+    ref = bn_reference(x, w, b, g, eps)
+    ref = ref[:2] + tuple((v[None], t[None]) for v, t in ref[2:])
+    for i in outputs:
+        assert_close_rows(got[i], ref[i], rtol)
+
+
+@pytest.mark.parametrize("shape", [(16, 3, 4, 4), (8, 5, 8, 8), (3, 2, 2, 2), (4, 3, 7, 7), (6, 4, 32)])
+def test_batch_norm_float_sums_match_float64(shape):
+    """4 x 4 and 8 x 8 planes (whole 16-lane vectors) take float sums, 2 x 2, 7 x 7 and 32 the
+    double path; each against float64."""
+    x = (np.random.default_rng(len(shape)).standard_normal(shape) * 2 + 1).astype(np.float32)
+    check_batch_norm(x)
+
+
+def test_batch_norm_off_centre_channels_keep_their_spread():
+    """Channels of 65536 + d, d on a 2^-7 grid with mean exactly 0: the shifted float sums find the
+    mean and variance to float precision (sums of x itself would not)."""
+    rng = np.random.default_rng(10)
+    half = rng.integers(-128, 129, (3, 64)) / 128.0
+    d = rng.permuted(np.concatenate([half, -half], axis=1), axis=1)  # (C, N * 16), mean 0
+    x = (65536.0 + d).reshape(3, 8, 16).transpose(1, 0, 2).reshape(8, 3, 4, 4).astype(np.float32)
+    # the output and input gradient are y = x * scale + shift and dx = k g + kx x + k0 (torch's
+    # forms), which round relative to x's magnitude whatever the sums: the weight and bias
+    # gradients and the statistics themselves (momentum 1: the batch's mean and unbiased variance)
+    check_batch_norm(x, outputs=(2, 3))
+    mean, var = vk.zeros(3), vk.ones(3)
+    F.batch_norm(vk.tensor(x), mean, var, training=True, momentum=1.0)
+    x64 = x.astype(np.float64)
+    np.testing.assert_array_equal(mean.numpy(), np.full(3, 65536.0, np.float32))
+    np.testing.assert_allclose(var.numpy(), x64.var((0, 2, 3), ddof=1), rtol=1e-6)
+
+
+def test_batch_norm_huge_and_tiny_channels_take_the_double_path():
+    """Channels of 1e20 (float squares overflow) and 1e-25 with eps = 0 (they underflow) take the
+    double path: the output and the weight and bias gradients match float64. (The input gradient
+    is not checked here: the double path's dx = k g + kx x + k0 form rounds kx to a subnormal at
+    1e20 and overflows it at 1e-25, which the float sums do not change.)"""
+    rng = np.random.default_rng(11)
+    check_batch_norm((rng.standard_normal((4, 2, 4, 4)) * 1e20).astype(np.float32),
+                     outputs=(0, 2, 3))
+    check_batch_norm((rng.standard_normal((4, 2, 4, 4)) * 1e-25).astype(np.float32), eps=0.0,
+                     outputs=(0, 2, 3))
+
+
 SAME_BITS = r"""
 import hashlib, numpy as np, vkml as vk
 F = vk.nn.functional
@@ -207,14 +283,20 @@ for n in (1, 5, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257, 300, 1024, 1100):
         y = f(x, 1)
         y.backward(g)
         h.update(y.detach().numpy().tobytes() + x.grad.numpy().tobytes())
+for shape in ((16, 3, 4, 4), (8, 5, 8, 8), (4, 3, 7, 7)):
+    x = vk.tensor(rng.standard_normal(shape).astype(np.float32) + 2, requires_grad=True)
+    w = vk.tensor(rng.standard_normal(shape[1]).astype(np.float32), requires_grad=True)
+    y = F.batch_norm(x, None, None, w, None, training=True)
+    y.backward(vk.tensor(rng.standard_normal(shape).astype(np.float32)))
+    h.update(y.detach().numpy().tobytes() + x.grad.numpy().tobytes() + w.grad.numpy().tobytes())
 print(vk.backends.cpu.get_cpu_capability(), h.hexdigest())
 """
 
 
 def test_row_kernels_same_bits_on_avx2_and_avx512():
     """row_sums gives every lane the same operations in the same order at any vector width: the
-    AVX2 copy (8 floats a vector) and the AVX-512 copy (16) agree to the bit. (The generic copy
-    may differ: it has no FMA.)"""
+    AVX2 copy (8 floats a vector) and the AVX-512 copy (16) agree to the bit on layer_norm, the
+    softmax family and batch_norm. (The generic copy may differ: it has no FMA.)"""
     runs = {}
     for cap in ("avx2", "avx512"):
         r = subprocess.run([sys.executable, "-c", SAME_BITS], capture_output=True, text=True,

@@ -481,7 +481,8 @@ VK_KERNEL(layer_norm_param_grad) {
 // ---- batch normalisation ----
 // x is (N, C, S...) made contiguous: channel c's M = N * S values lie in N segments of S. Each
 // channel is one work item (channels split among threads, never a channel). Sums are taken in
-// double in 16 lanes kept across the segments and combined in a fixed tree (channel_sum), so
+// float blocks (row_sums) where the segments are whole 16-lane vectors (channel_float_sums), else
+// in double in 16 lanes kept across the segments and combined in a fixed tree (channel_sum), so
 // results are bitwise the same at any thread count. Same formulas as layer_norm with a row being
 // a channel: xhat = (x - mean) * rstd; y = xhat * w[c] + b[c];
 // dx = w[c] * rstd * (g - mean(g) - xhat * mean(g * xhat)).
@@ -521,15 +522,45 @@ double channel_sum(const ChannelShape& cs, F f) {
   return s[0];
 }
 
+// Three sums over a channel in one pass, each in channel_sum's lanes and order: f(k, a, b, c)
+// adds value k's terms into lanes a, b and c.
+template <class F>
+void channel_sum3(const ChannelShape& cs, F f, double& ra, double& rb, double& rc) {
+  double a[16] = {}, b[16] = {}, c[16] = {};
+  for (int64_t n = 0; n < cs.N; ++n) {
+    const int64_t base = n * cs.C * cs.S;
+    int64_t k = 0;
+    for (; k + 16 <= cs.S; k += 16)
+      for (int j = 0; j < 16; ++j) f(base + k + j, a[j], b[j], c[j]);
+    for (int j = 0; k < cs.S; ++k, ++j) f(base + k, a[j], b[j], c[j]);
+  }
+  for (int w = 1; w < 16; w *= 2)
+    for (int j = 0; j + w < 16; j += 2 * w) {
+      a[j] += a[j + w];
+      b[j] += b[j + w];
+      c[j] += c[j + w];
+    }
+  ra = a[0];
+  rb = b[0];
+  rc = c[0];
+}
+
+// The biased variance of a channel about mu, in a second pass.
 template <class T>
-ChannelStats channel_stats(const T* xc, const ChannelShape& cs) {
+double channel_var(const T* xc, const ChannelShape& cs, double mu) {
+  return channel_sum(cs,
+                     [xc, mu](int64_t k) {
+                       const double d = static_cast<double>(xc[k]) - mu;
+                       return d * d;
+                     }) /
+         static_cast<double>(cs.count());
+}
+
+template <class T>
+ChannelStats channel_stats_double(const T* xc, const ChannelShape& cs) {
   const double m = static_cast<double>(cs.count());
   const double mu = channel_sum(cs, [xc](int64_t k) { return static_cast<double>(xc[k]); }) / m;
-  const double sq = channel_sum(cs, [xc, mu](int64_t k) {
-    const double d = static_cast<double>(xc[k]) - mu;
-    return d * d;
-  });
-  return {mu, sq / m};
+  return {mu, channel_var(xc, cs, mu)};
 }
 
 // What a channel's backward needs: mean, rstd, mean(g) and mean(g * xhat).
@@ -537,16 +568,109 @@ struct ChannelGrad {
   double mean, rstd, mean_g, mean_gx;
 };
 
+// The double path of channel_grad: sum(x), sum(g) and sum(g x) in one pass over both (in
+// channel_sum's lanes and order), then the variance.
+template <class T>
+ChannelGrad channel_grad_double(const T* gc, const T* xc, const ChannelShape& cs, double eps) {
+  const double m = static_cast<double>(cs.count());
+  double sx, sg, sgx;
+  channel_sum3(
+      cs,
+      [gc, xc](int64_t k, double& a, double& b, double& c) {
+        const double xk = static_cast<double>(xc[k]), gk = static_cast<double>(gc[k]);
+        a += xk;
+        b += gk;
+        c += gk * xk;
+      },
+      sx, sg, sgx);
+  const double mean = sx / m;
+  const double rstd = 1.0 / std::sqrt(channel_var(xc, cs, mean) + eps);
+  // sum(g * xhat) = rstd * (sum(g x) - mean * sum(g))
+  return {mean, rstd, sg / m, rstd * (sgx - mean * sg) / m};
+}
+
+// Float sums over a channel (row_sums over its values in order) where its segments are whole
+// 16-lane vectors, so that no machine vector crosses a segment and value i of a segment is in
+// lane i mod 16 at every vector width. terms(at, valid, t) as row_sums', `at` the value's offset
+// from the channel's first. row_sums asks for increasing values, so the segment is tracked as it
+// goes (no division per vector).
+inline bool channel_takes_float_sums(const ChannelShape& cs) {
+  return cs.S % kRowLanes == 0 && cs.count() > 0;
+}
+template <int Nt, class F>
+std::array<double, Nt> channel_float_sums(const ChannelShape& cs, F terms) {
+  int64_t segment_end = cs.S, skip = 0;  // value k lies at k + skip
+  return row_sums<Nt>(cs.count(), [&](int64_t k, int valid, FloatVec(&t)[Nt]) {
+    while (k >= segment_end) {
+      segment_end += cs.S;
+      skip += (cs.C - 1) * cs.S;
+    }
+    terms(k + skip, valid, t);
+  });
+}
+
+// A channel's statistics. float channels whose segments are whole vectors: float sums as
+// layer_norm's rows take them (the mean about the channel's first value, the variance about the
+// mean rounded to float, corrected), about half the time of the double path, which the other
+// channels and those whose sums do not fit (fits_float_sums) take.
+template <class T>
+ChannelStats channel_stats(const T* xc, const ChannelShape& cs) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (channel_takes_float_sums(cs)) {
+      const double count = static_cast<double>(cs.count());
+      const float x0 = xc[0];
+      const auto [shifted] = channel_float_sums<1>(cs, [&](int64_t at, int valid, FloatVec(&t)[1]) {
+        t[0] = load_floats(xc + at, valid) - x0;
+      });
+      const double mu = static_cast<double>(x0) + shifted / count;
+      const float m = static_cast<float>(mu);
+      const auto [squares] = channel_float_sums<1>(cs, [&](int64_t at, int valid, FloatVec(&t)[1]) {
+        const FloatVec d = load_floats(xc + at, valid) - m;
+        t[0] = d * d;
+      });
+      const double mean_square = squares / count, off = mu - static_cast<double>(m);
+      if (std::isfinite(mu) && fits_float_sums(mean_square))
+        return {mu, std::max(mean_square - off * off, 0.0)};
+    }
+  }
+  return channel_stats_double(xc, cs);
+}
+
+// What a channel's backward needs. float channels whose segments are whole vectors: float sums of
+// d = x - x[0], g, g d and g^2 (the last to check that g's terms fit) in one pass, the variance
+// as channel_stats', sum(g xhat) = rstd (sum(g d) - (mean - x[0]) sum(g)); the double path
+// otherwise.
 template <class T>
 ChannelGrad channel_grad(const T* gc, const T* xc, const ChannelShape& cs, double eps) {
-  const double m = static_cast<double>(cs.count());
-  const ChannelStats st = channel_stats(xc, cs);
-  const double sg = channel_sum(cs, [gc](int64_t k) { return static_cast<double>(gc[k]); });
-  const double sgx = channel_sum(
-      cs, [gc, xc](int64_t k) { return static_cast<double>(gc[k]) * static_cast<double>(xc[k]); });
-  const double rstd = 1.0 / std::sqrt(st.var + eps);
-  // sum(g * xhat) = rstd * (sum(g x) - mean * sum(g))
-  return {st.mean, rstd, sg / m, rstd * (sgx - st.mean * sg) / m};
+  if constexpr (std::is_same_v<T, float>) {
+    if (channel_takes_float_sums(cs)) {
+      const double count = static_cast<double>(cs.count());
+      const float x0 = xc[0];
+      const auto [sd, sg, sgd, sgg] =
+          channel_float_sums<4>(cs, [&](int64_t at, int valid, FloatVec(&t)[4]) {
+            const FloatVec d = load_floats(xc + at, valid) - x0;
+            const FloatVec g = load_floats(gc + at, valid);
+            t[0] = d;
+            t[1] = g;
+            t[2] = g * d;
+            t[3] = g * g;
+          });
+      const double shift = sd / count, mu = static_cast<double>(x0) + shift;
+      const float m = static_cast<float>(mu);
+      const auto [squares] = channel_float_sums<1>(cs, [&](int64_t at, int valid, FloatVec(&t)[1]) {
+        const FloatVec d = load_floats(xc + at, valid) - m;
+        t[0] = d * d;
+      });
+      const double mean_square = squares / count, off = mu - static_cast<double>(m);
+      const double mean_gg = sgg / count;
+      if (std::isfinite(mu) && fits_float_sums(mean_square) &&
+          (mean_gg == 0.0 || fits_float_sums(mean_gg)) && std::isfinite(sgd)) {
+        const double rstd = 1.0 / std::sqrt(std::max(mean_square - off * off, 0.0) + eps);
+        return {mu, rstd, sg / count, rstd * (sgd - shift * sg) / count};
+      }
+    }
+  }
+  return channel_grad_double(gc, xc, cs, eps);
 }
 
 // Channel c's weight and bias gradients into the (2, C) pg: sum(g * xhat), sum(g).
