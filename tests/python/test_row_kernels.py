@@ -254,14 +254,22 @@ def test_batch_norm_off_centre_channels_keep_their_spread():
 
 def test_batch_norm_huge_and_tiny_channels_take_the_double_path():
     """Channels of 1e20 (float squares overflow) and 1e-25 with eps = 0 (they underflow) take the
-    double path: the output and the weight and bias gradients match float64. (The input gradient
-    is not checked here: the double path's dx = k g + kx x + k0 form rounds kx to a subnormal at
-    1e20 and overflows it at 1e-25, which the float sums do not change.)"""
+    double path, and every output matches float64."""
     rng = np.random.default_rng(11)
-    check_batch_norm((rng.standard_normal((4, 2, 4, 4)) * 1e20).astype(np.float32),
-                     outputs=(0, 2, 3))
-    check_batch_norm((rng.standard_normal((4, 2, 4, 4)) * 1e-25).astype(np.float32), eps=0.0,
-                     outputs=(0, 2, 3))
+    check_batch_norm((rng.standard_normal((4, 2, 4, 4)) * 1e20).astype(np.float32))
+    check_batch_norm((rng.standard_normal((4, 2, 4, 4)) * 1e-25).astype(np.float32), eps=0.0)
+
+
+def test_batch_norm_input_gradient_at_extreme_scales():
+    """The input gradient was k g + kx x + k0 with kx = -k rstd mean(g xhat), which scales as
+    1 / var: at 1e20 it rounded to a subnormal (errors of 2e-5 of the gradient's scale), at 1e-25
+    with eps = 0 it overflowed to inf. Now k (g - mean(g) - xhat mean(g xhat)), for 4 x 4 planes
+    (whose float sums fall back to double at these scales) and 2 x 2 ones (double throughout)."""
+    rng = np.random.default_rng(12)
+    for shape in ((4, 2, 4, 4), (8, 2, 2, 2)):
+        check_batch_norm((rng.standard_normal(shape) * 1e20).astype(np.float32), outputs=(1,))
+        check_batch_norm((rng.standard_normal(shape) * 1e-25).astype(np.float32), eps=0.0,
+                         outputs=(1,))
 
 
 SAME_BITS = r"""

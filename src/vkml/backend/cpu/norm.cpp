@@ -743,17 +743,18 @@ VK_KERNEL(batch_norm_backward) {
       for (int64_t c = c0; c < c1; ++c) {
         const ChannelGrad p = channel_grad(gp + c * cs.S, xp + c * cs.S, cs, a.norm.eps);
         if (pp) write_param_grad(p, cs, c, pp);
-        // dx = k * (g - mean(g) - (x - mean) * rstd * mean(g xhat)), k = w * rstd:
-        // dx = k * g - k * rstd * mean(g xhat) * x + k * (rstd * mean(g xhat) * mean - mean(g))
-        const double k = (wp ? static_cast<double>(wp[c]) : 1.0) * p.rstd;
-        const double slope = p.rstd * p.mean_gx;
-        const T kg = static_cast<T>(k), kx = static_cast<T>(-k * slope),
-                k0 = static_cast<T>(k * (slope * p.mean - p.mean_g));
+        // dx = k * (g - mean(g) - xhat * mean(g xhat)), k = w * rstd, xhat = (x - mean) * rstd,
+        // as layer_norm's. (Folded into k g + kx x + k0, the coefficient kx = -k rstd mean(g xhat)
+        // scales as 1 / var: a subnormal for channels of 1e20, an overflow for 1e-25 with eps 0.)
+        const T k = static_cast<T>((wp ? static_cast<double>(wp[c]) : 1.0) * p.rstd);
+        const T mean = static_cast<T>(p.mean), rstd = static_cast<T>(p.rstd);
+        const T mean_g = static_cast<T>(p.mean_g), mean_gx = static_cast<T>(p.mean_gx);
         for (int64_t n = 0; n < cs.N; ++n) {
           const T* gs = gp + (n * cs.C + c) * cs.S;
           const T* xs = xp + (n * cs.C + c) * cs.S;
           T* ds = dp + (n * cs.C + c) * cs.S;
-          for (int64_t i = 0; i < cs.S; ++i) ds[i] = kg * gs[i] + kx * xs[i] + k0;
+          for (int64_t i = 0; i < cs.S; ++i)
+            ds[i] = k * ((gs[i] - mean_g) - (xs[i] - mean) * rstd * mean_gx);
         }
       }
     });
