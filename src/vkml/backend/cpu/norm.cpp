@@ -45,14 +45,20 @@ inline double lane_sum(int64_t n, F f) {
 }
 
 // Three sums in one pass: f(i, a, b, c) adds element i's terms into lanes a, b, c (each as
-// lane_sum's, so a sum taken here is bitwise the one lane_sum gives).
+// lane_sum's, so a sum taken here is bitwise the one lane_sum gives). The elements are `runs` runs
+// of n (run r starting at r * stride, its element j in lane j mod 16): one row by default, a
+// batch_norm channel's segments otherwise.
 template <class F>
-inline void lane_sum3(int64_t n, F f, double& ra, double& rb, double& rc) {
+inline void lane_sum3(int64_t n, F f, double& ra, double& rb, double& rc, int64_t runs = 1,
+                      int64_t stride = 0) {
   double a[16] = {}, b[16] = {}, c[16] = {};
-  int64_t k = 0;
-  for (; k + 16 <= n; k += 16)
-    for (int j = 0; j < 16; ++j) f(k + j, a[j], b[j], c[j]);
-  for (int j = 0; k < n; ++k, ++j) f(k, a[j], b[j], c[j]);
+  for (int64_t r = 0; r < runs; ++r) {
+    const int64_t base = r * stride;
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16)
+      for (int j = 0; j < 16; ++j) f(base + k + j, a[j], b[j], c[j]);
+    for (int j = 0; k < n; ++k, ++j) f(base + k, a[j], b[j], c[j]);
+  }
   for (int w = 1; w < 16; w *= 2)
     for (int j = 0; j + w < 16; j += 2 * w) {
       a[j] += a[j + w];
@@ -522,29 +528,6 @@ double channel_sum(const ChannelShape& cs, F f) {
   return s[0];
 }
 
-// Three sums over a channel in one pass, each in channel_sum's lanes and order: f(k, a, b, c)
-// adds value k's terms into lanes a, b and c.
-template <class F>
-void channel_sum3(const ChannelShape& cs, F f, double& ra, double& rb, double& rc) {
-  double a[16] = {}, b[16] = {}, c[16] = {};
-  for (int64_t n = 0; n < cs.N; ++n) {
-    const int64_t base = n * cs.C * cs.S;
-    int64_t k = 0;
-    for (; k + 16 <= cs.S; k += 16)
-      for (int j = 0; j < 16; ++j) f(base + k + j, a[j], b[j], c[j]);
-    for (int j = 0; k < cs.S; ++k, ++j) f(base + k, a[j], b[j], c[j]);
-  }
-  for (int w = 1; w < 16; w *= 2)
-    for (int j = 0; j + w < 16; j += 2 * w) {
-      a[j] += a[j + w];
-      b[j] += b[j + w];
-      c[j] += c[j + w];
-    }
-  ra = a[0];
-  rb = b[0];
-  rc = c[0];
-}
-
 // The biased variance of a channel about mu, in a second pass.
 template <class T>
 double channel_var(const T* xc, const ChannelShape& cs, double mu) {
@@ -569,20 +552,20 @@ struct ChannelGrad {
 };
 
 // The double path of channel_grad: sum(x), sum(g) and sum(g x) in one pass over both (in
-// channel_sum's lanes and order), then the variance.
+// channel_sum's lanes and order: lane_sum3 over the channel's segments), then the variance.
 template <class T>
 ChannelGrad channel_grad_double(const T* gc, const T* xc, const ChannelShape& cs, double eps) {
   const double m = static_cast<double>(cs.count());
   double sx, sg, sgx;
-  channel_sum3(
-      cs,
+  lane_sum3(
+      cs.S,
       [gc, xc](int64_t k, double& a, double& b, double& c) {
         const double xk = static_cast<double>(xc[k]), gk = static_cast<double>(gc[k]);
         a += xk;
         b += gk;
         c += gk * xk;
       },
-      sx, sg, sgx);
+      sx, sg, sgx, cs.N, cs.C * cs.S);
   const double mean = sx / m;
   const double rstd = 1.0 / std::sqrt(channel_var(xc, cs, mean) + eps);
   // sum(g * xhat) = rstd * (sum(g x) - mean * sum(g))

@@ -1,5 +1,5 @@
-// Explicit SIMD for the CPU kernels (GCC/Clang vector extensions), shared by the reductions and
-// the softmax family.
+// Explicit SIMD for the CPU kernels (GCC/Clang vector extensions), shared by the reductions, the
+// softmax family and the normalisations.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -107,17 +107,6 @@ inline FloatVec load_floats(const float* p, int valid = kFloatWidth) {
 #endif
 }
 
-// N sums over a row of n floats: terms(k, valid, t) puts the N terms of elements k .. k + valid -
-// 1 in lanes 0 .. valid - 1 of the machine vectors t[0] .. t[N - 1] (lanes from `valid` on are
-// cleared here, so they may hold anything); k steps by the vector width. A lane adds its terms in
-// float within blocks of 256 elements (16 per lane in two chains of eight, elements 16 apart
-// alternating between them, then the chains' sum: at most 9 roundings), each block's lanes are
-// added into double lanes, and the 16 double lanes are combined in a fixed tree (lane j with
-// j + 8, then j + 4, j + 2, j + 1). Against sums in double throughout (a conversion per element
-// costs as much as the addition) this takes about a third of the time, and the float error stays
-// that of 16 terms. Every lane sees the same operations in the same order at any vector width,
-// and the order depends on n alone: a row's sums are the same at any thread count and on every
-// instruction set.
 namespace detail {
 // Lanes Off .. Off + H - 1 of a float vector, widened to double.
 template <int Off, size_t... I>
@@ -127,6 +116,17 @@ inline Simd<double, sizeof...(I)> widen_part(FloatVec v, std::index_sequence<I..
 }
 }  // namespace detail
 
+// N sums over a row of n floats: terms(k, valid, t) puts the N terms of elements k .. k + valid -
+// 1 in lanes 0 .. valid - 1 of the machine vectors t[0] .. t[N - 1] (lanes from `valid` on are
+// cleared here, so they may hold anything); k steps by the vector width, upwards (callers may
+// track where k is rather than divide). A lane adds its terms in float within blocks of 256
+// elements (16 per lane in two chains of eight, elements 16 apart alternating between them, then
+// the chains' sum: at most 9 roundings), each block's lanes are added into double lanes, and the
+// 16 double lanes are combined in a fixed tree (lane j with j + 8, then j + 4, j + 2, j + 1).
+// Against sums in double throughout (a conversion per element costs as much as the addition) this
+// takes about a third of the time, and the float error stays that of 16 terms. Every lane sees
+// the same operations in the same order at any vector width, and the order depends on n alone: a
+// row's sums are the same at any thread count and on every instruction set.
 template <int N, class F>
 [[gnu::always_inline]] inline std::array<double, N> row_sums(int64_t n, F terms) {
   constexpr int W = kFloatWidth, G = kRowLanes / W;  // G vectors hold the 16 lanes

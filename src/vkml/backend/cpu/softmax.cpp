@@ -57,7 +57,7 @@ void softmax_row(const T* x, T* y, int64_t K) {
   T m = -std::numeric_limits<T>::infinity();
   for (int j = 0; j < W; ++j) m = vmx[j] > m ? vmx[j] : m;
   for (; k < K; ++k) m = x[k] > m ? x[k] : m;
-  // exp(x - max) into y (a plain loop: vectorised), then its sum in 16 double lanes.
+  // exp(x - max) into y (a plain loop: vectorised), then its sum.
   for (int64_t i = 0; i < K; ++i) y[i] = vmath::exp_nonpositive(T(x[i] - m));
   const double sum = sum_of_exps(y, K);
   if constexpr (Log) {

@@ -274,9 +274,10 @@ VK_VMATH_INLINE T exp_impl(T x, T lo = T(0)) {
     const I n1 = ni >> 1;
     return p * pow2i<T>(n1) * pow2i<T>(ni - n1);
   } else {
-    // n >= -151 (float) or -1076 (double) here, and at most a few above 0: 2^(n + 64) is normal,
-    // p 2^(n + 64) exact, and the product with 2^-64 the one rounding -- the same result as the
-    // two factors above, in fewer operations (one exponent instead of two).
+    // n >= -162 here (float: gelu's arguments reach -112; exp_nonpositive's -104) or -1076
+    // (double), and at most a few above 0: 2^(n + 64) is normal, p 2^(n + 64) exact, and the
+    // product with 2^-64 the one rounding -- the same result as the two factors above, in fewer
+    // operations (one exponent instead of two).
     return p * pow2i<T>(ni + 64) * T(0x1p-64);
   }
 }
