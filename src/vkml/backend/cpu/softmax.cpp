@@ -79,8 +79,8 @@ void softmax_row_scaled(const T* x, T* y, int64_t K, T scale, int64_t valid) {
     const T v = x[k] * scale;
     m = v > m ? v : m;
   }
-  // (exp, not exp_nonpositive: a contracted x * scale - m can exceed 0 by half an ulp of m)
-  for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp(T(x[i] * scale - m));
+  // (a contracted x * scale - m can exceed 0 by half an ulp of m, which exp_nonpositive takes)
+  for (int64_t i = 0; i < valid; ++i) y[i] = vmath::exp_nonpositive(T(x[i] * scale - m));
   const T inv = static_cast<T>(1.0 / sum_of_exps(y, valid));
   for (int64_t i = 0; i < valid; ++i) y[i] = y[i] * inv;
   std::fill(y + valid, y + K, T(0));

@@ -308,7 +308,9 @@ VK_VMATH_INLINE T exp(T x) {
 }
 
 // e^x for x <= 0 (or NaN): a value minus the maximum of the values it is one of (a softmax row:
-// x - max rounds, but never to a positive number). Clamped only below; the same result as exp.
+// x - max rounds, but never to a positive number; a contracted x * scale - max may be half an ulp
+// of max above 0, which is still exact here: only arguments above ~44 would overflow the scaling).
+// Clamped only below; the same result as exp.
 template <class T>
 VK_VMATH_INLINE T exp_nonpositive(T x) {
   using Tr = detail::Traits<T>;
