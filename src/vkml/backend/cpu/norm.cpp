@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -106,6 +105,12 @@ inline RowStats<T> row_stats_double(const T* x, int64_t n, double eps) {
 // (constant rows too) take the double path, and their results are those of the double path.
 inline bool fits_float_sums(double mean_square) {
   return std::isfinite(mean_square) && mean_square >= 0x1p-80;
+}
+
+// The same for a gradient's terms, where 0 also fits: the gradient is 0, or so small that its
+// terms' share of the sums does not count.
+inline bool gradient_sums_fit(double mean_square) {
+  return mean_square == 0.0 || fits_float_sums(mean_square);
 }
 
 // The biased variance of a row about its mean mu, from the squares of x - m, m = mu rounded to
@@ -271,9 +276,7 @@ inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, dou
     const double shift = sd * inv_n;  // mean - x[0]
     const double mu = static_cast<double>(x0) + shift;
     double var;
-    const double mean_uu = suu * inv_n;  // 0: u is 0, or so small that its terms do not count
-    if (!variance_about(xr, n, mu, var) || !(mean_uu == 0.0 || fits_float_sums(mean_uu)) ||
-        !std::isfinite(sud))
+    if (!variance_about(xr, n, mu, var) || !gradient_sums_fit(suu * inv_n) || !std::isfinite(sud))
       return back_row_double<T, W>(gr, xr, wp, n, eps);
     const RowStats<float> st = stats_of<float>(mu, var, eps);
     const float mean_ux =
@@ -317,18 +320,6 @@ void backward_rows(const T* __restrict gp, const T* __restrict xp, const T* __re
 constexpr int64_t kSubRows = 32;          // rows summed in float before they are added into double
 constexpr int64_t kStrip = 64;            // columns of a strip in backward_block
 constexpr int64_t kStripRowBytes = 2048;  // backward_block's strips for rows of at most this
-
-// The first `valid` T at p in a machine vector (the other lanes 0), and back.
-template <class T>
-inline Simd<T> load_part(const T* p, int valid) {
-  Simd<T> v{};
-  std::memcpy(&v, p, sizeof(T) * static_cast<size_t>(valid));
-  return v;
-}
-template <class T>
-inline void store_part(T* p, const Simd<T>& v, int valid) {
-  std::memcpy(p, &v, sizeof(T) * static_cast<size_t>(valid));
-}
 
 // Rows [r0, r1) (at most kSubRows) of the backward pass with the weight and bias gradients, for
 // rows of at most kStripRowBytes: the float sums over these rows of g * xhat and g are written to
@@ -592,6 +583,20 @@ std::array<double, Nt> channel_float_sums(const ChannelShape& cs, F terms) {
   });
 }
 
+// variance_about for a channel whose segments are whole vectors.
+inline bool channel_variance_about(const float* xc, const ChannelShape& cs, double mu,
+                                   double& var) {
+  const float m = static_cast<float>(mu);
+  const auto [squares] = channel_float_sums<1>(cs, [&](int64_t at, int valid, FloatVec(&t)[1]) {
+    const FloatVec d = load_floats(xc + at, valid) - m;
+    t[0] = d * d;
+  });
+  const double mean_square = squares / static_cast<double>(cs.count());
+  const double off = mu - static_cast<double>(m);
+  var = std::max(mean_square - off * off, 0.0);
+  return std::isfinite(mu) && fits_float_sums(mean_square);
+}
+
 // A channel's statistics. float channels whose segments are whole vectors: float sums as
 // layer_norm's rows take them (the mean about the channel's first value, the variance about the
 // mean rounded to float, corrected), about half the time of the double path, which the other
@@ -606,14 +611,8 @@ ChannelStats channel_stats(const T* xc, const ChannelShape& cs) {
         t[0] = load_floats(xc + at, valid) - x0;
       });
       const double mu = static_cast<double>(x0) + shifted / count;
-      const float m = static_cast<float>(mu);
-      const auto [squares] = channel_float_sums<1>(cs, [&](int64_t at, int valid, FloatVec(&t)[1]) {
-        const FloatVec d = load_floats(xc + at, valid) - m;
-        t[0] = d * d;
-      });
-      const double mean_square = squares / count, off = mu - static_cast<double>(m);
-      if (std::isfinite(mu) && fits_float_sums(mean_square))
-        return {mu, std::max(mean_square - off * off, 0.0)};
+      double var;
+      if (channel_variance_about(xc, cs, mu, var)) return {mu, var};
     }
   }
   return channel_stats_double(xc, cs);
@@ -639,16 +638,10 @@ ChannelGrad channel_grad(const T* gc, const T* xc, const ChannelShape& cs, doubl
             t[3] = g * g;
           });
       const double shift = sd / count, mu = static_cast<double>(x0) + shift;
-      const float m = static_cast<float>(mu);
-      const auto [squares] = channel_float_sums<1>(cs, [&](int64_t at, int valid, FloatVec(&t)[1]) {
-        const FloatVec d = load_floats(xc + at, valid) - m;
-        t[0] = d * d;
-      });
-      const double mean_square = squares / count, off = mu - static_cast<double>(m);
-      const double mean_gg = sgg / count;
-      if (std::isfinite(mu) && fits_float_sums(mean_square) &&
-          (mean_gg == 0.0 || fits_float_sums(mean_gg)) && std::isfinite(sgd)) {
-        const double rstd = 1.0 / std::sqrt(std::max(mean_square - off * off, 0.0) + eps);
+      double var;
+      if (channel_variance_about(xc, cs, mu, var) && gradient_sums_fit(sgg / count) &&
+          std::isfinite(sgd)) {
+        const double rstd = 1.0 / std::sqrt(var + eps);
         return {mu, rstd, sg / count, rstd * (sgd - shift * sg) / count};
       }
     }

@@ -44,6 +44,18 @@ inline void store_simd(T* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// The first `valid` T at p in a machine vector (the other lanes 0), and back.
+template <class T>
+inline Simd<T> load_part(const T* p, int valid) {
+  Simd<T> v{};
+  std::memcpy(&v, p, sizeof(T) * static_cast<size_t>(valid));
+  return v;
+}
+template <class T>
+inline void store_part(T* p, const Simd<T>& v, int valid) {
+  std::memcpy(p, &v, sizeof(T) * static_cast<size_t>(valid));
+}
+
 // Accumulates f(p[k]) into 16 double lanes, lane (k mod 16) for element k, keeping the lanes in
 // registers. f transforms, in place, a vector of doubles (or one double, for the tail) into what
 // is added. The lane of every element is the same at any vector width.
@@ -101,9 +113,7 @@ inline FloatVec load_floats(const float* p, int valid = kFloatWidth) {
   return reinterpret_cast<FloatVec>(
       _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane)));
 #else
-  FloatVec v{};
-  std::memcpy(&v, p, sizeof(float) * static_cast<size_t>(valid));
-  return v;
+  return load_part(p, valid);
 #endif
 }
 
