@@ -229,6 +229,12 @@ void bind_creation(nb::module_& m) {
       },
       "Who runs float32 products: 'blas', 'onednn' (its sgemm) or 'by shape' (VKML_SGEMM).");
   m.def(
+      "_sgemm_by_onednn",
+      [](bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+        return vk::cpu::use_onednn_sgemm(ta, tb, M, N, K);
+      },
+      "Whether an M x N x K float32 product (A / B stored transposed: ta / tb) runs on oneDNN.");
+  m.def(
       "_bf16_gemm_name", []() { return std::string(vk::cpu::bf16_gemm_name()); },
       "What runs bfloat16 products: oneDNN and the instruction set, or why they widen to sgemm.");
 }

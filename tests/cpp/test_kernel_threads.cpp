@@ -117,7 +117,11 @@ TEST(KernelThreads, BitwiseIdenticalAt1To3Threads) {
 }
 
 // conv2d's rule on a big batch (chunks of images) against the same rule image by image (one
-// product for the whole batch), plain and grouped.
+// product for the whole batch), plain and grouped. The two may take different kernels (the batch
+// Winograd F(4x4, 3x3) or oneDNN, one image im2col + GEMM), each within a few float32 roundings
+// of the sum of its terms' magnitudes, so they are compared relative to the gradients' size
+// (on Zen 3's AVX2 kernels they differed by 1.8e-5 where |dx| reaches 12; a lost or misplaced
+// chunk differs by O(1)).
 TEST(KernelThreads, Conv2dChunkedGradValues) {
   manual_seed(5);
   for (int64_t groups : {1, 2}) {
@@ -128,13 +132,14 @@ TEST(KernelThreads, Conv2dChunkedGradValues) {
     Tensor g = randn(y.shape());
     autograd::backward(y, g);
     Tensor dw_sum = zeros(w.shape());
+    const double dx_scale = amax(abs(x.grad())).item();
     for (int64_t n = 0; n < N; ++n) {
       Tensor xn = slice(x, 0, n, n + 1).detach().set_requires_grad(true);
       Tensor wn = w.detach().set_requires_grad(true);
       Tensor yn = conv2d(xn, wn, Tensor(), 1, 1, 1, 1, 1, 1, groups);
       autograd::backward(yn, slice(g, 0, n, n + 1));
       const double dx_err = amax(abs(sub(xn.grad(), slice(x.grad(), 0, n, n + 1)))).item();
-      EXPECT_LE(dx_err, 1e-5) << "groups " << groups << " image " << n;
+      EXPECT_LE(dx_err, 1e-5 * dx_scale) << "groups " << groups << " image " << n;
       dw_sum = add(dw_sum, wn.grad());
     }
     const double dw_err = amax(abs(sub(dw_sum, w.grad()))).item();

@@ -56,6 +56,47 @@ def test_sgemm_choices_match_float64_and_threads(choice):
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 
+ROUTES = r"""
+import sys, vkml as vk
+rule = sys.argv[1]  # "avx2", "avx512", or "blas": no oneDNN sgemm in this build or on this CPU
+assert vk._C._sgemm_choice() == ("blas" if rule == "blas" else "by shape"), vk._C._sgemm_choice()
+route = lambda *p: "onednn" if vk._C._sgemm_by_onednn(*p) else "blas"
+want = {  # (ta, tb, M, N, K): AVX2's route, AVX-512's
+    (True, False, 2048, 128, 128): ("blas", "onednn"),  # a weight gradient g^T x
+    (True, False, 384, 128, 2048): ("blas", "onednn"),
+    (True, False, 192, 64, 768): ("onednn", "blas"),    # narrow C, small A
+    (False, False, 2048, 512, 128): ("blas", "onednn"),  # B untransposed, 512 wide
+    (False, True, 2048, 512, 128): ("onednn", "onednn"),
+    (False, False, 768, 64, 256): ("onednn", "blas"),
+    (False, True, 16, 16, 16): ("blas", "blas"),        # a few microseconds
+}
+got = {p: route(*p) for p in want}
+expect = {p: "blas" if rule == "blas" else w[0 if rule == "avx2" else 1] for p, w in want.items()}
+assert got == expect, (rule, got)
+print("ok")
+"""
+
+
+def test_avx2_sgemm_keeps_transposed_a_on_openblas():
+    """Regression (issue 18, Zen 3): oneDNN's AVX2 sgemm runs products with A stored transposed
+    (the weight gradients g^T x) at half OpenBLAS's speed, and products whose untransposed B is
+    512+ columns wide 20-30% behind; the AVX-512 rule of Zen 4 sent them all to oneDNN, which cost
+    the transformer step 6%. oneDNN capped to AVX2 (VKML_CPU_CAPABILITY=avx2) takes the AVX2 rule
+    on any machine, an AVX-512 machine's default run the AVX-512 rule; builds without oneDNN and
+    CPUs without AVX2 send every product to OpenBLAS."""
+    import vkml as vk
+    flags = open("/proc/cpuinfo").read()
+    onednn = vk._C._has_onednn() and "avx2" in flags
+    env = {k: v for k, v in os.environ.items() if k not in ("VKML_SGEMM", "VKML_CPU_CAPABILITY")}
+    runs = [("avx2" if onednn else "blas", {**env, "VKML_CPU_CAPABILITY": "avx2"})]
+    if onednn and "avx512f" in flags:
+        runs.append(("avx512", env))
+    for rule, run_env in runs:
+        r = subprocess.run([sys.executable, "-c", ROUTES, rule], env=run_env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip().endswith("ok"), rule + r.stdout + r.stderr
+
+
 def test_one_thread_uses_one_core():
     """oneDNN's sgemm threads with OpenMP: each call runs under vkml's one-OpenMP-thread guard, so
     vk.set_num_threads(1) keeps products on one core (as the convolutions' regression test, in a

@@ -61,7 +61,8 @@ const T* pack(MatRef<T> m, int64_t rows, int64_t cols, std::vector<T>& buf) {
 
 void blas_call(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
                int ldb, float beta, float* c, int ldc) {
-  if (use_onednn_sgemm(m, n, k)) return sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  if (use_onednn_sgemm(ta, tb, m, n, k))
+    return sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
               k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }

@@ -192,6 +192,7 @@ VK_KERNEL(layer_norm) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* xr = xp + r * n;
         T* yr = yp + r * n;
+        if (r + 2 < r1) prefetch_row(xr + 2 * n, n * sizeof(T));
         const RowStats<T> st = row_stats(xr, n, eps);
         const T mu = st.mean, rs = st.rstd;
         if (wp && bp) {

@@ -39,6 +39,7 @@ const char* isa_name(dnnl_cpu_isa_t isa) {
 struct Support {
   bool native = false;       // bfloat16 GEMM hardware
   bool direct_conv = false;  // oneDNN's AVX2/AVX-512 direct convolutions
+  bool avx512 = false;       // oneDNN's kernels are its AVX-512 ones (else AVX2 or narrower)
   std::string name;
 };
 
@@ -59,6 +60,8 @@ const Support& support() {
     Support r;
     r.native = isa != nullptr;
     r.direct_conv = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2;
+    r.avx512 =
+        (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
     r.name =
         isa ? lib + " " + isa : lib + " (no AVX512-BF16 or AMX here: bfloat16 widens to sgemm)";
     return r;
@@ -164,7 +167,7 @@ SgemmChoice sgemm_choice() {
   return choice;
 }
 
-bool use_onednn_sgemm(int64_t M, int64_t N, int64_t K) {
+bool use_onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
   switch (sgemm_choice()) {
     case SgemmChoice::Blas:
       return false;
@@ -173,13 +176,28 @@ bool use_onednn_sgemm(int64_t M, int64_t N, int64_t K) {
     case SgemmChoice::ByShape:
       break;
   }
-  // Measured on Zen 4, one thread (oneDNN 2.6.3 against OpenBLAS, GFLOP/s): oneDNN ahead from 128
-  // columns of C on (16 x 128 x 512: 114 against 77; 32 x 4096 x 9: 82 against 37; 1024^3: 109
-  // against 100), behind on narrow C (64 x 72 x 512 with B transposed: 48 against 86; 64 x 10 x
-  // 1024: 49 against 69) and on products of a few microseconds (its call costs 0.25 us more).
+  // Below a few microseconds of work oneDNN's call costs more (0.25 us on Zen 4).
   constexpr double kMinMacs = 1 << 18;
-  return N >= 128 &&
-         static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= kMinMacs;
+  const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  if (macs < kMinMacs) return false;
+  if (support().avx512) {
+    // Measured on Zen 4, one thread (oneDNN 2.6.3 against OpenBLAS, GFLOP/s): oneDNN ahead from
+    // 128 columns of C on (16 x 128 x 512: 114 against 77; 32 x 4096 x 9: 82 against 37; 1024^3:
+    // 109 against 100), behind on narrow C (64 x 72 x 512 with B transposed: 48 against 86; 64 x
+    // 10 x 1024: 49 against 69).
+    return N >= 128;
+  }
+  // oneDNN's AVX2 sgemm, measured on Zen 3 over 112 products (transformer, nanoGPT, MLP and square
+  // shapes, the four layouts; one thread, GFLOP/s, OpenBLAS 0.3.34 Haswell kernels beside it):
+  // 5-15% ahead of OpenBLAS on most (768 x 64 x 256: 96 against 85; 2048 x 128 x 128: 92 against
+  // 88), narrow C included, but far behind with A stored transposed (weight gradients, g^T x)
+  // unless C is narrow and A small (2048 x 128 x 128: 42 against 82; 384 x 128 x 2048: 76 against
+  // 90; 192 x 64 x 768 ahead, 89 against 83), and with B untransposed 512+ columns wide (2048 x
+  // 512 x 128: 70 against 87; 512^3: 63 against 86). Over the set, 196 ms against OpenBLAS's 197
+  // and 231 for the AVX-512 rule here.
+  if (ta && (N > 192 || static_cast<double>(M) * static_cast<double>(K) >= kMinMacs)) return false;
+  if (!tb && N >= 512 && M >= 128 && K >= 128) return false;
+  return true;
 }
 
 void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
@@ -604,7 +622,7 @@ bool has_onednn() { return false; }
 bool has_bf16_gemm() { return false; }
 const char* bf16_gemm_name() { return "no oneDNN in this build: bfloat16 widens to sgemm"; }
 SgemmChoice sgemm_choice() { return SgemmChoice::Blas; }
-bool use_onednn_sgemm(int64_t, int64_t, int64_t) { return false; }
+bool use_onednn_sgemm(bool, bool, int64_t, int64_t, int64_t) { return false; }
 void sgemm(bool, bool, int64_t M, int64_t N, int64_t K, const float*, int64_t, const float*,
            int64_t, float, float*, int64_t) {
   throw RuntimeError("matmul: oneDNN's sgemm (" + std::to_string(M) + " x " + std::to_string(K) +

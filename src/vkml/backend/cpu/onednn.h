@@ -42,8 +42,9 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const BFloat16
 // picks one for every product).
 enum class SgemmChoice { Blas, Onednn, ByShape };
 SgemmChoice sgemm_choice();
-// Whether an M x N x K float32 product goes to oneDNN's sgemm (below) rather than OpenBLAS.
-bool use_onednn_sgemm(int64_t M, int64_t N, int64_t K);
+// Whether an M x N x K float32 product (ta / tb: A / B stored transposed, as sgemm's) goes to
+// oneDNN's sgemm (below) rather than OpenBLAS.
+bool use_onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 // C = A @ B + beta * C, row-major, as cblas_sgemm (ta / tb: A / B stored transposed), on the
 // calling thread alone (vkml's pool splits the product; results do not depend on the thread
 // count). Requires has_onednn().

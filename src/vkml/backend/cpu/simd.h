@@ -44,6 +44,18 @@ inline void store_simd(T* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// Asks for a row's cache lines [p, p + bytes) ahead of its use, for the forward row kernels whose
+// first pass over a row (its maximum, its mean) waits on memory: a row of a few KB is a page or
+// less, and the hardware prefetchers, which stop at page boundaries, start over on every row.
+// Called two rows ahead. Zen 3, one thread, 4096 x 1024 floats: layer_norm's forward 2.50 -> 2.08
+// ms, softmax's 3.02 -> 2.80, log_softmax's 3.12 -> 2.78. The backward passes, which read two
+// rows each, ran no faster (layer_norm's slower). Rows above 16 KB are left to the hardware.
+inline void prefetch_row(const void* p, int64_t bytes) {
+  if (bytes > 16384) return;
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 0, 3);
+}
+
 // The first `valid` T at p in a machine vector (the other lanes 0), and back.
 template <class T>
 inline Simd<T> load_part(const T* p, int valid) {

@@ -169,7 +169,10 @@ Tensor softmax_kernel(const std::vector<Tensor>& in, const Attrs& a, const Meta&
       });
     } else if (inner == 1) {
       parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) softmax_row<T, Log>(xp + o * K, yp + o * K, K);
+        for (int64_t o = b; o < e; ++o) {
+          if (o + 2 < e) prefetch_row(xp + (o + 2) * K, K * sizeof(T));
+          softmax_row<T, Log>(xp + o * K, yp + o * K, K);
+        }
       });
     } else {
       // along a middle dim (rare), a scaled x is made first
