@@ -88,7 +88,7 @@ def test_avx2_sgemm_keeps_transposed_a_on_openblas():
     flags = open("/proc/cpuinfo").read()
     onednn = vk._C._has_onednn() and "avx2" in flags
     env = {k: v for k, v in os.environ.items() if k not in ("VKML_SGEMM", "VKML_CPU_CAPABILITY")}
-    runs = [("avx2" if onednn else "blas", {**env, "VKML_CPU_CAPABILITY": "avx2"})]
+    runs = [("avx2", {**env, "VKML_CPU_CAPABILITY": "avx2"}) if onednn else ("blas", env)]
     if onednn and "avx512f" in flags:
         runs.append(("avx512", env))
     for rule, run_env in runs:

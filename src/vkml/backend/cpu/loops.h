@@ -314,6 +314,18 @@ void map_elements(const Tensor& out, std::array<const Tensor*, sizeof...(In)> in
       else
         flat = s[k + 1] == unit[k + 1];
     }
+    if (flat && NI > 0 && mask == (1u << NI) - 1) {
+      // Every input one value along the run (a broadcast scalar: scatter_add's zero base, a
+      // filled tensor): f once, then a fill, where the strided loop below took 3x a memset's
+      // time (cross_entropy's backward, 4096 x 1024: 2.1 of its 9.5 ms). f is a function of its
+      // inputs alone, so every element gets the value it would have had.
+      const Out v = [&]<size_t... K>(std::index_sequence<K...>) {
+        return f(*reinterpret_cast<const In*>(p[K + 1])...);
+      }
+      (std::index_sequence_for<In...>{});
+      std::fill_n(reinterpret_cast<Out*>(p[0]), n, v);
+      return;
+    }
     if (flat) {
       std::array<const char*, NI> in;
       for (size_t k = 0; k < NI; ++k) in[k] = p[k + 1];
