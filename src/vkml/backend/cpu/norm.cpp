@@ -113,19 +113,24 @@ inline bool gradient_sums_fit(double mean_square) {
   return mean_square == 0.0 || fits_float_sums(mean_square);
 }
 
-// The biased variance of a row about its mean mu, from the squares of x - m, m = mu rounded to
-// float: their sum is n var + n (mu - m)^2, and that last term is taken off. False where the sums
-// do not fit.
+// The biased variance of `count` values about their mean mu, from the sum of the squares of x - m,
+// m = mu rounded to float: that sum is count var + count (mu - m)^2, and the last term is taken
+// off. False where the sums do not fit.
+inline bool variance_from_squares(double squares, double count, double mu, float m, double& var) {
+  const double mean_square = squares / count;
+  const double off = mu - static_cast<double>(m);
+  var = std::max(mean_square - off * off, 0.0);
+  return std::isfinite(mu) && fits_float_sums(mean_square);
+}
+
+// The biased variance of a row about its mean mu (variance_from_squares).
 inline bool variance_about(const float* x, int64_t n, double mu, double& var) {
   const float m = static_cast<float>(mu);
   const auto [squares] = row_sums<1>(n, [&](int64_t k, int valid, FloatVec(&t)[1]) {
     const FloatVec d = load_floats(x + k, valid) - m;
     t[0] = d * d;
   });
-  const double mean_square = squares / static_cast<double>(n);
-  const double off = mu - static_cast<double>(m);
-  var = std::max(mean_square - off * off, 0.0);
-  return std::isfinite(mu) && fits_float_sums(mean_square);
+  return variance_from_squares(squares, static_cast<double>(n), mu, m, var);
 }
 
 // Mean and rstd of a row. float: from float sums, the mean from the sum of x - x[0], which rounds
@@ -592,10 +597,7 @@ inline bool channel_variance_about(const float* xc, const ChannelShape& cs, doub
     const FloatVec d = load_floats(xc + at, valid) - m;
     t[0] = d * d;
   });
-  const double mean_square = squares / static_cast<double>(cs.count());
-  const double off = mu - static_cast<double>(m);
-  var = std::max(mean_square - off * off, 0.0);
-  return std::isfinite(mu) && fits_float_sums(mean_square);
+  return variance_from_squares(squares, static_cast<double>(cs.count()), mu, m, var);
 }
 
 // A channel's statistics. float channels whose segments are whole vectors: float sums as
