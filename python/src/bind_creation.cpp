@@ -1,6 +1,7 @@
 // Bindings: Creation functions (ops/creation.cpp) with device= and dtype=, the random generator's
 // state, the thread count.
 #include "bind_ops.h"
+#include "vkml/backend/cpu/cache.h"
 #include "vkml/core/default_dtype.h"
 
 namespace vkpy {
@@ -234,6 +235,11 @@ void bind_creation(nb::module_& m) {
         return vk::cpu::use_onednn_sgemm(ta, tb, M, N, K);
       },
       "Whether an M x N x K float32 product (A / B stored transposed: ta / tb) runs on oneDNN.");
+  m.def(
+      "_stream_min_bytes", []() { return vk::cpu::stream_min_bytes(); },
+      "Outputs of this many bytes or more are written with non-temporal stores (cheap element-wise "
+      "maps, layer_norm, softmax's backward): half the last-level cache, or "
+      "VKML_STREAM_MIN_BYTES.");
   m.def(
       "_bf16_gemm_name", []() { return std::string(vk::cpu::bf16_gemm_name()); },
       "What runs bfloat16 products: oneDNN and the instruction set, or why they widen to sgemm.");

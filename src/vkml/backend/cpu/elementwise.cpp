@@ -28,11 +28,11 @@ constexpr int64_t kLibmGrain = kElementwiseGrain / 8;
 
 template <class F>
 Tensor unary_float(const Tensor& x, const Meta& m, const char* name, F f,
-                   int64_t grain = kLibmGrain) {
+                   int64_t grain = kLibmGrain, ElementCost cost = ElementCost::costly) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_FLOAT(x.dtype(), name,
                     map_elements<T, T>(
-                        out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }, grain));
+                        out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }, grain, cost));
   return out;
 }
 
@@ -40,30 +40,32 @@ template <class F>
 Tensor unary_numeric(const Tensor& x, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(x.dtype(), name,
-                      map_elements<T, T>(out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }));
+                      map_elements<T, T>(
+                          out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }, kElementwiseGrain,
+                          ElementCost::cheap));
   return out;
 }
 
 template <class F>
 Tensor binary_numeric(const std::vector<Tensor>& in, const Meta& m, const char* name, F f,
-                      int64_t grain = kElementwiseGrain) {
+                      int64_t grain = kElementwiseGrain, ElementCost cost = ElementCost::cheap) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(
       in[0].dtype(), name,
       map_elements<T, T, T>(
-          out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }, grain));
+          out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }, grain, cost));
   return out;
 }
 
 // Two floating operands of the output's dtype (the backward ops of the activations).
 template <class F>
 Tensor binary_float(const std::vector<Tensor>& in, const Meta& m, const char* name, F f,
-                    int64_t grain = kElementwiseGrain) {
+                    ElementCost cost = ElementCost::cheap) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_FLOAT(
-      m.dtype, name,
-      map_elements<T, T, T>(
-          out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }, grain));
+  VK_DISPATCH_FLOAT(m.dtype, name,
+                    map_elements<T, T, T>(
+                        out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); },
+                        kElementwiseGrain, cost));
   return out;
 }
 
@@ -71,8 +73,9 @@ template <class F>
 Tensor binary_all(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_ALL(in[0].dtype(), name,
-                  map_elements<T, T, T>(out, {&in[0], &in[1]},
-                                        [&](T x, T y) VK_ELEMENT -> T { return f(x, y); }));
+                  map_elements<T, T, T>(
+                      out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T { return f(x, y); },
+                      kElementwiseGrain, ElementCost::cheap));
   return out;
 }
 
@@ -82,17 +85,20 @@ Tensor binary_integral(const std::vector<Tensor>& in, const Meta& m, const char*
   Tensor out = Tensor::empty(m.shape, m.dtype);
   switch (in[0].dtype()) {
     VK_DTYPE_CASE(Bool, bool,
-                  map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
-                    return static_cast<T>(f(x, y));
-                  }))
+                  map_elements<T, T, T>(
+                      out, {&in[0], &in[1]},
+                      [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); },
+                      kElementwiseGrain, ElementCost::cheap))
     VK_DTYPE_CASE(Int32, int32_t,
-                  map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
-                    return static_cast<T>(f(x, y));
-                  }))
+                  map_elements<T, T, T>(
+                      out, {&in[0], &in[1]},
+                      [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); },
+                      kElementwiseGrain, ElementCost::cheap))
     VK_DTYPE_CASE(Int64, int64_t,
-                  map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> T {
-                    return static_cast<T>(f(x, y));
-                  }))
+                  map_elements<T, T, T>(
+                      out, {&in[0], &in[1]},
+                      [&](T x, T y) VK_ELEMENT -> T { return static_cast<T>(f(x, y)); },
+                      kElementwiseGrain, ElementCost::cheap))
     default:
       throw DTypeError(
           detail::cat(name, ": expected bool or integer tensors, got ", dtype_name(in[0].dtype())));
@@ -104,8 +110,9 @@ template <class F>
 Tensor compare(const std::vector<Tensor>& in, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, DType::Bool);
   VK_DISPATCH_ALL(in[0].dtype(), name,
-                  map_elements<bool, T, T>(out, {&in[0], &in[1]},
-                                           [&](T x, T y) VK_ELEMENT -> bool { return f(x, y); }));
+                  map_elements<bool, T, T>(
+                      out, {&in[0], &in[1]}, [&](T x, T y) VK_ELEMENT -> bool { return f(x, y); },
+                      kElementwiseGrain, ElementCost::cheap));
   return out;
 }
 
@@ -206,17 +213,19 @@ VK_KERNEL(expm1) {
 VK_KERNEL(sqrt) {
   (void)a;
   return unary_float(
-      in[0], m, "sqrt", [](auto v) { return std::sqrt(v); }, kElementwiseGrain);
+      in[0], m, "sqrt", [](auto v) { return std::sqrt(v); }, kElementwiseGrain, ElementCost::cheap);
 }
 VK_KERNEL(rsqrt) {
   (void)a;
   return unary_float(
-      in[0], m, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); }, kElementwiseGrain);
+      in[0], m, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); }, kElementwiseGrain,
+      ElementCost::cheap);
 }
 VK_KERNEL(reciprocal) {
   (void)a;
   return unary_float(
-      in[0], m, "reciprocal", [](auto v) { return decltype(v)(1) / v; }, kElementwiseGrain);
+      in[0], m, "reciprocal", [](auto v) { return decltype(v)(1) / v; }, kElementwiseGrain,
+      ElementCost::cheap);
 }
 VK_KERNEL(sin) {
   (void)a;
@@ -263,8 +272,9 @@ VK_KERNEL(relu_backward) {
 // one pass instead of eleven; vmath::gelu_grad shares one exp between Phi and phi.
 VK_KERNEL(gelu_backward) {
   (void)a;
-  return binary_float(in, m, "gelu_backward",
-                      [](auto g, auto x) VK_ELEMENT { return g * vmath::gelu_grad(x); });
+  return binary_float(
+      in, m, "gelu_backward", [](auto g, auto x) VK_ELEMENT { return g * vmath::gelu_grad(x); },
+      ElementCost::costly);
 }
 VK_KERNEL(erf) {
   (void)a;
@@ -368,15 +378,20 @@ VK_KERNEL(pow) {
       const T e = *in[1].data<T>();
       const std::array<const Tensor*, 1> x{&in[0]};
       if (e == T(2))
-        map_elements<T, T>(out, x, [](T v) { return v * v; });
+        map_elements<T, T>(
+            out, x, [](T v) { return v * v; }, kElementwiseGrain, ElementCost::cheap);
       else if (e == T(3))
-        map_elements<T, T>(out, x, [](T v) { return v * v * v; });
+        map_elements<T, T>(
+            out, x, [](T v) { return v * v * v; }, kElementwiseGrain, ElementCost::cheap);
       else if (e == T(1))
-        map_elements<T, T>(out, x, [](T v) { return v; });
+        map_elements<T, T>(
+            out, x, [](T v) { return v; }, kElementwiseGrain, ElementCost::cheap);
       else if (e == T(0.5))
-        map_elements<T, T>(out, x, [](T v) { return std::sqrt(v); });
+        map_elements<T, T>(
+            out, x, [](T v) { return std::sqrt(v); }, kElementwiseGrain, ElementCost::cheap);
       else if (e == T(-1))
-        map_elements<T, T>(out, x, [](T v) { return T(1) / v; });
+        map_elements<T, T>(
+            out, x, [](T v) { return T(1) / v; }, kElementwiseGrain, ElementCost::cheap);
       else
         map_elements<T, T>(out, x, [e](T v) { return std::pow(v, e); });
     });
@@ -390,7 +405,7 @@ VK_KERNEL(pow) {
         else
           return int_pow(x, y);
       },
-      kLibmGrain);
+      kLibmGrain, ElementCost::costly);
 }
 
 // maximum/minimum propagate NaN from either side, as PyTorch.
@@ -435,10 +450,13 @@ VK_KERNEL(clamp) {
         return out;
       }
     }
-    map_elements<T, T>(out, {&in[0]}, [lo, hi](T v) -> T {
-      T r = v < lo ? lo : v;
-      return r > hi ? hi : r;
-    });
+    map_elements<T, T>(
+        out, {&in[0]},
+        [lo, hi](T v) -> T {
+          T r = v < lo ? lo : v;
+          return r > hi ? hi : r;
+        },
+        kElementwiseGrain, ElementCost::cheap);
   });
   return out;
 }
@@ -539,7 +557,9 @@ void copy_into(const Tensor& dst, const Tensor& src) {
     VK_DISPATCH_ALL(dst.dtype(), "copy", {
       using Out = T;
       VK_DISPATCH_ALL(src.dtype(), "copy", {
-        map_elements<Out, T>(dst, {&src}, [](T v) { return convert_element<Out>(v); });
+        map_elements<Out, T>(
+            dst, {&src}, [](T v) { return convert_element<Out>(v); }, kElementwiseGrain,
+            ElementCost::cheap);
       });
     });
     return;

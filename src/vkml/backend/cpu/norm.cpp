@@ -11,6 +11,8 @@
 //   rows, added into one double partial per chunk of rows (the chunk size depends only on the
 //   shape), the partials added in chunk order. layer_norm_backward can produce them in the same
 //   pass as dx (a.norm.with_param_grad), as its output 1.
+// y and dx are written around the cache when large (simd.h write_out; the rows of backward_block,
+// 2 KB or less, are not).
 #include "vkml/backend/cpu/norm.h"
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "vkml/backend/cpu/cache.h"
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/simd.h"
@@ -193,23 +196,27 @@ VK_KERNEL(layer_norm) {
     const T* wp = has_w ? w.data<T>() : nullptr;
     const T* bp = has_b ? b.data<T>() : nullptr;
     T* yp = out.data<T>();
+    const bool stream = streams(x);
     parallel_for(rows, std::max<int64_t>(1, kWork / n), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* xr = xp + r * n;
-        T* yr = yp + r * n;
         if (r + 2 < r1) prefetch_row(xr + 2 * n, n * sizeof(T));
         const RowStats<T> st = row_stats(xr, n, eps);
         const T mu = st.mean, rs = st.rstd;
-        if (wp && bp) {
-          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rs * wp[i] + bp[i];
-        } else if (wp) {
-          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rs * wp[i];
-        } else if (bp) {
-          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rs + bp[i];
-        } else {
-          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rs;
-        }
+        write_out(yp + r * n, n, stream, [&](T* __restrict y, int64_t i0, int64_t k) {
+          const T* xi = xr + i0;
+          if (wp && bp) {
+            for (int64_t i = 0; i < k; ++i) y[i] = (xi[i] - mu) * rs * wp[i0 + i] + bp[i0 + i];
+          } else if (wp) {
+            for (int64_t i = 0; i < k; ++i) y[i] = (xi[i] - mu) * rs * wp[i0 + i];
+          } else if (bp) {
+            for (int64_t i = 0; i < k; ++i) y[i] = (xi[i] - mu) * rs + bp[i0 + i];
+          } else {
+            for (int64_t i = 0; i < k; ++i) y[i] = (xi[i] - mu) * rs;
+          }
+        });
       }
+      if (stream) stream_fence();
     });
   });
   return out;
@@ -297,21 +304,23 @@ inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, dou
 template <class T, bool W, bool DX, bool P>
 void backward_rows(const T* __restrict gp, const T* __restrict xp, const T* __restrict wp,
                    T* __restrict dp, int64_t r0, int64_t r1, int64_t n, double eps,
-                   T* __restrict aw, T* __restrict ab) {
+                   T* __restrict aw, T* __restrict ab, bool stream) {
   for (int64_t r = r0; r < r1; ++r) {
     const T* gr = gp + r * n;
     const T* xr = xp + r * n;
     if constexpr (DX) {
-      T* dr = dp + r * n;
       const BackRow<T> p = back_row<T, W>(gr, xr, wp, n, eps);
-      for (int64_t i = 0; i < n; ++i) {
-        const T xh = (xr[i] - p.mu) * p.rs;
-        dr[i] = p.rs * ((u_at<T, W>(gr, wp, i) - p.mean_u) - xh * p.mean_ux);
-        if constexpr (P) {
-          aw[i] += gr[i] * xh;
-          ab[i] += gr[i];
+      write_out(dp + r * n, n, stream, [&](T* __restrict dx, int64_t i0, int64_t k) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t i = i0 + j;
+          const T xh = (xr[i] - p.mu) * p.rs;
+          dx[j] = p.rs * ((u_at<T, W>(gr, wp, i) - p.mean_u) - xh * p.mean_ux);
+          if constexpr (P) {
+            aw[i] += gr[i] * xh;
+            ab[i] += gr[i];
+          }
         }
-      }
+      });
     } else {
       const RowStats<T> st = row_stats(xr, n, eps);
       const T mu = st.mean, rs = st.rstd;
@@ -398,9 +407,11 @@ void backward_block(const T* gp, const T* xp, const T* wp, T* dp, int64_t r0, in
 template <class T, bool W, bool DX, bool P>
 void backward_all(const T* gp, const T* xp, const T* wp, T* dp, T* pg, int64_t rows, int64_t n,
                   double eps) {
+  const bool stream = DX && rows * n * static_cast<int64_t>(sizeof(T)) >= stream_min_bytes();
   if constexpr (!P) {
     parallel_for(rows, std::max<int64_t>(1, kWork / n), [&](int64_t r0, int64_t r1) {
-      backward_rows<T, W, DX, false>(gp, xp, wp, dp, r0, r1, n, eps, nullptr, nullptr);
+      backward_rows<T, W, DX, false>(gp, xp, wp, dp, r0, r1, n, eps, nullptr, nullptr, stream);
+      if (stream) stream_fence();
     });
   } else {
     const int64_t chunk = param_chunk(rows, n);
@@ -418,12 +429,13 @@ void backward_all(const T* gp, const T* xp, const T* wp, T* dp, T* pg, int64_t r
             backward_block<T, W, DX>(gp, xp, wp, dp, r, r1, n, eps, acc.data(), acc.data() + n);
           } else {
             std::fill(acc.begin(), acc.end(), T(0));
-            backward_rows<T, W, DX, true>(gp, xp, wp, dp, r, r1, n, eps, acc.data(),
-                                          acc.data() + n);
+            backward_rows<T, W, DX, true>(gp, xp, wp, dp, r, r1, n, eps, acc.data(), acc.data() + n,
+                                          stream);
           }
           for (int64_t i = 0; i < 2 * n; ++i) pw[i] += static_cast<double>(acc[i]);
         }
       }
+      if (stream) stream_fence();
     });
     for (int64_t c = 1; c < chunks; ++c) {
       const double* src = part.data() + c * 2 * n;

@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "vkml/backend/cpu/cache.h"
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/simd.h"
@@ -227,13 +228,17 @@ double row_grad_sum(const T* g, const T* y, int64_t K) {
   return s[0];
 }
 
+// stream: dx is written with non-temporal stores (softmax's only: log_softmax's element takes an
+// exp, and streamed it ran 4-13% slower, Zen 3, 4096 x 1024).
 template <class T, bool Log>
-void softmax_backward_row(const T* g, const T* y, T* dx, int64_t K) {
+void softmax_backward_row(const T* g, const T* y, T* dx, int64_t K, bool stream) {
   const T s = static_cast<T>(row_grad_sum<T, Log>(g, y, K));
   if constexpr (Log) {
     for (int64_t i = 0; i < K; ++i) dx[i] = g[i] - vmath::exp(y[i]) * s;
   } else {
-    for (int64_t i = 0; i < K; ++i) dx[i] = y[i] * (g[i] - s);
+    write_out(dx, K, stream, [&](T* __restrict o, int64_t i0, int64_t k) {
+      for (int64_t i = 0; i < k; ++i) o[i] = y[i0 + i] * (g[i0 + i] - s);
+    });
   }
 }
 
@@ -277,9 +282,11 @@ Tensor softmax_backward_kernel(const std::vector<Tensor>& in, const Attrs& a, co
     const T* yp = y.data<T>();
     T* dp = out.data<T>();
     if (inner == 1) {
+      const bool stream = !Log && streams(y);
       parallel_for(outer, std::max<int64_t>(1, kWork / K), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o)
-          softmax_backward_row<T, Log>(gp + o * K, yp + o * K, dp + o * K, K);
+          softmax_backward_row<T, Log>(gp + o * K, yp + o * K, dp + o * K, K, stream);
+        if (stream) stream_fence();
       });
     } else {
       const int64_t nc = (inner + kColWidth - 1) / kColWidth;
