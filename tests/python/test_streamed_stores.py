@@ -77,9 +77,9 @@ np.savez(sys.argv[1], **out)
 """
 
 
-def run_child(tmp_path, threshold):
-    path = tmp_path / f"out_{threshold}.npz"
-    env = dict(os.environ, VKML_STREAM_MIN_BYTES=threshold)
+def run_child(tmp_path, threshold, capability):
+    path = tmp_path / f"out_{threshold}_{capability}.npz"
+    env = dict(os.environ, VKML_STREAM_MIN_BYTES=threshold, VKML_CPU_CAPABILITY=capability)
     code = f"SIZES = {SIZES!r}\nLN_SHAPES = {LN_SHAPES!r}\n" + CHILD
     r = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True,
                        text=True, timeout=600)
@@ -87,10 +87,12 @@ def run_child(tmp_path, threshold):
     return dict(np.load(path))
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
+# Each copy of the kernels streams with its own instructions (SSE2, AVX, AVX-512); a capability
+# above the machine's runs the best it has.
+@pytest.fixture(scope="module", params=["default", "avx2", "avx512"])
+def results(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("streamed")
-    return run_child(tmp, "0"), run_child(tmp, NEVER)
+    return run_child(tmp, "0", request.param), run_child(tmp, NEVER, request.param)
 
 
 def test_streamed_outputs_equal_cached_ones_bitwise(results):
