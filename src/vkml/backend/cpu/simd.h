@@ -59,9 +59,10 @@ inline void prefetch_row(const void* p, int64_t bytes) {
 // ---- outputs written around the cache ----
 // An output larger than the last-level cache can hold beside its inputs (cache.h
 // stream_min_bytes) is written with non-temporal stores: a plain store first reads the line it
-// overwrites, a third more traffic for a map of two inputs. Zen 3, one thread, c = a + b on 64 MB
-// arrays: 8.1 -> 5.0 ms; with a consumer reading c next, 1.15x slower at 1-4 MB, even at 16 MB,
-// 0.80-0.88 from 24 MB (a throwaway harness, 32 MB of L3).
+// overwrites, a third more traffic for a map of two inputs. Zen 3 (32 MB of L3), one thread,
+// (a + b) * 2, where the product reads a + b back: 2.95 -> 2.21 ms for outputs of 16 MB, 4.71 ->
+// 3.47 for 24 MB, 10.6 -> 7.0 for 48 MB (two threads 1.30 -> 1.12 at 16 MB); in a throwaway
+// harness, streaming outputs of 1-4 MB made such a pair 1.15x slower.
 
 // Copies whole 64-byte lines from src to dst (both 64-byte aligned) with non-temporal stores.
 inline void stream_lines(void* dst, const void* src, int64_t bytes) {
