@@ -8,7 +8,7 @@
 namespace vk::cpu {
 
 // The size in bytes from which an output is written with non-temporal stores (simd.h
-// write_out): half the last-level cache this CPU sees (sysfs; 32 MB where it says nothing).
+// write_out): half the last-level cache this CPU sees (sysfs; a 32 MB cache where it says none).
 // An output that large cannot stay in the cache beside its inputs, so a store that goes through
 // the cache only adds a read of every line it writes (the line is fetched, then overwritten).
 // The environment variable VKML_STREAM_MIN_BYTES sets it (0: every output; the tests use it to
