@@ -1,11 +1,11 @@
 """Outputs written with non-temporal stores (issue 18, Zen 3): a contiguous output of
 `_stream_min_bytes()` or more (half the last-level cache) from a cheap element-wise map, layer_norm
-(forward and backward) or softmax's backward goes through simd.h write_out, 512-byte blocks
-streamed past the cache, the unaligned head and the tail written directly (c = a + b on 64 MB
-arrays: 7.8 -> 5.1 ms). The threshold is read once per process, so children run the same ops with
-VKML_STREAM_MIN_BYTES=0 (every such output streamed, at small sizes) and with it out of reach;
-every result must be the same to the bit, and right against NumPy and torch. Sizes cover one
-element, less than a block, whole blocks with and without a tail, unaligned destinations, and
+(forward and backward), batch_norm's forward or softmax's backward goes through simd.h write_out,
+512-byte blocks streamed past the cache, the unaligned head and the tail written directly (c = a +
+b on 64 MB arrays: 7.8 -> 5.1 ms). The threshold is read once per process, so children run the
+same ops with VKML_STREAM_MIN_BYTES=0 (every such output streamed, at small sizes) and with it out
+of reach; every result must be the same to the bit, and right against NumPy and torch. Sizes cover
+one element, less than a block, whole blocks with and without a tail, unaligned destinations, and
 ranges split between two threads."""
 
 import os
@@ -22,6 +22,7 @@ import vkml as vk
 NEVER = str(10**18)
 SIZES = [1, 100, 128, 129, 1000, 4113, 70001]  # floats: 128 fill a block; 70001 splits in two
 LN_SHAPES = [(70, 1000), (33, 129), (3, 4101), (600, 130)]  # (rows, normalized size)
+BN_SHAPES = [(4, 3, 50, 50), (2, 5, 7, 300), (3, 2, 1, 129)]  # segments of S = H * W values
 
 CHILD = r"""
 import sys
@@ -44,14 +45,18 @@ for threads in (1, 2):
             "rsqrt": b.abs().rsqrt(), "reciprocal": b.reciprocal(), "square": a ** 2,
             "cube": a ** 3, "maximum": vk.maximum(a, b), "gt": a > b, "eq": a == a,
             "int_add": i + i, "int_mul": i * 3, "int32_and": i.to(vk.int32) & (i.to(vk.int32) + 1),
-            "to_f64": a.double(), "to_i32": (a * 100).to(vk.int32), "f64_add": a.double() + b.double(),
+            "to_f64": a.double(), "to_i32": (a * 100).to(vk.int32),
+            "f64_add": a.double() + b.double(),
         }
         z = vk.zeros(n + 8)
         z[3:3 + n].copy_(a)  # a destination 12 bytes past a line
         res["copy_offset"] = z
         for act in ("tanh", "sigmoid", "relu", "softmax"):
             x = vk.tensor(a_np, requires_grad=True)
-            y = F.softmax(x.reshape(1, n), -1).reshape(n) if act == "softmax" else getattr(vk, act)(x)
+            if act == "softmax":
+                y = F.softmax(x.reshape(1, n), -1).reshape(n)
+            else:
+                y = getattr(vk, act)(x)
             y.backward(vk.tensor(b_np))
             res[act + "_grad"] = x.grad
         for k, v in res.items():
@@ -73,6 +78,15 @@ for threads in (1, 2):
             out["ln_wb/" + key] = np.stack([w.detach().numpy(), b.detach().numpy()])
             if affine:
                 out["ln_dw/" + key], out["ln_db/" + key] = w.grad.numpy(), b.grad.numpy()
+    for shape in BN_SHAPES:
+        x_np = (rng.standard_normal(shape) * 2 - 1).astype(np.float32)
+        w_np, b_np = rng.standard_normal((2, shape[1])).astype(np.float32)
+        mean, var = vk.zeros(shape[1]), vk.ones(shape[1])
+        y = F.batch_norm(vk.tensor(x_np), mean, var, vk.tensor(w_np), vk.tensor(b_np),
+                         training=True)
+        key = "x".join(map(str, shape)) + f"/{threads}"
+        out["bn_y/" + key], out["bn_x/" + key] = y.numpy(), x_np
+        out["bn_wb/" + key] = np.stack([w_np, b_np])
 np.savez(sys.argv[1], **out)
 """
 
@@ -80,7 +94,7 @@ np.savez(sys.argv[1], **out)
 def run_child(tmp_path, threshold, capability):
     path = tmp_path / f"out_{threshold}_{capability}.npz"
     env = dict(os.environ, VKML_STREAM_MIN_BYTES=threshold, VKML_CPU_CAPABILITY=capability)
-    code = f"SIZES = {SIZES!r}\nLN_SHAPES = {LN_SHAPES!r}\n" + CHILD
+    code = f"SIZES = {SIZES!r}\nLN_SHAPES = {LN_SHAPES!r}\nBN_SHAPES = {BN_SHAPES!r}\n{CHILD}"
     r = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -146,6 +160,18 @@ def test_streamed_layer_norm_matches_torch(results):
                                        atol=1e-3, err_msg=key)
             np.testing.assert_allclose(streamed["ln_db/" + key], tb.grad.numpy(), rtol=1e-4,
                                        atol=1e-3, err_msg=key)
+
+
+def test_streamed_batch_norm_matches_torch(results):
+    streamed, _ = results
+    keys = [k[len("bn_y/"):] for k in streamed if k.startswith("bn_y/")]
+    assert len(keys) == 2 * len(BN_SHAPES)
+    for key in keys:
+        x = torch.tensor(streamed["bn_x/" + key], dtype=torch.float64)
+        w, b = torch.tensor(streamed["bn_wb/" + key], dtype=torch.float64)
+        want = torch.nn.functional.batch_norm(x, None, None, w, b, training=True)
+        np.testing.assert_allclose(streamed["bn_y/" + key], want.numpy(), rtol=1e-5, atol=1e-5,
+                                   err_msg=key)
 
 
 def test_default_threshold_is_half_the_last_level_cache():

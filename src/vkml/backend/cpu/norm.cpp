@@ -12,7 +12,8 @@
 //   shape), the partials added in chunk order. layer_norm_backward can produce them in the same
 //   pass as dx (a.norm.with_param_grad), as its output 1.
 // y and dx are written around the cache when large (simd.h write_out; the rows of backward_block,
-// 2 KB or less, are not).
+// 2 KB or less, are not); so is batch_norm's y (Zen 3, one thread, training-mode forward of
+// 32x64x56x56: 3.79 -> 2.81 ms; 16x64x112x112: 7.63 -> 5.85).
 #include "vkml/backend/cpu/norm.h"
 
 #include <algorithm>
@@ -692,6 +693,7 @@ VK_KERNEL(batch_norm) {
     const T* bp = has_b ? b.data<T>() : nullptr;
     T* yp = out.data<T>();
     T* sp = stats.data<T>();
+    const bool stream = streams(x);
     parallel_for(cs.C, channel_grain(cs), [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         const ChannelStats st = channel_stats(xp + c * cs.S, cs);
@@ -705,10 +707,13 @@ VK_KERNEL(batch_norm) {
         const T sc = static_cast<T>(scale), sh = static_cast<T>(shift);
         for (int64_t n = 0; n < cs.N; ++n) {
           const T* xs = xp + (n * cs.C + c) * cs.S;
-          T* ys = yp + (n * cs.C + c) * cs.S;
-          for (int64_t i = 0; i < cs.S; ++i) ys[i] = xs[i] * sc + sh;
+          write_out(yp + (n * cs.C + c) * cs.S, cs.S, stream,
+                    [&](T* __restrict y, int64_t i0, int64_t k) {
+                      for (int64_t i = 0; i < k; ++i) y[i] = xs[i0 + i] * sc + sh;
+                    });
         }
       }
+      if (stream) stream_fence();
     });
   });
   return {out, stats};
