@@ -8,7 +8,7 @@ each rounding, which recovers most of the accuracy plain rounding loses. Prints 
 and the weighted error of the rounded coefficients (the approximation error alone; rounding in
 the evaluation comes on top, and tests/cpp/test_vmath.cpp measures the total in ulp).
 
-    python3 bench/cpp/fit_vmath.py [name...]   names: exp log tanh erf erfc gelu gelu_grad; default all
+    python3 bench/cpp/fit_vmath.py [name...]   names: exp log tanh erf erfc gelu; default all
 Takes a few minutes per float64 set (mpmath is slow).
 """
 import sys
@@ -134,8 +134,7 @@ def main(names):
         "tanh": [("float", 5), ("double", 12)],
         "erf": [("float", 7), ("double", 12)],
         "erfc": [("float", 9), ("double", 23)],
-        "gelu": [("float", 11)],
-        "gelu_grad": [("float", 10)],
+        "gelu": [("float", 10)],
     }
     for name in names:
         for dtype, n in jobs[name]:
@@ -159,18 +158,14 @@ def main(names):
                     print(f"// erfc <double>: v = {a.hex()} w + {b.hex()}")
                     g = lambda v: erfc_g((v - b) / a)
                     emit(name, dtype, g, one, (lo * a + b), (hi * a + b), n)
-            elif name in ("gelu", "gelu_grad"):  # the whole 0 <= t <= 10.5, in v = a w + b on [-1, 1]
+            elif name == "gelu":  # e^(t^2) erfc(t), relative error, over the whole 0 <= t <= 10.5,
+                # in v = a w + b on [-1, 1]: gelu's and gelu_grad's gelu_p
                 lo, hi = 1 / (1 + ERFC_P * mp.mpf("10.5")), mp.mpf(1)
                 a = float(np.float32(float(2 / (hi - lo))))
                 b = float(np.float32(float(-(hi + lo) / (hi - lo))))
-                if name == "gelu":  # erfc's G
-                    print(f"// gelu <float>: v = {a.hex()} w + {b.hex()}")
-                    g = lambda v, a=a, b=b: erfc_g((v - b) / a)
-                    emit(name, dtype, g, one, (lo * a + b), (hi * a + b), n)
-                else:  # e^(t^2) erfc(t) itself, relative error
-                    g = lambda v, a=a, b=b: erfcx_w((v - b) / a)
-                    emit(name, dtype, g, lambda v: 1 / g(v), (lo * a + b), (hi * a + b), n)
-
+                print(f"// gelu <float>: v = {a.hex()} w + {b.hex()}")
+                g = lambda v, a=a, b=b: erfcx_w((v - b) / a)
+                emit(name, dtype, g, lambda v: 1 / g(v), (lo * a + b), (hi * a + b), n)
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["exp", "log", "tanh", "erf", "erfc", "gelu", "gelu_grad"])
+    main(sys.argv[1:] or ["exp", "log", "tanh", "erf", "erfc", "gelu"])

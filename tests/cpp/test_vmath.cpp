@@ -142,10 +142,11 @@ const std::vector<Case>& cases() {
        [](long double x) { return std::erf(x); }, 1.5, 1.5, -7, 7},
       {"erfc", [](const Tensor& x) { return erfc(x); }, [](double x) { return std::erfc(x); },
        [](long double x) { return std::erfc(x); }, 5.0, 5.0, -7, 27},
-      // gelu: 0.5 ulp more than erfc's tail, which it uses; the float bound covers results in
-      // the subnormal range at x < -13, where the product rounds a second time
+      // gelu, float: x e^(-x^2 / 2) erfcx(t) / 2; measured over every 257th float 6.8 ulp with
+      // FMA and 9.7 without (x near -12.7, results near the subnormal range). Unscaled, the tail
+      // would round into the subnormal range before the product with x: 10.8 and 14.6.
       {"gelu", [](const Tensor& x) { return gelu(x); }, ref_gelu<double>, ref_gelu<long double>,
-       14.0, 6.0, -37, 10},
+       10.0, 6.0, -37, 10},
   };
   return c;
 }
@@ -157,7 +158,8 @@ TEST(Vmath, Float32AccuracyOverTheWholeRange) {
     Worst w = worst_of(x, values_of<float>(c.op(tx)), c.ref32);
     EXPECT_LE(w.ulp, c.max_ulp32) << c.name << " at x = " << w.at;
   }
-  // gelu where activations live: a few ulp (erfc's tail error, then x * Phi rounds again)
+  // gelu where activations live: a few ulp (measured 5.2 with FMA, 5.7 without: the rounding of
+  // w = 1 / (1 + t / 2), which the polynomial magnifies, is corrected; see vmath.h)
   Worst g = worst_of(x, values_of<float>(gelu(tx)), ref_gelu<double>, -5, 5);
   EXPECT_LE(g.ulp, 6.0) << "gelu at x = " << g.at;
 }
@@ -246,7 +248,7 @@ TEST(Vmath, HeaderWithoutNativeFlags) {
       {"sigmoid", [](float v) { return vm::sigmoid(v); }, ref_sigmoid, 3.0},
       {"erf", [](float v) { return vm::erf(v); }, [](double v) { return std::erf(v); }, 1.5},
       {"erfc", [](float v) { return vm::erfc(v); }, [](double v) { return std::erfc(v); }, 5.0},
-      {"gelu", [](float v) { return vm::gelu(v); }, ref_gelu<double>, 14.0},
+      {"gelu", [](float v) { return vm::gelu(v); }, ref_gelu<double>, 10.0},
       {"log1p", [](float v) { return vm::log1p(v); }, [](double v) { return std::log1p(v); }, 1.75},
       {"expm1", [](float v) { return vm::expm1(v); }, [](double v) { return std::expm1(v); }, 1.75},
       {"softplus", [](float v) { return vm::softplus(v); }, ref_softplus<double>, 2.25},
@@ -368,8 +370,10 @@ TEST(Vmath, SpecialValues) {
     same(at(sigmoid, {0.0, inf, -inf, nan}), {0.5, 1, 0, nan});
     same(at(erf, {0.0, -0.0, inf, -inf, nan, 30.0}), {0.0, -0.0, 1, -1, nan, 1});
     same(at(erfc, {0.0, inf, -inf, nan, 30.0}), {1, 0, 2, nan, 0});
-    same(at([](const Tensor& x) { return gelu(x); }, {0.0, -0.0, inf, nan, -40.0}),
-         {0.0, -0.0, inf, nan, -0.0});
+    // past the clamp x Phi(x) is -0, and -inf * Phi(-inf) NaN: the float tail is carried times
+    // 2^64, so a nonzero tail there would give -1e-11 at -3e38 and -inf at -inf
+    same(at([](const Tensor& x) { return gelu(x); }, {0.0, -0.0, inf, -inf, nan, -40.0, -3e38}),
+         {0.0, -0.0, inf, nan, nan, -0.0, -0.0});
     same(at([](const Tensor& x) { return gelu(x, true); }, {0.0, inf, nan, -40.0}),
          {0.0, inf, nan, -0.0});
     same(at(log1p, {0.0, -0.0, -1.0, -2.0, inf, -inf, nan}), {0.0, -0.0, -inf, nan, inf, nan, nan});

@@ -2,8 +2,8 @@
 AVX2 or wider (backend/cpu/onednn.cpp: use_onednn_sgemm), for every product with
 VKML_SGEMM=onednn, never with VKML_SGEMM=openblas. Each in a fresh process, since the choice is
 made once per process: products of every operand layout the kernels pass (transposed, strided,
-batched, broadcast, the convolutions' and the long-K slices') against float64, and the same bits
-at one and two threads."""
+batched, broadcast, the convolutions' and the long-K slices, with a bias of each layout) against
+float64, and the same bits at one and two threads."""
 
 import os
 import subprocess
@@ -36,6 +36,29 @@ for fn, (a, b) in cases:
     for threads in (1, 2):
         vk.set_num_threads(threads)
         got[threads] = fn(vk.tensor(a), vk.tensor(b)).numpy()
+    np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    np.testing.assert_array_equal(got[1], got[2])
+# the bias, added to a float or double C after its product (linalg.cpp product_into): row tiles
+# (M >= 1024), long-K slices, a 2-D bias, a strided one; float64 products and float32 ones against
+# NumPy in float64
+F = vk.nn.functional
+linear = (lambda x, w, b: F.linear(x, w, b), lambda x, w, b: x @ w.T + b)
+bias_cases = [
+    (*linear, (f32(1100, 40), f32(96, 40), f32(96))),
+    (*linear, (f32(64, 9216), f32(128, 9216), f32(128))),
+    (lambda x, w, b: vk.addmm(b, x, w), lambda x, w, b: b + x @ w, (f32(70, 50), f32(50, 30), f32(70, 30))),
+    (lambda x, w, b: vk.addmm(b[::2], x, w), lambda x, w, b: b[::2] + x @ w, (f32(70, 50), f32(50, 30), f32(60))),
+    (lambda x, w, b: F.linear(x, w, b[1::3]), lambda x, w, b: x @ w.T + b[1::3],
+     (f32(300, 20), f32(7, 20), f32(21))),
+]
+for fn, ref, arrays in bias_cases:
+    want = ref(*(a.astype(np.float64) for a in arrays))
+    np.testing.assert_allclose(fn(*(vk.tensor(a.astype(np.float64)) for a in arrays)).numpy(), want,
+                               rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    got = {}
+    for threads in (1, 2):
+        vk.set_num_threads(threads)
+        got[threads] = fn(*(vk.tensor(a) for a in arrays)).numpy()
     np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     np.testing.assert_array_equal(got[1], got[2])
 x, w = vk.tensor(f32(8, 64)).requires_grad_(), vk.tensor(f32(32, 64)).requires_grad_()

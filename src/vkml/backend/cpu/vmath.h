@@ -175,6 +175,68 @@ VK_VMATH_INLINE void square2(T t, T& hi, T& lo) {
   lo = (t - th) * (t + th);
 }
 
+// a b - p for p = a b rounded: exact with FMA; without, Dekker's product of square2's halves
+// (12 significant bits each, so the partial products are exact), to about 2^-48 of a b.
+template <class T>
+VK_VMATH_INLINE T product_rest(T a, T b, T p) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  return fma_(a, b, -p);
+#else
+  using Tr = Traits<T>;
+  const T ah = std::bit_cast<T>(std::bit_cast<typename Tr::U>(a) & Tr::kHalfMask);
+  const T bh = std::bit_cast<T>(std::bit_cast<typename Tr::U>(b) & Tr::kHalfMask);
+  const T al = a - ah, bl = b - bh;
+  return ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+#endif
+}
+
+// a b + c, rounded once with FMA; without, the product's rounding error is added back, which
+// leaves about one rounding where a b and c nearly cancel (the sum of the rounded product and c is
+// then exact) -- gelu's v = gelu_a w + gelu_b, which would otherwise be off by up to 3 ulp.
+template <class T>
+VK_VMATH_INLINE T fma_accurate(T a, T b, T c) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  return fma_(a, b, c);
+#else
+  const T p = a * b;
+  return (p + c) + product_rest(a, b, p);
+#endif
+}
+
+// -x^2 / 2 = h + l to twice the working precision, for e^(-x^2 / 2): with FMA h is the rounded
+// value and l its exact remainder (three operations); without, square2's exact split.
+template <class T>
+VK_VMATH_INLINE void neg_half_square(T x, T& h, T& l) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  const T a = T(-0.5) * x;  // exact
+  h = a * x;
+  l = fma_(a, x, -h);
+#else
+  T hi, lo;
+  square2(x, hi, lo);
+  h = T(-0.5) * hi;
+  l = T(-0.5) * lo;
+#endif
+}
+
+// 1 / (1 + s) for 0 <= s < 2^24, with one Newton step from the exact remainder of the sum (d - 1
+// is exact for d >= 1, then s - (d - 1) by Sterbenz) and, with FMA, of the quotient: gelu's
+// polynomials in w = 1 / (1 + t / 2) start steeply (d erfcx / dw = 2.26 at t = 0), so the
+// rounding of 1 + s alone would cost them up to 3 ulp.
+template <class T>
+VK_VMATH_INLINE T recip_one_plus(T s) {
+  const T d = s + T(1);
+  const T d_lo = s - (d - T(1));
+  const T w = T(1) / d;
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  const T rest = fma_(-w, d_lo, fma_(-w, d, T(1)));  // 1 - w (d + d_lo)
+#else
+  const T p = w * d;
+  const T rest = ((T(1) - p) - product_rest(w, d, p)) - w * d_lo;  // 1 - p exact: p is near 1
+#endif
+  return fma_(w, rest, w);
+}
+
 // ---- coefficients (bench/cpp/fit_vmath.py) ----
 //   exp_q:  e^r = 1 + r + r^2 q(r), |r| <= ln(2)/2
 //   log_p:  log((1+s)/(1-s)) = 2s + s z p(z), z = s^2 <= ((sqrt(2)-1)/(sqrt(2)+1))^2
@@ -183,10 +245,8 @@ VK_VMATH_INLINE void square2(T t, T& hi, T& lo) {
 //   erfc_g: erfc(t) = w e^(-t^2 + G(w)), w = 1 / (1 + t/2), 0.89 <= t <= kErfcMaxArg; float: G
 //           a polynomial in w; double: in v = erfc_a w + erfc_b, which spans [-1, 1] and keeps
 //           the high-order coefficients small.
-//   gelu_g: (float) the same G over the whole 0 <= t <= kErfcMaxArg, in v = gelu_a w + gelu_b:
-//           gelu's one formula for every argument (bench/cpp/fit_vmath.py gelu).
-//   gelu_p: (float) e^(t^2) erfc(t) itself over the same t, in the same v (relative error):
-//           gelu_grad's, whose e^(-t^2) then serves both Phi and phi.
+//   gelu_p: (float) e^(t^2) erfc(t) over the whole 0 <= t <= kErfcMaxArg, in v = gelu_a w +
+//           gelu_b (relative error): gelu's and gelu_grad's one formula for every argument.
 
 template <class T>
 struct Poly;
@@ -206,10 +266,6 @@ struct Poly<float> {
                                      -0x1.6b077p-2f,  0x1.25bdaep-1f,  -0x1.beeddcp-3f};
   static constexpr float gelu_a = 0x1.30c30cp+1f;
   static constexpr float gelu_b = -0x1.618618p+0f;
-  static constexpr float gelu_g[] = {-0x1.205616p-1f,  0x1.263348p-1f,   0x1.11e03ap-6f,
-                                     -0x1.edef06p-6f,  -0x1.43051cp-10f, 0x1.fbb3bp-9f,
-                                     -0x1.0eae7ap-12f, -0x1.2e29cep-11f, 0x1.17f224p-13f,
-                                     0x1.040e1cp-14f,  -0x1.95dd3ap-16f};
   static constexpr float gelu_p[] = {
       0x1.522ee8p-2f,  0x1.b736f4p-2f,  0x1.946652p-3f,  0x1.8228fep-5f,   -0x1.0a95ep-10f,
       -0x1.8ffad2p-9f, 0x1.1d36fep-14f, 0x1.1a5adcp-12f, -0x1.81699ap-16f, -0x1.800c3ep-16f};
@@ -250,8 +306,9 @@ struct Poly<double> {
 // polynomial, then a scaling by 2^n in two factors so that a subnormal result is rounded once,
 // as libm's is.
 // kClamp false: the caller guarantees kExpMin <= x + lo <= 0 (or NaN; a few ulp above 0 do no
-// harm), which needs no clamping.
-template <class T, bool kTwoPart = false, bool kClamp = true>
+// harm), which needs no clamping; there kScale != 0 returns e^(x + lo) 2^kScale, whose scaling
+// the caller keeps in the normal range (gelu's, 2^63: its tail then never leaves it).
+template <class T, bool kTwoPart = false, bool kClamp = true, int kScale = 0>
 VK_VMATH_INLINE T exp_impl(T x, T lo = T(0)) {
   using Tr = Traits<T>;
   using U = typename Tr::U;
@@ -273,12 +330,14 @@ VK_VMATH_INLINE T exp_impl(T x, T lo = T(0)) {
   if constexpr (kClamp) {
     const I n1 = ni >> 1;
     return p * pow2i<T>(n1) * pow2i<T>(ni - n1);
-  } else {
+  } else if constexpr (kScale == 0) {
     // n >= -162 here (float: gelu's arguments reach -112; exp_nonpositive's -104) or -1076
     // (double), and at most a few above 0: 2^(n + 64) is normal, p 2^(n + 64) exact, and the
     // product with 2^-64 the one rounding -- the same result as the two factors above, in fewer
     // operations (one exponent instead of two).
     return p * pow2i<T>(ni + 64) * T(0x1p-64);
+  } else {
+    return p * pow2i<T>(ni + kScale);
   }
 }
 
@@ -464,27 +523,31 @@ VK_VMATH_INLINE T erfc(T x) {
 // gelu(x) = x Phi(x), Phi(x) = erfc(-x / sqrt(2)) / 2. double: near 0, Phi = (1 + erf(x / sqrt(2)))
 // / 2; in the tails the erfc form, so that Phi of a negative x keeps its relative accuracy instead
 // of cancelling in 1 + erf. The tail's (x / sqrt(2))^2 is computed as x^2 / 2 from the exact x^2.
-// float: one formula for every x, Phi(-|x|) = erfc(t) / 2 with t = |x| / sqrt(2) and G fitted
-// over the whole range of t (gelu_g): no second polynomial for small x and no select between
-// them, about half the operations of the two-branch form, which the double version keeps (a
-// double fit over the whole range would need many more terms). Phi(x) = 1 - Phi(-x) for x >= 0
-// never cancels (it is at least 1/2). e^(-t^2 + G) has its argument in [-112, 0]: no clamps.
+// float: one formula for every x, Phi(-|x|) = e^(-x^2 / 2) erfcx(t) / 2 with t = |x| / sqrt(2)
+// and erfcx(t) = e^(t^2) erfc(t) a polynomial over the whole range of t (gelu_p, gelu_grad's):
+// no second polynomial for small x and no select between them. The exponential and the
+// polynomial (behind its division) are two independent chains, which the core overlaps; with G
+// in the exponent (e^(-t^2 + G(w)), erfc's form) they were one chain of about twice the latency,
+// and the loop took 1.5 ns an element instead of 1.2 (AVX2, Zen 3). The tail is carried times
+// 2^64 so that it stays normal where e^(-x^2 / 2) alone would not (x < -13.2): one rounding into
+// the subnormal range, at the end. Phi(x) = 1 - Phi(-x) for x >= 0 never cancels (it is at least
+// 1/2).
 template <class T>
 VK_VMATH_INLINE T gelu(T x) {
   using namespace detail;
   if constexpr (sizeof(T) == 4) {
-    constexpr float kInvSqrt2 = 0.70710678118654752440f;
+    constexpr float kHalfInvSqrt2 = 0.35355339059327376220f;
     constexpr float kMaxX = Traits<float>::kErfcMaxArg * 1.41421356237309504880f;
     const float ax = abs_(x);
     const float xc = select(ax > kMaxX, kMaxX, ax);
-    const float t = xc * kInvSqrt2;
-    float hi, lo;
-    square2(xc, hi, lo);  // t^2 = (hi + lo) / 2, from the exact square of xc
-    const float w = 1.0f / fma_(t, 0.5f, 1.0f);
-    const float g = estrin(fma_(w, Poly<float>::gelu_a, Poly<float>::gelu_b), Poly<float>::gelu_g);
-    const float half_tail =
-        (0.5f * w) * exp_impl<float, true, false>(-0.5f * hi, fma_(-0.5f, lo, g));  // Phi(-|x|)
-    return x * select(x < 0.0f, half_tail, 1.0f - half_tail);
+    float h, l;
+    neg_half_square(xc, h, l);
+    const float w = recip_one_plus(xc * kHalfInvSqrt2);  // 1 / (1 + t / 2)
+    const float erfcx =
+        estrin(fma_accurate(w, Poly<float>::gelu_a, Poly<float>::gelu_b), Poly<float>::gelu_p);
+    // Phi(-|x|) 2^64; 0 past kMaxX, where x Phi(x) underflows (and -inf gives NaN, as the formula)
+    const float tail = select(ax > kMaxX, 0.0f, exp_impl<float, true, false, 63>(h, l) * erfcx);
+    return select(x < 0.0f, (x * tail) * 0x1p-64f, x * fma_(tail, -0x1p-64f, 1.0f));
   } else {
     constexpr T kInvSqrt2 = T(0.70710678118654752440);
     constexpr T kMaxX = Traits<T>::kErfcMaxArg * T(1.41421356237309504880);
