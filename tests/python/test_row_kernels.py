@@ -1,7 +1,8 @@
 """The row kernels' float sums (src/vkml/backend/cpu/simd.h row_sums): layer_norm forward and backward,
 the softmax family and batch_norm's channels (where their segments are whole 16-lane vectors) take
-their sums in float blocks added into double, layer_norm's and batch_norm's about x - x[0]; rows
-those sums cannot take (overflow, underflow, inf, NaN) fall back to sums in double.
+their sums in float blocks added into double, layer_norm's about the mean of a row's first 8
+elements (its variance from the same pass when that shift is near the mean) and batch_norm's about
+x - x[0]; rows those sums cannot take (overflow, underflow, inf, NaN) fall back to sums in double.
 Each case is checked against float64 arithmetic on the same float32 inputs, at row lengths on both
 sides of the 16-lane vectors and 256-element blocks, and the AVX2 and AVX-512 kernel copies must
 give the same bits."""
@@ -90,10 +91,23 @@ def test_layer_norm_off_centre_rows_keep_their_spread():
 
 
 def test_layer_norm_outlier_first_element():
-    """The shift is x[0]: a first element 1e4 standard deviations out costs the float sums nothing
-    they cannot carry (a value lies at most sqrt(n) standard deviations from its row's mean)."""
+    """The shift is the mean of the first 8 elements: a first element 1e4 standard deviations out
+    costs the float sums nothing they cannot carry (a value lies at most sqrt(n) standard
+    deviations from its row's mean, and so does the shift)."""
     x = np.random.default_rng(2).standard_normal((3, 700)).astype(np.float32)
     x[:, 0] = 1e4
+    check_layer_norm(x, rtol=2e-6)
+
+
+@pytest.mark.parametrize("n", [300, 65536])
+def test_layer_norm_shift_far_from_the_mean_takes_a_second_pass(n):
+    """The sums are taken about the mean of the first 8 elements, and the variance from their
+    squares in the same pass only where that shift lies within a standard deviation of the mean.
+    Here the first 8 lie 1000 out, about 90 standard deviations of the row at 65536 (the most a
+    shift can lie out is sqrt(n / 8)): one pass would cancel the mean square (1e6) down to the
+    variance (~120)."""
+    x = np.random.default_rng(5).standard_normal((3, n)).astype(np.float32)
+    x[:, :8] += 1000
     check_layer_norm(x, rtol=2e-6)
 
 
