@@ -306,9 +306,9 @@ inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, dou
     return back_row_double<T, W>(gr, xr, wp, n, eps);
   } else {
     const double inv_n = 1.0 / static_cast<double>(n);
-    const float x0 = row_shift(xr, n);
+    const float shift = row_shift(xr, n);
     const auto [sd, sdd, su, sud, suu] = row_sums<5>(n, [&](int64_t k, int valid, FloatVec(&t)[5]) {
-      const FloatVec d = load_floats(xr + k, valid) - x0;
+      const FloatVec d = load_floats(xr + k, valid) - shift;
       FloatVec u = load_floats(gr + k, valid);
       if constexpr (W) u *= load_floats(wp + k, valid);
       t[0] = d;
@@ -317,16 +317,16 @@ inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, dou
       t[3] = u * d;
       t[4] = u * u;
     });
-    const double shift = sd * inv_n;  // mean - x0
-    const double mu = static_cast<double>(x0) + shift;
+    const double mean_d = sd * inv_n;  // mean - shift
+    const double mu = static_cast<double>(shift) + mean_d;
     double var;
     if (!std::isfinite(mu) || !gradient_sums_fit(suu * inv_n) || !std::isfinite(sud) ||
-        (!variance_from_shifted(sdd, static_cast<double>(n), shift, var) &&
+        (!variance_from_shifted(sdd, static_cast<double>(n), mean_d, var) &&
          !variance_about(xr, n, mu, var)))
       return back_row_double<T, W>(gr, xr, wp, n, eps);
     const RowStats<float> st = stats_of<float>(mu, var, eps);
     const float mean_ux =
-        static_cast<float>(static_cast<double>(st.rstd) * (sud - shift * su) * inv_n);
+        static_cast<float>(static_cast<double>(st.rstd) * (sud - mean_d * su) * inv_n);
     return {st.mean, st.rstd, static_cast<float>(su * inv_n), mean_ux};
   }
 }
