@@ -47,7 +47,8 @@ bias_cases = [
     (*linear, (f32(1100, 40), f32(96, 40), f32(96))),
     (*linear, (f32(64, 9216), f32(128, 9216), f32(128))),
     (lambda x, w, b: vk.addmm(b, x, w), lambda x, w, b: b + x @ w, (f32(70, 50), f32(50, 30), f32(70, 30))),
-    (lambda x, w, b: vk.addmm(b[::2], x, w), lambda x, w, b: b[::2] + x @ w, (f32(70, 50), f32(50, 30), f32(60))),
+    (lambda x, w, b: vk.addmm(b[::2], x, w), lambda x, w, b: b[::2] + x @ w,
+     (f32(70, 50), f32(50, 30), f32(60))),
     (lambda x, w, b: F.linear(x, w, b[1::3]), lambda x, w, b: x @ w.T + b[1::3],
      (f32(300, 20), f32(7, 20), f32(21))),
 ]

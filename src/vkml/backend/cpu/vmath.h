@@ -176,7 +176,8 @@ VK_VMATH_INLINE void square2(T t, T& hi, T& lo) {
 }
 
 // a b - p for p = a b rounded: exact with FMA; without, Dekker's product of square2's halves
-// (12 significant bits each, so the partial products are exact), to about 2^-48 of a b.
+// (half the significand each, so the partial products are exact), to about twice the working
+// precision.
 template <class T>
 VK_VMATH_INLINE T product_rest(T a, T b, T p) {
 #if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
