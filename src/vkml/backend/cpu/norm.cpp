@@ -160,6 +160,16 @@ inline bool variance_from_shifted(double squares, double count, double mean_d, d
   return fits_float_sums(mean_square) && mean_d * mean_d <= var;
 }
 
+// A float row's biased variance, given its mean mu and one pass's sums about the shift
+// (row_shift): from those sums where the shift is near the mean, else from a second pass about mu.
+// False where neither fits (the caller takes the double path).
+inline bool row_variance(const float* x, int64_t n, double squares, double mean_d, double mu,
+                         double& var) {
+  return std::isfinite(mu) &&
+         (variance_from_shifted(squares, static_cast<double>(n), mean_d, var) ||
+          variance_about(x, n, mu, var));
+}
+
 // Mean and rstd of a row. float: float sums of d = x - shift (row_shift) and of d^2 in one pass,
 // a second pass for the variance (variance_about) where the shift lies far from the mean; about
 // half the time of the double path, which double rows and the rows those sums do not fit take.
@@ -177,10 +187,7 @@ inline RowStats<T> row_stats(const T* x, int64_t n, double eps) {
     const double mean_d = sd / static_cast<double>(n);
     const double mu = static_cast<double>(shift) + mean_d;
     double var;
-    if (!std::isfinite(mu)) return row_stats_double(x, n, eps);
-    if (!variance_from_shifted(sdd, static_cast<double>(n), mean_d, var) &&
-        !variance_about(x, n, mu, var))
-      return row_stats_double(x, n, eps);
+    if (!row_variance(x, n, sdd, mean_d, mu, var)) return row_stats_double(x, n, eps);
     return stats_of<float>(mu, var, eps);
   }
 }
@@ -320,9 +327,8 @@ inline BackRow<T> back_row(const T* gr, const T* xr, const T* wp, int64_t n, dou
     const double mean_d = sd * inv_n;  // mean - shift
     const double mu = static_cast<double>(shift) + mean_d;
     double var;
-    if (!std::isfinite(mu) || !gradient_sums_fit(suu * inv_n) || !std::isfinite(sud) ||
-        (!variance_from_shifted(sdd, static_cast<double>(n), mean_d, var) &&
-         !variance_about(xr, n, mu, var)))
+    if (!gradient_sums_fit(suu * inv_n) || !std::isfinite(sud) ||
+        !row_variance(xr, n, sdd, mean_d, mu, var))
       return back_row_double<T, W>(gr, xr, wp, n, eps);
     const RowStats<float> st = stats_of<float>(mu, var, eps);
     const float mean_ux =
