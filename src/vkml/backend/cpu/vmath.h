@@ -175,21 +175,19 @@ VK_VMATH_INLINE void square2(T t, T& hi, T& lo) {
   lo = (t - th) * (t + th);
 }
 
-// a b - p for p = a b rounded: exact with FMA; without, Dekker's product of square2's halves
-// (half the significand each, so the partial products are exact), to about twice the working
-// precision.
+#if !defined(__FMA__) && !defined(__ARM_FEATURE_FMA)
+// a b - p for p = a b rounded, where there is no FMA to give it exactly (its callers' FMA paths
+// use one): Dekker's product of square2's halves (half the significand each, so the partial
+// products are exact), to about twice the working precision.
 template <class T>
 VK_VMATH_INLINE T product_rest(T a, T b, T p) {
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
-  return fma_(a, b, -p);
-#else
   using Tr = Traits<T>;
   const T ah = std::bit_cast<T>(std::bit_cast<typename Tr::U>(a) & Tr::kHalfMask);
   const T bh = std::bit_cast<T>(std::bit_cast<typename Tr::U>(b) & Tr::kHalfMask);
   const T al = a - ah, bl = b - bh;
   return ((ah * bh - p) + ah * bl + al * bh) + al * bl;
-#endif
 }
+#endif
 
 // a b + c, rounded once with FMA; without, the product's rounding error is added back, which
 // leaves about one rounding where a b and c nearly cancel (the sum of the rounded product and c is
