@@ -2,8 +2,8 @@
 AVX2 or wider (backend/cpu/onednn.cpp: use_onednn_sgemm), for every product with
 VKML_SGEMM=onednn, never with VKML_SGEMM=openblas. Each in a fresh process, since the choice is
 made once per process: products of every operand layout the kernels pass (transposed, strided,
-batched, broadcast, the convolutions' and the long-K slices, with a bias of each layout) against
-float64, and the same bits at one and two threads."""
+batched, broadcast, the convolutions' and the long-K slices, with a bias of each layout; attention's
+small per-head products) against float64, and the same bits at one and two threads."""
 
 import os
 import subprocess
@@ -62,6 +62,21 @@ for fn, ref, arrays in bias_cases:
         got[threads] = fn(*(vk.tensor(a) for a in arrays)).numpy()
     np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     np.testing.assert_array_equal(got[1], got[2])
+# attention's per-head products (64 x 64 x 32 and 64 x 32 x 64, 2^17 multiply-adds each: oneDNN by
+# shape from 2^15 on AVX2) on q, k, v strided out of one qkv tensor, forward and backward
+def attention(qkv, gy):
+    q, k, v = qkv.reshape(2, 64, 3, 2, 32).permute(2, 0, 3, 1, 4)
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    (y * gy).sum().backward()
+    return np.concatenate([y.detach().numpy().ravel(), qkv.grad.numpy().ravel()])
+qkv, gy = f32(2, 64, 192), f32(2, 2, 64, 32)
+want = attention(vk.tensor(qkv.astype(np.float64)).requires_grad_(), vk.tensor(gy.astype(np.float64)))
+got = {}
+for threads in (1, 2):
+    vk.set_num_threads(threads)
+    got[threads] = attention(vk.tensor(qkv).requires_grad_(), vk.tensor(gy))
+np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+np.testing.assert_array_equal(got[1], got[2])
 x, w = vk.tensor(f32(8, 64)).requires_grad_(), vk.tensor(f32(32, 64)).requires_grad_()
 (x @ w.t()).square().sum().backward()
 gx = 2 * (x.detach().numpy() @ w.detach().numpy().T) @ w.detach().numpy()
