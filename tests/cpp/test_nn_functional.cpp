@@ -636,6 +636,30 @@ TEST(NnFunctional, AttentionCausalMatchesLoop) {
       {q, k, v});
 }
 
+// The CPU kernel runs a causal row's exp on whole vectors past its last visible key (softmax.cpp
+// softmax_row_scaled) and discards those values: a key no query sees may be huge or NaN. With S - 1
+// queries the last key is never seen; every row must match the loop, which masks before the exp.
+TEST(NnFunctional, AttentionCausalIgnoresKeysPastTheMask) {
+  for (DType dtype : {DType::Float64, DType::Float32})
+    for (const double bad : {1e30, std::nan("")})
+      for (const int S : {4, 13, 64}) {
+        const int L = S - 1, E = 3, Ev = 2;
+        Tensor q = leaf({1, L, E}, -1, 1, false), v = leaf({1, S, Ev}, -1, 1, false);
+        std::vector<double> kv = to_vector(leaf({1, S, E}, -1, 1, false));
+        for (int e = 0; e < E; ++e) kv[(S - 1) * E + e] = bad;
+        Tensor k = from_vector(kv, {1, S, E}, DType::Float64);
+        std::vector<bool> causal;
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < S; ++j) causal.push_back(j <= i);
+        const std::vector<double> want = reference_attention(to_vector(q), kv, to_vector(v), L, S,
+                                                             E, Ev, 1 / std::sqrt(3.0), causal, {});
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " S=" + std::to_string(S));
+        expect_values(F::scaled_dot_product_attention(cast(q, dtype), cast(k, dtype),
+                                                      cast(v, dtype), Tensor(), 0.0, true),
+                      want, dtype == DType::Float32 ? 1e-5 : 1e-12);
+      }
+}
+
 TEST(NnFunctional, AttentionFloatMaskMatchesLoop) {
   const int L = 2, S = 3, E = 2, Ev = 3;
   Tensor q = leaf({2, L, E}), k = leaf({2, S, E}), v = leaf({2, S, Ev}), bias = leaf({L, S});
