@@ -3,6 +3,7 @@ the softmax family and batch_norm's channels (where their segments are whole 16-
 their sums in float blocks added into double, layer_norm's about the mean of a row's first 8
 elements (its variance from the same pass when that shift is near the mean) and batch_norm's about
 x - x[0]; rows those sums cannot take (overflow, underflow, inf, NaN) fall back to sums in double.
+Column sums (sum over a leading dim) add eight rows in float, then into double.
 Each case is checked against float64 arithmetic on the same float32 inputs, at row lengths on both
 sides of the 16-lane vectors and 256-element blocks, and the AVX2 and AVX-512 kernel copies must
 give the same bits."""
@@ -286,6 +287,30 @@ def test_batch_norm_input_gradient_at_extreme_scales():
                          outputs=(1,))
 
 
+# Column sums (reduction.cpp reduce_cols: a linear layer's bias gradient, sum over dim 0): eight rows
+# added in float, pairwise, then into double accumulators; the rest row by row. Row counts on both
+# sides of 8, column counts on both sides of the 256-column blocks, an offset column mean and a
+# long reduction whose float running sum would be off by thousands of ulp.
+@pytest.mark.parametrize("shape,dims,offset", [
+    ((1, 5), 0, 3.0), ((7, 300), 0, 3.0), ((8, 300), 0, 3.0), ((9, 257), 0, 3.0),
+    ((37, 513), 0, -2.0), ((2048, 384), 0, 0.5), ((3, 64, 40), (0, 1), 3.0), ((100, 3, 20), 0, 3.0),
+    ((65536, 40), 0, 1e4)])
+def test_column_sums_in_float_blocks_match_float64(shape, dims, offset):
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32) + np.float32(offset)
+    want = x.astype(np.float64).sum(dims)
+    terms = np.abs(x).astype(np.float64).sum(dims)
+    got, threads_before = {}, vk.get_num_threads()
+    for threads in (1, 2):
+        vk.set_num_threads(threads)
+        got[threads] = vk.tensor(x).sum(dims).numpy()
+    vk.set_num_threads(threads_before)
+    err = np.abs(got[1].astype(np.float64) - want) / terms
+    assert err.max() <= 5e-7, f"worst error {err.max():.3g} of the column's sum of |x|"
+    np.testing.assert_array_equal(got[1], got[2])
+    mean = vk.tensor(x).mean(dims).numpy().astype(np.float64)
+    assert (np.abs(mean - want / (x.size // want.size)) / (terms / (x.size // want.size))).max() <= 5e-7
+
+
 SAME_BITS = r"""
 import hashlib, numpy as np, vkml as vk
 F = vk.nn.functional
@@ -311,6 +336,8 @@ for shape in ((16, 3, 4, 4), (8, 5, 8, 8), (4, 3, 7, 7)):
     y = F.batch_norm(x, None, None, w, None, training=True)
     y.backward(vk.tensor(rng.standard_normal(shape).astype(np.float32)))
     h.update(y.detach().numpy().tobytes() + x.grad.numpy().tobytes() + w.grad.numpy().tobytes())
+for shape in ((37, 513), (9, 20)):  # column sums: eight rows at a time in float
+    h.update(vk.tensor(rng.standard_normal(shape).astype(np.float32)).sum(0).numpy().tobytes())
 print(vk.backends.cpu.get_cpu_capability(), h.hexdigest())
 """
 

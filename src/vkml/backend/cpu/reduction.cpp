@@ -224,6 +224,13 @@ void reduce_rows(const R& r, const typename R::T* base, const Plan& p) {
   });
 }
 
+// A float sum (SumR<float, ...>), whose rows reduce_cols may add in float eight at a time.
+template <class R>
+constexpr bool kFloatSum = requires {
+  R::kSum;
+}
+&&std::is_same_v<typename R::T, float>;
+
 // The innermost kept dim is contiguous: out[o1, m] folds x[o1, r, m] over r, many m at once.
 template <class R>
 void reduce_cols(const R& r, const typename R::T* base, const Plan& p) {
@@ -274,7 +281,21 @@ void reduce_cols(const R& r, const typename R::T* base, const Plan& p) {
           for (int64_t m = 0; m < M; ++m) r.merge(acc[m], wide[k * M + m]);
       } else if (p.red.size() == 1) {
         const int64_t st = p.red[0].stride;
-        for (int64_t i = r0; i < r1; ++i) {
+        int64_t i = r0;
+        if constexpr (kFloatSum<R>) {
+          // Eight rows at a time summed in float, pairwise, then added to the double accumulators:
+          // one load and store of an accumulator per eight rows instead of per row (a linear
+          // layer's bias gradient, 2048 x 384 floats, Zen 3: 124 -> 75-77 us; torch 73).
+          for (; i + 8 <= r1; i += 8) {
+            const float* x = col + i * st;
+            for (int64_t m = 0; m < mw; ++m) {
+              const float s = ((x[m] + x[st + m]) + (x[2 * st + m] + x[3 * st + m])) +
+                              ((x[4 * st + m] + x[5 * st + m]) + (x[6 * st + m] + x[7 * st + m]));
+              acc[m] += static_cast<double>(s);
+            }
+          }
+        }
+        for (; i < r1; ++i) {
           const typename R::T* row = col + i * st;
           for (int64_t m = 0; m < mw; ++m) r.add(acc[m], row[m], i, o0 + m);
         }
@@ -368,6 +389,7 @@ struct SumR : SumRBase<T_, Out> {};
 template <class T_, class Out>
 requires std::is_floating_point_v<T_>
 struct SumR<T_, Out> : SumRBase<T_, Out> {
+  static constexpr bool kSum = true;
   static constexpr int kLanes = 16;
   void fold_contiguous(double* lane, const T_* p, int64_t n, int64_t, int64_t) const {
     add_lanes16(lane, p, n, [](auto&) {});
