@@ -15,7 +15,7 @@
 // softmax.cpp.
 // Determinism: the order in which elements are combined depends only on the shape and strides of
 // x, never on how parallel_for splits the work, so results are bitwise identical at any thread
-// count. Float32 accumulates in double.
+// count. Float32 accumulates in double (a column sum adds eight rows in float first: reduce_cols).
 #include "vkml/backend/cpu/reduction.h"
 
 #include <algorithm>
