@@ -1,6 +1,7 @@
 #include "vkml/backend/cpu/parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -190,12 +191,22 @@ class ThreadPool {
 // could meet: the count is capped here, before any thread is created. Torch accepts any count.
 int max_threads() { return static_cast<int>(std::max(1024u, std::thread::hardware_concurrency())); }
 
+// The CPUs this process may run on: its affinity mask (taskset, a container's cpuset, an MPI
+// rank's binding), as libgomp and so torch count them, not the machine's. Two workers on one
+// CPU poll and yield to each other: under `taskset -c 1` on a 2-CPU machine, a gpt_small step
+// took 29.8 ms with 2 threads against 22.4 with 1.
+int cpus_available() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // > 1024 CPUs
+}
+
 int initial_threads() {
   if (const char* env = std::getenv("VKML_NUM_THREADS")) {
     int n = std::atoi(env);
     if (n >= 1) return std::min(n, max_threads());
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return cpus_available();
 }
 
 // The pool, created on first use. A child of fork() has none of its workers (only the thread
