@@ -60,6 +60,43 @@ TEST(OnednnConv, StemsAndFirstLayersByPassWhereMeasuredFaster) {
   EXPECT_FALSE(cpu::use_onednn_conv_backward_data(mnist));
 }
 
+// Whether oneDNN runs its AVX-512 kernels here: the CPU has AVX512-F/BW/VL/DQ (oneDNN's
+// avx512_core) and neither vkml's capability variable nor oneDNN's own caps it below.
+bool avx512_kernels() {
+  __builtin_cpu_init();
+  const char* cap = std::getenv("VKML_CPU_CAPABILITY");
+  if (cap != nullptr && (std::string(cap) == "avx2" || std::string(cap) == "default")) return false;
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+// Regression (#18, conv.3x3.s2.128 at 1.03-1.16 of torch at one thread on Zen 3, and its weight
+// gradient 2.9 ms through oneDNN against 2.1 through im2col + GEMM): on AVX2, strided layers over
+// 32+ channels take im2col + GEMM in all three passes; stride-1 layers and stems keep oneDNN.
+TEST(OnednnConv, StridedLayersTakeIm2colOnAvx2) {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool on = cpu::has_onednn() && avx2 && !capped(), wide = avx512_kernels();
+  const cpu::ConvShape resnet{16, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1};
+  const cpu::ConvShape stem{16, 3, 64, 64, 64, 7, 7, 2, 2, 3, 3, 1, 1};
+  for (const cpu::ConvShape& down : {cpu::ConvShape{16, 64, 16, 16, 128, 3, 3, 2, 2, 1, 1, 1, 1},
+                                     cpu::ConvShape{16, 64, 64, 64, 128, 3, 3, 2, 2, 1, 1, 1, 1},
+                                     cpu::ConvShape{16, 128, 8, 8, 256, 3, 3, 2, 2, 1, 1, 1, 1}}) {
+    SCOPED_TRACE(testing::Message() << "C " << down.C << " H " << down.H);
+    if (!capped()) {
+      EXPECT_EQ(cpu::use_onednn_conv(down), on && wide);
+    }
+    EXPECT_FALSE(!wide && cpu::use_onednn_conv_backward_data(down));
+    EXPECT_FALSE(!wide && cpu::use_onednn_conv_backward_weights(down));
+  }
+  if (!capped()) {
+    EXPECT_EQ(cpu::use_onednn_conv(resnet), on);
+    EXPECT_EQ(cpu::use_onednn_conv_backward_data(resnet), on);
+    EXPECT_EQ(cpu::use_onednn_conv(stem), on);
+    EXPECT_EQ(cpu::use_onednn_conv_backward_weights(stem), on);
+  }
+}
+
 TEST(OnednnConv, MatchesTheFloat64Convolution) {
   struct Case {
     Shape x, w;

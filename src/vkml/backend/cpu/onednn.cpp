@@ -512,20 +512,28 @@ bool onednn_conv_shape(const ConvShape& s) {
   return support().direct_conv && s.N >= kMinBatch && s.O >= 32 && s.kh * s.kw > 1;
 }
 
+// oneDNN's AVX2 kernels lose all three passes of a strided convolution to im2col + GEMM (Zen 3,
+// forward + both gradients; the rules below were measured on Zen 4's AVX-512 kernels). ResNet-18's
+// 64 -> 128 from 16x16 to 8x8: 7.0-7.3 -> 6.1-6.3 ms at one thread, 5.3-7.3 -> 3.9 at two; its
+// 128 -> 256 from 8x8 and 256 -> 512 from 4x4: 6.9 -> 6.4 and 7.5-7.8 -> 6.9-7.2; the weight
+// gradient alone 15-40% faster from 64 to 1024 positions. Not a stem's few channels, where
+// oneDNN's first-layer kernels win.
+bool avx2_strided(const ConvShape& s) { return !support().avx512 && s.sh * s.sw > 1 && s.C >= 32; }
+
 }  // namespace
 
 bool use_onednn_conv(const ConvShape& s) {
   // Few input channels (a first layer): only 7x7 stems, where oneDNN's first-layer kernel beat
   // im2col + GEMM (ResNet-18's 16 x 3 x 64 x 64: 3.05 against 4.14 ms; at 8 x 3 x 224 x 224: 19.5
   // against 22.5); 3x3 and 5x5 kernels over 3 to 8 channels ran 12-35% slower there.
-  return onednn_conv_shape(s) && (s.C >= 32 || (s.C >= 3 && s.kh * s.kw >= 49));
+  return onednn_conv_shape(s) && !avx2_strided(s) && (s.C >= 32 || (s.C >= 3 && s.kh * s.kw >= 49));
 }
 
 bool use_onednn_conv_backward_data(const ConvShape& s) {
   // Not for strided convolutions onto few positions: ResNet-18's 256 -> 512 at 4x4 -> 2x2 ran
   // 2.5 ms through oneDNN, 1.9 through im2col + GEMM. Not below 32 channels: the stem's input
   // gradient (never needed in training) ran 14 ms against 3.8.
-  return onednn_conv_shape(s) && s.C >= 32 &&
+  return onednn_conv_shape(s) && s.C >= 32 && !avx2_strided(s) &&
          (s.sh * s.sw == 1 || out_positions(s) >= kFewPositions);
 }
 
@@ -539,7 +547,7 @@ bool use_onednn_conv_backward_weights(const ConvShape& s) {
   // layers from 64 positions: ResNet-18's 64 -> 128 from 16x16 to 8x8, 1.9 against 2.4 ms at one
   // thread (equal at two).
   const int64_t positions = out_positions(s);
-  return onednn_conv_shape(s) && s.C >= 3 &&
+  return onednn_conv_shape(s) && s.C >= 3 && !avx2_strided(s) &&
          (positions >= 256 || (positions >= 64 && s.sh * s.sw > 1));
 }
 
