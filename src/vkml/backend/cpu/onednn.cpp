@@ -517,8 +517,11 @@ bool onednn_conv_shape(const ConvShape& s) {
 // 64 -> 128 from 16x16 to 8x8: 7.0-7.3 -> 6.1-6.3 ms at one thread, 5.3-7.3 -> 3.9 at two; its
 // 128 -> 256 from 8x8 and 256 -> 512 from 4x4: 6.9 -> 6.4 and 7.5-7.8 -> 6.9-7.2; the weight
 // gradient alone 15-40% faster from 64 to 1024 positions. Not a stem's few channels, where
-// oneDNN's first-layer kernels win.
-bool avx2_strided(const ConvShape& s) { return !support().avx512 && s.sh * s.sw > 1 && s.C >= 32; }
+// oneDNN's first-layer kernels win, nor kernels wider than 3x3, whose columns cost more: 5x5 and
+// 7x7 from 32x32 to 16x16 (64 channels) ran 8-15% slower through im2col + GEMM.
+bool avx2_strided(const ConvShape& s) {
+  return !support().avx512 && s.sh * s.sw > 1 && s.C >= 32 && s.kh * s.kw <= 9;
+}
 
 }  // namespace
 

@@ -60,10 +60,10 @@ struct ConvShape {
 // channels or more, where it beat im2col + GEMM (Zen 4, one thread, ResNet-18's and MNIST's 3x3
 // layers: 95-145 against 66-88 GFLOP/s; capped to AVX2, 75-108 against 66-94), and 7x7 stems over
 // 3+ channels; other first layers (MNIST's, 3x3 over 3 channels) and 1x1 kernels stay with im2col
-// + GEMM. The unit of parallel work
-// is one image, or, below 64 output positions per image, a slice of channels over the whole batch
-// (a call per image would read the whole weight for a few positions); results are independent of
-// the thread count.
+// + GEMM, as do, on AVX2, strided kernels of 3x3 and smaller (measured faster on Zen 3 in all three
+// passes). The unit of parallel work is one image, or, below 64 output positions per image, a
+// slice of channels over the whole batch (a call per image would read the whole weight for a few
+// positions); results are independent of the thread count.
 bool use_onednn_conv(const ConvShape& s);
 // y (N, O, OH, OW) = conv(x, w) (+ bias (O) when not null); x, w and y contiguous.
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
