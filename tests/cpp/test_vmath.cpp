@@ -347,6 +347,24 @@ TEST(Vmath, ExpNonpositiveIsExp) {
         << "x = " << v;
 }
 
+// exp_normal_range (the element-wise exp's blocks whose every x is in [-87, 88]) scales by 2^n
+// alone: over that range it must return exp's bits, down to -87, where 2^n is 2^-126.
+TEST(Vmath, ExpNormalRangeIsExp) {
+  namespace vm = vk::vmath;
+  std::vector<float> x = float_sweep();
+  x.insert(x.end(), {-87.0f, -86.99f, 88.0f, std::nextafter(88.0f, 0.0f), 0x1p-30f, -0x1p-30f});
+  for (uint32_t b = std::bit_cast<uint32_t>(-87.0f); b > 0x80000000u; b -= 509)  // dense below 0
+    x.push_back(std::bit_cast<float>(b));
+  for (float v : x) {
+    if (!(v >= -87.0f && v <= 88.0f)) continue;
+    EXPECT_EQ(std::bit_cast<uint32_t>(vm::exp_normal_range(v)), std::bit_cast<uint32_t>(vm::exp(v)))
+        << "x = " << v;
+  }
+  for (double v : double_sweep(-708, 709, 20000))
+    EXPECT_EQ(std::bit_cast<uint64_t>(vm::exp_normal_range(v)), std::bit_cast<uint64_t>(vm::exp(v)))
+        << "x = " << v;
+}
+
 TEST(Vmath, SpecialValues) {
   constexpr double inf = INFINITY, nan = NAN;
   for (DType dt : {DType::Float32, DType::Float64}) {

@@ -4,6 +4,7 @@
 // on the input elements at its index, so results are bitwise identical at any thread count.
 #include "vkml/backend/cpu/elementwise.h"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -190,8 +191,41 @@ VK_KERNEL(neg) {
       return wrapping(T(0), v, [](auto x, auto y) { return x - y; });  // -INT_MIN wraps
   });
 }
+
+namespace {
+
+// e^x of a contiguous float32 tensor by blocks of 256: a block whose every x gives a normal e^x
+// (-87 <= x <= 88, no NaN) needs none of exp's clamps nor its two-step scaling
+// (vmath::exp_normal_range, the same bits); any other block is computed again by exp. Zen 3, one
+// thread: 0.56 -> 0.37 ns an element over 64 KB, 0.55-0.57 -> 0.41-0.44 over 64 MB.
+Tensor exp_contiguous_f32(const Tensor& x, const Meta& m) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
+  parallel_for(x.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    constexpr int64_t kBlock = 256;
+    for (int64_t i0 = b; i0 < e; i0 += kBlock) {
+      const int64_t n = std::min(kBlock, e - i0);
+      const float* xs = px + i0;
+      float* ys = po + i0;
+      int normal = 1;
+      for (int64_t i = 0; i < n; ++i) {
+        normal &= (xs[i] >= -87.0f) & (xs[i] <= 88.0f);
+        ys[i] = vmath::exp_normal_range(xs[i]);
+      }
+      if (!normal)
+        for (int64_t i = 0; i < n; ++i) ys[i] = vmath::exp(xs[i]);
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 VK_KERNEL(exp) {
   (void)a;
+  if (in[0].dtype() == DType::Float32 && m.dtype == DType::Float32 && in[0].is_contiguous())
+    return exp_contiguous_f32(in[0], m);
   return unary_float(
       in[0], m, "exp", [](auto v) VK_ELEMENT { return vmath::exp(v); }, kElementwiseGrain);
 }

@@ -307,6 +307,11 @@ struct Poly<double> {
 // kClamp false: the caller guarantees kExpMin <= x + lo <= 0 (or NaN; a few ulp above 0 do no
 // harm), which needs no clamping; there kScale != 0 returns e^(x + lo) 2^kScale, whose scaling
 // the caller keeps in the normal range (gelu's, 2^63: its tail then never leaves it).
+// kScale kNormalScale (with kClamp false): p 2^n in one product, for arguments whose n keeps 2^n
+// and the result normal (float: -87 <= x <= 88): the two-factor scaling's bits (every product is
+// exact there) without its extra operations.
+inline constexpr int kNormalScale = 1 << 20;
+
 template <class T, bool kTwoPart = false, bool kClamp = true, int kScale = 0>
 VK_VMATH_INLINE T exp_impl(T x, T lo = T(0)) {
   using Tr = Traits<T>;
@@ -329,6 +334,8 @@ VK_VMATH_INLINE T exp_impl(T x, T lo = T(0)) {
   if constexpr (kClamp) {
     const I n1 = ni >> 1;
     return p * pow2i<T>(n1) * pow2i<T>(ni - n1);
+  } else if constexpr (kScale == kNormalScale) {
+    return p * pow2i<T>(ni);  // n in [-126, 127] (float): 2^n normal, the product exact
   } else if constexpr (kScale == 0) {
     // n >= -162 here (float: gelu's arguments reach -112; exp_nonpositive's -104) or -1076
     // (double), and at most a few above 0: 2^(n + 64) is normal, p 2^(n + 64) exact, and the
@@ -373,6 +380,14 @@ template <class T>
 VK_VMATH_INLINE T exp_nonpositive(T x) {
   using Tr = detail::Traits<T>;
   return detail::exp_impl<T, false, false>(detail::select(x < Tr::kExpMin, Tr::kExpMin, x));
+}
+
+// e^x for arguments whose e^x is a normal number (float: -87 <= x <= 88; double:
+// -708 <= x <= 709): exp's bits without its clamps and its scaling in two steps, which only the
+// other arguments need. The caller checks the range (the element-wise exp does, per block).
+template <class T>
+VK_VMATH_INLINE T exp_normal_range(T x) {
+  return detail::exp_impl<T, false, false, detail::kNormalScale>(x);
 }
 
 template <class T>
