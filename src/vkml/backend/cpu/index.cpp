@@ -152,6 +152,24 @@ VK_KERNEL(gather) {
   return out;
 }
 
+namespace {
+
+// dst[t] += src[t] over a run of n elements, strides in bytes; contiguous runs vectorise (dst and
+// src are distinct tensors: the kernel's fresh output and its src).
+template <class T>
+void add_run(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n) {
+  if (ds == sizeof(T) && ss == sizeof(T)) {
+    T* __restrict d = reinterpret_cast<T*>(dst);
+    const T* __restrict x = reinterpret_cast<const T*>(src);
+    for (int64_t t = 0; t < n; ++t) d[t] += x[t];
+    return;
+  }
+  for (int64_t t = 0; t < n; ++t)
+    *reinterpret_cast<T*>(dst + t * ds) += *reinterpret_cast<const T*>(src + t * ss);
+}
+
+}  // namespace
+
 // out = base, then out[q with dim = index[p]] += src[p] for every position p of index's shape
 // (q: p's other coordinates). The work is split over those other coordinates ("lines" along dim):
 // a destination is only reached from its own line, and each line adds its contributions in
@@ -182,6 +200,14 @@ VK_KERNEL(scatter_add) {
       for_each_run<3>(
           outer, {&ov, &iv, &sv},
           [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
+            if (s[1] == 0) {  // one index for the whole run: index_select's and embedding's rule
+              for (int64_t j = 0; j < lines_len; ++j) {
+                const int64_t v = *reinterpret_cast<const I*>(p[1] + j * ib);
+                check_index(op, v, dim, size);
+                add_run<T>(p[0] + v * ob, s[0], p[2] + j * sb, s[2], n);
+              }
+              return;
+            }
             // n neighbouring lines; step along dim outside so the inner loop runs along memory.
             for (int64_t j = 0; j < lines_len; ++j) {
               const char* ij = p[1] + j * ib;
