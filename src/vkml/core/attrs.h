@@ -48,9 +48,11 @@ struct SoftmaxAttrs {
   bool causal = false;
 };
 
-// gelu and gelu_backward: the tanh approximation instead of the exact erf form.
+// gelu and gelu_backward: the tanh approximation instead of the exact erf form. with_derivative
+// (gelu's erf form, float32 and float64): also return d gelu / dx as output 1, for the rule.
 struct GeluAttrs {
   bool tanh_approximation = false;
+  bool with_derivative = false;
 };
 
 // The activations with parameters (leaky_relu, elu, softplus and their *_backward ops, as

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <optional>
 
+#include "vkml/core/grad_mode.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/op.h"
@@ -157,6 +158,18 @@ Tensor gelu_tanh_derivative(const Tensor& x) {
   return (t + 1.0) * 0.5 + x * (1.0 - t * t) * (x2 * (3 * c * k) + k) * 0.5;
 }
 
+// Without create_graph (grad mode off in the backward) the derivative the forward returned serves:
+// it is a constant there, which is right only because nothing is recorded; with create_graph,
+// gelu_backward, whose own rule gives every higher order. gelu_backward's derivative has the same
+// bits, so the gradient does not depend on which path made it.
+Grads gelu_grad(const GradCtx& c) {
+  const Tensor& x = c.in[0];
+  if (c.attrs.gelu.tanh_approximation) return {c.grad * gelu_tanh_derivative(x)};
+  const Tensor& d = c.output(1);
+  if (d.defined() && !GradMode::is_enabled()) return {c.grad * d};
+  return {gelu_backward(c.grad, x)};
+}
+
 }  // namespace
 
 void add_elementwise_ops(OpList& ops) {
@@ -262,18 +275,18 @@ void add_elementwise_ops(OpList& ops) {
                    return out;
                  },
                  .grad_doc = "dg = relu_backward(gg, x); dx = 0"});
-  ops.push_back(float_unary(
+  OpDef gelu_def = float_unary(
       OpKind::Gelu, "gelu", "gelu(x, tanh_approximation = false)",
       "x * Phi(x) with Phi the standard normal CDF; with tanh_approximation the tanh form "
-      "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
-      [](const GradCtx& c) -> Grads {
-        const Tensor& x = c.in[0];
-        return {c.attrs.gelu.tanh_approximation ? c.grad * gelu_tanh_derivative(x)
-                                                : gelu_backward(c.grad, x)};
-      },
-      "dx = gelu_backward(g, x) = g * (Phi(x) + x * phi(x)), phi the normal density; tanh form: "
-      "dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)), "
-      "t = tanh(sqrt(2/pi) (x + 0.044715 x^3))"));
+      "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Output 1: d gelu / dx when "
+      "attrs.gelu.with_derivative asks for it and the kernel computes it, else undefined",
+      gelu_grad,
+      "dx = gelu_backward(g, x) = g * (Phi(x) + x * phi(x)), phi the normal density; without "
+      "create_graph, g * d where the forward also returned d = Phi(x) + x * phi(x) (output 1, the "
+      "same bits); tanh form: dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * "
+      "0.044715 x^2)), t = tanh(sqrt(2/pi) (x + 0.044715 x^3))");
+  gelu_def.outputs = 2;
+  ops.push_back(gelu_def);
   ops.push_back({.kind = OpKind::GeluBackward,
                  .name = "gelu_backward",
                  .arity = 2,
@@ -518,6 +531,11 @@ Tensor relu(const Tensor& x) { return dispatch(OpKind::Relu, {x}); }
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   Attrs a;
   a.gelu.tanh_approximation = tanh_approximation;
+  // The derivative along with the value when a graph will be recorded (the rule's one pass; it
+  // lives as long as the graph, one more tensor of x's size). Not for the narrow dtypes, whose
+  // gradient gelu_backward rounds once from float.
+  a.gelu.with_derivative = !tanh_approximation && GradMode::is_enabled() && x.requires_grad() &&
+                           (x.dtype() == DType::Float32 || x.dtype() == DType::Float64);
   return dispatch(OpKind::Gelu, {x}, a);
 }
 Tensor tanh_backward(const Tensor& g, const Tensor& y) {

@@ -195,9 +195,10 @@ VK_KERNEL(neg) {
 namespace {
 
 // e^x of a contiguous float32 tensor by blocks of 256: a block whose every x gives a normal e^x
-// (-87 <= x <= 88, no NaN) needs none of exp's clamps nor its two-step scaling
-// (vmath::exp_normal_range, the same bits); any other block is computed again by exp. Zen 3, one
-// thread: 0.56 -> 0.37 ns an element over 64 KB, 0.55-0.57 -> 0.41-0.44 over 64 MB.
+// (vmath::kExpNormalLo <= x <= kExpNormalHi, i.e. -87 to 88; no NaN) needs none of exp's clamps
+// nor its two-step scaling (vmath::exp_normal_range, the same bits); any other block is computed
+// again by exp. Zen 3, one thread: 0.56 -> 0.37 ns an element over 64 KB, 0.55-0.57 -> 0.41-0.44
+// over 64 MB.
 Tensor exp_contiguous_f32(const Tensor& x, const Meta& m) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   const float* px = x.data<float>();
@@ -208,9 +209,10 @@ Tensor exp_contiguous_f32(const Tensor& x, const Meta& m) {
       const int64_t n = std::min(kBlock, e - i0);
       const float* xs = px + i0;
       float* ys = po + i0;
+      constexpr float lo = vmath::kExpNormalLo<float>, hi = vmath::kExpNormalHi<float>;
       int normal = 1;
       for (int64_t i = 0; i < n; ++i) {
-        normal &= (xs[i] >= -87.0f) & (xs[i] <= 88.0f);
+        normal &= (xs[i] >= lo) & (xs[i] <= hi);
         ys[i] = vmath::exp_normal_range(xs[i]);
       }
       if (!normal)
@@ -218,6 +220,31 @@ Tensor exp_contiguous_f32(const Tensor& x, const Meta& m) {
     }
   });
   return out;
+}
+
+// gelu and its derivative d gelu / dx in one pass over a contiguous x (vmath::gelu_and_grad: the
+// derivative costs a few operations more, where gelu_backward would evaluate the exponential and
+// the polynomial again). The same bits as gelu and gelu_backward's derivative.
+template <class T>
+void gelu_and_grad_run(const T* x, T* __restrict y, T* __restrict d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = vmath::gelu_and_grad(x[i], d[i]);
+}
+
+Outputs gelu_with_derivative(const Tensor& x, const Meta& m) {
+  const auto gelu_of = [](auto v) VK_ELEMENT { return vmath::gelu(v); };
+  const auto grad_of = [](auto v) VK_ELEMENT { return vmath::gelu_grad(v); };
+  if (!x.is_contiguous() || x.dtype() != m.dtype)  // two passes: rare (gelu of a strided view)
+    return {unary_float(x, m, "gelu", gelu_of, kElementwiseGrain),
+            unary_float(x, m, "gelu", grad_of, kElementwiseGrain)};
+  Tensor y = Tensor::empty(m.shape, m.dtype), d = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_FLOAT(m.dtype, "gelu", {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    T* pd = d.data<T>();
+    parallel_for(x.numel(), kElementwiseGrain,
+                 [&](int64_t b, int64_t e) { gelu_and_grad_run(px + b, py + b, pd + b, e - b); });
+  });
+  return {y, d};
 }
 
 }  // namespace
@@ -279,12 +306,18 @@ VK_KERNEL(sigmoid) {
   return unary_float(
       in[0], m, "sigmoid", [](auto v) VK_ELEMENT { return vmath::sigmoid(v); }, kElementwiseGrain);
 }
+// Output 1: d gelu / dx where a.gelu.with_derivative asks for it (the erf form), else undefined.
 VK_KERNEL(gelu) {
   if (a.gelu.tanh_approximation)
-    return unary_float(
-        in[0], m, "gelu", [](auto v) VK_ELEMENT { return vmath::gelu_tanh(v); }, kElementwiseGrain);
-  return unary_float(
-      in[0], m, "gelu", [](auto v) VK_ELEMENT { return vmath::gelu(v); }, kElementwiseGrain);
+    return {unary_float(
+                in[0], m, "gelu", [](auto v) VK_ELEMENT { return vmath::gelu_tanh(v); },
+                kElementwiseGrain),
+            Tensor()};
+  if (a.gelu.with_derivative) return gelu_with_derivative(in[0], m);
+  return {
+      unary_float(
+          in[0], m, "gelu", [](auto v) VK_ELEMENT { return vmath::gelu(v); }, kElementwiseGrain),
+      Tensor()};
 }
 // From the output y: g * (1 - y^2) and g * y * (1 - y), torch's order of operations.
 VK_KERNEL(tanh_backward) {

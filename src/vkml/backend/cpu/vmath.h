@@ -382,9 +382,16 @@ VK_VMATH_INLINE T exp_nonpositive(T x) {
   return detail::exp_impl<T, false, false>(detail::select(x < Tr::kExpMin, Tr::kExpMin, x));
 }
 
-// e^x for arguments whose e^x is a normal number (float: -87 <= x <= 88; double:
-// -708 <= x <= 709): exp's bits without its clamps and its scaling in two steps, which only the
-// other arguments need. The caller checks the range (the element-wise exp does, per block).
+// exp_normal_range's domain, kExpNormalLo <= x <= kExpNormalHi: arguments whose e^x is a normal
+// number, and whose 2^n (n = round(x / ln 2)) is one too.
+template <class T>
+inline constexpr T kExpNormalLo = sizeof(T) == 4 ? T(-87) : T(-708);
+template <class T>
+inline constexpr T kExpNormalHi = sizeof(T) == 4 ? T(88) : T(709);
+
+// e^x for arguments in [kExpNormalLo, kExpNormalHi]: exp's bits without its clamps and its scaling
+// in two steps, which only the other arguments need. The caller checks the range (the
+// element-wise exp does, per block).
 template <class T>
 VK_VMATH_INLINE T exp_normal_range(T x) {
   return detail::exp_impl<T, false, false, detail::kNormalScale>(x);
@@ -534,6 +541,44 @@ VK_VMATH_INLINE T erfc(T x) {
   return select(x < T(0), neg, pos);
 }
 
+namespace detail {
+
+// The parts gelu and its derivative share (float): for xc = min(|x|, kMaxX), e^(-xc^2 / 2) 2^63
+// (from the exact square; carried times 2^63 so that it stays normal where e^(-x^2 / 2) alone
+// would not, x < -13.2) and erfcx(xc / sqrt(2)), the polynomial in gelu's v.
+struct GeluParts {
+  float e63, erfcx;
+};
+inline constexpr float kGeluMaxX = Traits<float>::kErfcMaxArg * 1.41421356237309504880f;
+
+VK_VMATH_INLINE GeluParts gelu_parts(float xc) {
+  constexpr float kHalfInvSqrt2 = 0.35355339059327376220f;
+  float h, l;
+  neg_half_square(xc, h, l);
+  const float w = recip_one_plus(xc * kHalfInvSqrt2);  // 1 / (1 + t / 2)
+  return {exp_impl<float, true, false, 63>(h, l),
+          estrin(fma_accurate(w, Poly<float>::gelu_a, Poly<float>::gelu_b), Poly<float>::gelu_p)};
+}
+
+// x Phi(x) from the parts: Phi(-|x|) 2^64 = e63 erfcx, 0 past kMaxX, where x Phi(x) underflows (and
+// -inf gives NaN, as the formula); one rounding into the subnormal range, at the end.
+VK_VMATH_INLINE float gelu_of(float x, float ax, GeluParts p) {
+  const float tail = select(ax > kGeluMaxX, 0.0f, p.e63 * p.erfcx);
+  return select(x < 0.0f, (x * tail) * 0x1p-64f, x * fma_(tail, -0x1p-64f, 1.0f));
+}
+
+// Phi(x) + x phi(x) from the parts: e = e^(-x^2 / 2) (rounded once where subnormal), Phi(-|x|) =
+// e erfcx / 2.
+VK_VMATH_INLINE float gelu_grad_of(float x, GeluParts p) {
+  constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+  const float e = p.e63 * 0x1p-63f;
+  const float half_tail = (0.5f * e) * p.erfcx;
+  const float cdf = select(x < 0.0f, half_tail, 1.0f - half_tail);
+  return fma_(x, e * kInvSqrt2Pi, cdf);
+}
+
+}  // namespace detail
+
 // gelu(x) = x Phi(x), Phi(x) = erfc(-x / sqrt(2)) / 2. double: near 0, Phi = (1 + erf(x / sqrt(2)))
 // / 2; in the tails the erfc form, so that Phi of a negative x keeps its relative accuracy instead
 // of cancelling in 1 + erf. The tail's (x / sqrt(2))^2 is computed as x^2 / 2 from the exact x^2.
@@ -550,18 +595,8 @@ template <class T>
 VK_VMATH_INLINE T gelu(T x) {
   using namespace detail;
   if constexpr (sizeof(T) == 4) {
-    constexpr float kHalfInvSqrt2 = 0.35355339059327376220f;
-    constexpr float kMaxX = Traits<float>::kErfcMaxArg * 1.41421356237309504880f;
     const float ax = abs_(x);
-    const float xc = select(ax > kMaxX, kMaxX, ax);
-    float h, l;
-    neg_half_square(xc, h, l);
-    const float w = recip_one_plus(xc * kHalfInvSqrt2);  // 1 / (1 + t / 2)
-    const float erfcx =
-        estrin(fma_accurate(w, Poly<float>::gelu_a, Poly<float>::gelu_b), Poly<float>::gelu_p);
-    // Phi(-|x|) 2^64; 0 past kMaxX, where x Phi(x) underflows (and -inf gives NaN, as the formula)
-    const float tail = select(ax > kMaxX, 0.0f, exp_impl<float, true, false, 63>(h, l) * erfcx);
-    return select(x < 0.0f, (x * tail) * 0x1p-64f, x * fma_(tail, -0x1p-64f, 1.0f));
+    return gelu_of(x, ax, gelu_parts(select(ax > kGeluMaxX, kGeluMaxX, ax)));
   } else {
     constexpr T kInvSqrt2 = T(0.70710678118654752440);
     constexpr T kMaxX = Traits<T>::kErfcMaxArg * T(1.41421356237309504880);
@@ -579,33 +614,39 @@ VK_VMATH_INLINE T gelu(T x) {
   }
 }
 
-// gelu's derivative Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi). float: one
-// e^(-x^2 / 2) (from the exact square, as gelu's) serves both terms, Phi(-|x|) = e^(-x^2 / 2)
-// erfcx(t) / 2 with erfcx(t) = e^(t^2) erfc(t) a polynomial in gelu's v (gelu_p): one exp, one
-// division and one polynomial, where the erf and exp forms take two of each. The two terms never
+// gelu's derivative Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi). float: gelu's parts,
+// one e^(-x^2 / 2) serving both terms, Phi(-|x|) = e^(-x^2 / 2) erfcx(t) / 2: one exp, one
+// division and one polynomial, where the erf and exp forms take two of each -- and the same ones
+// as gelu's, so that gelu_and_grad computes both for little more than one. The two terms never
 // cancel badly: they have opposite signs only for x < 0, where x phi(x) is the larger by a factor
 // of about x^2 once |x| > 1, and the sum crosses zero at x = -0.75 (there the error is a few ulp
 // of the terms, not of the sum). double: erf and exp, as PyTorch's formula.
 template <class T>
 VK_VMATH_INLINE T gelu_grad(T x) {
   using namespace detail;
-  constexpr T kInvSqrt2 = T(0.70710678118654752440), kInvSqrt2Pi = T(0.39894228040143267794);
   if constexpr (sizeof(T) == 4) {
-    constexpr float kMaxX = Traits<float>::kErfcMaxArg * 1.41421356237309504880f;
     const float ax = abs_(x);
-    const float xc = select(ax > kMaxX, kMaxX, ax);
-    float hi, lo;
-    square2(xc, hi, lo);
-    const float w = 1.0f / fma_(xc * kInvSqrt2, 0.5f, 1.0f);
-    const float erfcx =
-        estrin(fma_(w, Poly<float>::gelu_a, Poly<float>::gelu_b), Poly<float>::gelu_p);
-    const float e = exp_impl<float, true, false>(-0.5f * hi, -0.5f * lo);  // e^(-x^2 / 2)
-    const float half_tail = (0.5f * e) * erfcx;                            // Phi(-|x|)
-    const float cdf = select(x < 0.0f, half_tail, 1.0f - half_tail);
-    return fma_(x, e * kInvSqrt2Pi, cdf);
+    return gelu_grad_of(x, gelu_parts(select(ax > kGeluMaxX, kGeluMaxX, ax)));
   } else {
+    constexpr T kInvSqrt2 = T(0.70710678118654752440), kInvSqrt2Pi = T(0.39894228040143267794);
     const T cdf = (erf(x * kInvSqrt2) + T(1)) * T(0.5);
     return cdf + x * (exp(x * x * T(-0.5)) * kInvSqrt2Pi);
+  }
+}
+
+// gelu(x), with its derivative in d: the same bits as gelu and gelu_grad, for about the cost of
+// one of them in float (they share everything but the last few operations).
+template <class T>
+VK_VMATH_INLINE T gelu_and_grad(T x, T& d) {
+  using namespace detail;
+  if constexpr (sizeof(T) == 4) {
+    const float ax = abs_(x);
+    const GeluParts p = gelu_parts(select(ax > kGeluMaxX, kGeluMaxX, ax));
+    d = gelu_grad_of(x, p);
+    return gelu_of(x, ax, p);
+  } else {
+    d = gelu_grad(x);
+    return gelu(x);
   }
 }
 

@@ -161,9 +161,13 @@ VK_KERNEL(expm1) {
       Strided{.shader = float_math_variant("expm1", "expm1_nof64", m), .op = "expm1"}, in, m);
 }
 
+// Output 1 (the derivative gelu's rule may use) is left undefined here: the rule then takes
+// gelu_backward.
 VK_KERNEL(gelu) {
-  return run_strided(
-      Strided{.shader = a.gelu.tanh_approximation ? "gelu_tanh" : "gelu", .op = "gelu"}, in, m);
+  return {
+      run_strided(Strided{.shader = a.gelu.tanh_approximation ? "gelu_tanh" : "gelu", .op = "gelu"},
+                  in, m),
+      Tensor()};
 }
 
 VK_KERNEL(floor_divide) {
