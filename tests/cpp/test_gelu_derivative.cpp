@@ -3,9 +3,9 @@
 // evaluating gelu_backward's exponential and polynomial again. These tests hold the contract of
 // that shortcut: it is taken exactly when a graph is recorded, and every path gives a gradient of
 // the same bits as gelu_backward.
-#include <bit>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 #include <vector>
 
 #include "test_util.h"
@@ -110,7 +110,7 @@ TEST(GeluDerivative, SecondOrderStillDifferentiates) {
   const Tensor d2 = autograd::grad({sum(dy, {0}, false)}, {x})[0];
   std::vector<double> want;
   for (double xv : to_vector(x))
-    want.push_back(std::exp(-xv * xv / 2) / std::sqrt(2 * M_PI) * (2 - xv * xv));
+    want.push_back(std::exp(-xv * xv / 2) / std::sqrt(2 * std::numbers::pi) * (2 - xv * xv));
   expect_values(d2, want, 1e-12);
 }
 
