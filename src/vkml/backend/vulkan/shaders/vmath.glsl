@@ -329,21 +329,35 @@ VT vm_gelu(VT x) {
 #endif
 }
 
+#if !VM_DOUBLE
+// vmath.h's recip_one_plus (its FMA form): 1 / (1 + s) with one Newton step from the exact
+// remainders of the sum and of the quotient.
+float vm_recip_one_plus(float s) {
+  precise float d = s + 1.0;
+  precise float d_lo = s - (d - 1.0);
+  precise float w = 1.0 / d;
+  precise float rest = vm_fma(-w, d_lo, vm_fma(-w, d, 1.0));
+  return vm_fma(w, rest, w);
+}
+#endif
+
 VT vm_gelu_grad(VT x) {
 #if VM_DOUBLE
   const VT kInvSqrt2 = 0.7071067811865476lf, kInvSqrt2Pi = 0.3989422804014327lf;
   precise VT cdf = (vm_erf(x * kInvSqrt2) + VT(1)) * VT(0.5);
   return cdf + x * (vm_exp(x * x * VT(-0.5)) * kInvSqrt2Pi);
 #else
-  const float kInvSqrt2 = 0.7071067811865476, kInvSqrt2Pi = 0.3989422804014327;
+  const float kInvSqrt2Pi = 0.3989422804014327;
   const float kMaxX = kVmErfcMaxArg * 1.4142135623730951;
   const float ax = abs(x);
   const float xc = ax > kMaxX ? kMaxX : ax;
-  float hi, lo;
-  vm_square2(xc, hi, lo);
-  precise float w = 1.0 / vm_fma(xc * kInvSqrt2, 0.5, 1.0);
+  // -x^2 / 2 = h + l as vmath.h's neg_half_square (its FMA form), w as its gelu_parts
+  precise float a = -0.5 * xc;
+  precise float h = a * xc;
+  precise float l = vm_fma(a, xc, -h);
+  precise float w = vm_recip_one_plus(xc * 0.3535533905932738);  // 1 / (1 + t / 2)
   precise float erfcx = vm_gelu_p(vm_fma(w, GELU_A, GELU_B));
-  precise float e = vm_exp_impl(-0.5 * hi, -0.5 * lo, true, false);
+  precise float e = vm_exp_impl(h, l, true, false);
   precise float half_tail = (0.5 * e) * erfcx;
   precise float cdf = x < 0.0 ? half_tail : 1.0 - half_tail;
   return vm_fma(x, e * kInvSqrt2Pi, cdf);
