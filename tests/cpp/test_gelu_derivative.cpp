@@ -59,7 +59,7 @@ TEST(GeluDerivative, KeptExactlyWhenAGraphIsRecorded) {
   ASSERT_TRUE(d.defined()) << "a recorded gelu keeps no derivative";
   expect_same_bits<float>(d, gelu_backward(ones({1}), x), "the kept derivative");
   {
-    NoGradGuard ng;  // nothing recorded: nothing kept, and no derivative computed
+    NoGradGuard ng;  // nothing recorded, so nothing kept
     EXPECT_EQ(gelu(xg).impl()->op, nullptr);
     EXPECT_TRUE(gelu(xg).impl()->other_outputs.empty());
   }

@@ -16,10 +16,12 @@ torch.set_num_threads(1)
 X = np.concatenate([np.linspace(-6, 6, 1201), [-13.5, -14.5, -20.0, 9.0, 0.0, -0.0, 1e-20]])
 
 
-def _vk_grad(x_np, g_np, dtype, device, create_graph=False):
+def _vk_grad(x_np, g_np, dtype, device, create_graph=False, transpose=False):
+    """gelu's gradient at x_np (or, with transpose, at the strided view x.t() of it, g_np being of
+    the view's shape), with respect to the leaf x."""
     x = vk.tensor(x_np, dtype=dtype, device=device).requires_grad_()
     g = vk.tensor(g_np, dtype=dtype, device=device)
-    y = vk.nn.functional.gelu(x)
+    y = vk.nn.functional.gelu(x.t() if transpose else x)
     (dx,) = vk.autograd.grad([y], [x], [g], create_graph=create_graph)
     return x, g, dx
 
@@ -53,14 +55,16 @@ def test_gelu_gradient_has_gelu_backwards_bits(dtype, layout):
     rng = np.random.default_rng(1)
     n = X.size // 2 * 2
     x_np = X[:n].reshape(2, n // 2)
-    g_np = rng.standard_normal(x_np.shape)
-    if layout == "strided":
-        x_np, g_np = x_np.T, g_np.T
-    x, g, plain = _vk_grad(x_np, g_np, getattr(vk, dtype), "cpu")
-    _, _, built = _vk_grad(x_np, g_np, getattr(vk, dtype), "cpu", create_graph=True)
-    want = vk._C.gelu_backward(g, x.detach()).numpy()
+    strided = layout == "strided"  # gelu of x.t(): a non-contiguous input, two passes
+    g_np = rng.standard_normal(x_np.T.shape if strided else x_np.shape)
+    x, g, plain = _vk_grad(x_np, g_np, getattr(vk, dtype), "cpu", transpose=strided)
+    _, _, built = _vk_grad(x_np, g_np, getattr(vk, dtype), "cpu", True, transpose=strided)
+    xin = x.detach().t() if strided else x.detach()
+    assert xin.is_contiguous() != strided
+    want = vk._C.gelu_backward(g, xin).numpy()
     for got in (plain, built):
         got = got.detach().numpy()
+        got = got.T.copy() if strided else got
         same = (got.view(np.uint8) == want.view(np.uint8)).reshape(*got.shape, -1).all(-1)
         assert (same | (np.isnan(got) & np.isnan(want))).all(), np.argwhere(~same)[:5]
 
