@@ -11,6 +11,7 @@
 #include "vkml/io/safetensors.h"
 #include "vkml/nn/functional.h"
 #include "vkml/ops/activation.h"
+#include "vkml/ops/attention.h"
 #include "vkml/ops/autocast.h"
 #include "vkml/ops/composite.h"
 #include "vkml/ops/conv.h"

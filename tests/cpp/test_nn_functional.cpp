@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "test_util.h"
+#include "vkml/core/allocator.h"
 #include "vkml/nn/functional.h"
 
 namespace vk::test {
@@ -689,6 +690,21 @@ TEST(NnFunctional, AttentionErrors) {
                   "scaled_dot_product_attention", "is_causal");
   VK_EXPECT_ERROR(F::scaled_dot_product_attention(q, k, v, leaf({3, 4})), ShapeError,
                   "scaled_dot_product_attention", "[3, 4]");
+}
+
+// The fused attention op keeps its inputs for the backward, not the (Tq, Tk) scores or weights:
+// recording a causal sdpa over 1024 positions in float64 adds its output (64 KB) to the memory in
+// use, where the unfused ops kept 8 MB of weights.
+TEST(NnFunctional, AttentionGraphKeepsNoScores) {
+  const int64_t T = 1024, E = 8;
+  Tensor q = leaf({1, T, E}), k = leaf({1, T, E}), v = leaf({1, T, E});
+  const size_t before = allocator_stats().in_use_bytes;
+  Tensor y = F::scaled_dot_product_attention(q, k, v, Tensor(), 0.0, true);
+  const size_t kept = allocator_stats().in_use_bytes - before;
+  EXPECT_EQ(y.op()->name, "attention");
+  EXPECT_LT(kept, size_t{T * T * sizeof(double) / 16}) << kept << " bytes kept";
+  autograd::backward(sum(y));  // and its gradient runs: each of q, k, v gets one
+  EXPECT_TRUE(q.grad().defined() && k.grad().defined() && v.grad().defined());
 }
 
 // ================================ convolution and pooling ================================

@@ -786,6 +786,13 @@ NANINF.update({
     "elu_backward": lambda: vk.elu_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), 0.5, 2.0),
     "softplus_backward": lambda: vk.softplus_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), 2.0, 1.0),
 })
+# scaled dot-product attention, fused (#18): NaN and Inf in queries, keys and values alike
+NANINF.update({
+    "attention": lambda: (vk._C._attention(_f(2, 3, 4), vk.flip(_f(2, 3, 4), [1]), _f(2, 3, 2), 0.5, True),
+                          vk._C._attention(_f(3, 4), _f(5, 4), _f(5, 2), 1.0)),
+    "attention_backward": lambda: vk._C._attention_backward(_f(2, 3, 2), _f(2, 3, 4), vk.flip(_f(2, 3, 4), [1]),
+                                                            _f(2, 3, 2), 0.5, True),
+})
 # solvers (#15 linalg)
 NANINF.update({
     "lu_factor": lambda: tuple(vk.linalg.lu_factor_ex(_f(3, 3))) + (vk.linalg.det(_f(2, 2)),),

@@ -862,6 +862,51 @@ SPECS.update({
 })
 
 
+
+# ---- scaled dot-product attention, fused (#18): against torch's math (masked_fill, softmax,
+# matmul), whose double backward torch has on every path ----
+def _torch_attention(q, k, v, scale, causal):
+    s = (q @ k.transpose(-2, -1)) * scale
+    if causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(s, -1) @ v
+
+
+def _attention_spec(scale, causal, heads=False):
+    def fn(m, q, k, v):
+        if heads:  # (B, T, 3, H, E) -> q, k, v of (B, H, T, E), as a transformer splits qkv
+            q, k, v = q.permute(2, 0, 3, 1, 4)
+        if m is vk:
+            return vk._C._attention(q, k, v, scale, causal)
+        return _torch_attention(q, k, v, scale, causal)
+    return (lambda m, x: fn(m, x, None, None)) if heads else fn
+
+
+def _attention_backward_spec(scale, causal):
+    def fn(m, g, q, k, v):
+        if m is vk:
+            return vk._C._attention_backward(g, q, k, v, scale, causal)
+        d = torch.autograd.grad(_torch_attention(q, k, v, scale, causal), (q, k, v), g, create_graph=True)
+        return torch.cat([t.reshape(-1) for t in d])
+    return fn
+
+
+SPECS.update({
+    "attention": [
+        Case(_attention_spec(0.5, False), [F(2, 3, 4), F(2, 5, 4), F(2, 5, 3)]),
+        Case(_attention_spec(0.7, True), [F(2, 4, 3), F(2, 4, 3), F(2, 4, 2)], label="causal"),
+        Case(_attention_spec(1.0, True), [F(5, 2), F(3, 2), F(3, 2)], label="causal-more-queries"),
+        Case(_attention_spec(1.2, True), [F(1, 3, 2), F(1, 5, 2), F(1, 5, 3)], label="causal-fewer-queries"),
+        Case(_attention_spec(0.6, True, heads=True), [F(2, 3, 3, 2, 2)], label="permuted-heads"),
+        Case(_attention_spec(0.4, True), [F(2, 37, 3), F(2, 37, 3), F(2, 37, 2)], label="causal-tiles",
+             dtypes=("float64",)),
+    ],
+    "attention_backward": [
+        Case(_attention_backward_spec(0.8, False), [F(2, 3, 2), F(2, 3, 2), F(2, 4, 2), F(2, 4, 2)]),
+        Case(_attention_backward_spec(1.1, True), [F(4, 2), F(4, 3), F(3, 3), F(3, 2)], label="causal"),
+    ],
+})
+
 def _outputs(r):
     return list(r) if isinstance(r, (tuple, list)) else [r]
 

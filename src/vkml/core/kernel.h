@@ -68,6 +68,8 @@ enum class OpKind : uint16_t {
   // torch.nn.functional's activations with parameters and their gradients, one pass each (#18)
   LeakyRelu, LeakyReluBackward, Hardtanh, HardtanhBackward, Elu, EluBackward, Softplus,
   SoftplusBackward, Hardsigmoid, HardsigmoidBackward, Hardswish, HardswishBackward,
+  // scaled dot-product attention, fused (#18)
+  Attention, AttentionBackward,
   kCount
 };
 // clang-format on

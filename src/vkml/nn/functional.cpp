@@ -13,6 +13,7 @@
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/nn/breadth_util.h"
+#include "vkml/ops/attention.h"
 #include "vkml/ops/autocast.h"
 #include "vkml/ops/composite.h"
 #include "vkml/ops/conv.h"
@@ -611,6 +612,13 @@ void check_attention_shapes(const Tensor& q, const Tensor& k, const Tensor& v, c
            " and value of shape ", shape_str(v.shape()), " differ in sequence length");
 }
 
+// Whether a and b have the same dims before their last two (attention's batch; the fused op
+// does not broadcast).
+bool same_batch(const Tensor& a, const Tensor& b) {
+  return a.ndim() == b.ndim() &&
+         std::equal(a.shape().begin(), a.shape().end() - 2, b.shape().begin());
+}
+
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -621,6 +629,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   VK_CHECK(!(is_causal && attn_mask.defined()), RuntimeError, fn,
            ": pass either attn_mask or is_causal, not both");
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  if (!attn_mask.defined() && dropout_p == 0.0 && same_batch(q, k) && same_batch(q, v))
+    return attention(q, k, v, factor, is_causal);  // one op: no scores kept for the backward
   Tensor scores = matmul(q, transpose(k, -2, -1));
   if (is_causal) {  // scale, mask and softmax in one op: no mask tensor, no passes over scores
     Tensor weights = vk::softmax(scores, -1, factor, true);

@@ -60,6 +60,7 @@ constexpr std::pair<OpKind, AutocastPolicy> kPolicies[] = {
     {OpKind::Addmm, AutocastPolicy::LowPrecision},
     {OpKind::Conv2d, AutocastPolicy::LowPrecision},
     {OpKind::LstmCell, AutocastPolicy::LowPrecision},
+    {OpKind::Attention, AutocastPolicy::LowPrecision},  // torch: scaled_dot_product_attention
     {OpKind::Exp, AutocastPolicy::Float32},
     {OpKind::Expm1, AutocastPolicy::Float32},
     {OpKind::Log, AutocastPolicy::Float32},

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "vkml/backend/cpu/activation.h"
+#include "vkml/backend/cpu/attention.h"
 #include "vkml/backend/cpu/conv.h"
 #include "vkml/backend/cpu/creation.h"
 #include "vkml/backend/cpu/divmod.h"
@@ -188,6 +189,9 @@ void register_kernels() {
       {OpKind::I1e, cpu::i1e},
       {OpKind::Igamma, cpu::igamma},
       {OpKind::Igammac, cpu::igammac},
+      // scaled dot-product attention (#18)
+      {OpKind::Attention, cpu::attention},
+      {OpKind::AttentionBackward, cpu::attention_backward},
   };
   // bfloat16 products (and convolutions: im2col + GEMM) run natively on 16-bit matrix hardware
   // (onednn.h); elsewhere the op table's dispatch widens them to float32.

@@ -165,4 +165,7 @@ VK_KERNEL(svd);               // tall m x n, m <= 64, n <= 32
 VK_KERNEL(qr);                // n <= 128, m min(m, n) <= 16384
 VK_KERNEL(geqrf);             // as qr
 VK_KERNEL(triangular_solve);  // a.triangular; n <= 1024
+// ---- scaled dot-product attention (#18), attention.cpp: the kernels above composed ----
+VK_KERNEL(attention);           // a.softmax: scale, causal
+VK_KERNEL(attention_backward);  // flat dq, dk, dv
 }  // namespace vk::vulkan

@@ -182,6 +182,9 @@ void register_backend() {
       {OpKind::I1e, i1e},
       {OpKind::Igamma, igamma},
       {OpKind::Igammac, igammac},
+      // scaled dot-product attention (#18)
+      {OpKind::Attention, attention},
+      {OpKind::AttentionBackward, attention_backward},
   };
   // Narrow dtypes (#19 item 7): views, copies and cast take them as the CPU's; the rest compute
   // them in float32 / int32 (16- and 8-bit storage: check_dtype).
