@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "vkml/backend/cpu/parallel.h"
@@ -47,6 +48,28 @@ struct Mat {
   Mat t() const { return {data, cs, rs}; }
 };
 
+#if defined(__AVX__)
+// dst's 8 rows (ld apart) := the columns of the 8 x 8 floats at src (rows rs apart).
+inline void transpose8(const float* src, int64_t rs, float* dst, int64_t ld) {
+  __m256 r[8], t[8], h[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * rs);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);  // r0[0] r1[0] r0[1] r1[1] | r0[4] ...
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {  // rows i..i+3 of columns 0-3 | 4-7
+    h[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    h[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    h[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    h[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) {
+    _mm256_storeu_ps(dst + c * ld, _mm256_permute2f128_ps(h[c], h[c + 4], 0x20));
+    _mm256_storeu_ps(dst + (c + 4) * ld, _mm256_permute2f128_ps(h[c], h[c + 4], 0x31));
+  }
+}
+#endif
+
 // Rows [0, rows) x columns [0, cols) of m into dst, row stride ld (cols <= ld, a multiple of the
 // vector width), the padding zero: a B operand of tile_product.
 template <class T>
@@ -57,8 +80,17 @@ void pack(Mat<T> m, int64_t rows, int64_t cols, T* dst, int64_t ld) {
       for (int64_t j = 0; j < cols; ++j) d[j] = m.data[i * m.rs + j * m.cs];
     }
   } else {  // m a transposed row-major matrix (k^T): read its rows, which are m's columns
-    for (int64_t j = 0; j < cols; ++j)
-      for (int64_t i = 0; i < rows; ++i) dst[i * ld + j] = m.data[i + j * m.cs];
+    int64_t i0 = 0, j0 = 0;
+#if defined(__AVX__)
+    if constexpr (std::is_same_v<T, float>) {  // blocks of 8 x 8 (the scalar loop: 0.6 ns each)
+      for (; i0 + 8 <= rows; i0 += 8)
+        for (int64_t j = 0; j + 8 <= cols; j += 8)
+          transpose8(m.data + i0 + j * m.cs, m.cs, dst + i0 * ld + j, ld);
+      j0 = cols / 8 * 8;
+    }
+#endif
+    for (int64_t j = 0; j < cols; ++j)  // what the blocks left: rows from i0, columns from j0
+      for (int64_t i = j < j0 ? i0 : 0; i < rows; ++i) dst[i * ld + j] = m.data[i + j * m.cs];
   }
   for (int64_t i = 0; i < rows; ++i) std::fill(dst + i * ld + cols, dst + (i + 1) * ld, T(0));
 }
