@@ -1,14 +1,15 @@
 // Scaled dot-product attention on the CPU, fused. A head's products are small (64 x 64 x 32 in
 // a GPT's training step) and, under a causal mask, triangular: BLAS calls on blocks of queries
 // cost more in calls and packing than the mask saves (blocks of 16 ran 1.9x slower than the
-// unfused ops). So the products run in a register-blocked kernel of this file (tiles of 6 rows
-// by two machine vectors, B packed per head), each tile of rows stopping at the last key its
-// queries see: the whole causal head costs about half the full products. The forward goes by
-// tiles of queries: scores, softmax's own rows (scaled, causal) in place, then the tile's output,
-// the scores never leaving the cache. The backward recomputes the weights the same way (the
-// same bits) and keeps a chunk of queries' weights and score gradients in scratch: dq by tiles of
-// queries, dk and dv by tiles of keys over the queries that see them. Work items are fixed by the
-// shapes and every sum runs in a fixed order, so results do not depend on the thread count.
+// unfused ops). So the products run in a register-blocked kernel of this file (tiles of 6 rows by
+// two machine vectors; k and v transposed once per head for the score products), each tile of
+// rows stopping at the last key its queries see: a causal head costs about half the full
+// products. The forward goes by tiles of queries: scores, each row's softmax in place (scaled,
+// masked), then the tile's output, the scores never leaving the cache. The backward recomputes
+// the weights the same way (the same bits) and keeps a chunk of queries' weights and score
+// gradients in scratch: dq by tiles of queries, dk and dv by tiles of keys over the queries that
+// see them. Work items are fixed by the shapes and every sum runs in a fixed order, so results do
+// not depend on the thread count.
 #include "vkml/backend/cpu/attention.h"
 
 #include <algorithm>
