@@ -20,6 +20,7 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/scratch.h"
 #include "vkml/backend/cpu/simd.h"
+#include "vkml/backend/cpu/softmax.h"
 #include "vkml/backend/cpu/vmath.h"
 
 namespace vk::cpu {
@@ -181,24 +182,6 @@ void tile_product(int64_t m, int64_t n, int64_t k, Mat<T> a, const T* b, int64_t
 // causal head's average 32 keys), each sum in the lanes of machine vectors ----
 
 template <class T>
-T row_max(const T* x, int64_t n, T scale) {  // of scale * x, NaN skipped
-  using V = Simd<T>;
-  constexpr int64_t W = kW<T>;
-  V vm = V{} - std::numeric_limits<T>::infinity();
-  int64_t j = 0;
-  for (; j + W <= n; j += W) {
-    V v;
-    load_simd(v, x + j);
-    v = v * scale;
-    vm = v > vm ? v : vm;
-  }
-  T m = -std::numeric_limits<T>::infinity();
-  for (int l = 0; l < W; ++l) m = vm[l] > m ? vm[l] : m;
-  for (; j < n; ++j) m = x[j] * scale > m ? x[j] * scale : m;
-  return m;
-}
-
-template <class T>
 T row_dot(const T* a, const T* b, int64_t n) {  // b null: the sum of a
   using V = Simd<T>;
   constexpr int64_t W = kW<T>;
@@ -223,7 +206,7 @@ T row_dot(const T* a, const T* b, int64_t n) {  // b null: the sum of a
 // writable up to `valid` rounded up to whole vectors (the exp runs on those).
 template <class T>
 void softmax_row(T* x, int64_t n, int64_t valid, T scale) {
-  const T m = row_max(x, valid, scale);
+  const T m = scaled_row_max(x, valid, scale);
   // (past `valid`, x * scale - m may be positive, its exp anything: overwritten below)
   for (int64_t j = 0, nv = padded<T>(valid); j < nv; ++j)
     x[j] = vmath::exp_nonpositive(T(x[j] * scale - m));

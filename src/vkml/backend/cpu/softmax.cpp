@@ -42,6 +42,8 @@ double sum_of_exps(const T* e, int64_t K) {
   }
 }
 
+}  // namespace
+
 // The largest of scale * x[k] over a row of K, NaN skipped: machine vectors, then their lanes and
 // the tail. (A scalar loop does not vectorise: the compiler keeps its order for NaN's sake.)
 template <class T>
@@ -64,6 +66,10 @@ T scaled_row_max(const T* x, int64_t K, T scale) {
   }
   return m;
 }
+template float scaled_row_max<float>(const float*, int64_t, float);
+template double scaled_row_max<double>(const double*, int64_t, double);
+
+namespace {
 
 // One row of length K (contiguous): max, sum of exp(x - max), then the result. A NaN is skipped
 // by the max but makes the sum NaN, so the whole row comes out NaN (as in PyTorch).
