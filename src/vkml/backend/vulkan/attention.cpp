@@ -1,8 +1,9 @@
 // Scaled dot-product attention on the Vulkan device, composed of the device's own kernels
 // (gemm.comp products, softmax.comp's scaled and causal rows): the same values as the unfused ops,
-// with the
-// (..., Tq, Tk) weights in device memory for the op's duration only. float32, and float64 where
-// the device has it (the kernels it calls check).
+// the (..., Tq, Tk) weights in device memory for the op's duration only; the backward recomputes
+// them, as the CPU's kernel does. float32, and float64 where the device has it.
+#include <utility>
+
 #include "vkml/backend/vulkan/kernels.h"
 #include "vkml/backend/vulkan/linalg.h"
 
