@@ -73,12 +73,15 @@ Grads attention_backward_grad(const GradCtx& c) {
   const double s = c.attrs.softmax.scale;
   const AttentionGrads in = attention_grads(c.grad, q, k, v);
   const Tensor p = softmax(matmul(q, mT(k)), -1, s, c.attrs.softmax.causal);
-  const Tensor dp = matmul(g, mT(v));
   const Tensor r = (matmul(in.q, mT(k)) + matmul(q, mT(in.k))) * s;
-  const Tensor gp = softmax_backward(r, p, -1);  // arrives at dP
   Grads out(4);
-  if (c.needs[0]) out[0] = matmul(p, in.v) + matmul(gp, v);
+  if (c.needs[0] || c.needs[3]) {
+    const Tensor gp = softmax_backward(r, p, -1);  // arrives at dP
+    if (c.needs[0]) out[0] = matmul(p, in.v) + matmul(gp, v);
+    if (c.needs[3]) out[3] = matmul(mT(gp), g);
+  }
   if (c.needs[1] || c.needs[2]) {
+    const Tensor dp = matmul(g, mT(v));
     const Tensor ds = softmax_backward(dp, p, -1);
     const Tensor row_pdp = sum(p * dp, {-1}, true), row_pr = sum(p * r, {-1}, true);
     const Tensor at_p = r * (dp - row_pdp) - row_pr * dp + matmul(g, mT(in.v));
@@ -86,7 +89,6 @@ Grads attention_backward_grad(const GradCtx& c) {
     if (c.needs[1]) out[1] = (matmul(ds, in.k) + matmul(at_scores, k)) * s;
     if (c.needs[2]) out[2] = (matmul(mT(ds), in.q) + matmul(mT(at_scores), q)) * s;
   }
-  if (c.needs[3]) out[3] = matmul(mT(gp), g);
   return out;
 }
 

@@ -101,8 +101,17 @@ void pack(Mat<T> m, int64_t rows, int64_t cols, T* dst, int64_t ld) {
 // whole vectors (the usual head sizes: no copy), else packed into dst. Returns the rows and
 // their stride.
 template <class T>
+bool in_place(int64_t cs, int64_t cols) {
+  return cs == 1 && cols % kW<T> == 0;
+}
+// The scratch operand() needs for rows x cols of a matrix with column stride cs: none in place.
+template <class T>
+int64_t operand_scratch(int64_t cs, int64_t rows, int64_t cols) {
+  return in_place<T>(cs, cols) ? 0 : rows * padded<T>(cols);
+}
+template <class T>
 std::pair<const T*, int64_t> operand(Mat<T> m, int64_t rows, int64_t cols, T* dst) {
-  if (m.cs == 1 && cols % kW<T> == 0) return {m.data, m.rs};
+  if (in_place<T>(m.cs, cols)) return {m.data, m.rs};
   pack(m, rows, cols, dst, padded<T>(cols));
   return {dst, padded<T>(cols)};
 }
@@ -261,8 +270,7 @@ struct Dims {
   int64_t valid(int64_t i) const { return causal ? std::min(tk, i + 1) : tk; }  // row i's keys
 };
 
-Dims dims_of(const std::vector<Tensor>& qkv, const Attrs& a) {
-  const Tensor &q = qkv[0], &k = qkv[1], &v = qkv[2];
+Dims dims_of(const Tensor& q, const Tensor& k, const Tensor& v, const Attrs& a) {
   const int64_t nd = q.ndim();
   return {q.shape()[nd - 2], k.shape()[nd - 2], q.shape()[nd - 1], v.shape()[nd - 1],
           a.softmax.causal};
@@ -294,7 +302,7 @@ void forward_rows(const Dims& d, Mat<T> q, Mat<T> k, Mat<T> v, T scale, int64_t 
 
 template <class T>
 void forward(const std::vector<Tensor>& in, const Attrs& a, Tensor& y) {
-  const Dims d = dims_of(in, a);
+  const Dims d = dims_of(in[0], in[1], in[2], a);
   const Operand<T> oq(in[0]), ok(in[1]), ov(in[2]);
   const auto nb = static_cast<int64_t>(oq.offsets.size());
   const int64_t chunks = (d.tq + kForwardRows - 1) / kForwardRows;
@@ -302,7 +310,7 @@ void forward(const std::vector<Tensor>& in, const Attrs& a, Tensor& y) {
   const auto scale = static_cast<T>(a.softmax.scale);
   const int64_t ldk = padded<T>(d.tk);
   parallel_for(nb * chunks, 1, [&](int64_t w0, int64_t w1) {
-    Scratch<T> kt(d.e * ldk), vp(d.tk * padded<T>(d.ev)), p(kRows * ldk);
+    Scratch<T> kt(d.e * ldk), vp(operand_scratch<T>(ov.cs, d.tk, d.ev)), p(kRows * ldk);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / chunks, c0 = w % chunks * kForwardRows;
       forward_rows<T>(d, oq.at(b), ok.at(b), ov.at(b), scale, c0, std::min(d.tq, c0 + kForwardRows),
@@ -316,13 +324,14 @@ template <class T>
 struct Packed {
   int64_t ldk;  // row stride of k^T, v^T and the chunk's weights
   Scratch<T> kt, vt, k, q, g, p, ds;
-  Packed(const Dims& d, int64_t chunk)
+  // cs_*: the column strides of k, q and g (their rows are copied only where operand() must)
+  Packed(const Dims& d, int64_t chunk, int64_t cs_k, int64_t cs_q, int64_t cs_g)
       : ldk(padded<T>(d.tk)),
         kt(d.e * ldk),
         vt(d.ev * ldk),
-        k(d.tk * padded<T>(d.e)),
-        q(d.tq * padded<T>(d.e)),
-        g(d.tq * padded<T>(d.ev)),
+        k(operand_scratch<T>(cs_k, d.tk, d.e)),
+        q(operand_scratch<T>(cs_q, d.tq, d.e)),
+        g(operand_scratch<T>(cs_g, d.tq, d.ev)),
         p(chunk * ldk),
         ds(chunk * ldk) {}
 };
@@ -367,8 +376,7 @@ void backward_entry(const Dims& d, Mat<T> g, Mat<T> q, Mat<T> k, Mat<T> v, T sca
 
 template <class T>
 void backward(const std::vector<Tensor>& in, const Attrs& a, Tensor& out) {
-  const std::vector<Tensor> qkv(in.begin() + 1, in.end());
-  const Dims d = dims_of(qkv, a);
+  const Dims d = dims_of(in[1], in[2], in[3], a);
   const Operand<T> og(in[0]), oq(in[1]), ok(in[2]), ov(in[3]);
   const auto nb = static_cast<int64_t>(oq.offsets.size());
   const int64_t fit = kChunkElements / std::max<int64_t>(1, padded<T>(d.tk)) / kRows * kRows;
@@ -378,7 +386,7 @@ void backward(const std::vector<Tensor>& in, const Attrs& a, Tensor& out) {
   T* dv = dk + nb * d.tk * d.e;
   const auto scale = static_cast<T>(a.softmax.scale);
   parallel_for(nb, 1, [&](int64_t b0, int64_t b1) {
-    Packed<T> s(d, chunk);
+    Packed<T> s(d, chunk, ok.cs, oq.cs, og.cs);
     for (int64_t b = b0; b < b1; ++b) {
       backward_entry<T>(d, og.at(b), oq.at(b), ok.at(b), ov.at(b), scale, chunk, s,
                         dq + b * d.tq * d.e, dk + b * d.tk * d.e, dv + b * d.tk * d.ev);
