@@ -408,21 +408,33 @@ struct PassItem {
   const float* bias;  // null: none
 };
 
+// Which operand every item of a run reads in full (the same pointer): reordered once, before the
+// items, rather than once per item.
+enum class Shared { None, A, B };
+
 // Runs each item in vkml's pool, each on its caller's thread alone. The items depend only on the
-// shapes, so results do not depend on the thread count. With `shared_b`, every item reads the
-// same b (the weights), reordered once here rather than per item.
-void run_passes(const ConvShape& s, const std::vector<PassItem>& items, bool shared_b) {
+// shapes, so results do not depend on the thread count.
+void run_passes(const ConvShape& s, const std::vector<PassItem>& items, Shared shared) {
   // Each item's primitive, found (or made) here rather than under the cache's lock in the pool.
   std::vector<std::shared_ptr<const ConvPass>> passes;
   for (const PassItem& it : items) passes.push_back(find_pass(s, it.geometry));
-  std::vector<uint8_t> b_shared_buf;
-  const void* b_shared = nullptr;
-  if (shared_b) {
-    const auto& p = passes.front();
+  // Shared only where every item's primitive wants the operand in one layout (a last, narrower
+  // slice of channels may have a primitive of its own, and with it another layout).
+  for (const auto& p : passes)
+    if ((shared == Shared::A && p->ab != passes.front()->ab) ||
+        (shared == Shared::B && p->bb != passes.front()->bb))
+      shared = Shared::None;
+  std::vector<uint8_t> shared_buf;
+  const void* shared_data = nullptr;
+  if (shared != Shared::None) {
+    const ConvPass& p = *passes.front();
+    const PassItem& first = items.front();
     const OneOpenMPThread one_thread;
     dnnl::stream stream(engine());
-    b_shared =
-        in_layout(p->b_in, p->b, p->bb, items.front().b, b_shared_buf, stream).get_data_handle();
+    const dnnl::memory m = shared == Shared::A
+                               ? in_layout(p.a_in, p.a, p.ab, first.a, shared_buf, stream)
+                               : in_layout(p.b_in, p.b, p.bb, first.b, shared_buf, stream);
+    shared_data = m.get_data_handle();
     stream.wait();
   }
   std::exception_ptr failed;
@@ -436,9 +448,12 @@ void run_passes(const ConvShape& s, const std::vector<PassItem>& items, bool sha
         const PassItem& it = items[static_cast<size_t>(i)];
         const ConvPass* p = passes[static_cast<size_t>(i)].get();
         if (scratch.size() < p->scratch.get_size()) scratch.resize(p->scratch.get_size());
-        dnnl::memory am = in_layout(p->a_in, p->a, p->ab, it.a, abuf, stream);
-        dnnl::memory bm = shared_b ? dnnl::memory(p->bb, engine(), const_cast<void*>(b_shared))
-                                   : in_layout(p->b_in, p->b, p->bb, it.b, bbuf, stream);
+        dnnl::memory am = shared == Shared::A
+                              ? dnnl::memory(p->ab, engine(), const_cast<void*>(shared_data))
+                              : in_layout(p->a_in, p->a, p->ab, it.a, abuf, stream);
+        dnnl::memory bm = shared == Shared::B
+                              ? dnnl::memory(p->bb, engine(), const_cast<void*>(shared_data))
+                              : in_layout(p->b_in, p->b, p->bb, it.b, bbuf, stream);
         dnnl::memory cu(p->c, engine(), it.c);
         if (p->c_out && cbuf.size() < p->cb.get_size()) cbuf.resize(p->cb.get_size());
         dnnl::memory cm = p->c_out ? dnnl::memory(p->cb, engine(), cbuf.data()) : cu;
@@ -565,7 +580,7 @@ void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float*
                          w + o0 * s.C * s.kh * s.kw,
                          y + o0 * L,
                          bias ? bias + o0 : nullptr});
-      run_passes(s, items, false);
+      run_passes(s, items, Shared::None);
       return;
     }
     for (int64_t n = 0; n < s.N; ++n)
@@ -574,7 +589,7 @@ void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float*
                        w,
                        y + n * y_image,
                        bias});
-    run_passes(s, items, true);
+    run_passes(s, items, Shared::B);
   });
 }
 
@@ -589,43 +604,72 @@ void conv2d_backward_data_f32(const ConvShape& s, const float* g, const float* w
                          w + c0 * s.kh * s.kw,
                          dx + c0 * s.H * s.W,
                          nullptr});
-      run_passes(s, items, false);
+      run_passes(s, items, Shared::None);
       return;
     }
     for (int64_t n = 0; n < s.N; ++n)
       items.push_back(
           {{1, s.C, PassKind::BackwardData, false}, g + n * g_image, w, dx + n * x_image, nullptr});
-    run_passes(s, items, true);
+    run_passes(s, items, Shared::B);
   });
 }
 
+namespace {
+
+// The weight gradient's work items: where the batch's parts (kParts of them, fixed by N alone)
+// cover 1024+ output positions each, one partial gradient per part, added in part order; below
+// that, slices of the output channels over the whole batch, which keep the sum over the images
+// inside oneDNN's kernel (x reordered once for all slices). Zen 4, one thread, 16 images unless
+// named: ResNet-18's 64 -> 128 from 16x16 to 8x8 (2 images and 128 positions a part) 2.4 -> 1.7-2.0
+// ms by slices, at 8 images (one a part) 6.5-7.1 -> 3.6; 64 -> 128 from 32x32 to 16x16 (512 a
+// part) 7.1 -> 6.6-6.8; but the 7x7 stem (2048 a part) 3.5-4.1 -> 4.1-4.4 and a 5x5 32 -> 64 at
+// 32x32 (2048 a part) 19.3-19.5 -> 19.8-20.4.
+constexpr int64_t kParts = 8;
+constexpr int64_t kPartPositions = 1024;
+
+void backward_weights_by_parts(const ConvShape& s, const float* x, const float* g, float* dw) {
+  const int64_t x_image = s.C * s.H * s.W, g_image = s.O * out_positions(s);
+  const int64_t wsize = s.O * s.C * s.kh * s.kw;
+  const int64_t parts = std::min(s.N, kParts);
+  std::vector<PassItem> items;
+  std::vector<float> partial(static_cast<size_t>(parts * wsize));
+  for (int64_t i = 0, n0 = 0; i < parts; ++i) {
+    const int64_t images = s.N / parts + (i < s.N % parts ? 1 : 0);
+    items.push_back({{images, s.O, PassKind::BackwardWeights, false},
+                     x + n0 * x_image,
+                     g + n0 * g_image,
+                     partial.data() + i * wsize,
+                     nullptr});
+    n0 += images;
+  }
+  run_passes(s, items, Shared::None);
+  parallel_for(wsize, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      float acc = partial[static_cast<size_t>(k)];
+      for (int64_t i = 1; i < parts; ++i) acc += partial[static_cast<size_t>(i * wsize + k)];
+      dw[k] = acc;
+    }
+  });
+}
+
+void backward_weights_by_slices(const ConvShape& s, const float* x, const float* g, float* dw) {
+  const int64_t L = out_positions(s), kk = s.kh * s.kw;
+  std::vector<PassItem> items;
+  for (auto [o0, n] : channel_slices(s.O))
+    items.push_back(
+        {{s.N, n, PassKind::BackwardWeights, false}, x, g + o0 * L, dw + o0 * s.C * kk, nullptr});
+  run_passes(s, items, Shared::A);
+}
+
+}  // namespace
+
 void conv2d_backward_weights_f32(const ConvShape& s, const float* x, const float* g, float* dw) {
   named("conv2d_backward_weight", "backward-weights convolution", s, [&] {
-    const int64_t x_image = s.C * s.H * s.W, g_image = s.O * out_positions(s);
-    const int64_t wsize = s.O * s.C * s.kh * s.kw;
-    std::vector<PassItem> items;
-    // The batch in kParts parts of near-equal size (fixed by N alone), one partial gradient each,
-    // added in part order.
-    constexpr int64_t kParts = 8;
-    const int64_t parts = std::min(s.N, kParts);
-    std::vector<float> partial(static_cast<size_t>(parts * wsize));
-    for (int64_t i = 0, n0 = 0; i < parts; ++i) {
-      const int64_t images = s.N / parts + (i < s.N % parts ? 1 : 0);
-      items.push_back({{images, s.O, PassKind::BackwardWeights, false},
-                       x + n0 * x_image,
-                       g + n0 * g_image,
-                       partial.data() + i * wsize,
-                       nullptr});
-      n0 += images;
-    }
-    run_passes(s, items, false);
-    parallel_for(wsize, 1 << 14, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) {
-        float acc = partial[static_cast<size_t>(k)];
-        for (int64_t i = 1; i < parts; ++i) acc += partial[static_cast<size_t>(i * wsize + k)];
-        dw[k] = acc;
-      }
-    });
+    const int64_t per_part = s.N / std::min(s.N, kParts) * out_positions(s);
+    if (per_part >= kPartPositions)
+      backward_weights_by_parts(s, x, g, dw);
+    else
+      backward_weights_by_slices(s, x, g, dw);
   });
 }
 
