@@ -77,19 +77,28 @@ def test_fused_sdpa_takes_the_scale_and_permuted_heads():
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
-def test_fused_sdpa_same_bits_at_any_thread_count():
-    arrays = _inputs(np.random.default_rng(7), 3, 4, 45, 45, 16, 8, np.float32)
+@pytest.mark.parametrize("b,h,t,e,causal", [(3, 4, 45, 16, True), (1, 2, 300, 64, True),
+                                             (1, 1, 300, 64, False)])
+def test_fused_sdpa_same_bits_at_any_thread_count(b, h, t, e, causal):
+    """Many entries go to the pool entry by entry; fewer entries than threads (the last two at 2
+    and 3 threads) split each entry's forward into smaller items and its backward by tiles, and
+    T = 300 takes two chunks of the backward's scratch: the same bits all the same."""
+    arrays = _inputs(np.random.default_rng(7), b, h, t, t, e, e // 2, np.float32)
     before = vk.get_num_threads()
     try:
         runs = []
         for n in (1, 2, 3):
             vk.set_num_threads(n)
-            runs.append(_run(vk, arrays, True))
+            # NaN in the blocks the run's outputs will reuse: a value a run leaves unwritten
+            # would otherwise read as the last run's
+            for size in (b * h * t * (e + e + e // 2), b * h * t * (e // 2)):
+                vk.full((size,), float("nan"))  # freed at once, its block cached
+            runs.append(_run(vk, arrays, causal))
     finally:
         vk.set_num_threads(before)
     for other in runs[1:]:
-        for a, b in zip(runs[0], other):
-            assert np.array_equal(a, b)
+        for one, many in zip(runs[0], other):
+            assert np.array_equal(one, many)
 
 
 def test_fused_sdpa_records_one_node_and_the_others_keep_the_unfused_ops():

@@ -8,8 +8,9 @@
 // masked), then the tile's output, the scores never leaving the cache. The backward recomputes
 // the weights the same way (the same bits) and keeps a chunk of queries' weights and score
 // gradients in scratch: dq by tiles of queries, dk and dv by tiles of keys over the queries that
-// see them. Work items are fixed by the shapes and every sum runs in a fixed order, so results do
-// not depend on the thread count.
+// see them. Tiles are fixed by the shapes and every sum runs in a fixed order, so results do not
+// depend on the thread count (the work items, which group tiles, do: few heads of long sequences
+// still spread over the pool).
 #include "vkml/backend/cpu/attention.h"
 
 #include <algorithm>
@@ -28,11 +29,14 @@ inline namespace VKML_CPU_ISA {
 namespace {
 
 constexpr int kRows = 6;  // rows of a tile: 6 x 2 accumulator vectors, 2 of B, 1 broadcast
-// Queries per forward work item, and per backward chunk at most this many elements of weights
-// (2 x 256 KB of floats: the chunk stays in L2 for the key tiles' products, which read it again).
-// Both multiples of kRows, so that tiles of queries and of keys line up.
+// Queries per forward work item at most, and per backward chunk at most this many elements of
+// weights (2 x 256 KB of floats: the chunk stays in L2 for the key tiles' products, which read
+// it again). Both multiples of kRows, so that tiles of queries and of keys line up.
 constexpr int64_t kForwardRows = 40 * kRows;
 constexpr int64_t kChunkElements = int64_t{1} << 16;
+// An entry's backward with at least this many multiply-adds (tq tk (e + ev)) spreads its tiles
+// over the pool when there are fewer entries than threads (inference-sized batches, few heads).
+constexpr int64_t kWideWork = int64_t{1} << 22;
 
 template <class T>
 constexpr int64_t kW = static_cast<int64_t>(sizeof(Simd<T>) / sizeof(T));
@@ -300,21 +304,48 @@ void forward_rows(const Dims& d, Mat<T> q, Mat<T> k, Mat<T> v, T scale, int64_t 
   }
 }
 
+// Where an entry's forward work items start, and the end: about kForwardRows queries each, or
+// fewer items where that leaves the pool idle (few entries: two items a thread, down to items of
+// 4 tiles), each about an equal share of the entry's products (under the causal mask a query's
+// cost grows with its position; the pool hands out contiguous runs of items). Cut at whole tiles
+// from 0, so every query's tile, and with it every bit of its output, is the same at any cut.
+std::vector<int64_t> forward_cuts(const Dims& d, int64_t entries) {
+  const int64_t wanted = 2 * static_cast<int64_t>(num_threads());
+  const int64_t rows = (entries * d.tq + wanted - 1) / wanted;
+  const int64_t size =
+      std::clamp<int64_t>((rows + kRows - 1) / kRows * kRows, 4 * kRows, kForwardRows);
+  const int64_t items = (d.tq + size - 1) / size;
+  // a tile's cost: its keys, plus a few for the per-row work (softmax, output row)
+  auto tile_cost = [&](int64_t i0) { return d.keys(std::min(d.tq, i0 + kRows)) + 16; };
+  int64_t total = 0;
+  for (int64_t i0 = 0; i0 < d.tq; i0 += kRows) total += tile_cost(i0);
+  std::vector<int64_t> cuts{0};
+  int64_t done = 0;
+  for (int64_t i0 = 0; i0 + kRows < d.tq; i0 += kRows) {  // the last tile ends the last item
+    done += tile_cost(i0);
+    const auto next = static_cast<int64_t>(cuts.size());  // the item this tile may end
+    if (next < items && done * items >= next * total) cuts.push_back(i0 + kRows);
+  }
+  cuts.push_back(d.tq);
+  return cuts;
+}
+
 template <class T>
 void forward(const std::vector<Tensor>& in, const Attrs& a, Tensor& y) {
   const Dims d = dims_of(in[0], in[1], in[2], a);
   const Operand<T> oq(in[0]), ok(in[1]), ov(in[2]);
   const auto nb = static_cast<int64_t>(oq.offsets.size());
-  const int64_t chunks = (d.tq + kForwardRows - 1) / kForwardRows;
+  const std::vector<int64_t> cuts = forward_cuts(d, nb);
+  const auto chunks = static_cast<int64_t>(cuts.size()) - 1;
   T* out = y.data<T>();
   const auto scale = static_cast<T>(a.softmax.scale);
   const int64_t ldk = padded<T>(d.tk);
   parallel_for(nb * chunks, 1, [&](int64_t w0, int64_t w1) {
     Scratch<T> kt(d.e * ldk), vp(operand_scratch<T>(ov.cs, d.tk, d.ev)), p(kRows * ldk);
     for (int64_t w = w0; w < w1; ++w) {
-      const int64_t b = w / chunks, c0 = w % chunks * kForwardRows;
-      forward_rows<T>(d, oq.at(b), ok.at(b), ov.at(b), scale, c0, std::min(d.tq, c0 + kForwardRows),
-                      kt.get(), vp.get(), p.get(), out + b * d.tq * d.ev);
+      const int64_t b = w / chunks, c = w % chunks;
+      forward_rows<T>(d, oq.at(b), ok.at(b), ov.at(b), scale, cuts[c], cuts[c + 1], kt.get(),
+                      vp.get(), p.get(), out + b * d.tq * d.ev);
     }
   });
 }
@@ -336,37 +367,57 @@ struct Packed {
         ds(chunk * ldk) {}
 };
 
+// One batch entry: per chunk of queries, its tiles of queries (weights, score gradients, dq),
+// then the tiles of keys they see (dk, dv). With `wide`, each of the two goes to the pool by
+// tiles; every tile computes the same either way.
 template <class T>
 void backward_entry(const Dims& d, Mat<T> g, Mat<T> q, Mat<T> k, Mat<T> v, T scale, int64_t chunk,
-                    Packed<T>& s, T* dq, T* dk, T* dv) {
+                    Packed<T>& s, T* dq, T* dk, T* dv, bool wide) {
   pack(k.t(), d.e, d.tk, s.kt.get(), s.ldk);
   pack(v.t(), d.ev, d.tk, s.vt.get(), s.ldk);
-  const auto [kb, ldkb] = operand(k, d.tk, d.e, s.k.get());
-  const auto [qb, ldq] = operand(q, d.tq, d.e, s.q.get());
-  const auto [gb, ldg] = operand(g, d.tq, d.ev, s.g.get());
+  // (no structured bindings: the tile lambdas below capture these, which clang 14 refuses)
+  const std::pair<const T*, int64_t> ko = operand(k, d.tk, d.e, s.k.get()),
+                                     qo = operand(q, d.tq, d.e, s.q.get()),
+                                     go = operand(g, d.tq, d.ev, s.g.get());
+  const T *kb = ko.first, *qb = qo.first, *gb = go.first;
+  const int64_t ldkb = ko.second, ldq = qo.second, ldg = go.second;
   T *p = s.p.get(), *ds = s.ds.get();
   const int64_t ld = s.ldk;
   int64_t seen = 0;  // keys the chunks so far saw: their dk and dv rows are written
   for (int64_t c0 = 0; c0 < d.tq; c0 += chunk) {
     const int64_t c1 = std::min(d.tq, c0 + chunk);
-    for (int64_t i0 = c0; i0 < c1; i0 += kRows) {
-      const int64_t m = std::min<int64_t>(kRows, c1 - i0), n = d.keys(i0 + m);
-      T* pr = p + (i0 - c0) * ld;
-      T* sr = ds + (i0 - c0) * ld;
-      tile_weights<T>(d, q, s.kt.get(), ld, scale, i0, m, n, pr, ld);
-      tile_product<T>(m, padded<T>(n), d.ev, g.at(i0, 0), s.vt.get(), ld, sr, ld, false);  // g v^T
-      for (int64_t r = 0; r < m; ++r) softmax_grad_row<T>(pr + r * ld, sr + r * ld, n, scale);
-      tile_product<T>(m, d.e, n, {sr, ld, 1}, kb, ldkb, dq + i0 * d.e, d.e, false);
-    }
+    auto query_tiles = [&](int64_t t0, int64_t t1) {
+      for (int64_t i0 = c0 + t0 * kRows; i0 < std::min(c1, c0 + t1 * kRows); i0 += kRows) {
+        const int64_t m = std::min<int64_t>(kRows, c1 - i0), n = d.keys(i0 + m);
+        T* pr = p + (i0 - c0) * ld;
+        T* sr = ds + (i0 - c0) * ld;
+        tile_weights<T>(d, q, s.kt.get(), ld, scale, i0, m, n, pr, ld);
+        tile_product<T>(m, padded<T>(n), d.ev, g.at(i0, 0), s.vt.get(), ld, sr, ld,
+                        false);  // g v^T
+        for (int64_t r = 0; r < m; ++r) softmax_grad_row<T>(pr + r * ld, sr + r * ld, n, scale);
+        tile_product<T>(m, d.e, n, {sr, ld, 1}, kb, ldkb, dq + i0 * d.e, d.e, false);
+      }
+    };
     // Keys [j0, j0 + m) are seen by the chunk's queries from j0 on under the mask: a query's
     // tile computed every key up to its tile's end, and tiles of keys line up with them.
-    for (int64_t j0 = 0; j0 < d.keys(c1); j0 += kRows) {
-      const int64_t m = std::min<int64_t>(kRows, d.keys(c1) - j0);
-      const int64_t r0 = d.causal ? std::max(c0, j0) : c0;  // < c1, as j0 < c1
-      const Mat<T> pt{p + (r0 - c0) * ld + j0, 1, ld}, st{ds + (r0 - c0) * ld + j0, 1, ld};
-      const bool add = j0 < seen;
-      tile_product<T>(m, d.ev, c1 - r0, pt, gb + r0 * ldg, ldg, dv + j0 * d.ev, d.ev, add);
-      tile_product<T>(m, d.e, c1 - r0, st, qb + r0 * ldq, ldq, dk + j0 * d.e, d.e, add);
+    auto key_tiles = [&](int64_t t0, int64_t t1) {
+      for (int64_t j0 = t0 * kRows; j0 < std::min(d.keys(c1), t1 * kRows); j0 += kRows) {
+        const int64_t m = std::min<int64_t>(kRows, d.keys(c1) - j0);
+        const int64_t r0 = d.causal ? std::max(c0, j0) : c0;  // < c1, as j0 < c1
+        const Mat<T> pt{p + (r0 - c0) * ld + j0, 1, ld}, st{ds + (r0 - c0) * ld + j0, 1, ld};
+        const bool add = j0 < seen;
+        tile_product<T>(m, d.ev, c1 - r0, pt, gb + r0 * ldg, ldg, dv + j0 * d.ev, d.ev, add);
+        tile_product<T>(m, d.e, c1 - r0, st, qb + r0 * ldq, ldq, dk + j0 * d.e, d.e, add);
+      }
+    };
+    const int64_t query_count = (c1 - c0 + kRows - 1) / kRows;
+    const int64_t key_count = (d.keys(c1) + kRows - 1) / kRows;
+    if (wide) {
+      parallel_for(query_count, 1, query_tiles);
+      parallel_for(key_count, 1, key_tiles);
+    } else {
+      query_tiles(0, query_count);
+      key_tiles(0, key_count);
     }
     seen = d.keys(c1);
   }
@@ -385,13 +436,20 @@ void backward(const std::vector<Tensor>& in, const Attrs& a, Tensor& out) {
   T* dk = dq + nb * d.tq * d.e;
   T* dv = dk + nb * d.tk * d.e;
   const auto scale = static_cast<T>(a.softmax.scale);
-  parallel_for(nb, 1, [&](int64_t b0, int64_t b1) {
+  // The pool takes the entries, or, where they are fewer than its threads and large, each
+  // entry's tiles in turn.
+  const bool wide = nb < num_threads() && d.tq * d.tk * (d.e + d.ev) >= kWideWork;
+  auto entries = [&](int64_t b0, int64_t b1) {
     Packed<T> s(d, chunk, ok.cs, oq.cs, og.cs);
     for (int64_t b = b0; b < b1; ++b) {
       backward_entry<T>(d, og.at(b), oq.at(b), ok.at(b), ov.at(b), scale, chunk, s,
-                        dq + b * d.tq * d.e, dk + b * d.tk * d.e, dv + b * d.tk * d.ev);
+                        dq + b * d.tq * d.e, dk + b * d.tk * d.e, dv + b * d.tk * d.ev, wide);
     }
-  });
+  };
+  if (wide)
+    entries(0, nb);
+  else
+    parallel_for(nb, 1, entries);
 }
 
 }  // namespace
