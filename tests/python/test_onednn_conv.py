@@ -82,13 +82,13 @@ def test_one_thread_uses_one_core(call):
                                             ((9, 4, 32, 32, 32), 5, 1)])
 def test_nn_grad_follows_torch_and_threads(shape, k, stride):
     """conv2d's gradient ops (vk.nn.grad, as torch.nn.grad) at shapes that take oneDNN's backward
-    passes (the first two, on AVX2 and AVX-512; the last two for the weight gradient: first
-    layers of 3 channels, a 7x7 stem), im2col + GEMM (the third and fourth), against torch's, and
-    the same bits at one and two threads. oneDNN's weight gradient runs by slices of the output
-    channels over the whole batch where parts of the batch would cover few positions (the 3- and
-    4-channel layers and the last three but one: 40 = 16 + 16 + 8 and 200 = 6 x 32 + 8 end in a
-    narrower slice), and by parts of the batch, one partial gradient each, in the last (9 images
-    of 1024 positions in 8 parts)."""
+    passes (the first two, on AVX2 and AVX-512; the fifth and sixth for the weight gradient: a
+    first layer of 3 channels, a 7x7 stem; the last three: stride 2 onto 64 positions, 5x5
+    kernels), im2col + GEMM (the third and fourth), against torch's, and the same bits at one and
+    two threads. oneDNN's weight gradient runs by slices of the output channels over the whole
+    batch where the batch's 8 parts would cover under 1024 positions each (the fifth to the
+    eighth; 40 = 16 + 16 + 8 and 200 = 6 x 32 + 8 end in a narrower slice), and by parts, one
+    partial gradient each, in the last (9 images of 1024 positions)."""
     n, c, h, w_, o = shape
     pad = k // 2
     g = torch.Generator().manual_seed(1)
