@@ -14,9 +14,9 @@
 #include "vkml/backend/cpu/attention.h"
 
 #include <algorithm>
-#include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/scratch.h"
@@ -101,9 +101,8 @@ void pack(Mat<T> m, int64_t rows, int64_t cols, T* dst, int64_t ld) {
   for (int64_t i = 0; i < rows; ++i) std::fill(dst + i * ld + cols, dst + (i + 1) * ld, T(0));
 }
 
-// A B operand of tile_product for rows x cols of m: m itself where its rows are contiguous and
-// whole vectors (the usual head sizes: no copy), else packed into dst. Returns the rows and
-// their stride.
+// Whether rows x cols of a matrix with column stride cs can be a B operand of tile_product as it
+// is: its rows contiguous and whole vectors (the usual head sizes).
 template <class T>
 bool in_place(int64_t cs, int64_t cols) {
   return cs == 1 && cols % kW<T> == 0;
@@ -113,6 +112,8 @@ template <class T>
 int64_t operand_scratch(int64_t cs, int64_t rows, int64_t cols) {
   return in_place<T>(cs, cols) ? 0 : rows * padded<T>(cols);
 }
+// A B operand of tile_product for rows x cols of m: m itself where in_place (no copy), else
+// packed into dst. Returns the rows and their stride.
 template <class T>
 std::pair<const T*, int64_t> operand(Mat<T> m, int64_t rows, int64_t cols, T* dst) {
   if (in_place<T>(m.cs, cols)) return {m.data, m.rs};
