@@ -92,9 +92,10 @@ def w_matmul(n, batch=None, dtype=None):
 def w_unary(name):
     def build(L, F, np):
         a = _randn(L, np, E16M)
-        if name == "exp":
-            return {"fn": lambda: L.exp(a)}
-        return {"fn": lambda: F.gelu(a)}
+        if name == "gelu":
+            return {"fn": lambda: F.gelu(a)}
+        f = getattr(L, name)
+        return {"fn": lambda: f(a)}
     return build
 
 
@@ -229,6 +230,9 @@ WORKLOADS = {
     "conv.3x3.s2.128": conv_row(16, 64, 16, 128, stride=2),
     "conv.1x1.s2.128": conv_row(16, 64, 16, 128, k=1, stride=2),
     "conv.3x3.256": conv_row(16, 256, 4, 256),
+    # sin of 16M floats: compute-bound (a ratio to torch, no STREAM share); NeRF's positional
+    # encodings and SIREN's activations take it on every step
+    "eltwise.sin": (w_unary("sin"), {}),
 }
 RSS_WORKLOADS = ["rss.mlp", "rss.transformer"]
 ALL_IDS = list(WORKLOADS)[:22] + RSS_WORKLOADS + list(WORKLOADS)[22:]  # the order

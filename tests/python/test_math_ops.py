@@ -539,3 +539,29 @@ def test_int_pow_negative_tensor_exponent_is_torchs_regression(device, dtype):
     for L, mk in ((vk, v), (torch, t)):
         with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
             mk(base) ** -1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_float32_trig_vectorised_and_libm_regression(name, threads):
+    """float32 sin, cos and tan run vmath's (double inside, rounded once) for |x| <= 2^20 and libm
+    beyond, by blocks of 256: every value within an ulp of torch's float64 result rounded, however
+    large arguments, NaN and inf are mixed in and whichever thread computes the block."""
+    saved = vk.get_num_threads()
+    vk.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(5)
+        a = (rng.standard_normal(300001) * rng.choice([1e-3, 1, 30, 1e4, 1e6], 300001))
+        a = a.astype(np.float32)
+        a[::4099] = np.float32(3e7)  # past 2^20: the block goes element by element
+        a[7::50001] = np.inf
+        a[11::50001] = np.nan
+        got = getattr(vk, name)(vk.tensor(a)).numpy()
+        strided = getattr(vk, name)(vk.tensor(np.stack([a, a], 1))[:, 1]).numpy()
+        want = getattr(torch, name)(torch.tensor(a, dtype=torch.float64)).float().numpy()
+        np.testing.assert_array_equal(got, strided)  # the element loop gives the same bits
+        finite = np.isfinite(a)
+        assert np.isnan(got[~finite]).all()
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1.2e-7, atol=1e-30)
+    finally:
+        vk.set_num_threads(saved)

@@ -1,6 +1,7 @@
 """Outputs written with non-temporal stores (issue 18, Zen 3): a contiguous output of
 `_stream_min_bytes()` or more (half the last-level cache) from a cheap element-wise map, layer_norm
-(forward and backward), batch_norm's forward or softmax's backward goes through simd.h write_out,
+(forward and backward), batch_norm's forward, softmax's backward or float32 exp at two or more
+threads goes through simd.h write_out,
 512-byte blocks streamed past the cache, the unaligned head and the tail written directly (c = a +
 b on 64 MB arrays: 7.8 -> 5.1 ms). The threshold is read once per process, so children run the
 same ops with VKML_STREAM_MIN_BYTES=0 (every such output streamed, at small sizes) and with it out
@@ -46,7 +47,7 @@ for threads in (1, 2):
             "cube": a ** 3, "maximum": vk.maximum(a, b), "gt": a > b, "eq": a == a,
             "int_add": i + i, "int_mul": i * 3, "int32_and": i.to(vk.int32) & (i.to(vk.int32) + 1),
             "to_f64": a.double(), "to_i32": (a * 100).to(vk.int32),
-            "f64_add": a.double() + b.double(),
+            "f64_add": a.double() + b.double(), "exp": a.exp(), "exp_wide": (a * 40).exp(),
         }
         z = vk.zeros(n + 8)
         z[3:3 + n].copy_(a)  # a destination 12 bytes past a line
@@ -124,16 +125,23 @@ def test_streamed_maps_match_numpy(results):
         for n in SIZES:
             at = lambda k: streamed[f"{k}/{n}/{threads}"]  # noqa: E731
             a, b, i = at("in_a"), at("in_b"), at("in_i")
+            with np.errstate(over="ignore"):
+                exp_wide = np.exp(a * np.float32(40))  # past 88: inf; below -87: subnormal or 0
             want = {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b, "neg": -a,
                     "abs": np.abs(a), "relu": np.maximum(a, 0), "clamp": np.clip(a, -0.5, 0.7),
                     "sqrt": np.sqrt(np.abs(a)), "square": a * a, "maximum": np.maximum(a, b),
                     "gt": a > b, "eq": np.ones(n, bool), "int_add": i + i, "int_mul": i * 3,
                     "to_f64": a.astype(np.float64), "f64_add": a.astype(np.float64) + b,
                     "relu_grad": np.where(a > 0, b, 0).astype(np.float32),
+                    "exp": np.exp(a), "exp_wide": exp_wide,
                     "copy_offset": np.concatenate([np.zeros(3, np.float32), a,
                                                    np.zeros(5, np.float32)])}
             for k, v in want.items():
-                np.testing.assert_array_equal(at(k), v, err_msg=f"{k}/{n}/{threads}")
+                if k.startswith("exp"):  # vmath's exp: within an ulp or so of NumPy's
+                    np.testing.assert_allclose(at(k), v, rtol=3e-7, atol=3e-45,
+                                               err_msg=f"{k}/{n}/{threads}")
+                else:
+                    np.testing.assert_array_equal(at(k), v, err_msg=f"{k}/{n}/{threads}")
             for act in ("tanh", "sigmoid", "softmax"):
                 x = torch.tensor(a, dtype=torch.float64, requires_grad=True)
                 y = (torch.softmax(x, 0) if act == "softmax" else getattr(torch, act)(x))

@@ -16,6 +16,7 @@ VK_KERNEL(abs);
 VK_KERNEL(sign);
 VK_KERNEL(sin);
 VK_KERNEL(cos);
+VK_KERNEL(tan);
 VK_KERNEL(tanh);
 VK_KERNEL(sigmoid);
 VK_KERNEL(relu);

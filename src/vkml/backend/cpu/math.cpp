@@ -164,10 +164,6 @@ double erfinv_value(double x) {
   return std::copysign(t, x);
 }
 
-VK_KERNEL(tan) {
-  (void)a;
-  return unary(in[0], m, "tan", [](auto v) { return std::tan(v); });
-}
 VK_KERNEL(asin) {
   (void)a;
   return unary(in[0], m, "asin", [](auto v) { return std::asin(v); });

@@ -5,7 +5,6 @@
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
-VK_KERNEL(tan);
 VK_KERNEL(asin);
 VK_KERNEL(acos);
 VK_KERNEL(atan);
