@@ -1,11 +1,11 @@
-// Accuracy of the vectorised elementary functions (backend/cpu/vmath.h), measured through the
-// element-wise ops, which is the code the library runs (vectorised with the library's flags),
-// and through the header itself compiled with this test's flags (plain x86-64: the code without
-// FMA). make test runs it twice: on the AVX2 or AVX-512 copy of the kernels (FMA) and on the
-// generic one (VKML_CPU_CAPABILITY=default). Errors are in ulp of the exact result: references are
-// libm one precision up (double for float, long double for double), far more accurate than the
-// errors measured. Plus the special values and the promise that no loop, alignment or thread split
-// changes a result.
+// Accuracy of the vectorised elementary functions (backend/cpu/vmath.h, vmath_trig.h), measured
+// through the element-wise ops, which is the code the library runs (vectorised with the library's
+// flags), and through the headers themselves compiled with this test's flags (plain x86-64: the
+// code without FMA). make test runs it twice: on the AVX2 or AVX-512 copy of the kernels (FMA) and
+// on the generic one (VKML_CPU_CAPABILITY=default). Errors are in ulp of the exact result:
+// references are libm one precision up (double for float, long double for double), far more
+// accurate than the errors measured. Plus the special values and the promise that no loop,
+// alignment or thread split changes a result.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -15,6 +15,7 @@
 
 #include "test_util.h"
 #include "vkml/backend/cpu/vmath.h"
+#include "vkml/backend/cpu/vmath_trig.h"
 #include "vkml/ops/math.h"
 
 namespace vk::test {
@@ -156,6 +157,14 @@ const std::vector<Case>& cases() {
        [](long double x) { return std::cos(x); }, 1.5, 1.0, -1e4, 1e4},
       {"tan", [](const Tensor& x) { return vk::tan(x); }, [](double x) { return std::tan(x); },
        [](long double x) { return std::tan(x); }, 1.5, 1.5, -1e4, 1e4},
+      // float: vmath_trig.h's for every argument (measured over every float: 0.502 ulp for atan,
+      // 0.501 for asin and acos); double: libm
+      {"atan", [](const Tensor& x) { return vk::atan(x); }, [](double x) { return std::atan(x); },
+       [](long double x) { return std::atan(x); }, 0.6, 1.0, -1e4, 1e4},
+      {"asin", [](const Tensor& x) { return vk::asin(x); }, [](double x) { return std::asin(x); },
+       [](long double x) { return std::asin(x); }, 0.6, 1.0, -1, 1},
+      {"acos", [](const Tensor& x) { return vk::acos(x); }, [](double x) { return std::acos(x); },
+       [](long double x) { return std::acos(x); }, 0.6, 1.0, -1, 1},
   };
   return c;
 }
@@ -319,6 +328,9 @@ TEST(Vmath, HeaderWithoutNativeFlags) {
       {"log1p", [](float v) { return vm::log1p(v); }, [](double v) { return std::log1p(v); }, 1.75},
       {"expm1", [](float v) { return vm::expm1(v); }, [](double v) { return std::expm1(v); }, 1.75},
       {"softplus", [](float v) { return vm::softplus(v); }, ref_softplus<double>, 2.25},
+      {"atan", [](float v) { return vm::atan(v); }, [](double v) { return std::atan(v); }, 0.6},
+      {"asin", [](float v) { return vm::asin(v); }, [](double v) { return std::asin(v); }, 0.6},
+      {"acos", [](float v) { return vm::acos(v); }, [](double v) { return std::acos(v); }, 0.6},
   };
   std::vector<float> x;
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65521)
@@ -480,6 +492,17 @@ TEST(Vmath, SpecialValues) {
     same(at(vk::sin, {0.0, -0.0, inf, -inf, nan}), {0.0, -0.0, nan, nan, nan});
     same(at(vk::cos, {0.0, -0.0, inf, -inf, nan}), {1, 1, nan, nan, nan});
     same(at(vk::tan, {0.0, -0.0, inf, -inf, nan}), {0.0, -0.0, nan, nan, nan});
+    // pi/2 and pi as the dtype rounds them
+    const double half_pi = dt == DType::Float32 ? static_cast<double>(std::numbers::pi_v<float> / 2)
+                                                : std::numbers::pi / 2;
+    const double pi =
+        dt == DType::Float32 ? static_cast<double>(std::numbers::pi_v<float>) : std::numbers::pi;
+    same(at(vk::atan, {0.0, -0.0, inf, -inf, nan, 1e30, -1e30}),
+         {0.0, -0.0, half_pi, -half_pi, nan, half_pi, -half_pi});
+    same(at(vk::asin, {0.0, -0.0, 1.0, -1.0, 1.5, -2.0, inf, nan}),
+         {0.0, -0.0, half_pi, -half_pi, nan, nan, nan, nan});
+    same(at(vk::acos, {1.0, -1.0, 0.0, -0.0, 1.5, -inf, nan}),
+         {0.0, pi, half_pi, half_pi, nan, nan, nan});
   }
   // float32 thresholds: the largest finite exp, the first inf, the subnormal range, the first 0
   auto exp32 = [](float x) { return to_vector(exp(from_vector({x}, {1})))[0]; };

@@ -7,9 +7,6 @@
 #include "vkml/backend/cpu/loops.h"
 #include "vkml/backend/cpu/vmath.h"
 
-// Inlined into the loop, as elementwise.cpp's: a call per element would stop vectorisation.
-#define VK_ELEMENT __attribute__((always_inline))
-
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
 namespace {

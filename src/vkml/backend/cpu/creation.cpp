@@ -6,9 +6,6 @@
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/vmath.h"
 
-// An element function is always inlined into its loop (as elementwise.cpp's).
-#define VK_ELEMENT __attribute__((always_inline))
-
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
 

@@ -14,10 +14,7 @@
 
 #include "vkml/backend/cpu/loops.h"
 #include "vkml/backend/cpu/vmath.h"
-
-// An element function is always inlined into the loop that calls it: otherwise GCC may keep a
-// large one (gelu's polynomials) as a call per element, which also stops vectorisation.
-#define VK_ELEMENT __attribute__((always_inline))
+#include "vkml/backend/cpu/vmath_trig.h"
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {

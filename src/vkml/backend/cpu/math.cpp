@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "vkml/backend/cpu/loops.h"
+#include "vkml/backend/cpu/vmath_trig.h"
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
@@ -27,7 +28,7 @@ Tensor unary(const Tensor& x, const Meta& m, const char* name, F f) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_FLOAT(x.dtype(), name,
                     map_elements<T, T>(
-                        out, {&x}, [&](T v) -> T { return f(v); }, kGrain));
+                        out, {&x}, [&](T v) VK_ELEMENT -> T { return f(v); }, kGrain));
   return out;
 }
 
@@ -164,17 +165,35 @@ double erfinv_value(double x) {
   return std::copysign(t, x);
 }
 
+// asin, acos and atan: float32 by vmath_trig.h's (vectorised; in double, rounded once: about half
+// an ulp), float64 by libm. Zen 4, one thread, 1M floats in (-1, 1): atan 10.8 -> 1.0 ns an
+// element, asin 8.5 -> 0.73, acos 8.7 -> 0.97 (torch 2.45, 1.5, 1.6).
 VK_KERNEL(asin) {
   (void)a;
-  return unary(in[0], m, "asin", [](auto v) { return std::asin(v); });
+  return unary(in[0], m, "asin", [](auto v) VK_ELEMENT {
+    if constexpr (std::is_same_v<decltype(v), float>)
+      return vmath::asin(v);
+    else
+      return std::asin(v);
+  });
 }
 VK_KERNEL(acos) {
   (void)a;
-  return unary(in[0], m, "acos", [](auto v) { return std::acos(v); });
+  return unary(in[0], m, "acos", [](auto v) VK_ELEMENT {
+    if constexpr (std::is_same_v<decltype(v), float>)
+      return vmath::acos(v);
+    else
+      return std::acos(v);
+  });
 }
 VK_KERNEL(atan) {
   (void)a;
-  return unary(in[0], m, "atan", [](auto v) { return std::atan(v); });
+  return unary(in[0], m, "atan", [](auto v) VK_ELEMENT {
+    if constexpr (std::is_same_v<decltype(v), float>)
+      return vmath::atan(v);
+    else
+      return std::atan(v);
+  });
 }
 VK_KERNEL(sinh) {
   (void)a;

@@ -1,6 +1,6 @@
 // Vectorisable elementary functions for the element-wise kernels: exp, expm1, log, log1p, tanh,
 // sigmoid, softplus, erf, erfc, both forms of gelu and gelu's derivative, for float and double;
-// sin, cos and tan, float; cos(2 pi t) for randn, double.
+// cos(2 pi t) for randn, double. (float's trigonometric functions: vmath_trig.h.)
 //
 // Each function is branch-free scalar code: no calls, no tables, no early returns; selects where
 // libm would branch, bit casts where it would call frexp/ldexp. Inlined into an element loop,
@@ -22,6 +22,10 @@
 #include "vkml/backend/cpu/isa.h"
 
 #define VK_VMATH_INLINE [[gnu::always_inline]] inline
+// An element function (a lambda calling these) is always inlined into the loop that calls it:
+// otherwise GCC may keep a large one (gelu's polynomials) as a call per element, which also stops
+// vectorisation.
+#define VK_ELEMENT __attribute__((always_inline))
 
 namespace vk::vmath {
 inline namespace VKML_CPU_ISA {
@@ -505,66 +509,6 @@ VK_VMATH_INLINE double cos_2pi(double t) {
   const double c = fma_(z * z, horner(z, kCos), fma_(z, -0.5, 1.0));
   const double v = select((n == 1.0) | (n == 3.0), s, c);
   return select((n == 1.0) | (n == 2.0), -v, v);
-}
-
-// float's sin, cos and tan, for |x| <= kTrigMaxArg (and NaN and +-inf, which give NaN); the
-// kernels take libm beyond it. The work is in double, rounded once at the end: x = n pi/2 + r with
-// pi/2 = kPio2Hi + kPio2Lo, kPio2Hi of 31 significant bits, so that n kPio2Hi is exact for
-// |n| < 2^22 and so is x - n kPio2Hi (both multiples of 2^-32 once n != 0, the difference below
-// 1). r is then off by under 1e-20 (what kPio2Lo misses, its product's rounding), where the
-// smallest |r| of any float up to 2^20 is 4.2e-9 (x = 252.898209, found by a search of every
-// float): a relative error below 1e-11. sin r and cos r, |r| <= pi/4, by their Taylor
-// polynomials (the first term left out below 3e-9 of the result, a twentieth of float's ulp).
-// So the result is within about half an ulp, by one rounding of a double within ~1e-8 of it.
-inline constexpr float kTrigMaxArg = 0x1p20f;
-
-namespace detail {
-
-struct QuarterTurns {
-  double s, c;  // sin r and cos r
-  uint64_t n;   // x = n pi/2 + r, n modulo 2^64 (two's complement: n & 3 is the quadrant)
-};
-
-VK_VMATH_INLINE QuarterTurns quarter_turns(float x) {
-  constexpr double kTwoOverPi = 0.63661977236758134308, kPio2Hi = 0x1.921fb544p+0,
-                   kPio2Lo = 0x1.0b4611a626331p-34;
-  constexpr double kSin[] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880};
-  constexpr double kCos[] = {1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800};
-  using Tr = Traits<double>;
-  const double xd = x;
-  const double shifted = xd * kTwoOverPi + Tr::kRoundShift;
-  const double n = shifted - Tr::kRoundShift;
-  const double r = (xd - n * kPio2Hi) - n * kPio2Lo;
-  const double z = r * r;
-  return {r + r * z * horner(z, kSin), (1.0 - 0.5 * z) + z * z * horner(z, kCos),
-          std::bit_cast<uint64_t>(shifted) - std::bit_cast<uint64_t>(Tr::kRoundShift)};
-}
-
-}  // namespace detail
-
-// sin x by the quadrant: sin r, cos r, -sin r, -cos r. (x == 0 returns x: -0 keeps its sign,
-// which r + r z p(z) loses.)
-VK_VMATH_INLINE float sin(float x) {
-  using namespace detail;
-  const QuarterTurns t = quarter_turns(x);
-  const double v = select((t.n & 1) != 0, t.c, t.s);
-  return select(x == 0.0f, x, static_cast<float>(select((t.n & 2) != 0, -v, v)));
-}
-
-// cos x by the quadrant: cos r, -sin r, -cos r, sin r.
-VK_VMATH_INLINE float cos(float x) {
-  using namespace detail;
-  const QuarterTurns t = quarter_turns(x);
-  const double v = select((t.n & 1) != 0, t.s, t.c);
-  return static_cast<float>(select(((t.n + 1) & 2) != 0, -v, v));
-}
-
-// tan x = sin r / cos r in even quadrants, -cos r / sin r in odd ones (tan has period pi).
-VK_VMATH_INLINE float tan(float x) {
-  using namespace detail;
-  const QuarterTurns t = quarter_turns(x);
-  const bool odd = (t.n & 1) != 0;
-  return select(x == 0.0f, x, static_cast<float>(select(odd, -t.c, t.s) / select(odd, t.s, t.c)));
 }
 
 // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): never overflows, and keeps its relative accuracy
