@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fits the polynomial coefficients of src/vkml/backend/cpu/vmath.h.
+"""Fits the polynomial coefficients of src/vkml/backend/cpu/vmath.h and vmath_trig.h.
 
 Each approximation is a minimax fit (Lawson's iteratively reweighted least squares on Chebyshev
 points, in 60-digit mpmath arithmetic) of the function vmath.h evaluates with Horner's rule.
@@ -8,7 +8,7 @@ each rounding, which recovers most of the accuracy plain rounding loses. Prints 
 and the weighted error of the rounded coefficients (the approximation error alone; rounding in
 the evaluation comes on top, and tests/cpp/test_vmath.cpp measures the total in ulp).
 
-    python3 bench/cpp/fit_vmath.py [name...]   names: exp log tanh erf erfc gelu; default all
+    python3 bench/cpp/fit_vmath.py [name...]   names: exp log tanh erf erfc gelu atan asin; default all
 Takes a few minutes per float64 set (mpmath is slow).
 """
 import sys
@@ -125,6 +125,24 @@ def erfcx_w(w):  # e^(t^2) erfc(t) at t = (1/w - 1) / ERFC_P
     return mp.exp(t * t) * mp.erfc(t)
 
 
+def atan_p(z):  # atan(t) = t + t z p(z), z = t^2 (vmath_trig.h: float's atan, in double)
+    if z == 0:
+        return -mp.mpf(1) / 3
+    t = mp.sqrt(z)
+    return (mp.atan(t) - t) / (t * z)
+
+
+def asin_p(z):  # asin(s) = s + s z p(z), z = s^2
+    if z == 0:
+        return mp.mpf(1) / 6
+    s = mp.sqrt(z)
+    return (mp.asin(s) - s) / (s * z)
+
+
+def odd_weight(f):  # the error of t + t z p(z) relative to f(t): t z / f(t)
+    return lambda z: (mp.sqrt(z) * z / f(mp.sqrt(z))) if z != 0 else mp.mpf(0)
+
+
 def main(names):
     smax2 = ((mp.sqrt(2) - 1) / (mp.sqrt(2) + 1)) ** 2 * mp.mpf("1.001")
     one = lambda x: mp.mpf(1)
@@ -135,6 +153,9 @@ def main(names):
         "erf": [("float", 7), ("double", 12)],
         "erfc": [("float", 9), ("double", 23)],
         "gelu": [("float", 10)],
+        # float's atan and asin evaluated in double to float's accuracy (rounded once at the end)
+        "atan": [("double", 6)],
+        "asin": [("double", 7)],
     }
     for name in names:
         for dtype, n in jobs[name]:
@@ -166,6 +187,10 @@ def main(names):
                 print(f"// gelu <float>: v = {a.hex()} w + {b.hex()}")
                 g = lambda v, a=a, b=b: erfcx_w((v - b) / a)
                 emit(name, dtype, g, lambda v: 1 / g(v), (lo * a + b), (hi * a + b), n)
+            elif name == "atan":  # after fdlibm's reduction, |t| <= 7/16
+                emit(name, dtype, atan_p, odd_weight(mp.atan), 0, (mp.mpf(7) / 16) ** 2 * mp.mpf("1.001"), n)
+            elif name == "asin":  # |s| <= 1/2 (beyond, asin(sqrt((1 - |x|) / 2)))
+                emit(name, dtype, asin_p, odd_weight(mp.asin), 0, mp.mpf("0.25") * mp.mpf("1.001"), n)
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["exp", "log", "tanh", "erf", "erfc", "gelu"])
+    main(sys.argv[1:] or ["exp", "log", "tanh", "erf", "erfc", "gelu", "atan", "asin"])

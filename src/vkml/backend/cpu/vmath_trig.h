@@ -47,14 +47,14 @@ VK_VMATH_INLINE QuarterTurns quarter_turns(float x) {
 }
 
 // atan and asin after their reductions: t + t z p(z), z = t^2, for |t| <= 7/16 (atan) and |t| <=
-// 1/2 (asin), fitted (bench/cpp/fit_vmath.py) to 2e-10 and 6e-11 of the result. Odd: a negative t
-// gives the negative result.
-inline constexpr double kAtanP[] = {-0x1.55555544e0371p-2, 0x1.99996886ff0ecp-3,
-                                    -0x1.24865c00602f4p-3, 0x1.c4f7f0223c76dp-4,
-                                    -0x1.5d9d97885f55cp-4, 0x1.8b9fde40d2984p-5};
+// 1/2 (asin), minimax fits (bench/cpp/fit_vmath.py) to 5e-11 and 2e-11 of the result. Odd: a
+// negative t gives the negative result.
+inline constexpr double kAtanP[] = {-0x1.5555544ebcff8p-2, 0x1.9998c59eea3c6p-3,
+                                    -0x1.24759d837ee25p-3, 0x1.c380f65c7127ap-4,
+                                    -0x1.56497727aeb3dp-4, 0x1.70a137f3c8e00p-5};
 inline constexpr double kAsinP[] = {
-    0x1.5555555c6f3fdp-3, 0x1.33331dd411831p-4, 0x1.6dc14ce8d74cdp-5, 0x1.efe17688390f2p-6,
-    0x1.833c5e73644e3p-6, 0x1.57c8e07922b4dp-7, 0x1.fd4edcd15373fp-6};
+    0x1.555556074cdbcp-3, 0x1.3332a9025b747p-4, 0x1.6ddaf9e9c0382p-5, 0x1.ed573122c9c0ap-6,
+    0x1.934629cd10938p-6, 0x1.ea37c28dba60ep-8, 0x1.1c1f134c62926p-5};
 inline constexpr double kHalfPi = 1.57079632679489661923;
 
 template <std::size_t N>
