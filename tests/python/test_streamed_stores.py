@@ -1,9 +1,8 @@
 """Outputs written with non-temporal stores (issue 18, Zen 3): a contiguous output of
 `_stream_min_bytes()` or more (half the last-level cache) from a cheap element-wise map, layer_norm
 (forward and backward), batch_norm's forward, softmax's backward or float32 exp at two or more
-threads goes through simd.h write_out,
-512-byte blocks streamed past the cache, the unaligned head and the tail written directly (c = a +
-b on 64 MB arrays: 7.8 -> 5.1 ms). The threshold is read once per process, so children run the
+threads goes through simd.h write_out, 512-byte blocks streamed past the cache, the unaligned head
+and the tail written directly (c = a + b on 64 MB arrays: 7.8 -> 5.1 ms). The threshold is read once per process, so children run the
 same ops with VKML_STREAM_MIN_BYTES=0 (every such output streamed, at small sizes) and with it out
 of reach; every result must be the same to the bit, and right against NumPy and torch. Sizes cover
 one element, less than a block, whole blocks with and without a tail, unaligned destinations, and
