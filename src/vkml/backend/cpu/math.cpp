@@ -4,6 +4,7 @@
 // (shaders/math.comp), so both devices agree to rounding.
 #include "vkml/backend/cpu/math.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -239,13 +240,55 @@ VK_KERNEL(erfinv) {
   return unary_in_double(in[0], m, "erfinv", [](double v) { return erfinv_value(v); });
 }
 
+// atan2: float32 by vmath_trig.h's where y and x are finite and not both 0, libm's otherwise (and
+// for float64). Contiguous float32 runs by blocks of 256: vmath's for all, then a block with any
+// other pair again element by element, so a value never depends on its neighbours. Zen 4, one
+// thread, 1M floats: 21 -> 1.6 ns an element (torch 1.4-2.2).
+namespace {
+float atan2_element(float y, float x) {
+  const bool vmath_ok = std::isfinite(y) && std::isfinite(x) && (y != 0.0f || x != 0.0f);
+  return vmath_ok ? vmath::atan2(y, x) : std::atan2(y, x);
+}
+}  // namespace
+
 VK_KERNEL(atan2) {
   (void)a;
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_FLOAT(
-      in[0].dtype(), "atan2",
-      map_elements<T, T, T>(
-          out, {&in[0], &in[1]}, [](T y, T x) -> T { return std::atan2(y, x); }, kGrain));
+  const bool flat = in[0].is_contiguous() && in[1].is_contiguous() &&
+                    in[0].numel() == out.numel() && in[1].numel() == out.numel();
+  if (m.dtype == DType::Float32 && in[0].dtype() == DType::Float32 && flat) {
+    const float* py = in[0].data<float>();
+    const float* px = in[1].data<float>();
+    float* po = out.data<float>();
+    parallel_for(out.numel(), kGrain, [&](int64_t b, int64_t e) {
+      constexpr int64_t kBlock = 256;
+      for (int64_t i0 = b; i0 < e; i0 += kBlock) {
+        const int64_t k = std::min(kBlock, e - i0);
+        const float *ys = py + i0, *xs = px + i0;
+        float* os = po + i0;
+        int all_ok = 1;
+        for (int64_t i = 0; i < k; ++i) {
+          all_ok &=
+              std::isfinite(ys[i]) & std::isfinite(xs[i]) & ((ys[i] != 0.0f) | (xs[i] != 0.0f));
+          os[i] = vmath::atan2(ys[i], xs[i]);
+        }
+        if (!all_ok)
+          for (int64_t i = 0; i < k; ++i) os[i] = atan2_element(ys[i], xs[i]);
+      }
+    });
+    return out;
+  }
+  VK_DISPATCH_FLOAT(in[0].dtype(), "atan2", {
+    map_elements<T, T, T>(
+        out, {&in[0], &in[1]},
+        [](T y, T x) -> T {
+          if constexpr (std::is_same_v<T, float>)
+            return atan2_element(y, x);
+          else
+            return std::atan2(y, x);
+        },
+        kGrain);
+  });
   return out;
 }
 

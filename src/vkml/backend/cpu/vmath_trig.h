@@ -1,5 +1,6 @@
 // Vectorisable float32 trigonometric functions for the element-wise kernels: sin, cos and tan
-// (for |x| <= kTrigMaxArg; the kernels take libm beyond), atan, asin and acos (every argument).
+// (for |x| <= kTrigMaxArg; the kernels take libm beyond), atan, asin and acos (every argument),
+// atan2 (finite arguments, not both 0).
 // Each computes in double and rounds once to float, which leaves room for short polynomials and a
 // simple argument reduction at about half an ulp; the code is vmath.h's kind (branch-free scalar
 // code, vectorised by GCC in the element loops; every element takes the same operations, so no
@@ -96,19 +97,39 @@ VK_VMATH_INLINE float tan(float x) {
   return select(x == 0.0f, x, static_cast<float>(select(odd, -t.c, t.s) / select(odd, t.s, t.c)));
 }
 
-// atan |x| = atan c + atan((|x| - c) / (1 + c |x|)) for the c nearest |x| among 0, 1/2, 1 and 3/2,
-// and pi/2 + atan(-1 / |x|) past 39/16 (fdlibm's ranges), which leaves |t| <= 7/16. One division,
-// in double, exact enough.
-VK_VMATH_INLINE float atan(float x) {
-  using namespace detail;
-  const double a = abs_(static_cast<double>(x));
+namespace detail {
+
+// atan a for a >= 0 (or +inf, NaN), in double: atan c + atan((a - c) / (1 + c a)) for the c nearest
+// a among 0, 1/2, 1 and 3/2, and pi/2 + atan(-1 / a) past 39/16 (fdlibm's ranges), which leaves
+// |t| <= 7/16. One division, in double, exact enough.
+VK_VMATH_INLINE double atan_nonnegative(double a) {
   const bool r1 = a >= 7.0 / 16, r2 = a >= 11.0 / 16, r3 = a >= 19.0 / 16, far = a >= 39.0 / 16;
   const double c = select(r3, 1.5, select(r2, 1.0, select(r1, 0.5, 0.0)));
   const double atan_c = select(r3, 0.98279372324732906799,                        // atan(3/2)
                                select(r2, 0.78539816339744830962,                 // pi/4
                                       select(r1, 0.46364760900080611621, 0.0)));  // atan(1/2)
   const double t = select(far, -1.0, a - c) / select(far, a, c * a + 1.0);
-  return with_sign_of(static_cast<float>(select(far, kHalfPi, atan_c) + odd_series(t, kAtanP)), x);
+  return select(far, kHalfPi, atan_c) + odd_series(t, kAtanP);
+}
+
+}  // namespace detail
+
+VK_VMATH_INLINE float atan(float x) {
+  using namespace detail;
+  return with_sign_of(static_cast<float>(atan_nonnegative(abs_(static_cast<double>(x)))), x);
+}
+
+// atan2(y, x) for finite y and x, not both 0 (the kernel takes libm for the rest: signed zeros
+// against each other, infinities, NaN): atan(y / x), the quotient in double (rounded once; from
+// floats it stays finite and normal), then moved by pi toward y's sign where x's sign bit is set
+// (-0 included: atan2(1, -0) is pi/2 from atan(-inf) + pi).
+VK_VMATH_INLINE float atan2(float y, float x) {
+  using namespace detail;
+  const double q = static_cast<double>(y) / static_cast<double>(x);
+  const double a = with_sign_of(atan_nonnegative(abs_(q)), q);
+  const bool negative_x = (std::bit_cast<uint32_t>(x) >> 31) != 0;
+  const double pi_toward_y = with_sign_of(2.0 * kHalfPi, static_cast<double>(y));
+  return static_cast<float>(select(negative_x, a + pi_toward_y, a));
 }
 
 // asin x: asin |x| directly up to 1/2, pi/2 - 2 asin(s) beyond, with x's sign.
