@@ -273,10 +273,16 @@ void bind_reduction_composites(nb::module_& m, nb::class_<Tensor>& c) {
       },
       "other"_a, "p"_a = 2.0, "p-norm of input - other (composite: sub, linalg.vector_norm).");
   m.def(
-      "cdist", [](const Tensor& x1, const Tensor& x2, double p) { return vk::cdist(x1, x2, p); },
-      "x1"_a, "x2"_a, "p"_a = 2.0,
+      "cdist",
+      [](const Tensor& x1, const Tensor& x2, double p, const std::string& m) {
+        if (m != "use_mm_for_euclid_dist_if_necessary" && m != "use_mm_for_euclid_dist" &&
+            m != "donot_use_mm_for_euclid_dist")  // a ValueError, as torch's
+          throw nb::value_error((m + " is not a valid value for compute_mode").c_str());
+        return vk::cdist(x1, x2, p, m);
+      },
+      "x1"_a, "x2"_a, "p"_a = 2.0, "compute_mode"_a = "use_mm_for_euclid_dist_if_necessary",
       "p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M) (composite: sub, "
-      "vector_norm).");
+      "vector_norm; p = 2 over more than 25 rows by a matrix product, as torch's compute_mode).");
 }
 
 void bind_product_composites(nb::module_& m, nb::class_<Tensor>& c) {

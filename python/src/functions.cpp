@@ -171,8 +171,7 @@ Tensor divide_rounded(const Tensor& x, const Tensor& y, const std::optional<std:
     Tensor inexact = vk::cast(vk::ne(vk::remainder(x, y), zero), q.dtype());
     return vk::add(q, vk::mul(negative, inexact));
   }
-  Tensor q = vk::div(x, y);
-  return vk::where(vk::lt(q, vk::zeros({}, q.dtype())), vk::ceil(q), vk::floor(q));
+  return vk::trunc(vk::div(x, y));
 }
 
 }  // namespace bindings

@@ -148,6 +148,8 @@ RegisterOpCases elementwise_cases({
     {OpKind::Ceil, "ceil", [] { return V{fractional()}; }, [](const V& x) { return ceil(x[0]); }},
     {OpKind::Round, "round", [] { return V{fractional()}; },
      [](const V& x) { return round(x[0]) * x[0]; }},
+    {OpKind::Trunc, "trunc", [] { return V{fractional()}; },
+     [](const V& x) { return trunc(x[0]) * x[0]; }},
 
     // ---- binary ----
     // a / b away from integers (the quotient's steps): both signs of a and of b, b broadcast.

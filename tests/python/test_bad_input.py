@@ -676,7 +676,7 @@ NANINF = {
     "poisson": lambda: vk.poisson(_f(3, 4)),
     **{u: (lambda u=u: getattr(_f(3, 4), u)())
        for u in ("neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "sin",
-                 "cos", "tanh", "sigmoid", "relu", "erf", "erfc", "floor", "ceil", "round")},
+                 "cos", "tanh", "sigmoid", "relu", "erf", "erfc", "floor", "ceil", "round", "trunc")},
     "gelu": lambda: F.gelu(_f(3, 4)),
     "gelu_backward": lambda: vk.gelu_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
     "relu_backward": lambda: vk.relu_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),

@@ -346,6 +346,7 @@ SPECS = {
     "erfc": unary("erfc"),
     "floor": unary("floor", lo=-3, hi=3, avoid=(-3, -2, -1, 0, 1, 2, 3)),
     "ceil": unary("ceil", lo=-3, hi=3, avoid=(-3, -2, -1, 0, 1, 2, 3)),
+    "trunc": unary("trunc", lo=-3, hi=3, avoid=(-3, -2, -1, 0, 1, 2, 3)),
     "round": unary("round", lo=-3, hi=3, avoid=(-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)) + [
         Case(lambda m, x: x.round(), [K(np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5]), float_dtype=True)],
              label="half-to-even", forward_only=True)],

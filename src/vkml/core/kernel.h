@@ -70,6 +70,8 @@ enum class OpKind : uint16_t {
   SoftplusBackward, Hardsigmoid, HardsigmoidBackward, Hardswish, HardswishBackward,
   // scaled dot-product attention, fused (#18)
   Attention, AttentionBackward,
+  // rounding toward zero, one pass (it was where(x < 0, ceil, floor)) (#18)
+  Trunc,
   kCount
 };
 // clang-format on

@@ -121,11 +121,6 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<doub
   return where(eq(x, -inf), full({}, neginf.value_or(-big), x.dtype(), d), y);
 }
 
-Tensor trunc(const Tensor& x) {
-  if (!is_floating(x.dtype())) return clone(x);
-  return where(lt(x, zero_of(x)), ceil(x), floor(x));
-}
-
 Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& value) {
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.ndim(), 1), "index_fill");
   VK_CHECK(index.ndim() <= 1 && is_integral(index.dtype()), IndexError,

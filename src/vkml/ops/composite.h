@@ -4,6 +4,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,8 +38,6 @@ bool equal(const Tensor& a, const Tensor& b);
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
                   std::optional<double> posinf = std::nullopt,
                   std::optional<double> neginf = std::nullopt);
-// Rounds toward zero (floor or ceil by sign; a zero gradient, as torch). Integers: a copy.
-Tensor trunc(const Tensor& x);
 // x with `value` at the positions `index` (1-D) along dim (a mask from comparisons, where).
 Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& value);
 // x with `value` on its main diagonal (all dims of equal size; a tall 2-D matrix restarts the
@@ -97,7 +96,10 @@ Tensor matrix_norm(const Tensor& x, double ord, std::vector<int64_t> dims = {-2,
                    bool keepdim = false, std::optional<DType> dtype = {});
 Tensor dist(const Tensor& a, const Tensor& b, double p = 2);
 // Pairwise p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M).
-Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2);
+// compute_mode as torch's: Euclidean distances (p = 2) of more than 25 rows on either side by a
+// matrix product ("use_mm_for_euclid_dist" always, "donot_use_mm_for_euclid_dist" never).
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2,
+             std::string_view compute_mode = "use_mm_for_euclid_dist_if_necessary");
 
 // ---- products (composite_linalg.cpp) ----
 

@@ -323,6 +323,9 @@ void add_elementwise_ops(OpList& ops) {
   ops.push_back(numeric_unary(OpKind::Round, "round", "round(x)",
                               "nearest integer, halves to even as PyTorch (identity on integers)",
                               step_grad, kStep));
+  ops.push_back(numeric_unary(
+      OpKind::Trunc, "trunc", "trunc(x)",
+      "nearest integer toward zero, keeping x's sign (identity on integers)", step_grad, kStep));
 
   ops.push_back({.kind = OpKind::Add,
                  .name = "add",
@@ -555,6 +558,7 @@ Tensor erfc(const Tensor& x) { return dispatch(OpKind::Erfc, {x}); }
 Tensor floor(const Tensor& x) { return dispatch(OpKind::Floor, {x}); }
 Tensor ceil(const Tensor& x) { return dispatch(OpKind::Ceil, {x}); }
 Tensor round(const Tensor& x) { return dispatch(OpKind::Round, {x}); }
+Tensor trunc(const Tensor& x) { return dispatch(OpKind::Trunc, {x}); }
 Tensor pow(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Pow, {a, b}); }
 Tensor pow(const Tensor& a, Scalar exponent) {
   // bool ** True is a copy, bool ** False all true: PyTorch's special cases of a scalar exponent

@@ -32,6 +32,7 @@ Tensor erfc(const Tensor& x);
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);
 Tensor round(const Tensor& x);  // half to even, as PyTorch
+Tensor trunc(const Tensor& x);  // toward zero (-0.5 gives -0)
 
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

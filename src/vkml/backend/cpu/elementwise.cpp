@@ -411,23 +411,41 @@ VK_KERNEL(relu) {  // NaN stays NaN
   (void)a;
   return unary_numeric(in[0], m, "relu", [](auto v) { return v < 0 ? decltype(v)(0) : v; });
 }
+// floor, ceil and trunc from n = nearbyint(x), which GCC vectorises where it keeps std::floor
+// and std::ceil scalar (-ftrapping-math): 3-6x faster. Exact: n is an integer within 1/2 of x,
+// so one step toward the side wanted is exact (x is an integer already from 2^23 (float) or 2^52
+// up). copysign gives a zero x's sign (ceil(-0.5) = -0, as libm); NaN and inf pass.
+template <class T>
+inline T floor_step(T x) {
+  const T n = std::nearbyint(x);
+  return std::copysign(n > x ? n - T(1) : n, x);
+}
+template <class T>
+inline T ceil_step(T x) {
+  const T n = std::nearbyint(x);
+  return std::copysign(n < x ? n + T(1) : n, x);
+}
+template <class F>
+Tensor rounding(const Tensor& x, const Meta& m, const char* name, F f) {
+  return unary_numeric(x, m, name, [f](auto v) {
+    if constexpr (is_float_v<decltype(v)>)
+      return f(v);
+    else
+      return v;  // integers are their own floor, ceil and trunc
+  });
+}
 VK_KERNEL(floor) {
   (void)a;
-  return unary_numeric(in[0], m, "floor", [](auto v) {
-    if constexpr (is_float_v<decltype(v)>)
-      return std::floor(v);
-    else
-      return v;
-  });
+  return rounding(in[0], m, "floor", [](auto v) { return floor_step(v); });
 }
 VK_KERNEL(ceil) {
   (void)a;
-  return unary_numeric(in[0], m, "ceil", [](auto v) {
-    if constexpr (is_float_v<decltype(v)>)
-      return std::ceil(v);
-    else
-      return v;
-  });
+  return rounding(in[0], m, "ceil", [](auto v) { return ceil_step(v); });
+}
+VK_KERNEL(trunc) {
+  (void)a;
+  return rounding(in[0], m, "trunc",
+                  [](auto v) { return std::copysign(floor_step(std::fabs(v)), v); });
 }
 VK_KERNEL(round) {  // nearbyint in the default rounding mode: halves go to the even neighbour
   (void)a;

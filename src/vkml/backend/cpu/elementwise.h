@@ -30,6 +30,7 @@ VK_KERNEL(erfc);
 VK_KERNEL(floor);
 VK_KERNEL(ceil);
 VK_KERNEL(round);
+VK_KERNEL(trunc);
 // binary (same dtype, same shape after prepare)
 VK_KERNEL(add);
 VK_KERNEL(sub);

@@ -78,6 +78,7 @@ void register_kernels() {
       {OpKind::Floor, cpu::floor},
       {OpKind::Ceil, cpu::ceil},
       {OpKind::Round, cpu::round},
+      {OpKind::Trunc, cpu::trunc},
       {OpKind::Add, cpu::add},
       {OpKind::Sub, cpu::sub},
       {OpKind::Mul, cpu::mul},

@@ -61,6 +61,7 @@ VK_KERNEL(erfc);
 VK_KERNEL(floor);
 VK_KERNEL(ceil);
 VK_KERNEL(round);
+VK_KERNEL(trunc);
 VK_KERNEL(floor_divide);
 VK_KERNEL(remainder);
 VK_KERNEL(pow);

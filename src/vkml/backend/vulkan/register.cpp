@@ -116,6 +116,7 @@ void register_backend() {
       {OpKind::Floor, floor},
       {OpKind::Ceil, ceil},
       {OpKind::Round, round},
+      {OpKind::Trunc, trunc},
       {OpKind::FloorDivide, floor_divide},
       {OpKind::Remainder, remainder},
       {OpKind::Pow, pow},

@@ -275,6 +275,8 @@ TO compute(int ia, int ib, int ic) {
   return floor(x);
 #elif defined(OP_CEIL) && IS_FLOAT_A
   return ceil(x);
+#elif defined(OP_TRUNC) && IS_FLOAT_A
+  return x < TA(0) ? ceil(x) : floor(x);  // as the composite it replaces (GLSL trunc untested)
 #elif defined(OP_ROUND) && IS_FLOAT_A
   // Halves to the even neighbour, as nearbyint, and the sign kept (-0.5 gives -0). Not
   // roundEven: lavapipe's rounds float64 halves away from zero and loses -0's sign.
@@ -282,7 +284,7 @@ TO compute(int ia, int ib, int ic) {
   const bool odd = below - TA(2) * floor(below * TA(0.5)) != TA(0);
   const TA r = frac > TA(0.5) || (frac == TA(0.5) && odd) ? below + TA(1) : below;
   return isnan(x) || isinf(x) ? x : (x < TA(0) || (x == TA(0) && TA(1) / x < TA(0)) ? -abs(r) : abs(r));
-#elif defined(OP_FLOOR) || defined(OP_CEIL) || defined(OP_ROUND)
+#elif defined(OP_FLOOR) || defined(OP_CEIL) || defined(OP_ROUND) || defined(OP_TRUNC)
   return x;
 #elif defined(OP_SQRT)
   return sqrt(x);

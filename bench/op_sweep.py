@@ -1,0 +1,127 @@
+"""Everyday ops side by side with torch: the time of each op in vkml and in torch, alternating in
+one process, and the ratio. Not part of `make bench` (it has no targets); a map of where vkml is
+slow, to choose what to speed up next.
+
+    PYTHONPATH=build/python python bench/op_sweep.py [--threads 1] [name-filter ...]
+
+Shapes: 1M floats for the element-wise rows, (1024, 1024) for reductions and rows, small batches
+for the nn rows. Times are the best of 2 x 7 calls (ms)."""
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import torch
+
+import vkml
+
+N = 1 << 20
+RNG = np.random.default_rng(0)
+X = RNG.uniform(-0.9, 0.9, N).astype(np.float32)    # in every function's domain
+P = RNG.uniform(0.1, 3.0, N).astype(np.float32)     # positive
+M = RNG.standard_normal((1024, 1024)).astype(np.float32)
+IDX = RNG.integers(0, 1024, N).astype(np.int64)
+
+
+def t(lib, a):
+    return torch.from_numpy(a.copy()) if lib is torch else vkml.tensor(a)
+
+
+def unary(name, a=X):
+    return lambda L: (lambda x: lambda: getattr(L, name)(x))(t(L, a))
+
+
+def on(a, f, *more):
+    """f(L, x, *more): the op on tensors made from a (and more) in library L."""
+    return lambda L: (lambda xs: lambda: f(L, *xs))([t(L, v) for v in (a,) + more])
+
+
+CASES = {
+    **{f"unary.{n}": unary(n) for n in ("abs", "exp", "expm1", "log1p", "sin", "tanh", "sigmoid", "erf",
+                                        "erfinv", "sinh", "cosh", "atanh", "asinh", "exp2", "floor", "ceil",
+                                        "trunc", "frac", "round", "sign")},
+    **{f"unary.{n}": unary(n, P) for n in ("log", "log2", "log10", "sqrt", "rsqrt", "lgamma", "digamma",
+                                           "acosh")},
+    "pow.scalar": on(P, lambda L, x: L.pow(x, 1.7)),
+    "pow.tensor": on(P, lambda L, x, y: L.pow(x, y), X),
+    "remainder": on(P, lambda L, x, y: L.remainder(x, y), P + 1),
+    "lerp": on(X, lambda L, x, y: L.lerp(x, y, 0.3), P),
+    "addcmul": on(X, lambda L, x, y: L.addcmul(x, x, y, value=0.5), P),
+    "where": on(X, lambda L, x, y: L.where(x > 0, x, y), P),
+    "silu": on(X, lambda L, x: L.nn.functional.silu(x)),
+    "mish": on(X, lambda L, x: L.nn.functional.mish(x)),
+    "softplus": on(X, lambda L, x: L.nn.functional.softplus(x)),
+    "sum.all": on(M, lambda L, x: x.sum()),
+    "sum.rows": on(M, lambda L, x: x.sum(1)),
+    "sum.cols": on(M, lambda L, x: x.sum(0)),
+    "sum.rows64": on(M.reshape(16384, 64), lambda L, x: x.sum(1)),
+    "amax.rows": on(M, lambda L, x: x.amax(1)),
+    "amax.rows64": on(M.reshape(16384, 64), lambda L, x: x.amax(1)),
+    "argmax.rows": on(M, lambda L, x: x.argmax(1)),
+    "max.rows": on(M, lambda L, x: x.max(1)),
+    "norm": on(M, lambda L, x: x.norm()),
+    "var.rows": on(M, lambda L, x: x.var(1)),
+    "logsumexp.rows": on(M, lambda L, x: L.logsumexp(x, 1)),
+    "cumsum.rows": on(M, lambda L, x: x.cumsum(1)),
+    "cumsum.cols": on(M, lambda L, x: x.cumsum(0)),
+    "sort.rows": on(M, lambda L, x: x.sort(1)),
+    "topk.rows": on(M, lambda L, x: x.topk(5, 1)),
+    "transpose.copy": on(M, lambda L, x: x.t().contiguous()),
+    "cat": on(M, lambda L, x: L.cat([x, x], 1)),
+    "index_select.rows": on(M, lambda L, x, i: x.index_select(0, i), IDX[:1024]),
+    "index_select.last": on(M, lambda L, x, i: x.index_select(1, i), IDX[:512]),
+    "gather.rows": on(M, lambda L, x, i: x.gather(1, i), IDX.reshape(1024, 1024)),
+    "scatter_add.rows": on(M, lambda L, x, i: L.zeros(1024, 1024).scatter_add(1, i, x), IDX.reshape(1024, 1024)),
+    "mask_select": on(X, lambda L, x: x[x > 0]),
+    "tril": on(M, lambda L, x: L.tril(x)),
+    "flip": on(M, lambda L, x: L.flip(x, [1])),
+    "arange": lambda L: lambda: L.arange(N),
+    "randn": lambda L: lambda: L.randn(1024, 1024),
+    "randint": lambda L: lambda: L.randint(0, 10, (1024, 1024)),
+    "interpolate.nearest": on(M.reshape(16, 1, 256, 256)[:4], lambda L, x: L.nn.functional.interpolate(x, scale_factor=2)),
+    "interpolate.bilinear": on(M.reshape(16, 1, 256, 256)[:4],
+                               lambda L, x: L.nn.functional.interpolate(x, scale_factor=2, mode="bilinear")),
+    "adaptive_avg_pool.1x1": on(M.reshape(16, 64, 32, 32), lambda L, x: L.nn.functional.adaptive_avg_pool2d(x, 1)),
+    "max_pool2d": on(M.reshape(16, 4, 128, 128), lambda L, x: L.nn.functional.max_pool2d(x, 2)),
+    "group_norm": on(M.reshape(16, 64, 32, 32), lambda L, x: L.nn.functional.group_norm(x, 8)),
+    "smooth_l1_loss": on(X, lambda L, x, y: L.nn.functional.smooth_l1_loss(x, y), P),
+    "mse_loss": on(X, lambda L, x, y: L.nn.functional.mse_loss(x, y), P),
+    "cdist": on(M[:256, :64], lambda L, x: L.cdist(x, x)),
+    "one_hot": on(IDX[:65536] % 100, lambda L, i: L.nn.functional.one_hot(i, 100)),
+}
+
+
+def best(f, calls=7):
+    f()
+    out = float("inf")
+    for _ in range(calls):
+        start = time.perf_counter()
+        f()
+        out = min(out, time.perf_counter() - start)
+    return out * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("filters", nargs="*", help="run the rows whose name contains one of these")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    vkml.set_num_threads(args.threads)
+    rows = []
+    for name, make in CASES.items():
+        if args.filters and not any(f in name for f in args.filters):
+            continue
+        fv, ft = make(vkml), make(torch)
+        tv = tt = float("inf")
+        for _ in range(2):  # alternating, as compare.py
+            tv, tt = min(tv, best(fv)), min(tt, best(ft))
+        rows.append((tv / tt, name, tv, tt))
+    print(f"{'op':24s} {'vkml ms':>9s} {'torch ms':>9s} {'vkml/torch':>10s}")
+    for ratio, name, tv, tt in sorted(rows, reverse=True):
+        print(f"{name:24s} {tv:9.3f} {tt:9.3f} {ratio:10.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""The faster paths of everyday ops (#18, the op sweep of 2026-12-06): floor / ceil / trunc / frac
+from nearbyint, trunc as one op, float32 sums in float blocks, max / min over four vectors with a
+vectorised merge, argmax's early stop, index_select along the last dim, interpolate by gathers,
+adaptive_avg_pool over even windows as a mean, cdist by a matrix product (torch's compute_mode),
+arange in parallel. Each checked against torch (values, signs of zeros, NaN, gradients in
+float64), on contiguous and strided inputs, at one and two threads, and on Vulkan where the op is
+a kernel there."""
+
+import numpy as np
+import pytest
+import torch
+
+import vkml as vk
+from conftest import assert_close, devices, to_np
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    before = vk.get_num_threads()
+    vk.set_num_threads(request.param)
+    yield request.param
+    vk.set_num_threads(before)
+
+
+def same_bits(a, b, what):
+    """Equal values, NaN where NaN, and zeros of the same sign."""
+    a, b = to_np(a), to_np(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, what
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=what)
+    ok = ~np.isnan(a)
+    np.testing.assert_array_equal(a[ok], b[ok], err_msg=what)
+    np.testing.assert_array_equal(np.signbit(a[ok]), np.signbit(b[ok]), err_msg=what + " (zero signs)")
+
+
+def rounding_inputs(dtype):
+    big = 2.0 ** (23 if dtype == np.float32 else 52)
+    special = [0.0, -0.0, 0.3, -0.3, 0.5, -0.5, 0.7, -0.7, 1.0, -1.0, 1.5, -1.5, 2.5, -2.5,
+               big - 0.5, -(big - 0.5), big, -big, big + 2, 3e38, -3e38, np.inf, -np.inf, np.nan,
+               1e-40, -1e-40, 0.49999997, -0.49999997]
+    rng = np.random.default_rng(1)
+    noise = rng.standard_normal(3000) * 10.0 ** rng.integers(-3, 8, 3000)
+    return np.concatenate([np.array(special), noise]).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "frac", "fix"])
+def test_floor_ceil_trunc_from_nearbyint_keep_libm_bits(name, dtype, threads):
+    a = rounding_inputs(dtype)
+    got = getattr(vk, name)(vk.tensor(a))
+    same_bits(got, getattr(torch, name)(torch.from_numpy(a)), f"{name} {dtype.__name__}")
+    strided = getattr(vk, name)(vk.tensor(np.stack([a, a], 1))[:, 1])  # a strided view
+    same_bits(strided, got, f"{name} strided")
+    for dev in devices()[1:]:
+        if dtype == np.float64 and name == "frac":
+            continue
+        same_bits(getattr(vk, name)(vk.tensor(a).to(dev)).cpu(), got, f"{name} on {dev}")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_trunc_of_integers_is_identity(dtype):
+    a = np.array([-7, -1, 0, 1, 9], dtype=dtype)
+    for name in ("floor", "ceil", "trunc"):
+        out = getattr(vk, name)(vk.tensor(a))
+        assert str(out.dtype).endswith(dtype)
+        np.testing.assert_array_equal(to_np(out), a)
+
+
+def test_trunc_is_one_op_with_zero_gradient():
+    x = vk.tensor(np.array([-2.5, -0.5, 0.5, 2.5]), requires_grad=True)
+    y = vk.trunc(x)
+    assert y.requires_grad
+    y.sum().backward()
+    np.testing.assert_array_equal(to_np(x.grad), np.zeros(4))
+
+
+def test_div_rounding_mode_trunc_matches_torch():
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal(500) * 100).astype(np.float32)
+    b = rng.choice([-3.0, -0.5, 0.25, 7.0], 500).astype(np.float32)
+    same_bits(vk.div(vk.tensor(a), vk.tensor(b), rounding_mode="trunc"),
+              torch.div(torch.from_numpy(a), torch.from_numpy(b), rounding_mode="trunc"), "div trunc")
+
+
+# ---- float32 sums in float blocks ----
+
+@pytest.mark.parametrize("n", [1, 15, 63, 64, 65, 255, 256, 257, 1000, 8191, 8193, 100003])
+def test_float32_sum_in_float_blocks_is_accurate(n, threads):
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal(n) * 10.0 ** rng.integers(-2, 3, n)).astype(np.float32)
+    exact = np.sum(a.astype(np.float64))
+    bound = 1e-6 * np.sum(np.abs(a.astype(np.float64))) + 1e-30
+    got = float(vk.tensor(a).sum().item())
+    assert abs(got - exact) <= bound, (n, got, exact)
+    # rows and the mean take the same path
+    rows = np.stack([a, -a, 2 * a])
+    exact_rows = rows.astype(np.float64).sum(1)
+    np.testing.assert_allclose(to_np(vk.tensor(rows).sum(1)), exact_rows, rtol=0, atol=3 * bound)
+    np.testing.assert_allclose(to_np(vk.tensor(rows).mean(1)), exact_rows / n, rtol=0, atol=3 * bound / n)
+
+
+def test_float32_sum_block_overflow_regression(threads):
+    # A float block of 256 times 1e38 overflows; the run is summed again in double (0, where
+    # torch's float sum says inf).
+    a = np.concatenate([np.full(256, 1e38), np.full(256, -1e38)]).astype(np.float32)
+    assert float(vk.tensor(a).sum().item()) == 0.0
+    assert to_np(vk.tensor(np.stack([a, a])).sum(1)).tolist() == [0.0, 0.0]
+    with_inf = a.copy()
+    with_inf[3] = np.inf
+    assert float(vk.tensor(with_inf).sum().item()) == np.inf
+    with_nan = np.ones(1000, np.float32)
+    with_nan[700] = np.nan
+    assert np.isnan(float(vk.tensor(with_nan).sum().item()))
+    over = np.full(1000, 3e38, np.float32)  # a sum beyond float32 is inf either way
+    assert float(vk.tensor(over).sum().item()) == np.inf
+
+
+def test_float32_sum_same_bits_at_any_thread_count():
+    a = np.random.default_rng(5).standard_normal((37, 70001)).astype(np.float32)
+    vk.set_num_threads(1)
+    one = to_np(vk.tensor(a).sum(1)), float(vk.tensor(a).sum().item())
+    vk.set_num_threads(2)
+    try:
+        two = to_np(vk.tensor(a).sum(1)), float(vk.tensor(a).sum().item())
+    finally:
+        vk.set_num_threads(1)
+    np.testing.assert_array_equal(one[0], two[0])
+    assert one[1] == two[1]
+
+
+# ---- max / min / argmax over rows ----
+
+ROW_SHAPES = [(3, 1), (5, 7), (9, 16), (4, 17), (6, 63), (3, 64), (2, 65), (7, 100), (2, 1000),
+              (1, 5000), (3, 9000), (300, 64)]
+
+
+def extreme_input(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if dtype in (np.int32, np.int64, np.int8):
+        return rng.integers(-100, 100, shape).astype(dtype)
+    a = rng.standard_normal(shape).astype(dtype)
+    a[a > 2.2] = -np.inf  # -inf in some rows
+    return a
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.int8])
+def test_max_min_argmax_rows_four_vectors_match_torch(shape, dtype, threads):
+    a = extreme_input(shape, dtype, shape[0] * 1000 + shape[1])
+    if dtype in (np.float32, np.float64) and shape[1] > 3:
+        a[0, shape[1] // 2] = np.nan  # NaN wins, and argmax points at it
+        a[-1, :] = a[-1, 0]  # ties: the first index
+    v, t = vk.tensor(a), torch.from_numpy(a)
+    for name in ("amax", "amin"):
+        assert_close(getattr(v, name)(1), getattr(t, name)(1), what=name)
+    for name in ("argmax", "argmin"):
+        np.testing.assert_array_equal(to_np(getattr(v, name)(1)), to_np(getattr(t, name)(1)), err_msg=name)
+    values, idx = v.max(1)
+    tvalues, tidx = t.max(1)
+    assert_close(values, tvalues, what="max values")
+    np.testing.assert_array_equal(to_np(idx), to_np(tidx))
+    np.testing.assert_array_equal(to_np(v.argmax()), to_np(t.argmax()))
+    strided = vk.tensor(np.ascontiguousarray(a.T)).t()  # the strided path
+    assert_close(strided.amax(1), t.amax(1), what="strided amax")
+
+
+def test_argmax_stops_at_the_first_match_in_every_block():
+    # rows longer than one reduction block (8192): the first maximum in a later block, and an
+    # equal value earlier in a later block than the first
+    a = np.zeros((2, 20000), np.float32)
+    a[0, 15000] = 5
+    a[0, 19000] = 5
+    a[1, 3] = 7
+    a[1, 9000] = 7
+    np.testing.assert_array_equal(to_np(vk.tensor(a).argmax(1)), [15000, 3])
+    np.testing.assert_array_equal(to_np(vk.tensor(-a).argmin(1)), [15000, 3])
+
+
+# ---- index_select along the last dim ----
+
+def test_index_select_last_dim_by_rows_regression(threads):
+    # row boundaries fall inside the parallel ranges (rows of 700 outputs, ranges of 65536)
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64, np.int16, np.uint8):
+        a = rng.integers(0, 100, (301, 1000)).astype(dtype)
+        idx = rng.integers(0, 1000, 700)
+        got = vk.tensor(a).index_select(1, vk.tensor(idx))
+        np.testing.assert_array_equal(to_np(got), a[:, idx])
+
+
+# ---- interpolate by gathers ----
+
+INTERP = [
+    ("nearest", None, (2, 3, 7, 9), dict(scale_factor=2)),
+    ("nearest", None, (2, 3, 7, 9), dict(size=(5, 4))),
+    ("nearest", None, (1, 2, 10), dict(scale_factor=1.7)),
+    ("nearest-exact", None, (2, 3, 7, 9), dict(size=(11, 5))),
+    ("bilinear", False, (2, 3, 7, 9), dict(scale_factor=2)),
+    ("bilinear", True, (2, 3, 7, 9), dict(size=(13, 4))),
+    ("bilinear", False, (1, 2, 8, 8), dict(scale_factor=0.5)),
+    ("bilinear", False, (1, 2, 5, 6), dict(scale_factor=(1.5, 2.5))),
+    ("linear", False, (2, 3, 11), dict(size=20)),
+    ("linear", True, (2, 3, 11), dict(size=4)),
+    ("trilinear", False, (1, 2, 3, 4, 5), dict(scale_factor=2)),
+    ("trilinear", True, (1, 2, 3, 4, 5), dict(size=(2, 7, 3))),
+]
+
+
+@pytest.mark.parametrize("mode,align,shape,kw", INTERP, ids=[f"{m}-{a}-{s}-{k}" for m, a, s, k in INTERP])
+def test_interpolate_by_gathers_matches_torch(mode, align, shape, kw):
+    a = np.random.default_rng(len(shape)).standard_normal(shape)
+    extra = {} if align is None else dict(align_corners=align)
+    v = vk.tensor(a, requires_grad=True)
+    t = torch.tensor(a, requires_grad=True)
+    yv = vk.nn.functional.interpolate(v, mode=mode, **kw, **extra)
+    yt = torch.nn.functional.interpolate(t, mode=mode, **kw, **extra)
+    assert_close(yv, yt, what="values")
+    g = np.random.default_rng(9).standard_normal(tuple(yt.shape))
+    yv.backward(vk.tensor(g))
+    yt.backward(torch.tensor(g))
+    assert_close(v.grad, t.grad, what="gradient")
+    y32 = vk.nn.functional.interpolate(vk.tensor(a.astype(np.float32)), mode=mode, **kw, **extra)
+    assert_close(y32, yt.detach().float(), "float32", what="float32")
+    for dev in devices()[1:]:
+        yd = vk.nn.functional.interpolate(vk.tensor(a.astype(np.float32)).to(dev), mode=mode, **kw, **extra)
+        assert_close(yd.cpu(), y32, "float32", what=dev)
+
+
+# ---- adaptive_avg_pool over even windows ----
+
+@pytest.mark.parametrize("shape,out", [((2, 3, 8, 8), (1, 1)), ((2, 3, 8, 8), (2, 4)), ((2, 3, 8, 6), (8, 3)),
+                                       ((3, 8, 6), (4, 2)), ((2, 3, 7, 9), (3, 3)), ((2, 3, 7, 9), (1, 1))],
+                         ids=str)
+def test_adaptive_avg_pool_even_windows_as_mean(shape, out):
+    a = np.random.default_rng(4).standard_normal(shape)
+    v = vk.tensor(a, requires_grad=True)
+    t = torch.tensor(a, requires_grad=True)
+    yv = vk.nn.functional.adaptive_avg_pool2d(v, out)
+    yt = torch.nn.functional.adaptive_avg_pool2d(t, out)
+    assert_close(yv, yt, what="values")
+    g = np.random.default_rng(5).standard_normal(tuple(yt.shape))
+    yv.backward(vk.tensor(g))
+    yt.backward(torch.tensor(g))
+    assert_close(v.grad, t.grad, what="gradient")
+    a1 = a.reshape(-1, shape[-1])[None]
+    assert_close(vk.nn.functional.adaptive_avg_pool1d(vk.tensor(a1), out[-1]),
+                 torch.nn.functional.adaptive_avg_pool1d(torch.tensor(a1), out[-1]), what="1d")
+    assert tuple(vk.nn.functional.adaptive_avg_pool2d(vk.tensor(a), (0, 2)).shape) == shape[:-2] + (0, 2)
+
+
+# ---- cdist by a matrix product ----
+
+@pytest.mark.parametrize("mode", [None, "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist",
+                                  "use_mm_for_euclid_dist_if_necessary"])
+@pytest.mark.parametrize("rows", [(5, 6), (30, 4), (3, 40)], ids=str)
+def test_cdist_compute_modes_match_torch(mode, rows):
+    rng = np.random.default_rng(rows[0])
+    x1 = rng.standard_normal((2, rows[0], 5))
+    x2 = rng.standard_normal((2, rows[1], 5))
+    x2[:, 1] = x1[:, 0]  # a pair at distance 0: gradient 0 on both paths, as torch
+    kw = {} if mode is None else dict(compute_mode=mode)
+    v1, v2 = vk.tensor(x1, requires_grad=True), vk.tensor(x2, requires_grad=True)
+    t1, t2 = torch.tensor(x1, requires_grad=True), torch.tensor(x2, requires_grad=True)
+    yv, yt = vk.cdist(v1, v2, **kw), torch.cdist(t1, t2, **kw)
+    assert_close(yv, yt, what="values", dtype="float64" if mode == "donot_use_mm_for_euclid_dist" else "float32")
+    g = rng.standard_normal(tuple(yt.shape))
+    yv.backward(vk.tensor(g))
+    yt.backward(torch.tensor(g))
+    assert np.isfinite(to_np(v1.grad)).all() and np.isfinite(to_np(v2.grad)).all()
+    assert_close(v1.grad, t1.grad, "float32", what="grad x1")
+    assert_close(v2.grad, t2.grad, "float32", what="grad x2")
+
+
+def test_cdist_product_path_keeps_nan_and_checks_mode():
+    x = np.ones((30, 3))
+    x[4, 1] = np.nan
+    d = to_np(vk.cdist(vk.tensor(x), vk.tensor(x)))
+    assert np.isnan(d[4]).all() and np.isnan(d[:, 4]).all() and (d[:4, :4] == 0).all()
+    with pytest.raises(ValueError, match="not a valid value for compute_mode"):
+        vk.cdist(vk.tensor(x), vk.tensor(x), compute_mode="fast")
+    assert_close(vk.cdist(vk.tensor(x), vk.tensor(x), p=1.0), torch.cdist(torch.tensor(x), torch.tensor(x), p=1.0))
+
+
+# ---- arange in parallel ----
+
+@pytest.mark.parametrize("args,dtype", [((200003,), None), ((5, 300001, 3), None),
+                                        ((0.5, 70000.5, 0.25), "float32"), ((-3.0, 99999.0, 0.5), "float64"),
+                                        ((-100, 200000), "int32")], ids=str)
+def test_arange_in_parallel_matches_torch(args, dtype, threads):
+    kw = {} if dtype is None else dict(dtype=getattr(vk, dtype))
+    tkw = {} if dtype is None else dict(dtype=getattr(torch, dtype))
+    np.testing.assert_array_equal(to_np(vk.arange(*args, **kw)), to_np(torch.arange(*args, **tkw)))
