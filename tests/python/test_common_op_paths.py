@@ -289,3 +289,62 @@ def test_arange_in_parallel_matches_torch(args, dtype, threads):
     kw = {} if dtype is None else dict(dtype=getattr(vk, dtype))
     tkw = {} if dtype is None else dict(dtype=getattr(torch, dtype))
     np.testing.assert_array_equal(to_np(vk.arange(*args, **kw)), to_np(torch.arange(*args, **tkw)))
+
+
+# ---- scatter_add along the innermost dim, and float sums' lane tree in vectors ----
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_add_loop_order_matches_torch(dim):
+    # dim 1 of a contiguous (rows, 300) walks each row's lines inside (the lines are the closer
+    # in memory); dim 0 walks across them. Repeated indices add in order either way.
+    rng = np.random.default_rng(6)
+    src = rng.standard_normal((40, 300))
+    idx = rng.integers(0, 7 if dim == 0 else 50, (40, 300))
+    base = rng.standard_normal((7, 300) if dim == 0 else (40, 50))
+    got = vk.tensor(base).scatter_add(dim, vk.tensor(idx), vk.tensor(src))
+    want = torch.tensor(base).scatter_add(dim, torch.tensor(idx), torch.tensor(src))
+    assert_close(got, want)
+    for t in (vk.tensor(idx[:, :7]).t().contiguous().t(),):  # a strided index
+        assert_close(vk.tensor(base).scatter_add(dim, t, vk.tensor(src)),
+                     torch.tensor(base).scatter_add(dim, torch.tensor(idx[:, :7]), torch.tensor(src)))
+    bad = idx.copy()
+    bad[3, 5] = 10_000
+    with pytest.raises(IndexError):
+        vk.tensor(base).scatter_add(dim, vk.tensor(bad), vk.tensor(src))
+
+
+def lanes16_sum(row):
+    """The CPU's float sum of a row of up to 8192 elements: element k into double lane k mod 16,
+    each lane in order, then the fixed tree (lane j takes j + 1, then j + 2, j + 4, j + 8)."""
+    lane = [0.0] * 16
+    for k, v in enumerate(row.tolist()):
+        lane[k % 16] += v
+    for w in (1, 2, 4, 8):
+        for j in range(0, 16 - w, 2 * w):
+            lane[j] += lane[j + w]
+    return np.float32(lane[0])
+
+
+def test_float_sum_lane_tree_in_vectors_keeps_the_bits():
+    # sum_lanes16 (simd.h) does merge_tree's additions in vectors: the same bits as the tree
+    rng = np.random.default_rng(8)
+    for n in (32, 33, 64, 100, 1000, 8192):
+        a = (rng.standard_normal((6, n)) * 10.0 ** rng.integers(-4, 5, (6, n))).astype(np.float32)
+        want = np.array([lanes16_sum(r) for r in a])
+        np.testing.assert_array_equal(to_np(vk.tensor(a).sum(1)), want, err_msg=str(n))
+
+
+@pytest.mark.parametrize("capability", ["avx2", "default"])
+def test_float_sum_lane_tree_same_bits_in_every_kernel_copy(capability):
+    # 16 lanes at every vector width: the AVX2 and generic (SSE2) copies sum as the machine's
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np, vkml as vk\n"
+            "a = np.random.default_rng(8).standard_normal((5, 777)).astype(np.float32)\n"
+            "print(vk.tensor(a).sum(1).numpy().tobytes().hex())")
+    env = dict(os.environ, VKML_CPU_CAPABILITY=capability)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    a = np.random.default_rng(8).standard_normal((5, 777)).astype(np.float32)
+    assert out.stdout.strip() == to_np(vk.tensor(a).sum(1)).tobytes().hex()
+    assert out.stdout.strip() == np.array([lanes16_sum(r) for r in a]).tobytes().hex()

@@ -1,6 +1,7 @@
 #include "vkml/backend/cpu/index.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "vkml/backend/cpu/elementwise.h"
@@ -215,7 +216,20 @@ VK_KERNEL(scatter_add) {
               }
               return;
             }
-            // n neighbouring lines; step along dim outside so the inner loop runs along memory.
+            // n neighbouring lines. Each output element takes its lines in the order of j either
+            // way; the inner loop runs along memory: along the lines where they are the closer
+            // in memory (dim innermost: scatter_add(1, ...) of rows of 1024, 6x faster), else
+            // across them.
+            if (std::llabs(ib) < std::llabs(s[1])) {
+              for (int64_t t = 0; t < n; ++t)
+                for (int64_t j = 0; j < lines_len; ++j) {
+                  const int64_t v = *reinterpret_cast<const I*>(p[1] + t * s[1] + j * ib);
+                  check_index(op, v, dim, size);
+                  *reinterpret_cast<T*>(p[0] + t * s[0] + v * ob) +=
+                      *reinterpret_cast<const T*>(p[2] + t * s[2] + j * sb);
+                }
+              return;
+            }
             for (int64_t j = 0; j < lines_len; ++j) {
               const char* ij = p[1] + j * ib;
               const char* sj = p[2] + j * sb;
