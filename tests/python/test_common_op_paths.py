@@ -348,3 +348,50 @@ def test_float_sum_lane_tree_same_bits_in_every_kernel_copy(capability):
     a = np.random.default_rng(8).standard_normal((5, 777)).astype(np.float32)
     assert out.stdout.strip() == to_np(vk.tensor(a).sum(1)).tobytes().hex()
     assert out.stdout.strip() == np.array([lanes16_sum(r) for r in a]).tobytes().hex()
+
+
+# ---- float32 pow as e^(y log x) in double ----
+
+def pow_ulps(got, x, y):
+    ref = torch.pow(torch.from_numpy(x).double(), torch.from_numpy(y).double())
+    r32 = ref.float().numpy()
+    ok = np.isfinite(r32) & (np.abs(r32) >= np.finfo(np.float32).tiny)
+    err = np.abs(got.astype(np.float64) - ref.numpy()) / np.spacing(np.abs(r32)).astype(np.float64)
+    return float(err[ok].max()), ok
+
+
+def test_float32_pow_within_half_an_ulp_and_libm_special_values(threads):
+    rng = np.random.default_rng(11)
+    n = 200_000
+    x = np.abs(rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)).astype(np.float32)
+    y = (rng.standard_normal(n) * 4).astype(np.float32)
+    got = to_np(vk.pow(vk.tensor(x), vk.tensor(y)))
+    inside = np.abs(y.astype(np.float64) * np.log(x.astype(np.float64))) <= 80  # the vmath path
+    worst, _ = pow_ulps(got[inside], x[inside], y[inside])
+    assert worst <= 0.5001, worst
+    worst, _ = pow_ulps(got, x, y)  # and libm's powf beyond (glibc: within 0.82 ulp)
+    assert worst <= 0.82, worst
+    # what libm decides: zeros, negative bases (integer and not), infinities, NaN, 1 ** NaN,
+    # x ** 0, overflow to inf, subnormal and zero results -- mixed into blocks of ordinary values
+    sx = np.array([0.0, -0.0, 0.0, -2.0, -2.0, -2.0, np.inf, -np.inf, np.nan, 1.0, 5.0, 3e38, 2.0,
+                   1e-30, 0.5, 2.0, 1e-45, 7.0], np.float32)
+    sy = np.array([2.0, 3.0, -1.0, 3.0, 0.5, 2.0, 0.5, 3.0, 0.0, np.nan, 0.0, 2.0, 130.0,
+                   1.5, 140.0, -130.0, 0.5, np.inf], np.float32)
+    bx = np.tile(x[:256], 4)
+    by = np.tile(y[:256], 4)
+    bx[300:300 + sx.size], by[300:300 + sy.size] = sx, sy
+    got = vk.pow(vk.tensor(bx), vk.tensor(by))
+    same_bits(got[300:300 + sx.size], torch.pow(torch.from_numpy(sx), torch.from_numpy(sy)), "special values")
+    # the block holding them keeps every other value as it is alone (no neighbour effect)
+    alone = to_np(vk.pow(vk.tensor(x[:256]), vk.tensor(y[:256])))
+    np.testing.assert_array_equal(to_np(got)[256:300], alone[:44])
+    np.testing.assert_array_equal(to_np(got)[300 + sx.size:512], alone[44 + sx.size:])
+    # strided operands and one-value operands: the same bits as the contiguous blocks
+    strided = vk.pow(vk.tensor(np.stack([bx, bx], 1))[:, 0], vk.tensor(np.stack([by, by], 1))[:, 1])
+    same_bits(strided, got, "strided")
+    same_bits(vk.pow(vk.tensor(bx), 1.7), vk.pow(vk.tensor(bx), vk.tensor(np.full_like(bx, 1.7))), "x ** 1.7")
+    same_bits(vk.exp2(vk.tensor(by)), vk.pow(vk.tensor(np.full_like(by, 2.0)), vk.tensor(by)), "exp2")
+    worst, _ = pow_ulps(to_np(vk.exp2(vk.tensor(y))), np.full_like(y, 2.0), y)
+    assert worst <= 0.5001, worst
+    np.testing.assert_array_equal(to_np(vk.exp2(vk.tensor(np.arange(-20, 20, dtype=np.float32)))),
+                                  2.0 ** np.arange(-20, 20, dtype=np.float32))  # exact powers
