@@ -275,6 +275,9 @@ def test_cdist_product_path_keeps_nan_and_checks_mode():
     x[4, 1] = np.nan
     d = to_np(vk.cdist(vk.tensor(x), vk.tensor(x)))
     assert np.isnan(d[4]).all() and np.isnan(d[:, 4]).all() and (d[:4, :4] == 0).all()
+    for rows in (3, 30):  # integers are refused on both paths, as torch
+        with pytest.raises(RuntimeError, match="floating-point"):
+            vk.cdist(vk.ones(rows, 2, dtype=vk.int64), vk.ones(rows, 2, dtype=vk.int64))
     with pytest.raises(ValueError, match="not a valid value for compute_mode"):
         vk.cdist(vk.tensor(x), vk.tensor(x), compute_mode="fast")
     assert_close(vk.cdist(vk.tensor(x), vk.tensor(x), p=1.0), torch.cdist(torch.tensor(x), torch.tensor(x), p=1.0))

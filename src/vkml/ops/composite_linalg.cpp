@@ -186,6 +186,9 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, std::string_view comp
            "cdist: X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
            " X2: ", x2.size(-1));
   VK_CHECK(p >= 0, RuntimeError, "cdist only supports non-negative p values, got ", p);
+  VK_CHECK(is_floating(x1.dtype()) && is_floating(x2.dtype()), RuntimeError,
+           "cdist only supports floating-point dtypes, X1 got: ", dtype_name(x1.dtype()),
+           ", X2 got: ", dtype_name(x2.dtype()));
   const bool always = compute_mode == "use_mm_for_euclid_dist";
   VK_CHECK(always || compute_mode == "use_mm_for_euclid_dist_if_necessary" ||
                compute_mode == "donot_use_mm_for_euclid_dist",

@@ -494,7 +494,7 @@ VK_KERNEL(div) {
 // domain: x positive and finite, y finite, the result normal (|y log x| <= 87); libm's powf
 // elsewhere (zeros, negative bases, infinities, NaN, overflow, subnormal results), by checked
 // blocks (checked_blocks.h) where the operands are contiguous or one value. Zen 4, one thread,
-// 1M floats: 4.5 -> ~0.6 ns an element (torch 2.6); exp2 (pow(2, x)) alike.
+// 1M floats: 4.5 -> 3.1 ns an element (torch 2.6), exp2 (pow(2, x)) 4.4 -> 1.1 (torch 0.29).
 namespace {
 [[gnu::always_inline]] inline double pow_exponent(float x, float y) {
   return static_cast<double>(y) * vmath::log(static_cast<double>(x));
