@@ -193,7 +193,7 @@ endfunction()
 set(vkml_floats f32-f32 f64-f64)
 set(vkml_numeric i32-i32 i64-i64 f32-f32 f64-f64)
 foreach(op exp log sqrt rsqrt reciprocal tanh sigmoid erf erfc gelu gelu_tanh leaky_relu elu
-           softplus hardsigmoid hardswish)
+           softplus hardsigmoid hardswish silu smooth_l1 huber)
   vkml_elementwise_variants(${op} 1 "" ${vkml_floats})
 endforeach()
 foreach(op sin cos)  # float32 computed in float64; float64 reads 2/pi from a second buffer
@@ -218,7 +218,8 @@ foreach(op add mul maximum minimum)
 endforeach()
 vkml_elementwise_variants(sub 2 "" i32-i32-i32 i64-i64-i64 f32-f32-f32 f64-f64-f64)
 foreach(op div gelu_backward relu_backward tanh_backward sigmoid_backward leaky_relu_backward
-           hardtanh_backward elu_backward softplus_backward hardsigmoid_backward hardswish_backward)
+           hardtanh_backward elu_backward softplus_backward hardsigmoid_backward hardswish_backward
+           silu_backward smooth_l1_backward huber_backward)
   vkml_elementwise_variants(${op} 2 "" f32-f32-f32 f64-f64-f64)
 endforeach()
 foreach(op floor_divide remainder)

@@ -45,6 +45,12 @@ void bind_activation(nb::module_& m) {
         return without_gil(heavy(g), [&] { return vk::hardswish_backward(g, x); });
       },
       "grad"_a, "input"_a);
+  m.def(
+      "silu_backward",
+      [](const Tensor& g, const Tensor& x) {
+        return without_gil(heavy(g), [&] { return vk::silu_backward(g, x); });
+      },
+      "grad_output"_a, "input"_a);
 }
 
 }  // namespace vkpy

@@ -65,6 +65,31 @@ RegisterOpCases activation_cases({
        return V{leaf({3}, -2.0, 2.0), values({-3.5, -2.0, 0.4, 2.9, 3.3, -0.7}, {2, 3})};
      },
      [](const V& x) { return hardswish_backward(x[0], x[1]); }},
+    {OpKind::Silu, "silu",
+     [] {
+       return V{leaf({2, 3}, -6.0, 6.0)};
+     },
+     [](const V& x) { return silu(x[0]); }},
+    {OpKind::SiluBackward, "silu_backward/broadcast_g",
+     [] {
+       return V{leaf({3}, -2.0, 2.0), leaf({2, 3}, -6.0, 6.0)};
+     },
+     [](const V& x) { return silu_backward(x[0], x[1]); }},
+    // beta 0.5 against |x| in [0.2, 1.4]: both pieces, none within 0.1 of the joins
+    {OpKind::SmoothL1, "smooth_l1", [] { return V{away_from_zero()}; },
+     [](const V& x) { return smooth_l1(x[0], 0.5); }},
+    {OpKind::SmoothL1Backward, "smooth_l1_backward",
+     [] {
+       return V{leaf({2, 3}, -2.0, 2.0), away_from_zero()};
+     },
+     [](const V& x) { return smooth_l1_backward(x[0], x[1], 0.5); }},
+    {OpKind::Huber, "huber", [] { return V{away_from_zero()}; },
+     [](const V& x) { return huber(x[0], 0.75); }},
+    {OpKind::HuberBackward, "huber_backward/broadcast_g",
+     [] {
+       return V{leaf({3}, -2.0, 2.0), away_from_zero()};
+     },
+     [](const V& x) { return huber_backward(x[0], x[1], 0.75); }},
     // beta = -1: log sigmoid (F.logsigmoid, the logit losses)
     {OpKind::Softplus, "softplus/negative_beta",
      [] {

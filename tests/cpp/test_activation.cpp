@@ -124,6 +124,49 @@ TEST(Activation, IntegerInputsAreDTypeErrors) {
   EXPECT_THROW(hardswish_backward(i, i), DTypeError);
   EXPECT_THROW(leaky_relu_backward(i, i, 0.1), DTypeError);
   EXPECT_THROW(softplus_backward(i, i, 1.0, 20.0), DTypeError);
+  EXPECT_THROW(silu(i), DTypeError);
+  EXPECT_THROW(silu_backward(i, i), DTypeError);
+  EXPECT_THROW(smooth_l1(i, 1.0), DTypeError);
+  EXPECT_THROW(huber_backward(i, i, 1.0), DTypeError);
+}
+
+// As torch's losses: smooth_l1's beta >= 0 (0 is the l1 loss), huber's delta > 0; NaN neither.
+TEST(Activation, LossPiecesRefuseBadWidths) {
+  const Tensor x = values({-1.0, 0.5}, {2});
+  EXPECT_THROW(smooth_l1(x, -0.5), RuntimeError);
+  EXPECT_THROW(smooth_l1_backward(x, x, std::nan("")), RuntimeError);
+  EXPECT_THROW(huber(x, 0.0), RuntimeError);
+  EXPECT_THROW(huber_backward(x, x, -1.0), RuntimeError);
+  EXPECT_NO_THROW(smooth_l1(x, 0.0));
+}
+
+// torch's pieces and its choices at the joins (an |x| equal to beta or delta takes the linear
+// piece; the gradient there is +-g or +-g delta), NaN passing.
+TEST(Activation, LossPiecesMatchTorchsFormulas) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const double tol = dt == DType::Float32 ? 1e-7 : 1e-15;
+    const Tensor x = of({-3.0, -0.5, -0.25, 0.0, 0.25, 0.5, 2.0, kNaN}, dt);
+    const Tensor g = of({2, 2, 2, 2, 2, 2, 2, 2}, dt);
+    // beta 0.5: 0.5 x^2 / 0.5 = x^2 inside, |x| - 0.25 outside
+    expect_close(smooth_l1(x, 0.5), {2.75, 0.25, 0.0625, 0.0, 0.0625, 0.25, 1.75, kNaN}, tol);
+    expect_close(smooth_l1_backward(g, x, 0.5), {-2, -2, -1, 0, 1, 2, 2, kNaN}, tol);
+    // delta 0.5: 0.5 x^2 inside, 0.5 (|x| - 0.25) outside
+    expect_close(huber(x, 0.5), {1.375, 0.125, 0.03125, 0.0, 0.03125, 0.125, 0.875, kNaN}, tol);
+    expect_close(huber_backward(g, x, 0.5), {-1, -1, -0.5, 0, 0.5, 1, 1, kNaN}, tol);
+    // silu and its gradient at the tails, 0 and NaN: x sigmoid(x); g s (1 + x (1 - s))
+    const Tensor t = of({-20.0, -1.0, 0.0, 1.0, 20.0, kNaN, -kInf, kInf}, dt);
+    std::vector<double> want, dwant;
+    for (double v : {-20.0, -1.0, 0.0, 1.0, 20.0}) {
+      const double s = 1.0 / (1.0 + std::exp(-v));
+      want.push_back(v * s);
+      dwant.push_back(2.0 * s * (1.0 + v * (1.0 - s)));
+    }
+    want.insert(want.end(), {kNaN, kNaN, kInf});  // -inf * 0 is NaN, as torch's x * sigmoid(x)
+    dwant.insert(dwant.end(), {kNaN, kNaN, kNaN});
+    const bool f32 = dt == DType::Float32;  // sigmoid's rounding, then the products'
+    expect_close(silu(t), want, f32 ? 5e-7 : 1e-15);
+    expect_close(silu_backward(of({2, 2, 2, 2, 2, 2, 2, 2}, dt), t), dwant, f32 ? 1e-6 : 4e-15);
+  }
 }
 
 // The regression: each of these was a composition of three to ten element-wise ops, forward and
@@ -143,7 +186,8 @@ TEST(Activation, FunctionalActivationsAreOneOpEachWay) {
       {"softplus", F::softplus(x, 2.0, 10.0), OpKind::Softplus, OpKind::SoftplusBackward},
       {"logsigmoid", F::logsigmoid(x), OpKind::Softplus, OpKind::SoftplusBackward},
       {"hardsigmoid", F::hardsigmoid(x), OpKind::Hardsigmoid, OpKind::HardsigmoidBackward},
-      {"hardswish", F::hardswish(x), OpKind::Hardswish, OpKind::HardswishBackward}};
+      {"hardswish", F::hardswish(x), OpKind::Hardswish, OpKind::HardswishBackward},
+      {"silu", F::silu(x), OpKind::Silu, OpKind::SiluBackward}};
   for (const auto& [name, y, forward, backward] : cases) {
     ASSERT_NE(y.op(), nullptr) << name;
     EXPECT_EQ(y.op()->kind, forward) << name;

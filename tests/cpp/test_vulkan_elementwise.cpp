@@ -202,7 +202,9 @@ TEST_F(Vulkan, ActivationsMatchTheCpu) {
         {"leaky_relu", [](const auto& v) { return leaky_relu(v[0], 0.2); }},
         {"hardtanh", [](const auto& v) { return hardtanh(v[0], -2.5, 0.75); }},
         {"hardsigmoid", [](const auto& v) { return hardsigmoid(v[0]); }},
-        {"hardswish", [](const auto& v) { return hardswish(v[0]); }}};
+        {"hardswish", [](const auto& v) { return hardswish(v[0]); }},
+        {"smooth_l1", [](const auto& v) { return smooth_l1(v[0], 0.75); }},
+        {"huber", [](const auto& v) { return huber(v[0], 1.25); }}};
     for (const auto& [name, f] : exact) {
       expect_matches(f, {edges}, 0, name_of(name.c_str(), t));
       expect_matches(f, {sweep}, 0, name_of(name.c_str(), t) + " sweep");
@@ -212,13 +214,16 @@ TEST_F(Vulkan, ActivationsMatchTheCpu) {
         {"hardtanh_backward",
          [](const auto& v) { return hardtanh_backward(v[0], v[1], -2.5, 0.75); }},
         {"hardsigmoid_backward", [](const auto& v) { return hardsigmoid_backward(v[0], v[1]); }},
-        {"hardswish_backward", [](const auto& v) { return hardswish_backward(v[0], v[1]); }}};
+        {"hardswish_backward", [](const auto& v) { return hardswish_backward(v[0], v[1]); }},
+        {"smooth_l1_backward", [](const auto& v) { return smooth_l1_backward(v[0], v[1], 0.75); }},
+        {"huber_backward", [](const auto& v) { return huber_backward(v[0], v[1], 1.25); }}};
     for (const auto& [name, f] : exact_pairs)
       expect_matches(f, all_pairs(edges), 0, name_of(name.c_str(), t) + " pairs");
     const std::vector<std::pair<std::string, Fn>> smooth{
         {"elu", [](const auto& v) { return elu(v[0], 0.7, 1.3); }},
         {"softplus", [](const auto& v) { return softplus(v[0], 2.0, 15.0); }},
-        {"softplus no threshold", [](const auto& v) { return softplus(v[0], 1.0, kInf); }}};
+        {"softplus no threshold", [](const auto& v) { return softplus(v[0], 1.0, kInf); }},
+        {"silu", [](const auto& v) { return silu(v[0]); }}};
     for (const auto& [name, f] : smooth) {
       expect_matches(f, {edges}, 4, name_of(name.c_str(), t));
       expect_matches(f, {sweep}, 4, name_of(name.c_str(), t) + " sweep");
@@ -231,6 +236,11 @@ TEST_F(Vulkan, ActivationsMatchTheCpu) {
       expect_matches(f, all_pairs(edges), 4, name_of(name.c_str(), t) + " pairs");
       expect_matches(f, {sweep * 0.5, sweep}, 4, name_of(name.c_str(), t) + " sweep");
     }
+    // 1 + x (1 - s) cancels near x = -1.28, where silu's slope crosses 0: a few ulp of the terms
+    // (the floor of 1 in the bound), as gelu_backward's
+    const Fn silu_back = [](const auto& v) { return silu_backward(v[0], v[1]); };
+    expect_matches(silu_back, all_pairs(edges), 4, name_of("silu_backward", t) + " pairs", 1.0);
+    expect_matches(silu_back, {sweep * 0.5, sweep}, 4, name_of("silu_backward", t) + " sweep", 1.0);
   }
 }
 

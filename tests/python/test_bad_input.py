@@ -786,6 +786,25 @@ NANINF.update({
     "elu_backward": lambda: vk.elu_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), 0.5, 2.0),
     "softplus_backward": lambda: vk.softplus_backward(_f(3, 4), vk.flip(_f(3, 4), [1]), 2.0, 1.0),
 })
+
+
+def _first_grad(y, x):
+    """d sum(y) / dx as a differentiable tensor: its op is y's fused *_backward op."""
+    return vk.autograd.grad(y.sum(), [x], create_graph=True)[0]
+
+
+# silu and the smooth L1 / Huber pieces, one op each way (#18)
+NANINF.update({
+    "silu": lambda: F.silu(_f(3, 4)),
+    "silu_backward": lambda: vk.silu_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
+    "smooth_l1": lambda: (F.smooth_l1_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none", beta=0.5),
+                          F.smooth_l1_loss(_f(3, 4), _f(4))),
+    "huber": lambda: (F.huber_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none", delta=0.5),
+                      F.huber_loss(_f(3, 4), _f(4), reduction="sum")),
+    **{name + "_backward": (lambda name=name: (lambda x: _first_grad(
+        getattr(F, name + "_loss")(x, vk.flip(_f(3, 4), [1]), reduction="none"), x))(_f(3, 4)))
+       for name in ("smooth_l1", "huber")},
+})
 # scaled dot-product attention, fused (#18): NaN and Inf in queries, keys and values alike
 NANINF.update({
     "attention": lambda: (vk._C._attention(_f(2, 3, 4), vk.flip(_f(2, 3, 4), [1]), _f(2, 3, 2), 0.5, True),

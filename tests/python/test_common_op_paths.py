@@ -2,9 +2,12 @@
 from nearbyint, trunc as one op, float32 sums (16 double lanes, their tree in vectors: the same
 bits), max / min over four vectors with a vectorised merge, argmax's early stop, index_select along
 the last dim, scatter_add's loop order, interpolate by gathers, adaptive_avg_pool over even windows
-as a mean, cdist by a matrix product (torch's compute_mode), arange in parallel, float32 pow. Each checked against torch (values, signs of zeros, NaN, gradients in
-float64), on contiguous and strided inputs, at one and two threads, and on Vulkan where the op is
-a kernel there."""
+as a mean, cdist by a matrix product (torch's compute_mode), arange in parallel, float32 pow; then
+(the backward sweep of the same day) short-row sums, variances and max / min with their lanes in
+registers, flip of the last dim by row reversal, tril / triu as one mask, mean's gradient divided
+before it is expanded, silu and the smooth L1 / Huber losses as one op each way. Each checked
+against torch (values, signs of zeros, NaN, gradients in float64), on contiguous and strided
+inputs, at one and two threads, and on Vulkan where the op is a kernel there."""
 
 import numpy as np
 import pytest
@@ -161,6 +164,38 @@ def test_max_min_argmax_rows_four_vectors_match_torch(shape, dtype, threads):
     assert_close(strided.amax(1), t.amax(1), what="strided amax")
 
 
+@pytest.mark.parametrize("n", [16, 17, 47, 64, 65, 100, 130])
+def test_extreme_rows_in_registers_regression(n, threads):
+    # a row of a vector or more folds in registers, its tail (under a vector) padded with the
+    # reduction's identity (-inf, +inf, the lowest or highest integer); the lanes take v by the
+    # max/min instruction, then NaN by a select: NaN anywhere wins, the identity never shows
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((8, n)).astype(np.float32)
+    a[0, -1] = np.nan  # in the tail
+    a[1, :] = -np.inf
+    a[2, :] = np.inf
+    a[3, :] = np.nan
+    a[4, n // 3] = np.nan
+    a[5, -1] = 50.0  # the maximum in the tail
+    a[6, -1] = -50.0
+    for dtype in (np.float32, np.float64):
+        v, t = vk.tensor(a.astype(dtype)), torch.tensor(a.astype(dtype))
+        for name in ("amax", "amin"):
+            assert_close(getattr(v, name)(1), getattr(t, name)(1), what=name)
+            np.testing.assert_array_equal(to_np(getattr(v, "arg" + name[1:])(1)),
+                                          to_np(getattr(t, "arg" + name[1:])(1)))
+    for dtype in (np.int8, np.int32, np.int64):
+        info = np.iinfo(dtype)
+        b = rng.integers(-100, 100, (4, n)).astype(dtype)
+        b[0, :] = info.min
+        b[1, :] = info.max
+        b[2, -1] = info.max
+        b[3, -1] = info.min
+        v, t = vk.tensor(b), torch.tensor(b)
+        for name in ("amax", "amin"):
+            np.testing.assert_array_equal(to_np(getattr(v, name)(1)), to_np(getattr(t, name)(1)), err_msg=name)
+
+
 def test_argmax_stops_at_the_first_match_in_every_block():
     # rows longer than one reduction block (8192): the first maximum in a later block, and an
     # equal value earlier in a later block than the first
@@ -314,16 +349,20 @@ def test_scatter_add_loop_order_matches_torch(dim):
         vk.tensor(base).scatter_add(dim, vk.tensor(bad), vk.tensor(src))
 
 
-def lanes16_sum(row):
-    """The CPU's float sum of a row of up to 8192 elements: element k into double lane k mod 16,
-    each lane in order, then the fixed tree (lane j takes j + 1, then j + 2, j + 4, j + 8)."""
+def lanes16_double(row):
+    """The CPU's float sum of a row of up to 8192 elements, in double: element k into double lane
+    k mod 16, each lane in order, then the fixed tree (lane j takes j + 1, then j + 2, j + 4, j + 8)."""
     lane = [0.0] * 16
     for k, v in enumerate(row.tolist()):
         lane[k % 16] += v
     for w in (1, 2, 4, 8):
         for j in range(0, 16 - w, 2 * w):
             lane[j] += lane[j + w]
-    return np.float32(lane[0])
+    return lane[0]
+
+
+def lanes16_sum(row):
+    return np.float32(lanes16_double(row))
 
 
 def test_float_sum_lane_tree_in_vectors_keeps_the_bits():
@@ -396,3 +435,129 @@ def test_float32_pow_within_half_an_ulp_and_libm_special_values(threads):
     assert worst <= 0.5001, worst
     np.testing.assert_array_equal(to_np(vk.exp2(vk.tensor(np.arange(-20, 20, dtype=np.float32)))),
                                   2.0 ** np.arange(-20, 20, dtype=np.float32))  # exact powers
+
+
+
+# ---- float sums and variances over short rows, lanes in registers ----
+
+@pytest.mark.parametrize("n", [32, 47, 64, 100, 129])
+def test_row_sums_and_vars_in_registers_regression(n, threads):
+    # rows of a few vectors fold their 16 lanes in registers (simd.h row_sum16; they took 15 ns a
+    # row in a call per row): the lane tree of the long path, tails included, for sums and means;
+    # variances (the same fold of squared deviations) against torch
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal((300, n)) * 10.0 ** rng.integers(-3, 4, (300, n))).astype(np.float32)
+    x = vk.tensor(a)
+    np.testing.assert_array_equal(to_np(x.sum(1)), np.array([lanes16_sum(r) for r in a]))
+    np.testing.assert_array_equal(to_np(x.mean(-1)), np.array([np.float32(lanes16_double(r) / n) for r in a]))
+    strided = vk.tensor(np.repeat(a, 2, axis=1))[:, ::2]  # not one run: the long path, same lanes
+    np.testing.assert_array_equal(to_np(strided.sum(1)), np.array([lanes16_sum(r) for r in a]))
+    d = a.astype(np.float64)
+    np.testing.assert_allclose(to_np(vk.tensor(d).var(1)), to_np(torch.tensor(d).var(1)), rtol=1e-13)
+    np.testing.assert_allclose(to_np(x.var(1, correction=0)), to_np(torch.tensor(a).var(1, correction=0)),
+                               rtol=3e-6)
+
+
+# ---- flip of the last dim by row reversal ----
+
+FLIP_DTYPES = [np.bool_, np.int8, np.int16, np.float16, np.float32, np.int64, np.float64]
+
+
+@pytest.mark.parametrize("dtype", FLIP_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape,dims", [((3, 1024), [1]), ((2, 3, 17), [-1]), ((5, 16), [0, 1]),
+                                        ((4, 15), [1]), ((2, 3, 40), [0, 2]), ((2, 40, 3), [1]),
+                                        ((64,), [0])], ids=str)
+def test_flip_last_dim_reverses_rows_regression(dtype, shape, dims, threads):
+    # a flip of the last dim reverses each row (it copied one element at a time: 5.9x torch's
+    # time); rows under 16 elements and other dims take the strided copy
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    a = (rng.standard_normal(shape) * 50).astype(dtype)
+    want = np.flip(a, dims)
+    np.testing.assert_array_equal(to_np(vk.flip(vk.tensor(a), dims)), want)
+    # strided and offset inputs: every other column, a transposed view
+    s = np.ascontiguousarray(np.repeat(a, 2, axis=-1))
+    np.testing.assert_array_equal(to_np(vk.flip(vk.tensor(s)[..., 1::2], dims)), want)
+    t = vk.tensor(np.ascontiguousarray(np.swapaxes(a, 0, -1))).transpose(0, -1)
+    np.testing.assert_array_equal(to_np(vk.flip(t, dims)), want)
+
+
+def test_flip_gradient_matches_torch():
+    a = np.random.default_rng(3).standard_normal((6, 300))
+    g = np.random.default_rng(4).standard_normal((6, 300))
+    x, tx = vk.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    vk.flip(x, [1]).backward(vk.tensor(g))
+    torch.flip(tx, [1]).backward(torch.tensor(g))
+    np.testing.assert_array_equal(to_np(x.grad), tx.grad.numpy())
+
+
+# ---- tril / triu as one mask ----
+
+@pytest.mark.parametrize("diagonal", [0, 3, -2, 40, -40, 2 ** 62, -2 ** 62, 2 ** 63 - 1, -2 ** 63])
+@pytest.mark.parametrize("shape", [(5, 7), (2, 3, 4, 6), (7, 5), (0, 3), (1, 1)], ids=str)
+def test_tril_triu_mask_matches_torch(shape, diagonal):
+    # col <= row + diagonal, the diagonal clamped into [-rows, cols] (no overflow at the extremes)
+    a = np.random.default_rng(2).standard_normal(shape)
+    for name in ("tril", "triu"):
+        for arr in (a, (a > 0), (a * 10).astype(np.int32)):
+            want = getattr(torch, name)(torch.tensor(arr), diagonal).numpy()
+            got = to_np(getattr(vk, name)(vk.tensor(arr), diagonal))
+            assert got.dtype == want.dtype, name
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {arr.dtype}")
+
+
+@pytest.mark.parametrize("device", devices())
+def test_tril_triu_gradient_and_device(device):
+    a = np.random.default_rng(5).standard_normal((3, 6, 4))
+    g = np.random.default_rng(6).standard_normal((3, 6, 4))
+    for name, d in (("tril", -1), ("triu", 2)):
+        x, tx = vk.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)
+        y = getattr(vk, name)(x, d)
+        y.backward(vk.tensor(g, device=device))
+        getattr(torch, name)(tx, d).backward(torch.tensor(g))
+        np.testing.assert_array_equal(to_np(y), getattr(torch, name)(torch.tensor(a), d).numpy())
+        np.testing.assert_array_equal(to_np(x.grad), tx.grad.numpy())
+
+
+# ---- mean's gradient divided before it is expanded ----
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dims", [((1000,), None), ((6, 7, 5), (0, 2)), ((6, 7, 5), (1,)), ((3, 0), (1,))],
+                         ids=str)
+def test_mean_gradient_divided_before_expanding(shape, dims, dtype):
+    # g / N once per output, then expanded: the same bits as dividing each expanded element
+    a = np.random.default_rng(9).standard_normal(shape).astype(dtype)
+    x, tx = vk.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y = x.mean() if dims is None else x.mean(dims)
+    ty = tx.mean() if dims is None else tx.mean(dims)
+    g = np.random.default_rng(10).standard_normal(ty.shape).astype(dtype)
+    y.backward(vk.tensor(g))
+    ty.backward(torch.tensor(g))
+    np.testing.assert_array_equal(to_np(x.grad), tx.grad.numpy())
+
+
+# ---- silu, smooth_l1_loss and huber_loss, one op each way ----
+
+def test_silu_and_regression_losses_special_values_match_torch():
+    # NaN and inf pass as torch's; beta 0 is the l1 loss (gradient 0 at a zero difference)
+    vals = np.array([-np.inf, -30.0, -2.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, 30.0, np.inf, np.nan])
+    for dtype in (np.float32, np.float64):
+        a = vals.astype(dtype)
+        x, tx = vk.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        vk.nn.functional.silu(x).backward(vk.ones(len(a), dtype=x.dtype))
+        torch.nn.functional.silu(tx).backward(torch.ones(len(a), dtype=tx.dtype))
+        assert_close(vk.nn.functional.silu(x.detach()), torch.nn.functional.silu(tx.detach()), np.dtype(dtype).name)
+        assert_close(x.grad, tx.grad, np.dtype(dtype).name)
+        t = np.zeros_like(a)
+        t[4] = 1.0
+        for name, kws in (("smooth_l1_loss", ({}, {"beta": 0.5}, {"beta": 0.0})),
+                          ("huber_loss", ({}, {"delta": 0.5}))):
+            for kw in kws:
+                for red in ("none", "mean", "sum"):
+                    x, tx = vk.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+                    y = getattr(vk.nn.functional, name)(x, vk.tensor(t), reduction=red, **kw)
+                    ty = getattr(torch.nn.functional, name)(tx, torch.tensor(t), reduction=red, **kw)
+                    what = f"{name} {kw} {red} {np.dtype(dtype).name}"
+                    assert_close(y, ty, np.dtype(dtype).name, what=what)
+                    y.sum().backward()
+                    ty.sum().backward()
+                    assert_close(x.grad, tx.grad, np.dtype(dtype).name, what=what + " grad")

@@ -1226,6 +1226,49 @@ SPECS.update({
                                [F(3, 4), F(3, 4, lo=-3, hi=3, avoid=(1.5,))])],
 })
 
+
+def _loss_piece(m, name, x, target, **kw):
+    """The element-wise loss of the difference x - target (reduction 'none')."""
+    return getattr(_VF if m is vk else TF, name)(x, target, reduction="none", **kw)
+
+
+def _loss_piece_backward(m, name, g, x, **kw):
+    """The loss's fused gradient at the difference x, for the upstream g: vkml's through autograd
+    (its op is <piece>_backward), torch's aten op (reduction 0: none, target 0)."""
+    if m is vk:
+        if not x.requires_grad:  # a forward-only run (the 16-bit sweep): a leaf of its own
+            x = x.detach().requires_grad_()
+        return vk.autograd.grad(_loss_piece(m, name, x, vk.zeros_like(x), **kw), [x], grad_outputs=g,
+                                create_graph=True)[0]
+    return getattr(torch.ops.aten, name + "_backward")(g, x, torch.zeros_like(x), 0, *kw.values())
+
+
+# silu and the smooth L1 / Huber pieces, one op each way (#18); x avoids the kinks at +-beta
+SPECS.update({
+    "silu": [Case(lambda m, x: (_VF if m is vk else TF).silu(x), [F(3, 4, lo=-9, hi=9)]),
+             Case(lambda m, x: (_VF if m is vk else TF).silu(x), [F(2, 3, 2, lo=-40, hi=40)], label="tails")],
+    # torch's aten.silu_backward has no derivative: its values, then its formula for the gradients
+    "silu_backward": [Case(lambda m, g, x: (vk.silu_backward(g, x) if m is vk
+                                            else torch.ops.aten.silu_backward(g, x)),
+                           [F(3, 4), F(3, 4, lo=-9, hi=9)], forward_only=True),
+                      Case(lambda m, g, x: vk.silu_backward(g, x), [F(3, 4), F(3, 4, lo=-9, hi=9)],
+                           tfn=lambda m, g, x: g * x.sigmoid() * (1 + x * (1 - x.sigmoid())), label="formula")],
+    "smooth_l1": [Case(lambda m, x: _loss_piece(m, "smooth_l1_loss", x, m.zeros_like(x), beta=0.7),
+                       [F(3, 4, lo=-2, hi=2, avoid=(-0.7, 0.7))]),
+                  Case(lambda m, x, y: (_VF if m is vk else TF).smooth_l1_loss(x, y, beta=1.5),
+                       [F(3, 4, lo=-4, hi=4), F(3, 4, lo=-4, hi=4)], label="mean"),
+                  Case(lambda m, x, y: (_VF if m is vk else TF).smooth_l1_loss(x, y, reduction="sum"),
+                       [F(2, 3, 2, lo=-3, hi=3), F(2, 3, 2, lo=-3, hi=3)], label="sum")],
+    "smooth_l1_backward": [Case(lambda m, g, x: _loss_piece_backward(m, "smooth_l1_loss", g, x, beta=0.7),
+                                [F(3, 4), F(3, 4, lo=-2, hi=2, avoid=(-0.7, 0.7))])],
+    "huber": [Case(lambda m, x: _loss_piece(m, "huber_loss", x, m.zeros_like(x), delta=0.6),
+                   [F(3, 4, lo=-2, hi=2, avoid=(-0.6, 0.6))]),
+              Case(lambda m, x, y: (_VF if m is vk else TF).huber_loss(x, y, delta=2.5),
+                   [F(3, 4, lo=-5, hi=5), F(3, 4, lo=-5, hi=5)], label="mean")],
+    "huber_backward": [Case(lambda m, g, x: _loss_piece_backward(m, "huber_loss", g, x, delta=0.6),
+                            [F(3, 4), F(3, 4, lo=-2, hi=2, avoid=(-0.6, 0.6))])],
+})
+
 def _params():
     for op in OPS:
         for i, case in enumerate(SPECS.get(op, [])):

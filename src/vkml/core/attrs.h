@@ -61,6 +61,7 @@ struct ActivationAttrs {
   double negative_slope = 0.01;           // leaky_relu: x * negative_slope where x <= 0
   double alpha = 1.0, input_scale = 1.0;  // elu: alpha * (e^(x * input_scale) - 1) where x <= 0
   double beta = 1.0, threshold = 20.0;    // softplus: log(1 + e^(beta x)) / beta; x past it
+  double width = 1.0;  // smooth_l1's beta, huber's delta: the quadratic piece spans |x| < width
 };
 
 // var: the correction subtracted from the element count (1: Bessel's).

@@ -72,6 +72,8 @@ enum class OpKind : uint16_t {
   Attention, AttentionBackward,
   // rounding toward zero, one pass (it was where(x < 0, ceil, floor)) (#18)
   Trunc,
+  // silu and the regression losses' element-wise pieces, one pass each way (#18)
+  Silu, SiluBackward, SmoothL1, SmoothL1Backward, Huber, HuberBackward,
   kCount
 };
 // clang-format on

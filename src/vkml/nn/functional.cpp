@@ -13,6 +13,7 @@
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/nn/breadth_util.h"
+#include "vkml/ops/activation.h"
 #include "vkml/ops/attention.h"
 #include "vkml/ops/autocast.h"
 #include "vkml/ops/composite.h"
@@ -164,7 +165,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   return vk::gelu(x, approximate == "tanh");
 }
 
-Tensor silu(const Tensor& x) { return x * vk::sigmoid(x); }
+Tensor silu(const Tensor& x) { return vk::silu(x); }
 Tensor sigmoid(const Tensor& x) { return vk::sigmoid(x); }
 Tensor tanh(const Tensor& x) { return vk::tanh(x); }
 Tensor softmax(const Tensor& x, int64_t dim) { return vk::softmax(x, dim); }

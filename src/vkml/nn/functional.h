@@ -22,7 +22,7 @@ using Size2 = std::array<int64_t, 2>;  // (height, width), as torch's int-or-pai
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");  // "none" | "tanh"
-Tensor silu(const Tensor& x);                                         // x * sigmoid(x)
+Tensor silu(const Tensor& x);                                         // x * sigmoid(x), one op
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor softmax(const Tensor& x, int64_t dim);

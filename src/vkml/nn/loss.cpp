@@ -8,6 +8,7 @@
 #include "vkml/core/grad_mode.h"
 #include "vkml/nn/breadth_util.h"
 #include "vkml/nn/functional.h"
+#include "vkml/ops/activation.h"
 #include "vkml/ops/shape.h"
 
 namespace vk::nn::functional {
@@ -121,10 +122,10 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
   constexpr const char* fn = "smooth_l1_loss";
   breadth::check_reduction(reduction, fn);
   VK_CHECK(beta >= 0.0, RuntimeError, fn, ": beta must be >= 0, got ", beta);
-  Tensor d = abs(difference(input, target, fn));
-  if (beta == 0.0) return reduce_loss(d, reduction, fn);
-  Tensor loss = where(lt(d, scalar_like(beta, d)), d * d * (0.5 / beta), d - 0.5 * beta);
-  return reduce_loss(loss, reduction, fn);
+  Tensor d = difference(input, target, fn);
+  // beta 0 is the l1 loss, as torch's (whose smooth_l1 gradient at 0 would be +-g, not 0)
+  if (beta == 0.0) return reduce_loss(abs(d), reduction, fn);
+  return reduce_loss(smooth_l1(d, beta), reduction, fn);
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
@@ -132,9 +133,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view re
   constexpr const char* fn = "huber_loss";
   breadth::check_reduction(reduction, fn);
   VK_CHECK(delta > 0.0, RuntimeError, fn, ": delta must be > 0, got ", delta);
-  Tensor d = abs(difference(input, target, fn));
-  Tensor loss = where(lt(d, scalar_like(delta, d)), d * d * 0.5, (d - 0.5 * delta) * delta);
-  return reduce_loss(loss, reduction, fn);
+  return reduce_loss(huber(difference(input, target, fn), delta), reduction, fn);
 }
 
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input, bool full,

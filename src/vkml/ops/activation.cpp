@@ -86,6 +86,13 @@ Tensor hardsigmoid_back(const Tensor& g, const Tensor& x, const Attrs&) {
 Tensor hardswish_back(const Tensor& g, const Tensor& x, const Attrs&) {
   return hardswish_backward(g, x);
 }
+Tensor silu_back(const Tensor& g, const Tensor& x, const Attrs&) { return silu_backward(g, x); }
+Tensor smooth_l1_back(const Tensor& g, const Tensor& x, const Attrs& a) {
+  return smooth_l1_backward(g, x, a.activation.width);
+}
+Tensor huber_back(const Tensor& g, const Tensor& x, const Attrs& a) {
+  return huber_backward(g, x, a.activation.width);
+}
 
 // Piecewise linear: the slope is a step function of x (zero, as torch's: a tensor, not none).
 Tensor piecewise_linear_second(const Tensor&, const Tensor&, const Tensor& x, const Attrs&) {
@@ -111,12 +118,34 @@ Tensor hardswish_second(const Tensor& gg, const Tensor& g, const Tensor& x, cons
   return where(inside, d, zero(d));
 }
 
+// d/dx [g * s (1 + x (1 - s))] = gg * g * s (1 - s) * (2 + x (1 - 2 s)), s = sigmoid(x).
+Tensor silu_second(const Tensor& gg, const Tensor& g, const Tensor& x, const Attrs&) {
+  const Tensor s = sigmoid(x);
+  return sigmoid_backward(gg * g, s) * (x * (1.0 - s * 2.0) + 2.0);
+}
+// The quadratic piece's slope, gg * g * scale strictly inside |x| < width, else 0 (smooth_l1's
+// scale is 1 / beta, huber's 1).
+Tensor quadratic_piece_second(const Tensor& gg, const Tensor& g, const Tensor& x, double width,
+                              double scale) {
+  const Tensor d = gg * g * scale;
+  return where(lt(abs(x), scalar_like(width, x)), d, zero(d));
+}
+Tensor smooth_l1_second(const Tensor& gg, const Tensor& g, const Tensor& x, const Attrs& a) {
+  return quadratic_piece_second(gg, g, x, a.activation.width, 1.0 / a.activation.width);
+}
+Tensor huber_second(const Tensor& gg, const Tensor& g, const Tensor& x, const Attrs& a) {
+  return quadratic_piece_second(gg, g, x, a.activation.width, 1.0);
+}
+
 Grads leaky_relu_grad(const GradCtx& c) { return {leaky_back(c.grad, c.in[0], c.attrs)}; }
 Grads hardtanh_grad(const GradCtx& c) { return {hardtanh_back(c.grad, c.in[0], c.attrs)}; }
 Grads elu_grad(const GradCtx& c) { return {elu_back(c.grad, c.in[0], c.attrs)}; }
 Grads softplus_grad(const GradCtx& c) { return {softplus_back(c.grad, c.in[0], c.attrs)}; }
 Grads hardsigmoid_grad(const GradCtx& c) { return {hardsigmoid_back(c.grad, c.in[0], c.attrs)}; }
 Grads hardswish_grad(const GradCtx& c) { return {hardswish_back(c.grad, c.in[0], c.attrs)}; }
+Grads silu_grad(const GradCtx& c) { return {silu_back(c.grad, c.in[0], c.attrs)}; }
+Grads smooth_l1_grad(const GradCtx& c) { return {smooth_l1_back(c.grad, c.in[0], c.attrs)}; }
+Grads huber_grad(const GradCtx& c) { return {huber_back(c.grad, c.in[0], c.attrs)}; }
 
 }  // namespace
 
@@ -175,6 +204,33 @@ void add_activation_ops(OpList& ops) {
       "fused, as PyTorch's",
       backward_rule<hardswish_back, hardswish_second>,
       "dg = hardswish_backward(gg, x); dx = gg * g / 3 where -3 < x < 3, else 0"));
+  ops.push_back(unary(OpKind::Silu, "silu", "silu(x)", "x * sigmoid(x)", silu_grad,
+                      "dx = silu_backward(g, x)"));
+  ops.push_back(backward_op(
+      OpKind::SiluBackward, "silu_backward", "silu_backward(g, x)",
+      "g * s * (1 + x * (1 - s)), s = sigmoid(x): silu's gradient fused, as PyTorch's",
+      backward_rule<silu_back, silu_second>,
+      "dg = silu_backward(gg, x); dx = sigmoid_backward(gg * g, s) * (2 + x * (1 - 2 s))"));
+  ops.push_back(unary(OpKind::SmoothL1, "smooth_l1", "smooth_l1(x, beta)",
+                      "0.5 x^2 / beta where |x| < beta, else |x| - beta / 2: smooth_l1_loss's "
+                      "element of the difference x",
+                      smooth_l1_grad, "dx = smooth_l1_backward(g, x, beta)"));
+  ops.push_back(backward_op(
+      OpKind::SmoothL1Backward, "smooth_l1_backward", "smooth_l1_backward(g, x, beta)",
+      "-g where x <= -beta, g where x >= beta, else g * x / beta (NaN passes): smooth_l1's "
+      "gradient fused, as PyTorch's",
+      backward_rule<smooth_l1_back, smooth_l1_second>,
+      "dg = smooth_l1_backward(gg, x, beta); dx = gg * g / beta where |x| < beta, else 0"));
+  ops.push_back(unary(OpKind::Huber, "huber", "huber(x, delta)",
+                      "0.5 x^2 where |x| < delta, else delta * (|x| - delta / 2): huber_loss's "
+                      "element of the difference x",
+                      huber_grad, "dx = huber_backward(g, x, delta)"));
+  ops.push_back(backward_op(
+      OpKind::HuberBackward, "huber_backward", "huber_backward(g, x, delta)",
+      "-g * delta where x <= -delta, g * delta where x >= delta, else g * x (NaN passes): "
+      "huber's gradient fused, as PyTorch's",
+      backward_rule<huber_back, huber_second>,
+      "dg = huber_backward(gg, x, delta); dx = gg * g where |x| < delta, else 0"));
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
@@ -240,6 +296,37 @@ Tensor hardsigmoid_backward(const Tensor& g, const Tensor& x) {
 Tensor hardswish(const Tensor& x) { return dispatch(OpKind::Hardswish, {x}); }
 Tensor hardswish_backward(const Tensor& g, const Tensor& x) {
   return dispatch(OpKind::HardswishBackward, {g, x});
+}
+
+Tensor silu(const Tensor& x) { return dispatch(OpKind::Silu, {x}); }
+Tensor silu_backward(const Tensor& g, const Tensor& x) {
+  return dispatch(OpKind::SiluBackward, {g, x});
+}
+
+namespace {
+// As torch's losses: smooth_l1's beta may be 0 (the l1 loss), huber's delta must be positive.
+Attrs width_attrs(double width, bool may_be_zero, const char* op, const char* what) {
+  VK_CHECK(width > 0.0 || (may_be_zero && width == 0.0), RuntimeError, op, ": ", what, " must be ",
+           may_be_zero ? ">= 0" : "> 0", ", got ", width);
+  Attrs a;
+  a.activation.width = width;
+  return a;
+}
+Attrs beta_attrs(double beta, const char* op) { return width_attrs(beta, true, op, "beta"); }
+Attrs delta_attrs(double delta, const char* op) { return width_attrs(delta, false, op, "delta"); }
+}  // namespace
+
+Tensor smooth_l1(const Tensor& x, double beta) {
+  return dispatch(OpKind::SmoothL1, {x}, beta_attrs(beta, "smooth_l1"));
+}
+Tensor smooth_l1_backward(const Tensor& g, const Tensor& x, double beta) {
+  return dispatch(OpKind::SmoothL1Backward, {g, x}, beta_attrs(beta, "smooth_l1_backward"));
+}
+Tensor huber(const Tensor& x, double delta) {
+  return dispatch(OpKind::Huber, {x}, delta_attrs(delta, "huber"));
+}
+Tensor huber_backward(const Tensor& g, const Tensor& x, double delta) {
+  return dispatch(OpKind::HuberBackward, {g, x}, delta_attrs(delta, "huber_backward"));
 }
 
 }  // namespace vk

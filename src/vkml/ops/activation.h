@@ -1,5 +1,6 @@
-// torch.nn.functional's activations with parameters, and their gradients, as ops of their own:
-// one pass each where the compositions of element-wise ops they replace took three to ten (#18).
+// torch.nn.functional's activations with parameters, silu, and the element-wise pieces of the
+// smooth L1 and Huber losses, and their gradients, as ops of their own: one pass each where the
+// compositions of element-wise ops they replace took two to ten (#18).
 // nn/activation.cpp builds the functional API (relu6, hardsigmoid, selu, celu, logsigmoid, ...)
 // on them.
 #pragma once
@@ -31,5 +32,19 @@ Tensor hardsigmoid_backward(const Tensor& g, const Tensor& x);
 Tensor hardswish(const Tensor& x);
 // 0 below -3, g * (x / 3 + 1/2) up to 3, g above (and at NaN), as torch's.
 Tensor hardswish_backward(const Tensor& g, const Tensor& x);
+// x * sigmoid(x) (silu, swish).
+Tensor silu(const Tensor& x);
+// g * s * (1 + x * (1 - s)), s = sigmoid(x), as torch's.
+Tensor silu_backward(const Tensor& g, const Tensor& x);
+// smooth_l1_loss's element of the difference x: 0.5 x^2 / beta where |x| < beta, else |x| - beta
+// / 2.
+Tensor smooth_l1(const Tensor& x, double beta);
+// -g where x <= -beta, g where x >= beta, else g * x / beta.
+Tensor smooth_l1_backward(const Tensor& g, const Tensor& x, double beta);
+// huber_loss's element of the difference x: 0.5 x^2 where |x| < delta, else delta (|x| - delta /
+// 2).
+Tensor huber(const Tensor& x, double delta);
+// -g delta where x <= -delta, g delta where x >= delta, else g * x.
+Tensor huber_backward(const Tensor& g, const Tensor& x, double delta);
 
 }  // namespace vk

@@ -146,8 +146,9 @@ void add_reduction_ops(OpList& ops) {
                  .summary = "mean over dims (floating dtypes only, as in PyTorch)",
                  .infer = infer_reduce_float,
                  .grad = [](const GradCtx& c) -> Grads {
+                   // divided before it is expanded: one division per output, not per input
                    double n = static_cast<double>(reduced_count(c.in[0], c.attrs.dims));
-                   return {unreduce(c.grad, c.in[0], c.attrs) / n};
+                   return {unreduce(c.grad / n, c.in[0], c.attrs)};
                  },
                  .grad_doc = "dx = g / N expanded back over the reduced dims"});
   ops.push_back({.kind = OpKind::Amax,

@@ -90,12 +90,16 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
   VK_CHECK(x.ndim() >= 2, RuntimeError, op,
            ": input tensor must have at least 2 dimensions, got shape ", shape_str(x.shape()));
   const int64_t n = x.shape()[x.ndim() - 2], m = x.shape()[x.ndim() - 1];
+  // col - row <= diagonal as col <= row + diagonal: the (n, m) mask is the only full-size
+  // temporary (an int64 matrix of col - row and a zero tensor of x's size were two more passes)
   const Tensor rows = reshape(arange(0, n, 1, DType::Int64, x.device()), {n, 1});
   const Tensor cols = reshape(arange(0, m, 1, DType::Int64, x.device()), {1, m});
-  const Tensor offset = cols - rows;
-  const Tensor diag = scalar_like(diagonal, offset);
-  const Tensor keep = lower ? le(offset, diag) : ge(offset, diag);
-  return where(keep, x, zeros_like(x));
+  // diagonals past [-n, m] keep all or nothing, as the edges do: clamped, row + diagonal cannot
+  // overflow
+  const int64_t d = std::clamp(diagonal, -n, m);
+  const Tensor shifted = rows + scalar_like(d, rows);
+  const Tensor keep = lower ? le(cols, shifted) : ge(cols, shifted);
+  return where(keep, x, zeros({}, x.dtype(), x.device()));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
 namespace {
 
+using vmath::detail::abs_;
 using vmath::detail::select;
 
 template <class F>
@@ -116,6 +117,52 @@ VK_KERNEL(hardswish_backward) {
     using T = decltype(g);
     const T inner = select(x <= T(3), g * (x / T(3) + T(0.5)), g);
     return select(x < T(-3), T(0), inner);
+  });
+}
+
+VK_KERNEL(silu) {
+  (void)a;
+  return unary(in[0], m, "silu", [](auto v) VK_ELEMENT { return v * vmath::sigmoid(v); });
+}
+VK_KERNEL(silu_backward) {
+  (void)a;
+  return binary(in, m, "silu_backward", [](auto g, auto x) VK_ELEMENT {
+    using T = decltype(g);
+    const T s = vmath::sigmoid(x);
+    return g * s * (T(1) + x * (T(1) - s));
+  });
+}
+// torch's pieces and order of operations (an |x| on the boundary takes the linear piece).
+VK_KERNEL(smooth_l1) {
+  const double beta = a.activation.width;
+  return unary(in[0], m, "smooth_l1", [beta](auto v) VK_ELEMENT {
+    using T = decltype(v);
+    const T z = abs_(v);
+    return select(z < T(beta), T(0.5) * z * z / T(beta), z - T(0.5) * T(beta));
+  });
+}
+VK_KERNEL(smooth_l1_backward) {
+  const double beta = a.activation.width;
+  return binary(in, m, "smooth_l1_backward", [beta](auto g, auto x) VK_ELEMENT {
+    using T = decltype(g);
+    const T inner = select(x >= T(beta), g, x * g / T(beta));
+    return select(x <= -T(beta), -g, inner);
+  });
+}
+VK_KERNEL(huber) {
+  const double delta = a.activation.width;
+  return unary(in[0], m, "huber", [delta](auto v) VK_ELEMENT {
+    using T = decltype(v);
+    const T z = abs_(v);
+    return select(z < T(delta), T(0.5) * z * z, T(delta) * (z - T(0.5) * T(delta)));
+  });
+}
+VK_KERNEL(huber_backward) {
+  const double delta = a.activation.width;
+  return binary(in, m, "huber_backward", [delta](auto g, auto x) VK_ELEMENT {
+    using T = decltype(g);
+    const T inner = select(x >= T(delta), g * T(delta), x * g);
+    return select(x <= -T(delta), -g * T(delta), inner);
   });
 }
 

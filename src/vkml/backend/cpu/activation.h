@@ -16,5 +16,11 @@ VK_KERNEL(hardsigmoid);
 VK_KERNEL(hardsigmoid_backward);
 VK_KERNEL(hardswish);
 VK_KERNEL(hardswish_backward);
+VK_KERNEL(silu);
+VK_KERNEL(silu_backward);
+VK_KERNEL(smooth_l1);
+VK_KERNEL(smooth_l1_backward);
+VK_KERNEL(huber);
+VK_KERNEL(huber_backward);
 }  // namespace VKML_CPU_ISA
 }  // namespace vk::cpu

@@ -161,10 +161,60 @@ VK_KERNEL(pad) {
   return out;
 }
 
+namespace {
+
+// out = src where src's last dim runs backwards through memory one element at a time (a flip of
+// the last dim) and out is row-major: each row reversed by a loop the compiler vectorises with
+// permutes (the strided copy moved one element at a time: 5.9x torch's time on rows of 1024).
+template <class U>
+void reverse_rows(const Tensor& out, const Tensor& src) {
+  const int64_t n = src.shape().back(), rows = out.numel() / n, lead = src.ndim() - 1;
+  const U* base = static_cast<const U*>(src.raw_data());
+  U* o = static_cast<U*>(out.raw_data());
+  parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t at = 0;  // src's offset of row r's first element, from r's index in the lead dims
+      for (int64_t d = lead - 1, rest = r; d >= 0; --d) {
+        at += rest % src.shape()[d] * src.strides()[d];
+        rest /= src.shape()[d];
+      }
+      const U* p = base + at;
+      U* q = o + r * n;
+      for (int64_t i = 0; i < n; ++i) q[i] = p[-i];
+    }
+  });
+}
+
+bool reverses_rows(const Tensor& src) {
+  return src.ndim() >= 1 && src.strides().back() == -1 && src.shape().back() >= 16;
+}
+
+}  // namespace
+
 VK_KERNEL(flip) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   if (out.numel() == 0) return out;
-  copy_into(out, flipped_view(in[0], a.dims));
+  const Tensor src = flipped_view(in[0], a.dims);
+  if (!reverses_rows(src)) {
+    copy_into(out, src);
+    return out;
+  }
+  switch (dtype_size(m.dtype)) {  // bits moved as they are
+    case 1:
+      reverse_rows<uint8_t>(out, src);
+      break;
+    case 2:
+      reverse_rows<uint16_t>(out, src);
+      break;
+    case 4:
+      reverse_rows<uint32_t>(out, src);
+      break;
+    case 8:
+      reverse_rows<uint64_t>(out, src);
+      break;
+    default:
+      copy_into(out, src);
+  }
   return out;
 }
 

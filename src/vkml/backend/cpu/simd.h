@@ -44,6 +44,27 @@ inline void store_simd(T* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// v where v > a (Max; v < a for the minimum), else a -- also where either is NaN, and a where
+// they are equal (+0 against -0): the rule of the max/min instructions, which for floats is one
+// instruction where the select's compare and blend are two (GCC keeps the select: its NaN rule
+// is not the C++ max's).
+template <bool Max, class V>
+[[gnu::always_inline]] inline V select_extreme(V v, V a) {
+#if defined(__AVX512F__)
+  // the masked forms with every lane: GCC 12 warns on the plain ones' undefined pass-through
+  if constexpr (std::is_same_v<V, Simd<float>>)
+    return Max ? _mm512_mask_max_ps(a, 0xffff, v, a) : _mm512_mask_min_ps(a, 0xffff, v, a);
+  if constexpr (std::is_same_v<V, Simd<double>>)
+    return Max ? _mm512_mask_max_pd(a, 0xff, v, a) : _mm512_mask_min_pd(a, 0xff, v, a);
+#elif defined(__AVX__)
+  if constexpr (std::is_same_v<V, Simd<float>>)
+    return Max ? _mm256_max_ps(v, a) : _mm256_min_ps(v, a);
+  if constexpr (std::is_same_v<V, Simd<double>>)
+    return Max ? _mm256_max_pd(v, a) : _mm256_min_pd(v, a);
+#endif
+  return Max ? (v > a ? v : a) : (v < a ? v : a);
+}
+
 // Asks for a row's cache lines [p, p + bytes) ahead of its use, for the forward row kernels whose
 // first pass over a row (its maximum, its mean) waits on memory: a row of a few KB is a page or
 // less, and the hardware prefetchers, which stop at page boundaries, start over on every row.
@@ -132,31 +153,32 @@ inline void store_part(T* p, const Simd<T>& v, int valid) {
   std::memcpy(p, &v, sizeof(T) * static_cast<size_t>(valid));
 }
 
-// Accumulates f(p[k]) into 16 double lanes, lane (k mod 16) for element k, keeping the lanes in
-// registers. f transforms, in place, a vector of doubles (or one double, for the tail) into what
-// is added. The lane of every element is the same at any vector width.
+// The 16 double lanes as machine vectors (lane j in vector j / DW, element j % DW).
+constexpr int kLaneDW = kVecBytes / 8;  // doubles per vector
+constexpr int kLaneNV = 16 / kLaneDW;   // vectors
+using LaneVec = Simd<double, kLaneDW>;
+
+// Adds f(p[k]) for the whole blocks of 16 of p[0, n) into acc, lane (k mod 16) for element k;
+// returns how many elements it took. f transforms, in place, a vector of doubles (or one double,
+// for a tail) into what is added.
 template <class T, class F>
-inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
-  constexpr int DW = kVecBytes / 8;  // doubles per vector
-  constexpr int NV = 16 / DW;
-  using D = Simd<double, DW>;
-  D acc[NV];
-  for (int v = 0; v < NV; ++v) load_simd(acc[v], lane + v * DW);
+[[gnu::always_inline]] inline int64_t add_blocks16(LaneVec* acc, const T* p, int64_t n, F f) {
+  constexpr int DW = kLaneDW;
   int64_t k = 0;
   for (; k + 16 <= n; k += 16)
-    for (int v = 0; v < NV; ++v) {
-      D x;
+    for (int v = 0; v < kLaneNV; ++v) {
+      LaneVec x;
       if constexpr (std::is_same_v<T, float>) {
 #if defined(__AVX512F__)
         // one vcvtps2pd of 8 floats: GCC lowers the generic conversion below to two 4-wide ones
         // with an extract and an insert, which bounded a float sum at 2.2 elements a cycle
         // (the masked form with a zero source: GCC 12 warns on _mm512_cvtps_pd's undefined one)
-        x = reinterpret_cast<D>(
+        x = reinterpret_cast<LaneVec>(
             _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xff, _mm256_loadu_ps(p + k + v * DW)));
 #else
         Simd<float, DW> h;
         load_simd(h, p + k + v * DW);
-        x = __builtin_convertvector(h, D);
+        x = __builtin_convertvector(h, LaneVec);
 #endif
       } else {
         load_simd(x, p + k + v * DW);
@@ -164,12 +186,28 @@ inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
       f(x);
       acc[v] += x;
     }
-  for (int v = 0; v < NV; ++v) store_simd(lane + v * DW, acc[v]);
+  return k;
+}
+
+// The last n - k (< 16) elements into lanes 0, 1, ... one at a time.
+template <class T, class F>
+[[gnu::always_inline]] inline void add_tail16(double* lane, const T* p, int64_t k, int64_t n, F f) {
   for (int j = 0; k < n; ++k, ++j) {
     double x = static_cast<double>(p[k]);
     f(x);
     lane[j] += x;
   }
+}
+
+// Accumulates f(p[k]) into 16 double lanes, lane (k mod 16) for element k, keeping the lanes in
+// registers. The lane of every element is the same at any vector width.
+template <class T, class F>
+inline void add_lanes16(double* lane, const T* p, int64_t n, F f) {
+  LaneVec acc[kLaneNV];
+  for (int v = 0; v < kLaneNV; ++v) load_simd(acc[v], lane + v * kLaneDW);
+  int64_t k = add_blocks16(acc, p, n, f);
+  for (int v = 0; v < kLaneNV; ++v) store_simd(lane + v * kLaneDW, acc[v]);
+  add_tail16(lane, p, k, n, f);
 }
 
 namespace simd_detail {
@@ -183,25 +221,41 @@ template <int W, class D, size_t... J>
     return fold_down<2 * W>(v + __builtin_shufflevector(v, v, ((J + W) % sizeof...(J))...), lanes);
   }
 }
+
+// The tree of sum_lanes16 over lanes held in vectors.
+[[gnu::always_inline]] inline double tree_sum16(const LaneVec* acc) {
+  LaneVec v[kLaneNV];
+  for (int i = 0; i < kLaneNV; ++i)
+    v[i] = fold_down<1>(acc[i], std::make_index_sequence<kLaneDW>{});
+  for (int w = 1; w < kLaneNV; w *= 2)  // across vectors: lane 0 of vector i takes that of i + w
+    for (int i = 0; i + w < kLaneNV; i += 2 * w) v[i] += v[i + w];
+  return v[0][0];
+}
 }  // namespace simd_detail
 
 // The 16 lanes' sum by merge_tree's fixed tree (lane j takes j + 1, then j + 2, j + 4, j + 8),
 // in vectors: the same additions in the same order, so the same bits.
 inline double sum_lanes16(const double* lane) {
-  constexpr int DW = kVecBytes / 8, NV = 16 / DW;  // doubles per vector, vectors
-  using D = Simd<double, DW>;
-  D v[NV];
-  for (int i = 0; i < NV; ++i)
-    v[i] = simd_detail::fold_down<1>(
-        [&] {
-          D x;
-          load_simd(x, lane + i * DW);
-          return x;
-        }(),
-        std::make_index_sequence<DW>{});
-  for (int w = 1; w < NV; w *= 2)  // across vectors: lane 0 of vector i takes that of i + w
-    for (int i = 0; i + w < NV; i += 2 * w) v[i] += v[i + w];
-  return v[0][0];
+  LaneVec acc[kLaneNV];
+  for (int i = 0; i < kLaneNV; ++i) load_simd(acc[i], lane + i * kLaneDW);
+  return simd_detail::tree_sum16(acc);
+}
+
+// add_lanes16 into zeroed lanes, then sum_lanes16: the same additions, so the same bits, with the
+// lanes in registers throughout where the row is whole blocks of 16. The reductions' rows of a few
+// vectors spent most of their time storing the lanes and loading them back, and in a call per
+// row. A tail goes through memory and add_tail16, as add_lanes16's (GCC may fuse its
+// multiply-add, as there: a vector add of the tail's terms gave other bits).
+template <class T, class F>
+[[gnu::always_inline]] inline double row_sum16(const T* p, int64_t n, F f) {
+  LaneVec acc[kLaneNV];
+  for (int v = 0; v < kLaneNV; ++v) acc[v] = LaneVec{};
+  const int64_t k = add_blocks16(acc, p, n, f);
+  if (k == n) return simd_detail::tree_sum16(acc);
+  alignas(64) double lane[16];
+  for (int v = 0; v < kLaneNV; ++v) store_simd(lane + v * kLaneDW, acc[v]);
+  add_tail16(lane, p, k, n, f);
+  return sum_lanes16(lane);
 }
 
 // ---- float sums along a row, in blocks ----

@@ -140,6 +140,8 @@ VKML_VULKAN_OP(hardsigmoid)
 VKML_VULKAN_OP(hardsigmoid_backward)
 VKML_VULKAN_OP(hardswish)
 VKML_VULKAN_OP(hardswish_backward)
+VKML_VULKAN_OP(silu)
+VKML_VULKAN_OP(silu_backward)
 #undef VKML_VULKAN_OP
 
 VK_KERNEL(sin) {
@@ -238,5 +240,11 @@ VK_KERNEL(softplus) {
 VK_KERNEL(softplus_backward) {
   return with_params("softplus_backward", in, m, a.activation.beta, a.activation.threshold);
 }
+VK_KERNEL(smooth_l1) { return with_params("smooth_l1", in, m, a.activation.width, 0); }
+VK_KERNEL(smooth_l1_backward) {
+  return with_params("smooth_l1_backward", in, m, a.activation.width, 0);
+}
+VK_KERNEL(huber) { return with_params("huber", in, m, a.activation.width, 0); }
+VK_KERNEL(huber_backward) { return with_params("huber_backward", in, m, a.activation.width, 0); }
 
 }  // namespace vk::vulkan

@@ -55,6 +55,12 @@ VK_KERNEL(hardsigmoid);
 VK_KERNEL(hardsigmoid_backward);
 VK_KERNEL(hardswish);
 VK_KERNEL(hardswish_backward);
+VK_KERNEL(silu);
+VK_KERNEL(silu_backward);
+VK_KERNEL(smooth_l1);  // a.activation.width
+VK_KERNEL(smooth_l1_backward);
+VK_KERNEL(huber);
+VK_KERNEL(huber_backward);
 VK_KERNEL(gelu_backward);
 VK_KERNEL(erf);
 VK_KERNEL(erfc);

@@ -186,7 +186,8 @@ TO scalar_at(int k) {
     defined(OP_ERF) || defined(OP_ERFC) || defined(OP_GELU) || defined(OP_GELU_TANH) ||   \
     defined(OP_GELU_BACKWARD) || defined(OP_LOG1P) || defined(OP_EXPM1) ||                 \
     (defined(OP_POW) && DTA >= 3) || defined(OP_ELU) || defined(OP_ELU_BACKWARD) ||        \
-    defined(OP_SOFTPLUS) || defined(OP_SOFTPLUS_BACKWARD)
+    defined(OP_SOFTPLUS) || defined(OP_SOFTPLUS_BACKWARD) || defined(OP_SILU) ||           \
+    defined(OP_SILU_BACKWARD)
 #include "vmath.glsl"
 #endif
 #if defined(OP_SIN) || defined(OP_COS)
@@ -363,6 +364,33 @@ TO compute(int ia, int ib, int ic) {
 #elif defined(OP_HARDSWISH_BACKWARD)
   precise TA inner = x * (y / TA(3) + TA(0.5));
   return y < TA(-3) ? TA(0) : (y <= TA(3) ? inner : x);
+#elif defined(OP_SILU)
+  precise TA r = x * vm_sigmoid(x);
+  return r;
+#elif defined(OP_SILU_BACKWARD)  // x the incoming gradient, y the input
+  const TA s = vm_sigmoid(y);
+  precise TA r = x * s * (TA(1) + y * (TA(1) - s));
+  return r;
+// The regression losses' pieces of the difference (scalar 0: beta or delta), torch's order.
+#elif defined(OP_SMOOTH_L1)
+  const TA z = abs(x), w = scalar_at(0);
+  precise TA quadratic = TA(0.5) * z * z / w;
+  precise TA linear = z - TA(0.5) * w;
+  return z < w ? quadratic : linear;
+#elif defined(OP_SMOOTH_L1_BACKWARD)
+  const TA w = scalar_at(0);
+  precise TA inner = y * x / w;
+  return y <= -w ? -x : (y >= w ? x : inner);
+#elif defined(OP_HUBER)
+  const TA z = abs(x), w = scalar_at(0);
+  precise TA quadratic = TA(0.5) * z * z;
+  precise TA linear = w * (z - TA(0.5) * w);
+  return z < w ? quadratic : linear;
+#elif defined(OP_HUBER_BACKWARD)
+  const TA w = scalar_at(0);
+  precise TA outer = x * w;
+  precise TA inner = y * x;
+  return y <= -w ? -outer : (y >= w ? outer : inner);
 #elif defined(OP_LOG1P)
   return TA(dm_log1p(VT(x)));
 #elif defined(OP_EXPM1)
