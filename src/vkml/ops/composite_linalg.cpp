@@ -83,6 +83,9 @@ Tensor vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims
            " norm on an empty tensor because the operation does not have an "
            "identity");
   const std::vector<int64_t>& d = dims;  // empty = all, as sum/amax take it
+  // the 2-norm (the default, and clip_grad_norm_'s) squares x itself: |x| would be a pass of its
+  // own for nothing
+  if (ord == 2) return pow_zero_safe(sum(xx * xx, d, keepdim), 0.5);
   Tensor a = abs(xx);
   if (ord == kInf) return amax(a, d, keepdim);
   if (ord == -kInf) return amin(a, d, keepdim);
@@ -94,7 +97,7 @@ Tensor vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims
     return sum(cast(ne(xx, zero), xx.dtype()), d, keepdim) +
            sum(where(never, xx, zero), d, keepdim);
   }
-  Tensor powered = ord == 2 ? xx * xx : (ord < 1 ? pow_zero_safe(a, ord) : pow(a, ord));
+  Tensor powered = ord < 1 ? pow_zero_safe(a, ord) : pow(a, ord);
   return pow_zero_safe(sum(powered, d, keepdim), 1.0 / ord);
 }
 

@@ -27,19 +27,60 @@ void each_row(const Tensor& x, int64_t dim, F&& fn) {
   });
 }
 
+// acc * v or acc + v; integers wrap around (as torch's), in unsigned arithmetic: a signed
+// overflow would be undefined.
+template <class T, bool Prod>
+[[gnu::always_inline]] inline Acc<T> fold_in(Acc<T> acc, T v) {
+  using A = Acc<T>;
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    const U a = static_cast<U>(acc), b = static_cast<U>(static_cast<A>(v));
+    return static_cast<A>(Prod ? static_cast<U>(a * b) : static_cast<U>(a + b));
+  } else if constexpr (Prod) {
+    return static_cast<A>(acc * static_cast<A>(v));
+  } else {
+    return static_cast<A>(acc + static_cast<A>(v));
+  }
+}
+
+// Rows `inner` apart (a dim other than the last): a block of neighbouring rows walks k together,
+// reading and writing runs of the block's width, each row still in order of k in an accumulator
+// of its own (the same bits). One row at a time touched a cache line per element: a cumsum over
+// dim 0 of (1024, 1024) floats took 13 ms, 1.8x torch's time.
+template <class T, bool Prod>
+void accumulate_blocks(const T* src, T* dst, const Rows& rows) {
+  constexpr int64_t kWidth = 256;
+  const int64_t blocks = (rows.inner + kWidth - 1) / kWidth;
+  const int64_t grain = std::max<int64_t>(1, 65536 / (rows.K * kWidth));
+  parallel_for(rows.outer * blocks, grain, [&](int64_t b, int64_t e) {
+    Acc<T> acc[kWidth];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t c0 = t % blocks * kWidth, w = std::min(kWidth, rows.inner - c0);
+      const int64_t base = t / blocks * rows.K * rows.inner + c0;
+      std::fill(acc, acc + w, Prod ? Acc<T>(1) : Acc<T>(0));
+      for (int64_t k = 0; k < rows.K; ++k) {
+        const T* s = src + base + k * rows.inner;
+        T* d = dst + base + k * rows.inner;
+        for (int64_t c = 0; c < w; ++c) {
+          acc[c] = fold_in<T, Prod>(acc[c], s[c]);
+          d[c] = static_cast<T>(acc[c]);
+        }
+      }
+    }
+  });
+}
+
 template <class T, bool Prod>
 void accumulate(const Tensor& x, Tensor& out, int64_t dim) {
   const T* src = x.data<T>();
   T* dst = out.data<T>();
+  const Rows rows = rows_along(x.shape(), dim);
+  if (rows.inner > 1 && rows.K > 1) return accumulate_blocks<T, Prod>(src, dst, rows);
   each_row(x, dim, [&](int64_t base, int64_t K, int64_t step) {
     Acc<T> acc = Prod ? Acc<T>(1) : Acc<T>(0);
     for (int64_t k = 0; k < K; ++k) {
       const int64_t at = base + k * step;
-      if constexpr (Prod) {
-        acc = static_cast<Acc<T>>(acc * static_cast<Acc<T>>(src[at]));
-      } else {
-        acc = static_cast<Acc<T>>(acc + static_cast<Acc<T>>(src[at]));
-      }
+      acc = fold_in<T, Prod>(acc, src[at]);
       dst[at] = static_cast<T>(acc);
     }
   });
