@@ -598,3 +598,38 @@ def test_cumsum_integer_overflow_wraps_as_torch():
     for dim in (0, 1):
         np.testing.assert_array_equal(to_np(vk.tensor(a).cumsum(dim)), torch.tensor(a).cumsum(dim).numpy())
         np.testing.assert_array_equal(to_np(vk.tensor(a).cumprod(dim)), torch.tensor(a).cumprod(dim).numpy())
+
+
+# ---- lerp: torch's two-sided formula ----
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lerp_weight_one_gives_end_regression(dtype):
+    # start + w (end - start) alone gave 0 for lerp(1e8, 1, 1) in float32 (end - start rounds to
+    # -1e8); torch's form for |w| >= 0.5, end - (end - start) (1 - w), gives end exactly
+    s = np.array([1e8, 3.0, -7.5, 0.0, 1e-30, -2.0], dtype)
+    e = np.array([1.0, 1e-8, 2.25, -1e8, 5.0, -2.0], dtype)
+    for w in (0.0, 1.0):
+        want = e if w == 1.0 else s
+        np.testing.assert_array_equal(to_np(vk.lerp(vk.tensor(s), vk.tensor(e), w)), want)
+        np.testing.assert_array_equal(to_np(vk.lerp(vk.tensor(s), vk.tensor(e), vk.full((6,), w, dtype=vk.tensor(s).dtype))),
+                                      want)
+    name = np.dtype(dtype).name
+    for w in (0.3, 0.4999, 0.5, 0.75, 0.9, -0.7, 1.7, -3.0):
+        want = torch.lerp(torch.tensor(s), torch.tensor(e), w)  # torch's vector loop fuses a multiply-add
+        assert_close(vk.lerp(vk.tensor(s), vk.tensor(e), w), want, name, what=str(w))
+        assert_close(vk.lerp(vk.tensor(s), vk.tensor(e), vk.tensor(np.full(6, w, dtype))), want, name, what=str(w))
+
+
+def test_lerp_tensor_weight_gradients_match_torch():
+    rng = np.random.default_rng(12)
+    s, e = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    w = rng.uniform(-1.5, 1.5, (5,))  # both sides, broadcast
+    s[0, 0], e[1, 1] = np.inf, -np.inf  # (end - start) infinite: d/dw is inf, not NaN
+    vs, ve, vw = (vk.tensor(a, requires_grad=True) for a in (s, e, w))
+    ts, te, tw = (torch.tensor(a, requires_grad=True) for a in (s, e, w))
+    g = rng.standard_normal((4, 5))
+    vk.lerp(vs, ve, vw).backward(vk.tensor(g))
+    torch.lerp(ts, te, tw).backward(torch.tensor(g))
+    assert_close(vk.lerp(vs, ve, vw), torch.lerp(ts, te, tw))
+    for a, b in ((vs, ts), (ve, te), (vw, tw)):
+        assert_close(a.grad, b.grad)

@@ -31,15 +31,31 @@ void check_lerp_dtypes(const Tensor& start, const Tensor& other, const char* wha
 
 // ---- element-wise ----
 
+// torch's two-sided formula: start + w (end - start) where |w| < 0.5, else end - (end - start)
+// (1 - w), so that w = 1 gives end exactly (the one-sided form gave 0 for lerp(1e8, 1, 1) in
+// float32). As base + coef (end - start): base = start or end, coef = w or w - 1 (= -(1 - w)
+// exactly), the same bits as torch's, with where's gradients (no 0 * inf from the unused side).
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
   check_lerp_dtypes(start, end, "end");
   check_lerp_dtypes(start, weight, "weight");
-  return start + weight * (end - start);
+  const Tensor small = lt(abs(weight), scalar_like(0.5, weight));
+  const Tensor base = where(small, start, end);
+  const Tensor coef = where(small, weight, weight - 1.0);
+  return base + coef * (end - start);
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
   check_lerp_dtypes(start, end, "end");
-  return start + (end - start) * weight;
+  // the weight in the tensors' dtype (float for float32 and the 16-bit floats, as torch's opmath
+  // type): the side and 1 - w are decided and rounded there
+  double w = weight.to_double(), one_minus = 1.0 - w;
+  if (start.dtype() != DType::Float64) {
+    const float wf = static_cast<float>(w);
+    w = wf;
+    one_minus = 1.0f - wf;
+  }
+  if (std::abs(w) < 0.5) return start + w * (end - start);
+  return end - (end - start) * one_minus;
 }
 
 Tensor addcmul(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value) {
