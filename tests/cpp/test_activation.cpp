@@ -140,8 +140,8 @@ TEST(Activation, LossPiecesRefuseBadWidths) {
   EXPECT_NO_THROW(smooth_l1(x, 0.0));
 }
 
-// torch's pieces and its choices at the joins (an |x| equal to beta or delta takes the linear
-// piece; the gradient there is +-g or +-g delta), NaN passing.
+// torch's pieces, the joins (|x| equal to beta or delta: both pieces agree there, value and
+// slope), NaN passing.
 TEST(Activation, LossPiecesMatchTorchsFormulas) {
   for (DType dt : {DType::Float32, DType::Float64}) {
     const double tol = dt == DType::Float32 ? 1e-7 : 1e-15;

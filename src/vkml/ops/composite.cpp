@@ -34,7 +34,8 @@ void check_lerp_dtypes(const Tensor& start, const Tensor& other, const char* wha
 // torch's two-sided formula: start + w (end - start) where |w| < 0.5, else end - (end - start)
 // (1 - w), so that w = 1 gives end exactly (the one-sided form gave 0 for lerp(1e8, 1, 1) in
 // float32). As base + coef (end - start): base = start or end, coef = w or w - 1 (= -(1 - w)
-// exactly), the same bits as torch's, with where's gradients (no 0 * inf from the unused side).
+// exactly): the bits of torch's formula (its vector loop fuses the multiply-add, its scalar loop
+// does not), with where's gradients (no 0 * inf from the unused side).
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
   check_lerp_dtypes(start, end, "end");
   check_lerp_dtypes(start, weight, "weight");
