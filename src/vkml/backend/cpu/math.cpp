@@ -196,13 +196,42 @@ VK_KERNEL(atan) {
       return std::atan(v);
   });
 }
+// sinh, cosh and atanh: float32 in double through vmath's expm1, exp and log1p (vectorised,
+// rounded once), float64 by libm. Zen 4, one thread, 1M floats in (-0.9, 0.9): sinh 15.8 ms,
+// cosh 9.0, atanh 21.9 with libm per element (torch 1.4 each).
+//   sinh x = (t + t / (t + 1)) / 2 with t = e^|x| - 1, the sign of x: nothing cancels near 0
+//   (|x| clamped to 100, where the float is inf already: t = inf would give inf / inf);
+//   cosh x = (e + 1 / e) / 2, e = e^|x|; atanh x = log1p(2x / (1 - x)) / 2 (+-1 give +-inf,
+//   |x| > 1 NaN, -0 stays -0).
+[[gnu::always_inline]] inline double sinh_in_double(double x) {
+  const double ax = std::fabs(x);
+  const double t = vmath::expm1(vmath::detail::select(ax > 100.0, 100.0, ax));  // NaN passes
+  return std::copysign(0.5 * (t + t / (t + 1.0)), x);
+}
+[[gnu::always_inline]] inline double cosh_in_double(double x) {
+  const double e = vmath::exp(std::fabs(x));
+  return 0.5 * (e + 1.0 / e);
+}
+[[gnu::always_inline]] inline double atanh_in_double(double x) {
+  return 0.5 * vmath::log1p(2.0 * x / (1.0 - x));
+}
 VK_KERNEL(sinh) {
   (void)a;
-  return unary(in[0], m, "sinh", [](auto v) { return std::sinh(v); });
+  return unary(in[0], m, "sinh", [](auto v) VK_ELEMENT {
+    if constexpr (std::is_same_v<decltype(v), float>)
+      return static_cast<float>(sinh_in_double(v));
+    else
+      return std::sinh(v);
+  });
 }
 VK_KERNEL(cosh) {
   (void)a;
-  return unary(in[0], m, "cosh", [](auto v) { return std::cosh(v); });
+  return unary(in[0], m, "cosh", [](auto v) VK_ELEMENT {
+    if constexpr (std::is_same_v<decltype(v), float>)
+      return static_cast<float>(cosh_in_double(v));
+    else
+      return std::cosh(v);
+  });
 }
 VK_KERNEL(asinh) {
   (void)a;
@@ -214,7 +243,12 @@ VK_KERNEL(acosh) {
 }
 VK_KERNEL(atanh) {
   (void)a;
-  return unary(in[0], m, "atanh", [](auto v) { return std::atanh(v); });
+  return unary(in[0], m, "atanh", [](auto v) VK_ELEMENT {
+    if constexpr (std::is_same_v<decltype(v), float>)
+      return static_cast<float>(atanh_in_double(v));
+    else
+      return std::atanh(v);
+  });
 }
 // lgamma_r: std::lgamma writes the global signgam, a data race between the pool's threads.
 VK_KERNEL(lgamma) {
