@@ -1,7 +1,8 @@
 // The math family's CPU kernels. The functions C++ has (tan, asin, ..., lgamma, atan2, fmod) are
-// libm's, as PyTorch's CPU kernels; digamma, polygamma and erfinv are computed here in double
-// (float32 rounded from the double result), with the algorithms the Vulkan shader uses
-// (shaders/math.comp), so both devices agree to rounding.
+// libm's, as PyTorch's CPU kernels, but for float32 asin, acos, atan, atan2, sinh, cosh and atanh,
+// which run in double through vmath (vectorised, rounded once); digamma, polygamma and erfinv are
+// computed here in double (float32 rounded from the double result), with the algorithms the
+// Vulkan shader uses (shaders/math.comp), so both devices agree to rounding.
 #include "vkml/backend/cpu/math.h"
 
 #include <atomic>
