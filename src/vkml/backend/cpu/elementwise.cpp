@@ -133,18 +133,6 @@ T select_bits(bool c, T x, T y) {
   }
 }
 
-// Integer + - * and negation wrap on overflow, as PyTorch (two's complement): computed in the
-// unsigned type, since signed overflow is undefined in C++. Floats compute as they are.
-template <class T, class F>
-T wrapping(T x, T y, F f) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(f(static_cast<U>(x), static_cast<U>(y)));
-  } else {
-    return f(x, y);
-  }
-}
-
 // Integer power by squaring, wrapping on overflow like C++ unsigned arithmetic (and PyTorch).
 // A negative exponent truncates 1 / base^-e as torch's: 1 for base 1, +-1 for base -1 (by the
 // exponent's parity), else 0. (A negative scalar exponent is refused before: ops' pow.)
@@ -519,17 +507,22 @@ float pow_element(float x, float y) {
   return pow_vmath_domain(x, y) ? pow_vmath(x, y) : std::pow(x, y);
 }
 
-// float32 pow of operands that are each contiguous of the output's size or one value (a
-// broadcast scalar: x ** 1.7, 2 ** x): false where they are not.
-bool pow_f32_blocks(const Tensor& x, const Tensor& y, Tensor& out) {
+// Whether float32 pow goes by blocks: operands that are each contiguous of the output's size n or
+// one value (a broadcast scalar: x ** 1.7, 2 ** x).
+bool pow_f32_flat(const Tensor& t, int64_t n) {
+  return t.dtype() == DType::Float32 && t.is_contiguous() && t.numel() == n;
+}
+bool pow_f32_by_blocks(const Tensor& x, const Tensor& y, DType out, int64_t n) {
+  auto takes = [n](const Tensor& t) {
+    return pow_f32_flat(t, n) || (t.dtype() == DType::Float32 && t.numel() > 0 && is_uniform(t));
+  };
+  return out == DType::Float32 && takes(x) && takes(y);
+}
+
+// float32 pow by blocks, where pow_f32_by_blocks.
+void pow_f32_blocks(const Tensor& x, const Tensor& y, Tensor& out) {
   const int64_t n = out.numel();
-  auto flat = [n](const Tensor& t) {
-    return t.dtype() == DType::Float32 && t.is_contiguous() && t.numel() == n;
-  };
-  auto one = [](const Tensor& t) {
-    return t.dtype() == DType::Float32 && t.numel() > 0 && is_uniform(t);
-  };
-  if (out.dtype() != DType::Float32 || !((flat(x) || one(x)) && (flat(y) || one(y)))) return false;
+  auto flat = [n](const Tensor& t) { return pow_f32_flat(t, n); };
   float* po = out.data<float>();
   const auto domain = [](float b, float e) VK_ELEMENT { return pow_block_domain(b, e); };
   const auto fast = [](float b, float e) VK_ELEMENT { return pow_vmath(b, e); };
@@ -556,7 +549,6 @@ bool pow_f32_blocks(const Tensor& x, const Tensor& y, Tensor& out) {
           [&](float v) { return pow_element(xb, v); }, py);
     }
   });
-  return true;
 }
 }  // namespace
 
@@ -584,7 +576,9 @@ VK_KERNEL(pow) {
       else if (e == T(-1))
         map_elements<T, T>(
             out, x, [](T v) { return T(1) / v; }, kElementwiseGrain, ElementCost::cheap);
-      else if (!pow_f32_blocks(in[0], in[1], out))
+      else if (pow_f32_by_blocks(in[0], in[1], m.dtype, out.numel()))
+        pow_f32_blocks(in[0], in[1], out);
+      else
         map_elements<T, T>(out, x, [e](T v) {
           if constexpr (std::is_same_v<T, float>)
             return pow_element(v, e);
@@ -594,9 +588,10 @@ VK_KERNEL(pow) {
     });
     return out;
   }
-  if (m.dtype == DType::Float32) {
+  if (pow_f32_by_blocks(in[0], in[1], m.dtype, numel_of(m.shape))) {
     Tensor out = Tensor::empty(m.shape, m.dtype);
-    if (pow_f32_blocks(in[0], in[1], out)) return out;
+    pow_f32_blocks(in[0], in[1], out);
+    return out;
   }
   return binary_numeric(
       in, m, "pow",

@@ -27,20 +27,11 @@ void each_row(const Tensor& x, int64_t dim, F&& fn) {
   });
 }
 
-// acc * v or acc + v; integers wrap around (as torch's), in unsigned arithmetic: a signed
-// overflow would be undefined.
+// acc * v or acc + v; integers wrap around, as torch's (wrapping: a signed overflow would be
+// undefined).
 template <class T, bool Prod>
 [[gnu::always_inline]] inline Acc<T> fold_in(Acc<T> acc, T v) {
-  using A = Acc<T>;
-  if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;
-    const U a = static_cast<U>(acc), b = static_cast<U>(static_cast<A>(v));
-    return static_cast<A>(Prod ? static_cast<U>(a * b) : static_cast<U>(a + b));
-  } else if constexpr (Prod) {
-    return static_cast<A>(acc * static_cast<A>(v));
-  } else {
-    return static_cast<A>(acc + static_cast<A>(v));
-  }
+  return wrapping(acc, static_cast<Acc<T>>(v), [](auto a, auto b) { return Prod ? a * b : a + b; });
 }
 
 // Rows `inner` apart (a dim other than the last): a block of neighbouring rows walks k together,
