@@ -213,6 +213,7 @@ list(APPEND VKML_VULKAN_SHADERS "pow_nof64|elementwise|NIN=2,OP_POW,NO_FLOAT64")
 foreach(op neg abs sign relu floor ceil round trunc)
   vkml_elementwise_variants(${op} 1 "" ${vkml_numeric})
 endforeach()
+vkml_elementwise_variants(frac 1 "" f32-f32 f64-f64)
 foreach(op add mul maximum minimum)
   vkml_elementwise_variants(${op} 2 "" b8-b8-b8 i32-i32-i32 i64-i64-i64 f32-f32-f32 f64-f64-f64)
 endforeach()
@@ -237,6 +238,9 @@ foreach(op bitwise_and bitwise_or bitwise_xor)
 endforeach()
 vkml_elementwise_variants(where 3 "" b8-b8-b8-b8 i32-b8-i32-i32 i64-b8-i64-i64 f32-b8-f32-f32
                           f64-b8-f64-f64)
+foreach(op lerp addcmul addcdiv)  # the pointwise family (#18)
+  vkml_elementwise_variants(${op} 3 "" f32-f32-f32-f32 f64-f64-f64-f64)
+endforeach()
 vkml_elementwise_variants(clamp 1 "" ${vkml_numeric})
 vkml_elementwise_variants(fill 0 "" b8 i32 i64 f32 f64)
 foreach(to b8 i32 i64 f32 f64)
@@ -255,7 +259,8 @@ endforeach()
 # ---- end of the element-wise family ----
 
 # ---- math ops (#15): shaders/math.comp, its variants named as the element-wise family's ----
-foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygamma erfinv)
+foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygamma erfinv log2 log10
+           exp2)
   string(TOUPPER "OP_${op}" op_define)
   list(APPEND VKML_VULKAN_SHADERS "${op}|math|NIN=1,${op_define}")
   if(NOT op STREQUAL "tan")
@@ -263,7 +268,8 @@ foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygam
   endif()
 endforeach()
 # float32 in float32 alone, for a device without shaderFloat64 (math.cpp picks them there)
-foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygamma erfinv)
+foreach(op tan asin acos atan sinh cosh asinh acosh atanh lgamma digamma polygamma erfinv log2 log10
+           exp2)
   string(TOUPPER "OP_${op}" op_define)
   list(APPEND VKML_VULKAN_SHADERS "${op}_nof64|math|NIN=1,${op_define},NO_FLOAT64")
 endforeach()

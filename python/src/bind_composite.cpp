@@ -92,27 +92,6 @@ std::vector<int64_t> int_or_list(nb::handle h) {
 }
 
 void bind_elementwise_composites(nb::module_& m, nb::class_<Tensor>& c) {
-  both(
-      m, c, "lerp",
-      [](const Tensor& x, const Tensor& end, nb::handle weight) {
-        if (nb::isinstance<Tensor>(weight))
-          return vk::lerp(x, end, nb::cast<const Tensor&>(weight));
-        return vk::lerp(x, end, to_scalar(weight, "lerp"));
-      },
-      "end"_a, "weight"_a, "input + weight * (end - input) (composite: sub, mul, add).");
-  for (bool is_div : {false, true}) {
-    both(
-        m, c, is_div ? "addcdiv" : "addcmul",
-        [is_div](const Tensor& x, nb::handle t1, nb::handle t2, nb::handle value) {
-          const char* op = is_div ? "addcdiv" : "addcmul";
-          Tensor a = tensor_arg(t1, x, op), b = tensor_arg(t2, x, op);
-          vk::Scalar v = to_scalar(value, op);
-          return is_div ? vk::addcdiv(x, a, b, v) : vk::addcmul(x, a, b, v);
-        },
-        "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = 1,
-        "input + value * tensor1 * tensor2 (addcmul) or / tensor2 (addcdiv); composite: mul/div, "
-        "add.");
-  }
   both(m, c, "logical_not", [](const Tensor& x) { return vk::logical_not(x); });
 #define VKPY_LOGICAL(NAME)                                                                \
   both(                                                                                   \

@@ -80,5 +80,6 @@ void bind_qr(nb::module_& m);                              // QR (#15 linalg)
 void bind_special(nb::module_& m, nb::class_<Tensor>& c);  // special functions (#15)
 void bind_activation(nb::module_& m);                      // the activations' fused gradients (#18)
 void bind_attention(nb::module_& m);  // scaled dot-product attention, fused (#18)
+void bind_pointwise(nb::module_& m, nb::class_<Tensor>& c);  // lerp, addcmul, addcdiv (#18)
 
 }  // namespace vkpy

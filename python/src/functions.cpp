@@ -218,6 +218,7 @@ void bind_functions(nb::module_& m, nb::class_<Tensor>& c) {
   bind_qr(m);          // QR (#15 linalg)
   bind_special(m, c);  // special functions (#15)
   bind_activation(m);
+  bind_pointwise(m, c);
   bind_attention(m);
 }
 

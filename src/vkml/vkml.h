@@ -24,6 +24,7 @@
 #include "vkml/ops/linalg.h"
 #include "vkml/ops/norm.h"
 #include "vkml/ops/op.h"
+#include "vkml/ops/pointwise.h"
 #include "vkml/ops/qr.h"
 #include "vkml/ops/reduction.h"
 #include "vkml/ops/rnn.h"

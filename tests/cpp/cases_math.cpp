@@ -83,6 +83,26 @@ RegisterOpCases math_cases({
        return V{leaf({2, 3}, -0.95, 0.95)};
      },
      [](const V& x) { return erfinv(x[0]); }},
+    {OpKind::Log2, "log2",
+     [] {
+       return V{leaf({2, 3}, 0.2, 5.0)};
+     },
+     [](const V& x) { return log2(x[0]); }},
+    {OpKind::Log10, "log10",
+     [] {
+       return V{leaf({2, 3}, 0.2, 5.0)};
+     },
+     [](const V& x) { return log10(x[0]); }},
+    {OpKind::Exp2, "exp2",
+     [] {
+       return V{leaf({2, 3}, -3.0, 3.0)};
+     },
+     [](const V& x) { return exp2(x[0]); }},
+    {OpKind::Frac, "frac",  // away from the integers, where trunc jumps
+     [] {
+       return V{values({0.3, -1.6, 2.45, -0.2, 5.7, -3.35}, {2, 3})};
+     },
+     [](const V& x) { return frac(x[0]); }},
     {OpKind::Atan2, "atan2",
      [] {
        return V{values({1.0, -0.5, 2.0, -1.5, 0.3, -2.0}, {2, 3}),

@@ -749,7 +749,9 @@ NANINF.update({
 NANINF.update({
     **{u: (lambda u=u: getattr(_f(3, 4), u)())
        for u in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "lgamma",
-                 "digamma", "erfinv")},
+                 "digamma", "erfinv", "log2", "log10", "exp2", "frac")},
+    "lerp": lambda: (_f(3, 4).lerp(_f(3, 4), _f(4)), _f(3, 4).lerp(_f(3, 4), 0.75)),
+    **{p: (lambda p=p: getattr(vk, p)(_f(3, 4), _f(4), _f(3, 1), value=0.5)) for p in ("addcmul", "addcdiv")},
     "polygamma": lambda: (_f(3, 4).polygamma(1), vk.polygamma(3, _f(3, 4))),
     **{b: (lambda b=b: getattr(vk, b)(_f(3, 4), _f(4)[[3, 2, 1, 0]])) for b in ("atan2", "fmod")},
 })

@@ -633,3 +633,108 @@ def test_lerp_tensor_weight_gradients_match_torch():
     assert_close(vk.lerp(vs, ve, vw), torch.lerp(ts, te, tw))
     for a, b in ((vs, ts), (ve, te), (vw, tw)):
         assert_close(a.grad, b.grad)
+
+
+# ---- lerp, addcmul, addcdiv: one op each (the pointwise family) ----
+
+def _pointwise(m, name, a, b, c, value):
+    if name == "lerp":
+        return m.lerp(a, b, c)
+    if name == "lerp_scalar":
+        return m.lerp(a, b, value)
+    return getattr(m, name)(a, b, c, value=value)
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["lerp", "lerp_scalar", "addcmul", "addcdiv"])
+def test_lerp_addcmul_addcdiv_one_op_regression(name, dtype, device, threads):
+    """lerp took 8 passes with a tensor weight (where picked the side) and 3 with a scalar one,
+    addcmul and addcdiv 3: now one op each (the grad_fn's inputs are the leaves). On the CPU the
+    bits are torch's (its order, its fused multiply-add), contiguous, strided and broadcast, on both
+    sides of |w| = 0.5 and at w = 0 and 1; where the multiply-add rounds twice (the generic CPU copy,
+    which the sanitizer build runs, has no FMA; lavapipe's fma) within an ulp."""
+    fused = vk.backends.cpu.get_cpu_capability() != "DEFAULT"
+    rng = np.random.default_rng(21)
+    a, b, c = (rng.standard_normal((64, 33)).astype(dtype) for _ in range(3))
+    if name == "lerp":
+        c = rng.uniform(-1, 2, (64, 33)).astype(dtype)
+        c[0, :6] = [0.0, 1.0, 0.5, -0.5, 0.4999, 2.0]
+    if name == "addcdiv":
+        c[np.abs(c) < 0.1] = 0.5
+    a[1, :4] = [np.inf, -np.inf, np.nan, -0.0]
+    for value in ([0.3, 1.0, 0.0, -2.5] if name == "lerp_scalar" else [1, -0.37]):
+        for layout in ("contiguous", "strided", "broadcast"):
+            args = [a, b, c]
+            if layout == "strided":
+                args = [np.ascontiguousarray(x.T).T for x in args]
+            if layout == "broadcast":
+                args = [a, b[:1], c[:, :1]]
+            vargs = [vk.tensor(x).to(device).requires_grad_() for x in args]
+            got = _pointwise(vk, name, *vargs, value)
+            assert got.grad_fn.name == name.split("_")[0].capitalize() + "Backward"
+            if layout != "broadcast":  # (there the grad_fn's inputs are expands of the leaves)
+                assert all(f.name == "AccumulateGrad" for f, _ in got.grad_fn.next_functions if f is not None)
+            want = _pointwise(torch, name, *[torch.tensor(x) for x in args], value)
+            if device == "cpu" and fused:
+                same_bits(got.detach(), want, f"{name} {value} {layout}")
+            else:
+                assert_close(got.detach().cpu(), want, np.dtype(dtype).name, what=f"{name} {value} {layout}")
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("name", ["lerp", "lerp_scalar", "addcmul", "addcdiv"])
+def test_lerp_addcmul_addcdiv_gradients_match_torch(name, device):
+    """torch's rules (derivatives.yaml), every input, broadcast inputs summed back to their shapes."""
+    rng = np.random.default_rng(22)
+    a, b, c = rng.standard_normal((4, 5)), rng.standard_normal((1, 5)), rng.standard_normal((4, 1))
+    if name == "addcdiv":
+        c = np.abs(c) + 0.5
+    g = rng.standard_normal((4, 5))
+    vargs = [vk.tensor(x).to(device).requires_grad_() for x in (a, b, c)]
+    targs = [torch.tensor(x, requires_grad=True) for x in (a, b, c)]
+    _pointwise(vk, name, *vargs, -0.7).backward(vk.tensor(g).to(device))
+    _pointwise(torch, name, *targs, -0.7).backward(torch.tensor(g))
+    for v, t in zip(vargs, targs):
+        if t.grad is None:
+            assert v.grad is None
+        else:
+            assert_close(v.grad.cpu(), t.grad, "float64", what=name)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_lerp_addcmul_16bit_compute_in_float_as_torch(dtype):
+    """The 16-bit floats compute in float (torch's opmath): a scalar weight is rounded to float, not
+    to the 16-bit type (lerp(0, 1, 0.1) in float16 is 0.1 rounded once), the value likewise."""
+    rng = np.random.default_rng(23)
+    a, b, c = (rng.standard_normal(257).astype(np.float32) for _ in range(3))
+    td = getattr(torch, dtype)
+    ta, tb, tc = (torch.tensor(x).to(td) for x in (a, b, c))
+    va, vb, vc = (vk.tensor(x).to(getattr(vk, dtype)) for x in (a, b, c))
+    for got, want in ((vk.lerp(va, vb, 0.1), torch.lerp(ta, tb, 0.1)),
+                      (vk.lerp(va, vb, vc), torch.lerp(ta, tb, tc)),
+                      (vk.addcmul(va, vb, vc, value=0.1), torch.addcmul(ta, tb, tc, value=0.1)),
+                      (vk.addcdiv(va, vb, vc, value=0.1), torch.addcdiv(ta, tb, tc, value=0.1))):
+        assert got.dtype == getattr(vk, dtype)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+def test_addcmul_types_and_errors_as_torch():
+    """The result type of the three (a 0-d float64 does not promote float32 tensors), integers still
+    wrap through mul and add, and torch's errors."""
+    x = vk.ones(3)
+    assert vk.addcmul(x, x, vk.tensor(2.0, dtype=vk.float64)).dtype == vk.float32
+    assert vk.addcmul(vk.ones(3, dtype=vk.int32), x, x).dtype == vk.float32
+    big = vk.tensor([2 ** 62], dtype=vk.int64)
+    assert vk.addcmul(big, big, vk.tensor([4])).tolist() == torch.addcmul(
+        torch.tensor([2 ** 62]), torch.tensor([2 ** 62]), torch.tensor([4])).tolist()
+    with pytest.raises(RuntimeError, match="integral input tensors"):
+        vk.addcmul(vk.ones(3, dtype=vk.int64), vk.ones(3, dtype=vk.int64), vk.ones(3, dtype=vk.int64), value=0.5)
+    with pytest.raises(RuntimeError, match="integer division"):
+        vk.addcdiv(x, vk.ones(3, dtype=vk.int64), vk.ones(3, dtype=vk.int64))
+    with pytest.raises(RuntimeError, match="expected dtype float"):
+        vk.lerp(x, vk.ones(3, dtype=vk.float64), 0.5)
+    with pytest.raises(RuntimeError, match="weight"):
+        vk.lerp(x, x, vk.ones(3, dtype=vk.float64))
+    with pytest.raises(NotImplementedError, match="lerp"):
+        vk.lerp(vk.ones(3, dtype=vk.int64), vk.ones(3, dtype=vk.int64), 0.5)

@@ -602,12 +602,14 @@ def test_float32_atan2_vectorised_and_libm_regression(threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("name", ["sinh", "cosh", "atanh"])
-def test_float32_sinh_cosh_atanh_in_double_regression(name, threads):
-    """float32 sinh, cosh and atanh run in double through vmath's expm1, exp and log1p, rounded once
-    (libm per element took 6-16x torch's time): within half an ulp (and a hair) of torch's float64
-    result, the sign of zero kept, +-inf past float's range (sinh clamps |x| to 100, where
-    expm1 would give inf / inf), atanh(+-1) = +-inf and NaN beyond; strided the same bits."""
+@pytest.mark.parametrize("name", ["sinh", "cosh", "atanh", "asinh", "acosh"])
+def test_float32_hyperbolic_in_double_regression(name, threads):
+    """float32 sinh, cosh, atanh, asinh and acosh run in double through vmath's expm1, exp and log1p,
+    rounded once (libm per element took 6-16x torch's time, asinh and acosh 10-15 ms per 1M): within
+    half an ulp (and a hair) of torch's float64 result, the sign of zero kept, +-inf past float's
+    range (sinh clamps |x| to 100, where expm1 would give inf / inf; asinh(+-inf) is +-inf, not
+    inf / inf), atanh(+-1) = +-inf and NaN beyond, acosh NaN below 1 however far (-3e38 rounds its
+    sum to 0); strided the same bits."""
     saved = vk.get_num_threads()
     vk.set_num_threads(threads)
     try:
@@ -616,8 +618,10 @@ def test_float32_sinh_cosh_atanh_in_double_regression(name, threads):
         a = rng.standard_normal(n) * rng.choice([1e-30, 1e-6, 1e-2, 1, 10, 80], n)
         if name == "atanh":
             a = np.tanh(a)
+        if name == "acosh":
+            a = 1 + np.abs(a)
         special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0, 88.7, 89.5, 100.0, 700.0, 3e38,
-                   -3e38, 1 - 2.0 ** -24, -(1 - 2.0 ** -24), 1e-40]
+                   -3e38, 1 - 2.0 ** -24, -(1 - 2.0 ** -24), 1e-40, 1 + 2.0 ** -23, 2.0 ** 60, -(2.0 ** 61), 0.5]
         a[: len(special)] = special
         a = a.astype(np.float32)
         got = getattr(vk, name)(vk.tensor(a)).numpy()
@@ -634,3 +638,88 @@ def test_float32_sinh_cosh_atanh_in_double_regression(name, threads):
         assert (np.abs(got[fin].astype(np.float64) - exact[fin]) / ulp).max() <= 0.5001
     finally:
         vk.set_num_threads(saved)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["log2", "log10", "exp2"])
+def test_log2_log10_exp2_one_op_rounded_once_regression(name, device):
+    """log2, log10 and exp2 were composites (float64 casts around log: 4 passes; exp2 through pow):
+    now one op each (the grad_fn is the op's, its input the leaf), float32 computed in double and
+    rounded once -- within half an ulp and a hair of torch's float64 result over 600k arguments
+    across the decades, exact at the powers of two and the integers, subnormal results rounded
+    once (2^-149.5 and 2^-150 are the ties nearest 0), specials as torch's; strided the same bits."""
+    _check_device(device, "float64")
+    rng = np.random.default_rng(11)
+    n = 200003
+    if name == "exp2":
+        a = rng.uniform(-1, 1, n) * rng.choice([1e-6, 0.5, 4, 40, 130, 160], n)
+        special = [0.0, -0.0, INF, -INF, NAN, 127.0, 128.0, -126.0, -149.0, -149.5, -150.0, -151.0, 0.5,
+                   -0.5, 1e-30, 3e38, -3e38]
+    else:
+        a = np.abs(rng.standard_normal(n)) * rng.choice([1e-40, 1e-30, 1e-6, 1e-2, 1, 10, 1e20, 1e37], n)
+        special = [0.0, -0.0, INF, -INF, NAN, -1.0, 1.0, 2.0, 8.0, 0.5, 10.0, 1000.0, 2.0 ** -149,
+                   2.0 ** -126, 2.0 ** 127, 3e38, 1 + 2.0 ** -23, 1 - 2.0 ** -24]
+    a[: len(special)] = special
+    a = a.astype(np.float32)
+    x = _vk(a, device, requires_grad=True)
+    y = getattr(vk, name)(x)
+    assert y.grad_fn.name == name.capitalize() + "Backward"
+    assert y.grad_fn.next_functions[0][0].name == "AccumulateGrad"
+    got = y.detach().cpu().numpy()
+    strided = getattr(vk, name)(_vk(np.stack([a, a], 1), device)[:, 1]).cpu().numpy()
+    np.testing.assert_array_equal(got, strided)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        exact = getattr(torch, name)(torch.tensor(a, dtype=torch.float64)).numpy()
+        want = exact.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+    np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
+    fin = np.isfinite(want) & (want != 0)
+    ulp = np.spacing(np.abs(want[fin])).astype(np.float64)
+    assert (np.abs(got[fin].astype(np.float64) - exact[fin]) / ulp).max() <= 0.5001
+    k = np.arange(-149, 128)
+    powers = (2.0 ** k).astype(np.float32)
+    if name == "exp2":
+        np.testing.assert_array_equal(vk.exp2(_vk(k.astype(np.float32), device)).cpu().numpy(), powers)
+    elif name == "log2":
+        np.testing.assert_array_equal(vk.log2(_vk(powers, device)).cpu().numpy(), k.astype(np.float32))
+    else:
+        tens = np.array([10.0 ** j for j in range(-10, 11)], dtype=np.float32)
+        want10 = torch.log10(torch.tensor(tens, dtype=torch.float64)).numpy().astype(np.float32)
+        np.testing.assert_array_equal(vk.log10(_vk(tens, device)).cpu().numpy(), want10)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float64_log2_exp2_exact_at_powers_of_two(device):
+    """float64: libm's log2 / exp2 on the CPU, the shader's split x = 2^k m on the device (k joins
+    exactly), so log2(2^k) = k and exp2(k) = 2^k for every k, subnormals included (a log(x) / ln 2
+    gives 3.0000000000000004 for 8)."""
+    _check_device(device, "float64")
+    k = np.arange(-1074, 1024).astype(np.float64)
+    powers = 2.0 ** k
+    np.testing.assert_array_equal(vk.log2(_vk(powers, device)).cpu().numpy(), k)
+    np.testing.assert_array_equal(vk.exp2(_vk(k, device)).cpu().numpy(), powers)
+    assert vk.exp2(_vk(np.array([1024.0, -1075.0, -1076.0]), device)).cpu().numpy().tolist() == [INF, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_frac_one_op_regression(dtype, device):
+    """frac was x - trunc(x) (two passes): one op, exact (as torch's): the sign of x, +-0 from
+    integers and -0.0 (torch's x - trunc(x) gives +0 for -2.0 and -0.0), NaN from +-inf; its
+    gradient is g, even at the integers (as torch)."""
+    _check_device(device, dtype)
+    rng = np.random.default_rng(12)
+    a = np.concatenate([rng.standard_normal(3000) * rng.choice([1e-3, 1, 1e3, 1e7, 1e20], 3000),
+                        [0.0, -0.0, 2.0, -2.0, INF, -INF, NAN, 0.5, -0.5, 2.0 ** 23 + 0.5, -(2.0 ** 52) - 0.5,
+                         1e-45, -1e-45]]).astype(dtype)
+    x = _vk(a, device, requires_grad=True)
+    y = vk.frac(x)
+    assert y.grad_fn.name == "FracBackward"
+    want = torch.frac(torch.tensor(a))
+    got = y.detach().cpu().numpy()
+    np.testing.assert_array_equal(got, want.numpy())
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want.numpy()))
+    g = rng.standard_normal(a.shape).astype(dtype)
+    y.backward(_vk(g, device))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), g)

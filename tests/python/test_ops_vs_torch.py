@@ -1033,6 +1033,19 @@ SPECS.update({
                        dtypes=("float32",)),
                   Case(lambda m, x: x.polygamma(2), [F(2, 3, lo=0.5, hi=4.0)], label="n2")],
     "erfinv": unary("erfinv", lo=-0.9, hi=0.9, shapes=((3, 4),)),
+    "log2": unary("log2", lo=0.2, hi=5.0),
+    "log10": unary("log10", lo=0.2, hi=5.0),
+    "exp2": unary("exp2", lo=-3.0, hi=3.0),
+    "frac": unary("frac", lo=-3.0, hi=3.0, avoid=(-2, -1, 0, 1, 2)),  # away from trunc's jumps
+    # the pointwise family (#18): every input differentiated, broadcast, both sides of |w| = 0.5
+    "lerp": [Case(lambda m, a, b, w: m.lerp(a, b, w), [F(2, 3), F(3), F(2, 1, lo=-0.4, hi=1.4)]),
+             Case(lambda m, a, b: m.lerp(a, b, 0.7), [F(3, 4), F(3, 4)], label="scalar"),
+             Case(lambda m, a, b, w: a.lerp(b.transpose(0, 1), w), [F(3, 2), F(2, 3), F(3, 2)],
+                  label="strided")],
+    "addcmul": [Case(lambda m, a, b, c: m.addcmul(a, b, c, value=-0.5), [F(2, 3), F(3), F(2, 1)]),
+                Case(lambda m, a, b, c: a.addcmul(b, c), [F(3, 2), F(3, 2), F(3, 2)], label="method")],
+    "addcdiv": [Case(lambda m, a, b, c: m.addcdiv(a, b, c, value=1.5),
+                     [F(2, 3), F(3), F(2, 1, lo=0.5, hi=2.0)])],
     "atan2": binary(lambda m, a, b: m.atan2(a, b), lo=0.3, hi=2.0, lo2=-2.0, hi2=2.0,
                     scalars=False)[:3],
     "fmod": binary(lambda m, a, b: m.fmod(a, b), lo2=0.5, hi2=2.0, scalars=False)[:3]

@@ -74,6 +74,10 @@ enum class OpKind : uint16_t {
   Trunc,
   // silu and the regression losses' element-wise pieces, one pass each way (#18)
   Silu, SiluBackward, SmoothL1, SmoothL1Backward, Huber, HuberBackward,
+  // log2, log10, exp2 and frac one pass each (were composites: float64 casts, pow, x - trunc) (#18)
+  Log2, Log10, Exp2, Frac,
+  // lerp, addcmul and addcdiv fused: one pass each (were 3 to 8 ops) (#18)
+  Lerp, Addcmul, Addcdiv,
   kCount
 };
 // clang-format on

@@ -74,6 +74,8 @@ constexpr std::pair<OpKind, AutocastPolicy> kPolicies[] = {
     {OpKind::Sinh, AutocastPolicy::Float32},
     {OpKind::Cosh, AutocastPolicy::Float32},
     {OpKind::Erfinv, AutocastPolicy::Float32},
+    {OpKind::Log2, AutocastPolicy::Float32},
+    {OpKind::Log10, AutocastPolicy::Float32},
     {OpKind::Softmax, AutocastPolicy::Float32},
     {OpKind::LogSoftmax, AutocastPolicy::Float32},
     {OpKind::LogSumExp, AutocastPolicy::Float32},

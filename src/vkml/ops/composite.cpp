@@ -19,66 +19,9 @@ namespace {
 Tensor zero_of(const Tensor& x) { return zeros({}, x.dtype(), x.device()); }
 Tensor nonzero_mask(const Tensor& x) { return x.dtype() == DType::Bool ? x : ne(x, zero_of(x)); }
 
-void check_lerp_dtypes(const Tensor& start, const Tensor& other, const char* what) {
-  VK_CHECK(other.dtype() == start.dtype(), RuntimeError, "lerp: expected dtype ",
-           dtype_name(start.dtype()), " for `", what, "` but got dtype ",
-           dtype_name(other.dtype()));
-  VK_CHECK(is_floating(start.dtype()), NotImplementedError, "lerp: not implemented for dtype ",
-           dtype_name(start.dtype()), " (floating point tensors only)");
-}
-
 }  // namespace
 
 // ---- element-wise ----
-
-// torch's two-sided formula: start + w (end - start) where |w| < 0.5, else end - (end - start)
-// (1 - w), so that w = 1 gives end exactly (the one-sided form gave 0 for lerp(1e8, 1, 1) in
-// float32). As base + coef (end - start): base = start or end, coef = w or w - 1 (= -(1 - w)
-// exactly): the bits of torch's formula (its vector loop fuses the multiply-add, its scalar loop
-// does not), with where's gradients (no 0 * inf from the unused side).
-Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
-  check_lerp_dtypes(start, end, "end");
-  check_lerp_dtypes(start, weight, "weight");
-  const Tensor small = lt(abs(weight), scalar_like(0.5, weight));
-  const Tensor base = where(small, start, end);
-  const Tensor coef = where(small, weight, weight - 1.0);
-  return base + coef * (end - start);
-}
-
-Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
-  check_lerp_dtypes(start, end, "end");
-  // the weight in the tensors' dtype (float for float32 and the 16-bit floats, as torch's opmath
-  // type): the side and 1 - w are decided and rounded there
-  double w = weight.to_double(), one_minus = 1.0 - w;
-  if (start.dtype() != DType::Float64) {
-    const float wf = static_cast<float>(w);
-    w = wf;
-    one_minus = 1.0f - wf;
-  }
-  if (std::abs(w) < 0.5) return start + w * (end - start);
-  return end - (end - start) * one_minus;
-}
-
-Tensor addcmul(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value) {
-  VK_CHECK(
-      !value.is_floating() || is_floating(promote(input.dtype(), promote(t1.dtype(), t2.dtype()))),
-      RuntimeError,
-      "addcmul: for integral input tensors, argument value must not be a floating point "
-      "number");
-  Tensor prod = t1 * t2;
-  if (!(value.is_integral() && value.to_int64() == 1)) prod = prod * value;
-  return input + prod;
-}
-
-Tensor addcdiv(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value) {
-  VK_CHECK(is_floating(t1.dtype()) || is_floating(t2.dtype()), RuntimeError,
-           "addcdiv: integer division with addcdiv is not supported (tensor1 ",
-           dtype_name(t1.dtype()), ", tensor2 ", dtype_name(t2.dtype()),
-           "); use addcmul(input, tensor1, 1 / tensor2) for true division");
-  Tensor q = t1 / t2;
-  if (!(value.is_integral() && value.to_int64() == 1)) q = q * value;
-  return input + q;
-}
 
 Tensor logical_not(const Tensor& x) { return eq(nonzero_mask(x), zeros({}, DType::Bool)); }
 Tensor logical_and(const Tensor& a, const Tensor& b) {

@@ -15,13 +15,6 @@ namespace vk {
 
 // ---- element-wise (composite.cpp) ----
 
-// start + weight * (end - start) where |weight| < 0.5, else end - (end - start) * (1 - weight)
-// (torch's: weight 1 gives end exactly); start, end (and a tensor weight) share one floating dtype.
-Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
-Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight);
-// input + value * t1 * t2, and input + value * t1 / t2 (integer t1 and t2 raise, as torch).
-Tensor addcmul(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value = 1);
-Tensor addcdiv(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value = 1);
 // Bool results of x != 0 combined (ne, bitwise_*); no graph.
 Tensor logical_not(const Tensor& x);
 Tensor logical_and(const Tensor& a, const Tensor& b);

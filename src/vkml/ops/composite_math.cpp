@@ -39,14 +39,6 @@ void check_floating(const Tensor& a, const Tensor& b, const char* op) {
            " tensors (as in PyTorch); it takes floating point tensors");
 }
 
-// log(x) / log(base) for a float32 x computed in float64: rounded once, so exact powers of the
-// base give exact results (log2(8) is 3). float64 rounds twice (within 2 ulp).
-Tensor log_base(const Tensor& x, double inv_log_base) {
-  Tensor f = as_float(x);
-  if (f.dtype() == DType::Float64) return log(f) * inv_log_base;
-  return cast(log(cast(f, DType::Float64)) * inv_log_base, f.dtype());
-}
-
 // m + log1p(e(-|a - b|)) with m = max(a, b): never overflows; a == b = +-inf is that infinity
 // (a - b would be NaN).
 template <class F>
@@ -61,16 +53,6 @@ Tensor log_add(const Tensor& a0, const Tensor& b0, const char* op, F scaled_log1
 }
 
 }  // namespace
-
-Tensor log2(const Tensor& x) { return log_base(x, 1 / kLn2); }
-Tensor log10(const Tensor& x) { return log_base(x, 1 / std::numbers::ln10); }
-
-// pow(2, x): pow is accurate over the whole range (exp(x ln 2) would lose ulps in x ln 2), and
-// exact for integer x.
-Tensor exp2(const Tensor& x) {
-  Tensor f = as_float(x);
-  return pow(num(2.0, f), f);
-}
 
 Tensor logaddexp(const Tensor& a, const Tensor& b) {
   return log_add(a, b, "logaddexp", [](const Tensor& d) { return log1p(exp(neg(d))); });
@@ -150,12 +132,6 @@ Tensor sinc(const Tensor& x0) {
   Tensor zero = eq(x, num(0.0, x));
   Tensor px = where(zero, num(1.0, x), x) * std::numbers::pi;
   return where(zero, num(1.0, x), sin(px) / px);
-}
-
-Tensor frac(const Tensor& x) {
-  VK_CHECK(is_floating(x.dtype()), NotImplementedError, "frac: not implemented for ",
-           dtype_name(x.dtype()), " tensors (as in PyTorch)");
-  return x - trunc(x);
 }
 
 // x < 0, and -0 (whose reciprocal is -inf); integers: x < 0; bool: false.

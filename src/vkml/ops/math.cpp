@@ -47,6 +47,11 @@ Grads lgamma_grad(const GradCtx& c) { return {c.grad * digamma(c.in[0])}; }
 Grads digamma_grad(const GradCtx& c) { return {c.grad * polygamma(1, c.in[0])}; }
 Grads polygamma_grad(const GradCtx& c) { return {c.grad * polygamma(c.attrs.order + 1, c.in[0])}; }
 Grads erfinv_grad(const GradCtx& c) { return {c.grad * exp(c.out * c.out) * kSqrtPiOver2}; }
+// torch's rules (derivatives.yaml), its constants
+Grads log2_grad(const GradCtx& c) { return {c.grad / (c.in[0] * std::numbers::ln2)}; }
+Grads log10_grad(const GradCtx& c) { return {c.grad / (c.in[0] * std::numbers::ln10)}; }
+Grads exp2_grad(const GradCtx& c) { return {c.grad * c.out * std::numbers::ln2}; }
+Grads frac_grad(const GradCtx& c) { return {c.grad}; }
 
 Grads atan2_grad(const GradCtx& c) {
   const Tensor &y = c.in[0], &x = c.in[1];
@@ -127,6 +132,17 @@ void add_math_ops(OpList& ops) {
   ops.push_back(float_unary(OpKind::Erfinv, "erfinv", "erfinv(x)",
                             "inverse error function; +-inf at +-1, NaN outside [-1, 1]",
                             erfinv_grad, "dx = g * sqrt(pi) / 2 * exp(out^2)"));
+  ops.push_back(float_unary(OpKind::Log2, "log2", "log2(x)",
+                            "base-2 logarithm (exact at the powers of two)", log2_grad,
+                            "dx = g / (x * ln 2)"));
+  ops.push_back(float_unary(OpKind::Log10, "log10", "log10(x)", "base-10 logarithm", log10_grad,
+                            "dx = g / (x * ln 10)"));
+  ops.push_back(float_unary(OpKind::Exp2, "exp2", "exp2(x)",
+                            "2^x (exact at the integers, 0 and inf past the range)", exp2_grad,
+                            "dx = g * out * ln 2"));
+  ops.push_back(float_unary(OpKind::Frac, "frac", "frac(x)",
+                            "x - trunc(x), the sign of x (NaN at +-inf); floating point only",
+                            frac_grad, "dx = g (as torch)"));
   ops.push_back({.kind = OpKind::Atan2,
                  .name = "atan2",
                  .arity = 2,
@@ -187,6 +203,14 @@ Tensor polygamma(int64_t n, const Tensor& x) {
   return dispatch(OpKind::Polygamma, {x}, a);
 }
 Tensor erfinv(const Tensor& x) { return dispatch(OpKind::Erfinv, {x}); }
+Tensor log2(const Tensor& x) { return dispatch(OpKind::Log2, {x}); }
+Tensor log10(const Tensor& x) { return dispatch(OpKind::Log10, {x}); }
+Tensor exp2(const Tensor& x) { return dispatch(OpKind::Exp2, {x}); }
+Tensor frac(const Tensor& x) {
+  VK_CHECK(is_floating(x.dtype()), NotImplementedError, "frac: not implemented for ",
+           dtype_name(x.dtype()), " tensors (as in PyTorch)");
+  return dispatch(OpKind::Frac, {x});
+}
 Tensor atan2(const Tensor& y, const Tensor& x) { return dispatch(OpKind::Atan2, {y, x}); }
 Tensor fmod(const Tensor& a, const Tensor& b) { return dispatch(OpKind::Fmod, {a, b}); }
 Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {

@@ -1,7 +1,8 @@
 // The math family (issue #15, "math ops (#15)"): the element-wise math of torch beyond the basics
 // of elementwise.h. Table ops with kernels (inverse trigonometric and hyperbolic functions, tan,
-// lgamma, digamma, polygamma, erfinv, atan2, fmod; ops/math.cpp) and composites of table ops
-// (log2, hypot, logaddexp, ...; ops/composite_math.cpp), which need no kernel of their own.
+// lgamma, digamma, polygamma, erfinv, log2, log10, exp2, frac, atan2, fmod; ops/math.cpp) and
+// composites of table ops (hypot, logaddexp, ...; ops/composite_math.cpp), which need no kernel
+// of their own.
 #pragma once
 #include <optional>
 
@@ -23,6 +24,10 @@ Tensor lgamma(const Tensor& x);
 Tensor digamma(const Tensor& x);
 Tensor polygamma(int64_t n, const Tensor& x);  // n >= 0; n = 0 is digamma
 Tensor erfinv(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
+Tensor exp2(const Tensor& x);
+Tensor frac(const Tensor& x);  // floating point only (NotImplementedError), as torch
 Tensor atan2(const Tensor& y, const Tensor& x);
 Tensor fmod(const Tensor& a, const Tensor& b);  // C's fmod: the sign of a; integers stay integer
 // Integers (int32, int64), as torch: shifts of two's complement bits (out-of-range shifts give 0,
@@ -34,9 +39,6 @@ Tensor lcm(const Tensor& a, const Tensor& b);
 Tensor nextafter(const Tensor& a, const Tensor& b);  // floats: the next float after a towards b
 
 // ---- composites (ops/composite_math.cpp) ----
-Tensor log2(const Tensor& x);
-Tensor log10(const Tensor& x);
-Tensor exp2(const Tensor& x);
 Tensor logaddexp(const Tensor& a, const Tensor& b);
 Tensor logaddexp2(const Tensor& a, const Tensor& b);
 Tensor xlogy(const Tensor& x, const Tensor& y);
@@ -49,7 +51,6 @@ Tensor heaviside(const Tensor& x, const Tensor& values);
 Tensor ldexp(const Tensor& x, const Tensor& e);  // x * 2^e
 Tensor logit(const Tensor& x, std::optional<double> eps = std::nullopt);
 Tensor sinc(const Tensor& x);
-Tensor frac(const Tensor& x);
 Tensor signbit(const Tensor& x);
 Tensor deg2rad(const Tensor& x);
 Tensor rad2deg(const Tensor& x);

@@ -150,6 +150,7 @@ void add_solve_ops(OpList& ops);
 void add_qr_ops(OpList& ops);
 void add_special_ops(OpList& ops);     // special functions (#15): Bessel, incomplete gamma
 void add_activation_ops(OpList& ops);  // nn.functional's activations with parameters (#18)
+void add_pointwise_ops(OpList& ops);   // lerp, addcmul, addcdiv fused (#18)
 void add_attention_ops(OpList& ops);   // scaled dot-product attention, fused (#18)
 
 // Autocast (ops/autocast.cpp): the policy list applied to the table, and the inputs of an op

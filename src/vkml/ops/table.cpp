@@ -39,6 +39,7 @@ std::vector<OpDef> build_table() {
   add_qr_ops(ops);
   add_special_ops(ops);  // special functions (#15)
   add_activation_ops(ops);
+  add_pointwise_ops(ops);
   add_attention_ops(ops);
   std::vector<OpDef> table(kNumOps);
   std::vector<bool> seen(kNumOps, false);

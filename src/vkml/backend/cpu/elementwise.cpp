@@ -435,6 +435,11 @@ VK_KERNEL(trunc) {
   return rounding(in[0], m, "trunc",
                   [](auto v) { return std::copysign(floor_step(std::fabs(v)), v); });
 }
+VK_KERNEL(frac) {  // x - trunc(x) is exact; +-inf give NaN (as torch: inf - inf)
+  (void)a;
+  return rounding(in[0], m, "frac",
+                  [](auto v) { return v - std::copysign(floor_step(std::fabs(v)), v); });
+}
 VK_KERNEL(round) {  // nearbyint in the default rounding mode: halves go to the even neighbour
   (void)a;
   return unary_numeric(in[0], m, "round", [](auto v) {

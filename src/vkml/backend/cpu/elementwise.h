@@ -31,6 +31,7 @@ VK_KERNEL(floor);
 VK_KERNEL(ceil);
 VK_KERNEL(round);
 VK_KERNEL(trunc);
+VK_KERNEL(frac);
 // binary (same dtype, same shape after prepare)
 VK_KERNEL(add);
 VK_KERNEL(sub);

@@ -17,6 +17,9 @@ VK_KERNEL(lgamma);
 VK_KERNEL(digamma);
 VK_KERNEL(polygamma);  // a.order = n >= 1
 VK_KERNEL(erfinv);
+VK_KERNEL(log2);
+VK_KERNEL(log10);
+VK_KERNEL(exp2);
 VK_KERNEL(atan2);
 VK_KERNEL(fmod);                // every numeric dtype; an integer division by zero raises
 VK_KERNEL(bitwise_left_shift);  // int32, int64

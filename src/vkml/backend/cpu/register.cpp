@@ -16,6 +16,7 @@
 #include "vkml/backend/cpu/norm.h"
 #include "vkml/backend/cpu/onednn.h"
 #include "vkml/backend/cpu/optim.h"
+#include "vkml/backend/cpu/pointwise.h"
 #include "vkml/backend/cpu/qr.h"  // QR (#15 linalg)
 #include "vkml/backend/cpu/random.h"
 #include "vkml/backend/cpu/reduction.h"
@@ -174,6 +175,13 @@ void register_kernels() {
       {OpKind::Digamma, cpu::digamma},
       {OpKind::Polygamma, cpu::polygamma},
       {OpKind::Erfinv, cpu::erfinv},
+      {OpKind::Log2, cpu::log2},
+      {OpKind::Log10, cpu::log10},
+      {OpKind::Exp2, cpu::exp2},
+      {OpKind::Frac, cpu::frac},
+      {OpKind::Lerp, cpu::lerp},
+      {OpKind::Addcmul, cpu::addcmul},
+      {OpKind::Addcdiv, cpu::addcdiv},
       {OpKind::Atan2, cpu::atan2},
       {OpKind::Fmod, cpu::fmod},
       {OpKind::BitwiseLeftShift, cpu::bitwise_left_shift},

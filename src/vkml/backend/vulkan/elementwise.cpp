@@ -105,6 +105,7 @@ VKML_VULKAN_OP(floor)
 VKML_VULKAN_OP(ceil)
 VKML_VULKAN_OP(round)
 VKML_VULKAN_OP(trunc)
+VKML_VULKAN_OP(frac)
 VKML_VULKAN_OP(add)
 VKML_VULKAN_OP(sub)
 VKML_VULKAN_OP(mul)
@@ -246,5 +247,14 @@ VK_KERNEL(smooth_l1_backward) {
 }
 VK_KERNEL(huber) { return with_params("huber", in, m, a.activation.width, 0); }
 VK_KERNEL(huber_backward) { return with_params("huber_backward", in, m, a.activation.width, 0); }
+
+// The pointwise family (ops/pointwise.h): three inputs of one floating dtype; addcmul's and
+// addcdiv's value is constant 0.
+VK_KERNEL(lerp) {
+  (void)a;
+  return launch("lerp", in, m);
+}
+VK_KERNEL(addcmul) { return with_params("addcmul", in, m, a.value.to_double(), 0); }
+VK_KERNEL(addcdiv) { return with_params("addcdiv", in, m, a.value.to_double(), 0); }
 
 }  // namespace vk::vulkan

@@ -68,12 +68,16 @@ VK_KERNEL(floor);
 VK_KERNEL(ceil);
 VK_KERNEL(round);
 VK_KERNEL(trunc);
+VK_KERNEL(frac);
 VK_KERNEL(floor_divide);
 VK_KERNEL(remainder);
 VK_KERNEL(pow);
 VK_KERNEL(maximum);
 VK_KERNEL(minimum);
 VK_KERNEL(where);  // in: cond (bool), a, b
+VK_KERNEL(lerp);   // the pointwise family (#18): start, end, weight
+VK_KERNEL(addcmul);
+VK_KERNEL(addcdiv);
 VK_KERNEL(clamp);  // a.lo, a.hi
 VK_KERNEL(eq);
 VK_KERNEL(ne);

@@ -278,6 +278,8 @@ TO compute(int ia, int ib, int ic) {
   return ceil(x);
 #elif defined(OP_TRUNC) && IS_FLOAT_A
   return x < TA(0) ? ceil(x) : floor(x);  // as the composite it replaces (GLSL trunc untested)
+#elif defined(OP_FRAC)  // exact; +-inf give NaN (inf - inf), as torch
+  return x - (x < TA(0) ? ceil(x) : floor(x));
 #elif defined(OP_ROUND) && IS_FLOAT_A
   // Halves to the even neighbour, as nearbyint, and the sign kept (-0.5 gives -0). Not
   // roundEven: lavapipe's rounds float64 halves away from zero and loses -0's sign.
@@ -414,6 +416,18 @@ TO compute(int ia, int ib, int ic) {
 #endif
 #elif defined(OP_WHERE)
   return x ? y : z;
+// The pointwise family: the CPU's order of operations; fma rounds once where the device fuses it
+// (lavapipe does not: within an ulp of the CPU's then).
+#elif defined(OP_LERP)  // start, end, weight
+  const bool small = abs(z) < TA(0.5);
+  precise TA r = fma(small ? z : z - TA(1), y - x, small ? x : y);
+  return r;
+#elif defined(OP_ADDCMUL)
+  precise TA r = fma(scalar_at(0) * y, z, x);
+  return r;
+#elif defined(OP_ADDCDIV)
+  precise TA r = x + scalar_at(0) * y / z;
+  return r;
 #elif defined(OP_CLAMP)  // torch.clamp: lo > hi gives hi; a NaN bound gives NaN everywhere
   const TA lo = scalar_at(0), hi = scalar_at(1);
 #if IS_FLOAT_A

@@ -367,6 +367,37 @@ MR mt_polygamma(uint n, MR x) {
   return v;
 }
 
+// ---- base-2 and base-10 logarithms, 2^x ----
+
+// log_b(x) = k log_b(2) + log(m) / log(b) for x = 2^k m, m in [sqrt(1/2), sqrt(2)) (vm_log's
+// split): k joins exactly for base 2, so the powers of two are exact in float64 too; zero,
+// negatives, inf and NaN take vm_log's value, scaled.
+MR mt_log_base(MR x, MR log_b_of_2, MR inv_ln_b) {
+  if (!(x > MR(0.0lf)) || isinf(x)) return vm_log(x) * inv_ln_b;
+  const bool tiny = x < kVmMinNormal;
+  precise MR xs = tiny ? x * kVmSubnormalScale : x;
+  const VU ix = VM_AS_U(xs) + (kVmOneBits - kVmSqrtHalfBits);
+  precise MR k = MR(VI(ix >> kVmMantBits) - VI(kVmBias)) - (tiny ? kVmSubnormalLog2 : MR(0.0lf));
+  const MR m = VM_AS_T((ix & kVmMantMask) + kVmSqrtHalfBits);
+  precise MR r = k * log_b_of_2 + vm_log(m) * inv_ln_b;
+  return r;
+}
+
+// 2^x = e^(f ln 2) 2^n, n = floor(x + 1/2), f = x - n exact (|x| clamped far past the range):
+// at an integer e^0 is 1 exactly; 2^n in two factors, so a subnormal result rounds once.
+MR mt_exp2(MR x) {
+  if (isnan(x)) return x;
+#if VM_DOUBLE
+  const MR c = clamp(x, MR(-1100.0lf), MR(1100.0lf));
+#else
+  const MR c = clamp(x, MR(-200.0lf), MR(200.0lf));
+#endif
+  const MR n = floor(c + MR(0.5lf));
+  const VI ni = VI(n), n1 = ni / VI(2);
+  precise MR r = vm_exp((c - n) * MT_LN2) * vm_pow2i(n1) * vm_pow2i(ni - n1);
+  return r;
+}
+
 // backend/cpu/math.cpp's erfinv: Giles' single-precision approximation, then two Newton steps,
 // past |x| = 1/2 on erfc(|y|) - (1 - |x|) (1 - |x| exact).
 MR mt_erfinv(MR x) {
@@ -483,6 +514,12 @@ TO compute(int ia, int ib) {
   return TO(mt_polygamma(p.scalar[0], MR(x)));
 #elif defined(OP_ERFINV)
   return TO(mt_erfinv(MR(x)));
+#elif defined(OP_LOG2)
+  return TO(mt_log_base(MR(x), MR(1.0lf), MR(1.4426950408889634lf)));
+#elif defined(OP_LOG10)
+  return TO(mt_log_base(MR(x), MR(0.3010299956639812lf), MR(0.4342944819032518lf)));
+#elif defined(OP_EXP2)
+  return TO(mt_exp2(MR(x)));
 #elif defined(OP_ATAN2)
   return TO(mt_atan2(MR(x), MR(y)));
 #elif defined(OP_BITWISE_LEFT_SHIFT)
