@@ -39,15 +39,13 @@ def _scalar_tensor(value):
 
 
 def _lerp(start, end, weight):
-    """torch.lerp's formula: start + w (end - start) for |w| < 0.5, else end - (end - start)(1 - w)."""
-    if abs(weight) < 0.5:
-        return start + (end - start) * weight
-    return end - (end - start) * (1 - weight)
+    """torch.lerp (one fused op: torch's bits on the CPU, as the torch.optim code's lerp_)."""
+    return _C.lerp(start, end, weight)
 
 
 def _addcmul(t, a, b, value):
-    """t + value * a * b, in torch's order."""
-    return t + a * value * b
+    """torch.addcmul: t + value * a * b (one fused op, as the torch.optim code's addcmul_)."""
+    return _C.addcmul(t, a, b, value=value)
 
 
 class _Elementwise(Optimizer):

@@ -296,9 +296,38 @@ VK_KERNEL(polygamma) {
   const int64_t n = a.order;
   return unary_in_double(in[0], m, "polygamma", [n](double v) { return polygamma_value(n, v); });
 }
+// float32 erfinv, vectorised in double: Giles' start (both of its pieces computed, one selected)
+// and one Newton step on vmath's erf. The start is within ~4e-7 relative, so one step leaves
+// ~1e-11; erf's absolute error (~1e-16) stays below 1e-9 of the residual even at the float next
+// to 1 (1 - |x| >= 2^-24), so no erfc form is needed there (float64 takes erfinv_value's two steps
+// on libm's erf / erfc). Zen 4, one thread, 1M floats in (-1, 1): 53 ms by erfinv_value per
+// element (torch 2.0).
+[[gnu::always_inline]] inline double erfinv_of_float(double x) {
+  using namespace vmath::detail;
+  constexpr double kCentral[] = {1.50140941,     0.246640727,    -0.00417768164,
+                                 -0.00125372503, 0.00021858087,  -4.39150654e-06,
+                                 -3.5233877e-06, 3.43273939e-07, 2.81022636e-08};
+  constexpr double kTail[] = {2.83297682,    1.00167406,     0.00943887047,
+                              -0.0076224613, 0.00573950773,  -0.00367342844,
+                              0.00134934322, 0.000100950558, -0.000200214257};
+  const double ax = std::fabs(x);
+  const double w = -vmath::log((1.0 - ax) * (1.0 + ax));  // exact product: two 25-bit factors
+  const double central = horner(w - 2.5, kCentral);
+  const double tail = horner(std::sqrt(select(w < 5.0, 5.0, w)) - 3.0, kTail);
+  double t = select(w < 5.0, central, tail) * ax;
+  t -= (vmath::erf(t) - ax) * (std::sqrt(std::numbers::pi) / 2) * vmath::exp(t * t);
+  t = select(ax == 1.0, std::numeric_limits<double>::infinity(), t);
+  t = select(ax > 1.0, std::numeric_limits<double>::quiet_NaN(), t);  // NaN passes already
+  return std::copysign(t, x);
+}
 VK_KERNEL(erfinv) {
   (void)a;
-  return unary_in_double(in[0], m, "erfinv", [](double v) { return erfinv_value(v); });
+  return unary(in[0], m, "erfinv", [](auto v) VK_ELEMENT {
+    if constexpr (std::is_same_v<decltype(v), float>)
+      return static_cast<float>(erfinv_of_float(v));
+    else
+      return erfinv_value(v);
+  });
 }
 
 // log2, log10 and exp2: float32 in double, rounded once (within half an ulp and a hair; exact at
