@@ -220,7 +220,7 @@ endforeach()
 vkml_elementwise_variants(sub 2 "" i32-i32-i32 i64-i64-i64 f32-f32-f32 f64-f64-f64)
 foreach(op div gelu_backward relu_backward tanh_backward sigmoid_backward leaky_relu_backward
            hardtanh_backward elu_backward softplus_backward hardsigmoid_backward hardswish_backward
-           silu_backward smooth_l1_backward huber_backward)
+           silu_backward smooth_l1_backward huber_backward squared_difference)
   vkml_elementwise_variants(${op} 2 "" f32-f32-f32 f64-f64-f64)
 endforeach()
 foreach(op floor_divide remainder)

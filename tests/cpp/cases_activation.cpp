@@ -83,6 +83,11 @@ RegisterOpCases activation_cases({
        return V{leaf({2, 3}, -2.0, 2.0), away_from_zero()};
      },
      [](const V& x) { return smooth_l1_backward(x[0], x[1], 0.5); }},
+    {OpKind::SquaredDifference, "squared_difference",
+     [] {
+       return V{leaf({2, 3}), leaf({3})};
+     },
+     [](const V& x) { return squared_difference(x[0], x[1]); }},
     {OpKind::Huber, "huber", [] { return V{away_from_zero()}; },
      [](const V& x) { return huber(x[0], 0.75); }},
     {OpKind::HuberBackward, "huber_backward/broadcast_g",

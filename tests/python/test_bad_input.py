@@ -801,6 +801,8 @@ NANINF.update({
     "silu_backward": lambda: vk.silu_backward(_f(3, 4), vk.flip(_f(3, 4), [1])),
     "smooth_l1": lambda: (F.smooth_l1_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none", beta=0.5),
                           F.smooth_l1_loss(_f(3, 4), _f(4))),
+    "squared_difference": lambda: (F.mse_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none"),
+                                   F.mse_loss(_f(3, 4), _f(3, 4), reduction="sum")),
     "huber": lambda: (F.huber_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none", delta=0.5),
                       F.huber_loss(_f(3, 4), _f(4), reduction="sum")),
     **{name + "_backward": (lambda name=name: (lambda x: _first_grad(

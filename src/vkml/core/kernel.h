@@ -78,6 +78,8 @@ enum class OpKind : uint16_t {
   Log2, Log10, Exp2, Frac,
   // lerp, addcmul and addcdiv fused: one pass each (were 3 to 8 ops) (#18)
   Lerp, Addcmul, Addcdiv,
+  // mse_loss's element (a - b)^2 in one pass (was sub, then mul) (#18)
+  SquaredDifference,
   kCount
 };
 // clang-format on

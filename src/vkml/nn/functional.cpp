@@ -351,11 +351,15 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 namespace {
 
 // The difference of two broadcastable floating tensors of one dtype, for mse/l1.
-Tensor checked_difference(const Tensor& input, const Tensor& target, const char* fn) {
+void check_difference(const Tensor& input, const Tensor& target, const char* fn) {
   check_floating(input, fn, "input");
   check_floating(target, fn, "target");
   check_same_dtype(target, input, fn, "target");
   broadcast_shapes(input.shape(), target.shape(), fn);  // ShapeError naming fn
+}
+
+Tensor checked_difference(const Tensor& input, const Tensor& target, const char* fn) {
+  check_difference(input, target, fn);
   return input - target;
 }
 
@@ -393,8 +397,8 @@ void check_probabilities(const Tensor& p, const char* fn) {
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
   Reduction r = parse_reduction(reduction, "mse_loss");
-  Tensor d = checked_difference(input, target, "mse_loss");
-  return reduce(d * d, r);
+  check_difference(input, target, "mse_loss");
+  return reduce(squared_difference(input, target), r);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {

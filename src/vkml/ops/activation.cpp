@@ -146,6 +146,11 @@ Grads hardswish_grad(const GradCtx& c) { return {hardswish_back(c.grad, c.in[0],
 Grads silu_grad(const GradCtx& c) { return {silu_back(c.grad, c.in[0], c.attrs)}; }
 Grads smooth_l1_grad(const GradCtx& c) { return {smooth_l1_back(c.grad, c.in[0], c.attrs)}; }
 Grads huber_grad(const GradCtx& c) { return {huber_back(c.grad, c.in[0], c.attrs)}; }
+// torch's mse_loss_backward: 2 (a - b) g (mean's 1 / N is in g already)
+Grads squared_difference_grad(const GradCtx& c) {
+  const Tensor da = (c.in[0] - c.in[1]) * 2.0 * c.grad;
+  return {c.needs[0] ? da : Tensor(), c.needs[1] ? neg(da) : Tensor()};
+}
 
 }  // namespace
 
@@ -221,6 +226,15 @@ void add_activation_ops(OpList& ops) {
       "gradient fused, as PyTorch's",
       backward_rule<smooth_l1_back, smooth_l1_second>,
       "dg = smooth_l1_backward(gg, x, beta); dx = gg * g / beta where |x| < beta, else 0"));
+  ops.push_back({.kind = OpKind::SquaredDifference,
+                 .name = "squared_difference",
+                 .arity = 2,
+                 .signature = "squared_difference(a, b)",
+                 .summary = "(a - b)^2, mse_loss's element, in one pass (as torch's mse kernel)",
+                 .prepare = prepare_binary,
+                 .infer = infer_floating_pair,
+                 .grad = squared_difference_grad,
+                 .grad_doc = "da = 2 (a - b) g, db = -da (torch's mse_loss_backward)"});
   ops.push_back(unary(OpKind::Huber, "huber", "huber(x, delta)",
                       "0.5 x^2 where |x| < delta, else delta * (|x| - delta / 2): huber_loss's "
                       "element of the difference x",
@@ -321,6 +335,9 @@ Tensor smooth_l1(const Tensor& x, double beta) {
 }
 Tensor smooth_l1_backward(const Tensor& g, const Tensor& x, double beta) {
   return dispatch(OpKind::SmoothL1Backward, {g, x}, beta_attrs(beta, "smooth_l1_backward"));
+}
+Tensor squared_difference(const Tensor& a, const Tensor& b) {
+  return dispatch(OpKind::SquaredDifference, {a, b});
 }
 Tensor huber(const Tensor& x, double delta) {
   return dispatch(OpKind::Huber, {x}, delta_attrs(delta, "huber"));

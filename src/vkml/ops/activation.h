@@ -44,6 +44,8 @@ Tensor smooth_l1_backward(const Tensor& g, const Tensor& x, double beta);
 // huber_loss's element of the difference x: 0.5 x^2 where |x| < delta, else delta (|x| - delta /
 // 2).
 Tensor huber(const Tensor& x, double delta);
+// mse_loss's element, (a - b)^2 of one floating dtype (broadcast), in one pass.
+Tensor squared_difference(const Tensor& a, const Tensor& b);
 // -g delta where x <= -delta, g delta where x >= delta, else g * x.
 Tensor huber_backward(const Tensor& g, const Tensor& x, double delta);
 

@@ -132,6 +132,13 @@ VK_KERNEL(silu_backward) {
     return g * s * (T(1) + x * (T(1) - s));
   });
 }
+VK_KERNEL(squared_difference) {
+  (void)a;
+  return binary(in, m, "squared_difference", [](auto x, auto y) VK_ELEMENT {
+    const auto d = x - y;
+    return d * d;
+  });
+}
 // torch's pieces and order of operations (an |x| on the boundary takes the linear piece).
 VK_KERNEL(smooth_l1) {
   const double beta = a.activation.width;

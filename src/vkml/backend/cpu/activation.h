@@ -20,6 +20,7 @@ VK_KERNEL(silu);
 VK_KERNEL(silu_backward);
 VK_KERNEL(smooth_l1);
 VK_KERNEL(smooth_l1_backward);
+VK_KERNEL(squared_difference);
 VK_KERNEL(huber);
 VK_KERNEL(huber_backward);
 }  // namespace VKML_CPU_ISA

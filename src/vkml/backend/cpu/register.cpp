@@ -179,6 +179,7 @@ void register_kernels() {
       {OpKind::Log10, cpu::log10},
       {OpKind::Exp2, cpu::exp2},
       {OpKind::Frac, cpu::frac},
+      {OpKind::SquaredDifference, cpu::squared_difference},
       {OpKind::Lerp, cpu::lerp},
       {OpKind::Addcmul, cpu::addcmul},
       {OpKind::Addcdiv, cpu::addcdiv},

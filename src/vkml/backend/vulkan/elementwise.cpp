@@ -143,6 +143,7 @@ VKML_VULKAN_OP(hardswish)
 VKML_VULKAN_OP(hardswish_backward)
 VKML_VULKAN_OP(silu)
 VKML_VULKAN_OP(silu_backward)
+VKML_VULKAN_OP(squared_difference)
 #undef VKML_VULKAN_OP
 
 VK_KERNEL(sin) {

@@ -74,8 +74,9 @@ VK_KERNEL(remainder);
 VK_KERNEL(pow);
 VK_KERNEL(maximum);
 VK_KERNEL(minimum);
-VK_KERNEL(where);  // in: cond (bool), a, b
-VK_KERNEL(lerp);   // the pointwise family (#18): start, end, weight
+VK_KERNEL(where);               // in: cond (bool), a, b
+VK_KERNEL(squared_difference);  // mse_loss's element (a - b)^2
+VK_KERNEL(lerp);                // the pointwise family (#18): start, end, weight
 VK_KERNEL(addcmul);
 VK_KERNEL(addcdiv);
 VK_KERNEL(clamp);  // a.lo, a.hi

@@ -124,6 +124,7 @@ void register_backend() {
       {OpKind::Round, round},
       {OpKind::Trunc, trunc},
       {OpKind::Frac, frac},
+      {OpKind::SquaredDifference, squared_difference},
       {OpKind::Lerp, lerp},
       {OpKind::Addcmul, addcmul},
       {OpKind::Addcdiv, addcdiv},

@@ -383,6 +383,10 @@ TO compute(int ia, int ib, int ic) {
   const TA w = scalar_at(0);
   precise TA inner = y * x / w;
   return y <= -w ? -x : (y >= w ? x : inner);
+#elif defined(OP_SQUARED_DIFFERENCE)
+  precise TA d = x - y;
+  precise TA r = d * d;
+  return r;
 #elif defined(OP_HUBER)
   const TA z = abs(x), w = scalar_at(0);
   precise TA quadratic = TA(0.5) * z * z;
