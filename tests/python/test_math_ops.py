@@ -726,3 +726,18 @@ def test_frac_one_op_regression(dtype, device):
     g = rng.standard_normal(a.shape).astype(dtype)
     y.backward(_vk(g, device))
     np.testing.assert_array_equal(x.grad.cpu().numpy(), g)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float64_erfinv_next_to_one_regression(device):
+    """float64 erfinv took two Newton steps from Giles' start, a float approximation that drifts past
+    1 - |x| ~ 1e-9: erfinv(1 - 2^-53) was 5.364 (torch and mpmath: 5.864), 8% off -- a silent wrong
+    value on both devices. The steps now go on until they stop moving (bounded): within a few ulp of
+    torch's all the way to the last double below 1, on both sides."""
+    _check_device(device, "float64")
+    d = np.concatenate([np.logspace(-16, -1, 151), [2.0 ** -53, 2.0 ** -52, 3 * 2.0 ** -53]])
+    a = np.concatenate([1 - d, -(1 - d), np.linspace(-0.99, 0.99, 199)])
+    got = vk.erfinv(_vk(a, device)).cpu().numpy()
+    want = torch.erfinv(torch.tensor(a)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+    assert abs(got[len(d) - 3] - 5.863584748755167) < 1e-14  # 1 - 2^-53 (mpmath: 5.86358474875513)

@@ -100,32 +100,19 @@ double trigamma(double x) {
   return hurwitz_zeta(2, x);
 }
 
-// Giles' single-precision approximation (2010), a start for Newton's method.
+// Giles' single-precision approximation (2010) of erfinv, a start for Newton's method: p x, with p
+// a polynomial (coefficients lowest first) in w - 2.5 below w = 5 and in sqrt(w) - 3 above, w =
+// -log((1 - x)(1 + x)).
+constexpr double kErfinvCentral[] = {1.50140941,     0.246640727,    -0.00417768164,
+                                     -0.00125372503, 0.00021858087,  -4.39150654e-06,
+                                     -3.5233877e-06, 3.43273939e-07, 2.81022636e-08};
+constexpr double kErfinvTail[] = {2.83297682,    1.00167406,     0.00943887047,
+                                  -0.0076224613, 0.00573950773,  -0.00367342844,
+                                  0.00134934322, 0.000100950558, -0.000200214257};
 double erfinv_start(double x) {
-  double w = -std::log((1.0 - x) * (1.0 + x)), p;
-  if (w < 5.0) {
-    w -= 2.5;
-    p = 2.81022636e-08;
-    p = 3.43273939e-07 + p * w;
-    p = -3.5233877e-06 + p * w;
-    p = -4.39150654e-06 + p * w;
-    p = 0.00021858087 + p * w;
-    p = -0.00125372503 + p * w;
-    p = -0.00417768164 + p * w;
-    p = 0.246640727 + p * w;
-    p = 1.50140941 + p * w;
-  } else {
-    w = std::sqrt(w) - 3.0;
-    p = -0.000200214257;
-    p = 0.000100950558 + p * w;
-    p = 0.00134934322 + p * w;
-    p = -0.00367342844 + p * w;
-    p = 0.00573950773 + p * w;
-    p = -0.0076224613 + p * w;
-    p = 0.00943887047 + p * w;
-    p = 1.00167406 + p * w;
-    p = 2.83297682 + p * w;
-  }
+  const double w = -std::log((1.0 - x) * (1.0 + x));
+  const double p = w < 5.0 ? vmath::detail::horner(w - 2.5, kErfinvCentral)
+                           : vmath::detail::horner(std::sqrt(w) - 3.0, kErfinvTail);
   return p * x;
 }
 
@@ -153,17 +140,22 @@ double polygamma_value(int64_t n, double x) {
   return sign * factorial * hurwitz_zeta(static_cast<double>(n + 1), x);
 }
 
-// Newton's method from Giles' start: two steps double its 7 digits twice over. Past |x| = 1/2
-// the residual is taken as erfc(|y|) - (1 - |x|), where 1 - |x| is exact and erfc keeps its
-// relative accuracy, so the result stays accurate next to +-1.
+// Newton's method from Giles' start: two steps double its 7 digits twice over -- where the start
+// has them. Past |x| = 1/2 the residual is taken as erfc(|y|) - (1 - |x|), where 1 - |x| is exact
+// and erfc keeps its relative accuracy, so the result stays accurate next to +-1. Giles' start is
+// a float approximation: past 1 - |x| ~ 1e-9 it drifts (8% off at 1 - 2^-53, where two steps left
+// erfinv 5.364 for 5.864), so the steps go on until they stop moving (at most 32; from a start
+// below the root, erfc's convexity makes them monotone).
 double erfinv_value(double x) {
   if (std::isnan(x) || x < -1 || x > 1) return kNaN;
   if (x == 1 || x == -1) return std::copysign(kInf, x);
   const double ax = std::fabs(x);
   double t = std::fabs(erfinv_start(x));
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < 32; ++k) {
     const double residual = ax <= 0.5 ? std::erf(t) - ax : (1.0 - ax) - std::erfc(t);
-    t -= residual * (std::sqrt(kPi) / 2) * std::exp(t * t);
+    const double step = residual * (std::sqrt(kPi) / 2) * std::exp(t * t);
+    t -= step;
+    if (!(std::fabs(step) > 0x1p-52 * t)) break;  // NaN stops too
   }
   return std::copysign(t, x);
 }
@@ -304,16 +296,10 @@ VK_KERNEL(polygamma) {
 // element (torch 2.0).
 [[gnu::always_inline]] inline double erfinv_of_float(double x) {
   using namespace vmath::detail;
-  constexpr double kCentral[] = {1.50140941,     0.246640727,    -0.00417768164,
-                                 -0.00125372503, 0.00021858087,  -4.39150654e-06,
-                                 -3.5233877e-06, 3.43273939e-07, 2.81022636e-08};
-  constexpr double kTail[] = {2.83297682,    1.00167406,     0.00943887047,
-                              -0.0076224613, 0.00573950773,  -0.00367342844,
-                              0.00134934322, 0.000100950558, -0.000200214257};
   const double ax = std::fabs(x);
   const double w = -vmath::log((1.0 - ax) * (1.0 + ax));  // exact product: two 25-bit factors
-  const double central = horner(w - 2.5, kCentral);
-  const double tail = horner(std::sqrt(select(w < 5.0, 5.0, w)) - 3.0, kTail);
+  const double central = horner(w - 2.5, kErfinvCentral);
+  const double tail = horner(std::sqrt(select(w < 5.0, 5.0, w)) - 3.0, kErfinvTail);
   double t = select(w < 5.0, central, tail) * ax;
   t -= (vmath::erf(t) - ax) * (std::sqrt(std::numbers::pi) / 2) * vmath::exp(t * t);
   t = select(ax == 1.0, std::numeric_limits<double>::infinity(), t);
@@ -331,10 +317,10 @@ VK_KERNEL(erfinv) {
 }
 
 // log2, log10 and exp2: float32 in double, rounded once (within half an ulp and a hair; exact at
-// the powers of two and the integers), float64 by libm's own functions (exact there too). As
-// composites they took 4 passes (float64 casts around log) and pow's path: Zen 4, one thread, 1M
-// floats, log2 2.1 -> 1.7 ms, exp2 1.1 -> 0.93 (torch 1.0 and 0.3, within 0.63 and 0.79 ulp; a
-// float exp2 on vmath's float exp took 0.48 ms but was 1 ulp off).
+// the powers of two and the integers), float64 by libm's own functions (log2 and exp2 exact there
+// too). As composites they took 4 passes (float64 casts around log) and pow's path: Zen 4, one
+// thread, 1M floats, log2 2.1 -> 1.7 ms, exp2 1.1 -> 0.93 (torch 1.0 and 0.3, within 0.63 and
+// 0.79 ulp; a float exp2 on vmath's float exp took 0.48 ms but was 1 ulp off).
 //   exp2 x = e^r 2^n, n = round(x), r = (x - n) ln 2: x - n is exact and |r| <= ln 2 / 2, the
 //   range vmath's exp polynomial is made for; at an integer e^0 = 1 exactly, so no value near a
 //   rounding tie of the float (2^-150) is ever approximated. |x| is clamped to 200 (float's 0 and
