@@ -27,7 +27,7 @@ if not vk.vulkan.is_available():
 # in float32 alone (with float64 each of these is 0 or 1).
 ULP_BOUND = {"sin": 2, "cos": 2, "log1p": 2, "expm1": 2, "pow": 2, "tan": 4, "asin": 6,
              "acos": 5, "atan": 5, "atan2": 5, "sinh": 3, "cosh": 3, "asinh": 3, "acosh": 4,
-             "atanh": 4, "erfinv": 3, "fmod": 0,
+             "atanh": 4, "erfinv": 3, "fmod": 0, "log2": 2, "log10": 3, "exp2": 2,
              # special functions (#15): the Chebyshev sums of i1 and i1e cancel most near |x| = 8
              "i0": 5, "i0e": 4, "i1": 17, "i1e": 11}
 # The gamma family near its zeros loses digits to cancellation in float32 (torch's float32 too):
@@ -67,7 +67,8 @@ CHILD = textwrap.dedent(r"""
     domains = {"sin": wide, "cos": wide, "tan": wide, "log1p": np.abs(wide) - 0.999,
                "expm1": np.clip(wide, -200, 200), "asin": unit, "acos": unit, "atan": wide,
                "sinh": hyper, "cosh": hyper, "asinh": wide, "acosh": np.abs(wide) + 1,
-               "atanh": unit, "erfinv": unit}
+               "atanh": unit, "erfinv": unit, "log2": np.abs(wide), "log10": np.abs(wide),
+               "exp2": np.clip(wide, -200, 200)}
     for op, x in domains.items():
         x = np.concatenate([x, spec]).astype(np.float32)
         out[op] = ulps(device(op, x), truth(op, x))

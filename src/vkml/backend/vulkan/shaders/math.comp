@@ -96,6 +96,11 @@ const MR MT_PI_2 = 1.5707963705062866;
 const MR MT_PI_2_LO = -4.371139e-08;
 #endif
 const MR MT_LN2 = MR(0.6931471805599453lf);
+#if VM_DOUBLE
+const MR MT_EPS = 2.220446049250313e-16lf;  // the spacing of MR at 1
+#else
+const MR MT_EPS = 1.1920929e-07;
+#endif
 
 MR mt_inf() { return VM_AS_T(kVmInfBits); }
 MR mt_nan() { return VM_AS_T(kVmInfBits | (VU(1) << (kVmMantBits - 1u))); }
@@ -398,8 +403,8 @@ MR mt_exp2(MR x) {
   return r;
 }
 
-// backend/cpu/math.cpp's erfinv: Giles' single-precision approximation, then two Newton steps,
-// past |x| = 1/2 on erfc(|y|) - (1 - |x|) (1 - |x| exact).
+// backend/cpu/math.cpp's erfinv: Giles' single-precision approximation, then Newton steps until
+// they stop moving (MT_EPS of t), past |x| = 1/2 on erfc(|y|) - (1 - |x|) (1 - |x| exact).
 MR mt_erfinv(MR x) {
   if (isnan(x) || x < MR(-1.0lf) || x > MR(1.0lf)) return mt_nan();
   if (abs(x) == MR(1.0lf)) return vm_with_sign_of(mt_inf(), x);
@@ -436,7 +441,7 @@ MR mt_erfinv(MR x) {
     precise MR residual = ax <= MR(0.5lf) ? vm_erf(t) - ax : (MR(1.0lf) - ax) - vm_erfc(t);
     precise MR step = residual * MR(0.886226925452758lf) * vm_exp(t * t);
     t -= step;
-    if (!(abs(step) > t * MR(2.2e-16lf))) break;  // NaN stops too
+    if (!(abs(step) > t * MT_EPS)) break;  // NaN stops too
   }
   return vm_with_sign_of(t, x);
 }
