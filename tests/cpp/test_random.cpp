@@ -379,31 +379,50 @@ TEST(Random, EachElementIsItsCountersPhiloxDraw) {
   }
 }
 
-// randn's element i is Box-Muller on counter i's four words: sqrt(-2 log(1 - u)) cos(2 pi v), u
-// and v 53-bit uniforms, to within a few ulp of long double libm (vmath's log and cos(2 pi t),
-// vectorised; the regression: libm per element took 25 ns, 7x torch's time); float32 is the
-// double rounded.
-TEST(Random, RandnIsBoxMullerOnItsCountersDraw) {
+// randn's elements 2q and 2q + 1 are the Box-Muller pair of counter q's four words: r cos(2 pi v)
+// and r sin(2 pi v), r = sqrt(-2 log(1 - u)), u and v 53-bit uniforms, to within a few ulp of
+// long double libm (vmath's log and cos_sin_2pi, vectorised; the regressions: libm per element
+// took 25 ns, 7x torch's time, and a counter per element, its cosine alone, 1.5x); float32 is the
+// double rounded. An odd count ends with its last pair's cosine; each call reserves a counter
+// per element.
+TEST(Random, RandnIsBoxMullerPairsOnItsCountersDraws) {
   const uint64_t seed = 97531, offset = (uint64_t{1} << 32) - 300;
-  const int64_t n = 1000;
+  const int64_t n = 1001;
   Generator g(kCPU, seed);
   g.set_state({seed, offset});
   const std::vector<double> f64 = to_vector(randn({n}, DType::Float64, kCPU, &g));
   const std::vector<double> f32 = to_vector(randn({n}, DType::Float32, kCPU, &g));
+  EXPECT_EQ(g.state().offset, offset + 2 * n);
   const long double two_pi = 6.283185307179586476925286766559L;
   for (int64_t i = 0; i < n; ++i) {
     for (int part = 0; part < 2; ++part) {
       uint32_t w[4];
-      cpu::philox(seed, offset + static_cast<uint64_t>(part * n + i), w);
-      const long double want =
-          std::sqrt(-2.0L * std::log(static_cast<long double>(1.0 - u53(w[0], w[1])))) *
-          std::cos(two_pi * u53(w[2], w[3]));
+      cpu::philox(seed, offset + static_cast<uint64_t>(part * n + i / 2), w);
+      const long double r =
+          std::sqrt(-2.0L * std::log(static_cast<long double>(1.0 - u53(w[0], w[1]))));
+      // the angle reduced to its quarter exactly (t - n/4), so sin next to t = 1/2 keeps its
+      // relative accuracy in the reference too; sin(2 pi t) is cos one quarter back
+      const double t = u53(w[2], w[3]);
+      const long double n = std::nearbyint(4.0L * t), x = two_pi * (t - n / 4);
+      const long double by_quarter[4] = {std::cos(x), -std::sin(x), -std::cos(x), std::sin(x)};
+      const int quarter = (static_cast<int>(n) + (i % 2 == 0 ? 0 : 3)) % 4;
+      const long double want = r * by_quarter[quarter];
       const double got = part == 0 ? f64[i] : f32[i];
       const double tol = part == 0 ? 8e-16 : 1.2e-7;  // 4 ulp; float32: its own rounding too
       ASSERT_LE(std::abs(static_cast<long double>(got) - want), tol * std::abs(want) + 1e-300)
           << (part == 0 ? "float64 " : "float32 ") << i;
     }
   }
+}
+
+// Philox4x32-10 itself: Random123's known answer for a zero counter and key.
+TEST(Random, PhiloxKnownAnswer) {
+  uint32_t w[4];
+  cpu::philox(0, 0, w);
+  EXPECT_EQ(w[0], 0x6627e8d5u);
+  EXPECT_EQ(w[1], 0xe169c58du);
+  EXPECT_EQ(w[2], 0xbc57ac4cu);
+  EXPECT_EQ(w[3], 0x9b00dbd8u);
 }
 
 TEST(RandomThreads, SameNumbersAtAnyThreadCount) {

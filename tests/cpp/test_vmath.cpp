@@ -410,15 +410,16 @@ TEST(Vmath, HeaderWithoutNativeFlags) {
   }
 }
 
-// cos(2 pi t) over a turn (randn's angle), against long double libm with 2 pi in long double:
-// relative to the result everywhere, also next to its zeros at t = 1/4 and 3/4 (where cos of a
-// rounded 2 pi t loses its relative accuracy). Measured: 1.8 ulp (with FMA and without).
-// The reference reduces as exactly in long double (t - n/4 is exact there too) before its cos or
-// sin: cos of 2 pi t itself is off near the zeros by long double's rounding of 2 pi t.
-long double ref_cos_turn(double t) {
+// cos(2 pi t) and sin(2 pi t) over a turn (randn's Box-Muller pair), against long double libm
+// with 2 pi in long double: relative to the result everywhere, also next to the zeros at t = 0,
+// 1/4, 1/2, 3/4 and 1 (where cos or sin of a rounded 2 pi t loses its relative accuracy).
+// Measured: 1.8 ulp (with FMA and without). The reference reduces as exactly in long double
+// (t - n/4 is exact there too) before its cos or sin: cos of 2 pi t itself is off near the zeros
+// by long double's rounding of 2 pi t. sin(2 pi t) is cos(2 pi (t - 1/4)): the quarter one back.
+long double ref_cos_quarters(double t, int shift) {
   const long double two_pi = 6.283185307179586476925286766559L;
   const long double n = std::nearbyint(4.0L * t), x = two_pi * (t - n / 4);
-  switch (static_cast<int>(n) % 4) {
+  switch ((static_cast<int>(n) + shift) % 4) {
     case 1:
       return -std::sin(x);
     case 2:
@@ -429,22 +430,29 @@ long double ref_cos_turn(double t) {
       return std::cos(x);
   }
 }
+long double ref_cos_turn(double t) { return ref_cos_quarters(t, 0); }
+long double ref_sin_turn(double t) { return ref_cos_quarters(t, 3); }
 
-TEST(Vmath, CosOfATurnAccuracy) {
+TEST(Vmath, CosAndSinOfATurnAccuracy) {
   namespace vm = vk::vmath;
   std::vector<double> t = double_sweep(0, 1, 2000000);
   for (double c : {0.25, 0.75, 0.5, 0.125, 0.375, 1.0})
     for (int k = -3; k <= 3; ++k)
       if (k != 0) t.push_back(c + k * 0x1p-53);
-  std::vector<double> got(t.size());
-  for (size_t i = 0; i < t.size(); ++i) got[i] = vm::cos_2pi(t[i]);
-  Worst w = worst_of(t, got, ref_cos_turn);
-  EXPECT_LE(w.ulp, 2.0) << "at t = " << w.at;
-  EXPECT_EQ(vm::cos_2pi(0.0), 1.0);
-  EXPECT_EQ(vm::cos_2pi(0.25), 0.0);
-  EXPECT_EQ(vm::cos_2pi(0.5), -1.0);
-  EXPECT_EQ(vm::cos_2pi(0.75), 0.0);
-  EXPECT_EQ(vm::cos_2pi(1.0), 1.0);
+  for (int k = 1; k <= 3; ++k) t.push_back(k * 0x1p-60);  // sin next to 0
+  std::vector<double> cos(t.size()), sin(t.size());
+  for (size_t i = 0; i < t.size(); ++i) vm::cos_sin_2pi(t[i], cos[i], sin[i]);
+  Worst wc = worst_of(t, cos, ref_cos_turn), ws = worst_of(t, sin, ref_sin_turn);
+  EXPECT_LE(wc.ulp, 2.0) << "cos at t = " << wc.at;
+  EXPECT_LE(ws.ulp, 2.0) << "sin at t = " << ws.at;
+  const double turns[] = {0.0, 0.25, 0.5, 0.75, 1.0};
+  const double want_cos[] = {1.0, 0.0, -1.0, 0.0, 1.0}, want_sin[] = {0.0, 1.0, 0.0, -1.0, 0.0};
+  for (int i = 0; i < 5; ++i) {
+    double c, s;
+    vm::cos_sin_2pi(turns[i], c, s);
+    EXPECT_EQ(c, want_cos[i]) << turns[i];
+    EXPECT_EQ(s, want_sin[i]) << turns[i];
+  }
 }
 
 // exp_nonpositive (softmax's exp of x - max) drops exp's upper clamp and scales by one exponent,

@@ -77,7 +77,8 @@ void add_creation_ops(OpList& ops) {
                  .name = "randn",
                  .arity = 0,
                  .signature = "randn(shape, dtype)",
-                 .summary = "standard normal samples (Box-Muller over Philox)",
+                 .summary = "standard normal samples (Box-Muller pairs over Philox: the cosine and "
+                            "sine of one draw)",
                  .infer = infer_random_float,
                  .grad_doc = kCreation});
   ops.push_back({.kind = OpKind::Randint,

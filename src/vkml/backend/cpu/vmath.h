@@ -487,12 +487,13 @@ VK_VMATH_INLINE T sigmoid(T x) {
   return select(x >= T(0), T(1), e) / (T(1) + e);
 }
 
-// cos(2 pi t) for t in [0, 1], double (randn's Box-Muller angle). A fraction of a turn needs no
-// hard reduction: t = n/4 + r exactly (n = round(4t), |r| <= 1/8), then cos or sin of x = 2 pi r
-// (|x| <= pi/4) by their Taylor polynomials (the first term left out is below 1e-19), picked and
-// signed by the quarter n: cos, -sin, -cos, sin. Near the zeros, at t = 1/4 and 3/4, the result
-// keeps its relative accuracy (cos(2 pi t) through a rounded 2 pi t does not).
-VK_VMATH_INLINE double cos_2pi(double t) {
+// cos(2 pi t) and sin(2 pi t) for t in [0, 1], double (randn's Box-Muller pair). A fraction of a
+// turn needs no hard reduction: t = n/4 + r exactly (n = round(4t), |r| <= 1/8), then cos and sin
+// of x = 2 pi r (|x| <= pi/4) by their Taylor polynomials (the first term left out is below
+// 1e-19), picked and signed by the quarter n -- cos: c, -s, -c, s; sin: s, c, -s, -c. Near the
+// zeros (t = 0, 1/4, 1/2, 3/4, 1) each keeps its relative accuracy (through a rounded 2 pi t it
+// would not).
+VK_VMATH_INLINE void cos_sin_2pi(double t, double& cos_out, double& sin_out) {
   using namespace detail;
   constexpr double kSin[] = {
       -1.0 / 6,        1.0 / 120,        -1.0 / 5040,          1.0 / 362880,
@@ -507,8 +508,10 @@ VK_VMATH_INLINE double cos_2pi(double t) {
   const double z = x * x;
   const double s = fma_(x * z, horner(z, kSin), x);
   const double c = fma_(z * z, horner(z, kCos), fma_(z, -0.5, 1.0));
-  const double v = select((n == 1.0) | (n == 3.0), s, c);
-  return select((n == 1.0) | (n == 2.0), -v, v);
+  const bool odd = (n == 1.0) | (n == 3.0);
+  const double cv = select(odd, s, c), sv = select(odd, c, s);
+  cos_out = select((n == 1.0) | (n == 2.0), -cv, cv);
+  sin_out = select((n == 2.0) | (n == 3.0), -sv, sv);
 }
 
 // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): never overflows, and keeps its relative accuracy
