@@ -5,7 +5,9 @@ the last dim, scatter_add's loop order, interpolate by gathers, adaptive_avg_poo
 as a mean, cdist by a matrix product (torch's compute_mode), arange in parallel, float32 pow; then
 (the backward sweep of the same day) short-row sums, variances and max / min with their lanes in
 registers, flip of the last dim by row reversal, tril / triu as one mask, mean's gradient divided
-before it is expanded, silu and the smooth L1 / Huber losses as one op each way. Each checked
+before it is expanded, silu and the smooth L1 / Huber losses as one op each way; then (2026-12-07)
+topk's selection by one scan, nonzero written straight as int64 and a mask's positions unchecked
+(they are in range by construction). Each checked
 against torch (values, signs of zeros, NaN, gradients in float64), on contiguous and strided
 inputs, at one and two threads, and on Vulkan where the op is a kernel there."""
 
@@ -456,6 +458,90 @@ def test_row_sums_and_vars_in_registers_regression(n, threads):
     np.testing.assert_allclose(to_np(vk.tensor(d).var(1)), to_np(torch.tensor(d).var(1)), rtol=1e-13)
     np.testing.assert_allclose(to_np(x.var(1, correction=0)), to_np(torch.tensor(a).var(1, correction=0)),
                                rtol=3e-6)
+
+
+# ---- topk: a few of many by one scan ----
+
+def stable_first(x, k, dim, largest):
+    """The stable sort's first k along dim (NaN the largest; ties: the earlier element first)."""
+    x = np.moveaxis(x, dim, -1)
+    vals, idxs = [], []
+    for row in x.reshape(-1, x.shape[-1]):
+        r = row.astype(np.float64)
+        nan = np.isnan(r)
+        pos = np.arange(len(r))
+        order = np.lexsort((pos, -r, ~nan)) if largest else np.lexsort((pos, r, nan))
+        idxs.append(order[:k])
+        vals.append(row[order[:k]])
+    shape = x.shape[:-1] + (k,)
+    return (np.moveaxis(np.array(vals).reshape(shape), -1, dim),
+            np.moveaxis(np.array(idxs).reshape(shape), -1, dim))
+
+
+@pytest.mark.parametrize("k", [0, 1, 5, 32, 33, 256])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_selects_a_few_by_one_scan_regression(k, largest, threads):
+    # (#18: a partial sort took 2.5 ns an element for the top 5 of rows of 1024, torch 1.9) the
+    # stable sort's first k -- ties by index, NaN the largest, -0.0 tied with 0.0 -- on random
+    # rows, rows of ties, sorted rows both ways (every element enters), NaN rows, short rows and
+    # strided rows (a dim that is not the last), against torch's values
+    rng = np.random.default_rng(k)
+    rows = [rng.standard_normal(1024), np.floor(rng.uniform(0, 6, 1024)), np.arange(1024.0),
+            np.arange(1024.0)[::-1].copy(), np.full(1024, 2.5),
+            np.where(rng.uniform(size=1024) < 0.05, np.nan, rng.standard_normal(1024)),
+            np.where(rng.uniform(size=1024) < 0.5, 0.0, -0.0) + np.floor(rng.uniform(-1, 1, 1024))]
+    for dtype in (np.float32, np.float64):
+        x = np.stack(rows).astype(dtype)
+        for dim, data in ((1, x), (0, np.ascontiguousarray(x.T))):
+            v, i = vk.tensor(data).topk(k, dim, largest=largest)
+            want_v, want_i = stable_first(data, k, dim, largest)
+            np.testing.assert_array_equal(to_np(i), want_i)
+            np.testing.assert_array_equal(to_np(v), want_v)
+            tv, _ = torch.from_numpy(data).topk(k, dim, largest=largest)
+            np.testing.assert_array_equal(to_np(v), tv.numpy())
+    for n in (1, 7, 15, 16, 17, 40):  # shorter than a block, and a block and a tail
+        if k <= n:
+            x = np.floor(rng.uniform(0, 4, (3, n))).astype(np.float32)
+            v, i = vk.tensor(x).topk(k, 1, largest=largest)
+            want_v, want_i = stable_first(x, k, 1, largest)
+            np.testing.assert_array_equal(to_np(i), want_i)
+            np.testing.assert_array_equal(to_np(v), want_v)
+    ints = rng.integers(-5, 5, (4, 300))
+    for dtype in (np.int32, np.int64):
+        v, i = vk.tensor(ints.astype(dtype)).topk(min(k, 300), 1, largest=largest)
+        want_v, want_i = stable_first(ints, min(k, 300), 1, largest)
+        np.testing.assert_array_equal(to_np(i), want_i)
+        np.testing.assert_array_equal(to_np(v), want_v)
+
+
+# ---- nonzero and boolean-mask indexing ----
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("shape", [(), (1,), (1000,), (33, 65), (4, 5, 6), (2, 1, 3, 4), (0,), (3, 0, 2)],
+                         ids=str)
+def test_nonzero_written_straight_as_int64_regression(shape, device):
+    # (#18: coordinates went through a vector of doubles with a division per dim, 6 ns an element;
+    # x[x > 0] of 1M floats took 9 ms, torch 6.7) random masks, all false, all true, only the first
+    # or only the last true, against torch; then x[mask] and masked_select with them
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    n = int(np.prod(shape))
+    masks = [rng.uniform(size=shape) < 0.4, np.zeros(shape, bool), np.ones(shape, bool)]
+    for at in (0, n - 1):
+        if n:
+            m = np.zeros(n, bool)
+            m[at] = True
+            masks.append(m.reshape(shape))
+    for m in masks:
+        got = vk.tensor(m).to(device).nonzero()
+        assert got.device.type == device and got.dtype == vk.int64
+        want = torch.from_numpy(np.asarray(m)).nonzero()
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(to_np(got.cpu()), want.numpy())
+        if shape:
+            xv, mv = vk.tensor(x).to(device), vk.tensor(m).to(device)
+            np.testing.assert_array_equal(to_np(xv[mv].cpu()), x[m])
+            np.testing.assert_array_equal(to_np(vk.masked_select(xv, mv).cpu()), x[m])
 
 
 # ---- flip of the last dim by row reversal ----

@@ -4,6 +4,8 @@
 #include "vkml/ops/indexing.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "vkml/core/grad_mode.h"
 #include "vkml/core/kernel.h"
@@ -48,8 +50,9 @@ void normalize_slice(const IndexItem& it, int64_t n, int64_t& start, int64_t& st
 }
 
 struct Advanced {
-  int64_t dim;     // dim of the partially indexed result it applies to
-  Tensor indices;  // int64, any shape (broadcast with the others)
+  int64_t dim;            // dim of the partially indexed result it applies to
+  Tensor indices;         // int64, any shape (broadcast with the others)
+  bool in_range = false;  // known to be in [0, size) (a bool mask's positions): nothing to check
 };
 
 // Applies the basic items (views) and collects the advanced ones.
@@ -96,7 +99,8 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items,
           // As torch (and numpy): a new dim of size 1, indexed by [0] when true and by nothing
           // when false, so x[True] has shape [1, ...] and x[False] shape [0, ...].
           r = unsqueeze(r, d);
-          adv.push_back({d, zeros({host_read(t).item() != 0 ? 1 : 0}, DType::Int64, r.device())});
+          adv.push_back(
+              {d, zeros({host_read(t).item() != 0 ? 1 : 0}, DType::Int64, r.device()), true});
           ++d;
         } else if (t.dtype() == DType::Bool) {
           int64_t nd = t.ndim();
@@ -105,7 +109,7 @@ Tensor apply_basic(const Tensor& x, const std::vector<IndexItem>& items,
                      shape_str(t.shape()), " does not match the indexed shape ",
                      shape_str(r.shape()), " at dim ", d + k);
           Tensor pos = nonzero(t);  // (n, nd)
-          for (int64_t k = 0; k < nd; ++k) adv.push_back({d + k, select(pos, 1, k)});
+          for (int64_t k = 0; k < nd; ++k) adv.push_back({d + k, select(pos, 1, k), true});
           d += nd;
         } else {
           VK_CHECK(is_integral(t.dtype()), DTypeError,
@@ -130,21 +134,26 @@ Tensor linear_positions(const Tensor& r, const std::vector<Advanced>& adv, Shape
   NoGradGuard no_grad;
   index_shape = adv[0].indices.shape();
   for (const auto& a : adv) index_shape = broadcast_shapes(index_shape, a.indices.shape(), "index");
-  Tensor lin = zeros(index_shape, DType::Int64, r.device());
+  Tensor lin;  // the sum of the terms (their shapes broadcast to index_shape)
   int64_t stride = 1;
   for (size_t k = adv.size(); k-- > 0;) {
     int64_t n = r.shape()[adv[k].dim];
     Tensor idx = to_device(adv[k].indices, r.device());  // CPU indices may index any device
-    // Checked where the index lives: at once on the CPU, at the device's next host read elsewhere
-    // (issue #14: reading the bounds here made x[idx] wait for the device)
-    expect_all(logical_and(ge(idx, scalar_like(-n, idx)), lt(idx, scalar_like(n, idx))), true,
-               "index",
-               detail::cat("an index is out of bounds for dim ", adv[k].dim, " with size ", n));
-    idx = where(lt(idx, scalar_like(0, idx)), idx + n, idx);
+    if (!adv[k].in_range) {
+      // Checked where the index lives: at once on the CPU, at the device's next host read
+      // elsewhere (issue #14: reading the bounds here made x[idx] wait for the device)
+      expect_all(logical_and(ge(idx, scalar_like(-n, idx)), lt(idx, scalar_like(n, idx))), true,
+                 "index",
+                 detail::cat("an index is out of bounds for dim ", adv[k].dim, " with size ", n));
+      idx = where(lt(idx, scalar_like(0, idx)), idx + n, idx);
+    }
     const int64_t mult = in_storage ? r.strides()[adv[k].dim] : stride;
-    lin = lin + idx * mult;
+    const Tensor term = mult == 1 ? idx : idx * mult;
+    lin = lin.defined() ? lin + term : term;
     stride *= n;
   }
+  // (a mask's positions took 7 passes more here -- bound checks, the negative wrap, a zero start:
+  // x[x > 0] of 1M floats spent 3.0 ms past nonzero, now 0.6)
   return lin;
 }
 
@@ -311,21 +320,43 @@ void check_no_internal_overlap(const Tensor& x, const char* op) {
              " of stride 0) refers to a single memory location; clone() it first");
 }
 
+// The coordinates of the true elements in row-major order, written as int64 straight into the
+// result: a count first (the result's size), then each element's coordinates stored and the row
+// kept only where it is true (no branch per element; the walk ends at the last true element, so
+// no row is stored past the count). Coordinates pushed into a vector of doubles, with a division
+// per dim, took 6 ns an element (nonzero of 1M bools, 40% true: 5.9 -> 0.45 ms; torch 4.9).
 Tensor nonzero(const Tensor& mask) {
   VK_CHECK(mask.dtype() == DType::Bool, DTypeError, "nonzero: expected a bool tensor, got ",
            dtype_name(mask.dtype()));
   Tensor m = host_read(mask);  // the output's shape depends on the values
-  const bool* p = m.data<bool>();
-  std::vector<double> coords;
-  Strides st = contiguous_strides(m.shape());
-  int64_t count = 0;
-  for (int64_t i = 0; i < m.numel(); ++i) {
-    if (!p[i]) continue;
-    ++count;
-    for (int64_t d = 0; d < m.ndim(); ++d)
-      coords.push_back(static_cast<double>((i / st[d]) % m.shape()[d]));
-  }
-  return to_device(from_vector(coords, {count, m.ndim()}, DType::Int64), mask.device());
+  const auto* p = static_cast<const uint8_t*>(m.raw_data());  // bools as their bytes, 0 or 1
+  const int64_t n = m.numel(), nd = m.ndim();
+  int64_t count = 0, last = -1;
+  for (int64_t i = 0; i < n; ++i) count += p[i];
+  for (int64_t i = n - 1; i >= 0 && last < 0; --i)
+    if (p[i]) last = i;
+  Tensor out = Tensor::empty({count, nd}, DType::Int64);
+  int64_t* o = out.data<int64_t>();
+  if (nd == 1) {
+    for (int64_t i = 0, k = 0; i <= last; ++i) {
+      o[k] = i;
+      k += p[i];
+    }
+  } else if (nd > 1) {
+    std::vector<int64_t> at(static_cast<size_t>(nd), 0);  // element i's coordinates
+    const int64_t inner = m.shape()[nd - 1];
+    for (int64_t i = 0, k = 0; i <= last; ++i) {
+      int64_t* row = o + k * nd;
+      for (int64_t d = 0; d < nd; ++d) row[d] = at[static_cast<size_t>(d)];
+      k += p[i];
+      if (++at[static_cast<size_t>(nd - 1)] < inner) continue;
+      for (int64_t d = nd - 1; d > 0 && at[static_cast<size_t>(d)] == m.shape()[d]; --d) {
+        at[static_cast<size_t>(d)] = 0;
+        ++at[static_cast<size_t>(d - 1)];
+      }
+    }
+  }  // nd == 0: count rows (0 or 1) of no coordinates
+  return to_device(out, mask.device());
 }
 
 }  // namespace vk

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "vkml/backend/cpu/parallel.h"
 #include "vkml/backend/cpu/rows.h"
+#include "vkml/backend/cpu/simd.h"
 
 namespace vk::cpu {
 inline namespace VKML_CPU_ISA {
@@ -31,9 +33,90 @@ bool before(T a, T b, bool descending) {
   return a < b || (is_nan(b) && !is_nan(a));
 }
 
+// Up to this many of a row (topk's k) are selected by one scan (select_few) rather than a partial
+// sort: each of its insertions shifts up to `keep` pairs.
+constexpr int64_t kScanKeep = 32;
+
+// The first `keep` of a row of K elements `stride` apart under the stable order (ties: the earlier
+// element first) into best[0, keep): one scan that keeps them sorted. Elements come in index order,
+// so a new one goes before a kept one only if its value is strictly before (a tie stays behind),
+// and it enters only if it goes before the last kept. Blocks of 16 whose values are none of them
+// before the last kept (most, past the first few blocks) are passed over after one compare each,
+// a loop without branches. (A partial sort of (value, index) pairs took 2.5 ns an element for the
+// top 5 of rows of 1024 floats; torch 1.9.)
+// Whether any of row[0, 16) goes before `last` (before()'s order, NaN the largest), in vectors:
+// the compares of a scalar loop, with before()'s short-circuits or without, stayed one element at
+// a time.
+template <bool descending, class T>
+bool any_before(const T* row, T last) {
+  if constexpr (std::is_same_v<T, bool>) {
+    bool any = false;
+    for (int i = 0; i < 16; ++i) any |= before(row[i], last, descending);
+    return any;
+  } else {
+    using V = Simd<T, 16>;
+    using M = decltype(V{} == V{});  // integers of T's width, all ones where true
+    V v;
+    load_simd(v, row);
+    M m = descending ? M(v > last) : M(v < last);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (descending && last == last) m |= M(v != v);   // a NaN goes before every number
+      if (!descending && last != last) m |= M(v == v);  // every number goes before a NaN
+    }
+    Simd<uint64_t, sizeof(M) / 8> bits;
+    std::memcpy(&bits, &m, sizeof bits);
+    uint64_t found = 0;
+    for (size_t j = 0; j < sizeof(M) / 8; ++j) found |= bits[j];
+    return found != 0;
+  }
+}
+
+template <class T, bool descending>
+void select_few(const T* row, int64_t stride, int64_t K, int64_t keep,
+                std::pair<T, int64_t>* best) {
+  if (keep == 0) return;
+  int64_t n = 0;  // kept so far
+  auto offer = [&](T v, int64_t k) {
+    if (n == keep && !before(v, best[n - 1].first, descending)) return;
+    int64_t j = n < keep ? n++ : keep - 1;  // the slot it starts from (the last is dropped)
+    for (; j > 0 && before(v, best[j - 1].first, descending); --j) best[j] = best[j - 1];
+    best[j] = {v, k};
+  };
+  int64_t k = 0;
+  for (; k < K && n < keep; ++k) offer(row[k * stride], k);
+  constexpr int64_t kBlock = 16;
+  if (stride == 1) {
+    for (; k + kBlock <= K; k += kBlock) {
+      const T last = best[keep - 1].first;
+      if (any_before<descending>(row + k, last))
+        for (int64_t i = 0; i < kBlock; ++i) offer(row[k + i], k + i);
+    }
+  }
+  for (; k < K; ++k) offer(row[k * stride], k);
+}
+
+// The first `keep` of a row's (value, index) pairs in order: a partial sort under the stable order
+// made total by the index (ties: the earlier element first) where `select`, else a stable sort.
+template <class T>
+void sort_pairs(std::vector<std::pair<T, int64_t>>& buf, int64_t keep, bool descending,
+                bool select) {
+  using Pair = std::pair<T, int64_t>;
+  if (select) {
+    std::partial_sort(buf.begin(), buf.begin() + keep, buf.end(),
+                      [descending](const Pair& a, const Pair& b) {
+                        if (before(a.first, b.first, descending)) return true;
+                        return !before(b.first, a.first, descending) && a.second < b.second;
+                      });
+  } else {
+    std::stable_sort(buf.begin(), buf.end(), [descending](const Pair& a, const Pair& b) {
+      return before(a.first, b.first, descending);
+    });
+  }
+}
+
 // Each row's first `keep` elements in order (all of them: keep == K). A few of many (topk) are
-// selected by a partial sort under the stable order made total by the index (ties: the earlier
-// element first), which picks exactly the stable sort's first `keep`, ties included.
+// selected by a scan (select_few, keep <= kScanKeep) or a partial sort (sort_pairs); either picks
+// exactly the stable sort's first `keep`, ties included.
 template <class T>
 void sort_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t dim, bool descending,
                int64_t keep) {
@@ -51,18 +134,15 @@ void sort_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t dim, bo
     std::vector<Pair> buf(static_cast<size_t>(rows.K));
     for (int64_t r = begin; r < end; ++r) {
       const int64_t base = rows.base(r);
-      for (int64_t k = 0; k < rows.K; ++k)
-        buf[static_cast<size_t>(k)] = {src[base + k * rows.inner], k};
-      if (select) {
-        std::partial_sort(buf.begin(), buf.begin() + keep, buf.end(),
-                          [descending](const Pair& a, const Pair& b) {
-                            if (before(a.first, b.first, descending)) return true;
-                            return !before(b.first, a.first, descending) && a.second < b.second;
-                          });
+      if (select && keep <= kScanKeep) {
+        if (descending)  // (the order a constant in the scan's compares)
+          select_few<T, true>(src + base, rows.inner, rows.K, keep, buf.data());
+        else
+          select_few<T, false>(src + base, rows.inner, rows.K, keep, buf.data());
       } else {
-        std::stable_sort(buf.begin(), buf.end(), [descending](const Pair& a, const Pair& b) {
-          return before(a.first, b.first, descending);
-        });
+        for (int64_t k = 0; k < rows.K; ++k)
+          buf[static_cast<size_t>(k)] = {src[base + k * rows.inner], k};
+        sort_pairs(buf, keep, descending, select);
       }
       const int64_t to = out.base(r);
       for (int64_t k = 0; k < keep; ++k) {
