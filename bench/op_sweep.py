@@ -25,6 +25,7 @@ X = RNG.uniform(-0.9, 0.9, N).astype(np.float32)    # in every function's domain
 P = RNG.uniform(0.1, 3.0, N).astype(np.float32)     # positive
 M = RNG.standard_normal((1024, 1024)).astype(np.float32)
 IDX = RNG.integers(0, 1024, N).astype(np.int64)
+VOCAB = RNG.uniform(0.0, 1.0, (4, 50257)).astype(np.float32)  # next-token weights, GPT-2's vocabulary
 
 
 def t(lib, a):
@@ -82,6 +83,8 @@ CASES = {
     "arange": lambda L: lambda: L.arange(N),
     "randn": lambda L: lambda: L.randn(1024, 1024),
     "randint": lambda L: lambda: L.randint(0, 10, (1024, 1024)),
+    "multinomial.vocab": on(VOCAB, lambda L, p: L.multinomial(p, 1)),  # sampling a token: no replacement
+    "sort.vocab": on(VOCAB, lambda L, p: L.sort(p, -1, descending=True)),  # top-p sampling's sort
     "interpolate.nearest": on(M.reshape(16, 1, 256, 256)[:4], lambda L, x: L.nn.functional.interpolate(x, scale_factor=2)),
     "interpolate.bilinear": on(M.reshape(16, 1, 256, 256)[:4],
                                lambda L, x: L.nn.functional.interpolate(x, scale_factor=2, mode="bilinear")),

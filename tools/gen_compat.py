@@ -110,8 +110,12 @@ NAMESPACE_REASONS = {
 # What a ported program may see behave differently, even where the name exists.
 DIFFERENCES = [
     "Random numbers: the same seed gives the same numbers in vkml on every device and at any "
-    "thread count (Philox4x32-10), but not torch's numbers; `get_rng_state()` is an int64 tensor "
-    "[seed, offset], not torch's byte tensor.",
+    "thread count (Philox4x32-10), but not torch's numbers (float64 `randn` alone may differ in "
+    "its last bit between a CPU with FMA and one without: its Box-Muller polynomials round "
+    "there); `get_rng_state()` is an int64 tensor [seed, offset], not torch's byte tensor. "
+    "`randn` draws Box-Muller pairs, elements 2i and 2i + 1 from one counter (since 2026-12-07; "
+    "before, each element took its own counter's cosine: the same seed gives other normal "
+    "numbers than earlier versions).",
     "Devices: `cpu` and `vulkan`; `vk.cuda.is_available()` is False and `vk.accelerator` is the "
     "Vulkan device. Ops on the Vulkan device are recorded and run in batches: errors are raised "
     "at the call, results when read; an index out of range (index_select, gather, scatter_add, "

@@ -514,6 +514,44 @@ def test_topk_selects_a_few_by_one_scan_regression(k, largest, threads):
         np.testing.assert_array_equal(to_np(v), want_v)
 
 
+# ---- sort: rows of 64 or more by radix ----
+
+@pytest.mark.parametrize("n", [63, 64, 65, 1000, 4099])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_rows_by_radix_is_the_stable_sort_regression(n, descending, threads):
+    # (#18: std::stable_sort of (value, index) pairs took 50 ns an element over rows of 1024)
+    # the stable sort's order -- ties by index, NaN the largest, -0.0 tied with 0.0 -- against
+    # torch's stable sort (values and indices), on random rows, rows of few distinct values (most
+    # radix passes skipped), NaN and signed zeros, the extremes of the integer types, sorted rows
+    # both ways, along the last dim and along dim 0
+    rng = np.random.default_rng(n)
+    floats = np.stack([
+        rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n),
+        np.floor(rng.uniform(-3, 3, n)),
+        np.where(rng.uniform(size=n) < 0.1, np.nan, rng.standard_normal(n)),
+        np.where(rng.uniform(size=n) < 0.5, 0.0, -0.0),
+        np.concatenate([[np.inf, -np.inf, -np.nan], rng.standard_normal(n - 3)]),
+        np.arange(n, dtype=np.float64), -np.arange(n, dtype=np.float64)])
+    info32, info64 = np.iinfo(np.int32), np.iinfo(np.int64)
+    ints = np.stack([rng.integers(-5, 5, n), rng.integers(info32.min, info32.max, n, endpoint=True),
+                     np.where(rng.uniform(size=n) < 0.5, info32.min, info32.max)])
+    wide = np.stack([rng.integers(info64.min, info64.max, n, endpoint=True),
+                     np.where(rng.uniform(size=n) < 0.5, info64.min, info64.max)])
+    cases = [floats.astype(np.float32), floats, ints.astype(np.int32), ints.astype(np.int64), wide,
+             ints.astype(np.int16) % 1000, (ints % 200).astype(np.uint8), ints % 2 == 0]
+    for x in cases:
+        for dim, data in ((1, x), (0, np.ascontiguousarray(x.T))):
+            v, i = vk.tensor(data).sort(dim, descending=descending)
+            tv, ti = torch.from_numpy(data).sort(dim=dim, descending=descending, stable=True)
+            np.testing.assert_array_equal(to_np(i), ti.numpy(), err_msg=f"{data.dtype} dim {dim}")
+            got = to_np(v)
+            np.testing.assert_array_equal(got, tv.numpy())
+            if data.dtype.kind == "f":  # the values are x's own, zeros' signs included
+                np.testing.assert_array_equal(np.signbit(got), np.signbit(np.take_along_axis(data, ti.numpy(), dim)))
+            np.testing.assert_array_equal(to_np(vk.tensor(data).argsort(dim, descending=descending, stable=True)),
+                                          ti.numpy())
+
+
 # ---- nonzero and boolean-mask indexing ----
 
 @pytest.mark.parametrize("device", devices())

@@ -30,9 +30,9 @@ void philox(uint64_t seed, uint64_t ctr, uint32_t out[4], uint32_t sub) {
   out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
 }
 
-namespace {
+constexpr int64_t kLanes = kPhiloxLanes;  // counters per philox_lanes call
 
-constexpr int64_t kLanes = 64;  // counters per philox_lanes call
+namespace {
 
 // Philox's round on vectors of counters: each multiplication's high and low words come from two
 // 32 x 32 -> 64 products (even lanes, odd lanes) put back in lane order. Written out because GCC
@@ -86,6 +86,8 @@ constexpr int kWordLanes = 8;
   lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
 }
 #endif
+
+}  // namespace
 
 // philox(seed, ctr0 + j) for j < kLanes (block 0), word k of lane j in w[k][j]: the same rounds
 // as philox's on every lane at once (one element at a time, rand took 12.7 ns per float32 on Zen
@@ -141,6 +143,8 @@ void philox_lanes(uint64_t seed, uint64_t ctr0, uint32_t (&w)[4][kLanes]) {
   std::copy_n(c3, kLanes, w[3]);
 #endif
 }
+
+namespace {
 
 // Element i uses counter (offset + i): the value at a position never depends on the split.
 // f(w0, w1, w2, w3) maps an element's four words to its value.

@@ -6,7 +6,9 @@
 #include "vkml/backend/cpu/sort.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -114,9 +116,93 @@ void sort_pairs(std::vector<std::pair<T, int64_t>>& buf, int64_t keep, bool desc
   }
 }
 
+// ---- full sorts of rows by radix ----
+// A row of 64 or more elements (sort, argsort, and topk of more than a quarter of the row) is
+// sorted by an LSD radix sort of (key, index) pairs, a byte per pass: key_of maps each value to an
+// unsigned integer whose order is before()'s ascending one, ties included (-0.0 and 0.0 share a
+// key, every NaN has the largest), and its complement gives the descending one. Each pass is
+// stable, so equal keys keep their input order: the stable sort's result, exactly. A pass whose
+// byte is the same in every key is skipped (small integers, values of one sign and exponent).
+// std::stable_sort of the pairs took 50 ns an element over rows of 1024 floats (torch 50); this
+// takes 8.5.
+constexpr int64_t kRadixFrom = 64;
+
+template <class T>
+using RadixKey = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+
+template <class T>
+RadixKey<T> key_of(T v, bool descending) {
+  using U = RadixKey<T>;
+  constexpr U kSign = U{1} << (8 * sizeof(U) - 1);
+  U u;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(v)) {
+      u = ~U{0};
+    } else {
+      u = std::bit_cast<U>(v == T(0) ? T(0) : v);  // -0.0 ties with 0.0
+      u = (u & kSign) ? ~u : u | kSign;
+    }
+  } else {  // integers (two's complement, the sign flipped: unsigned order) and bool
+    u = static_cast<U>(v) ^ kSign;
+  }
+  return descending ? ~u : u;
+}
+
+// Sorts the words by their keys (key_bits(w): Bytes bytes, unsigned) in place, a byte per pass;
+// scratch is a vector of the same size. The histograms of every byte are taken in one pass first.
+template <int Bytes, class W, class KeyBits>
+void radix_sort(std::vector<W>& word, std::vector<W>& scratch, KeyBits key_bits) {
+  const int64_t n = static_cast<int64_t>(word.size());
+  int64_t count[Bytes][256] = {};
+  for (const W& w : word)
+    for (int b = 0; b < Bytes; ++b) ++count[b][(key_bits(w) >> (8 * b)) & 255];
+  for (int b = 0; b < Bytes; ++b) {
+    int64_t* c = count[b];
+    if (c[(key_bits(word[0]) >> (8 * b)) & 255] == n) continue;  // one byte value: none moves
+    int64_t at = 0;
+    for (int d = 0; d < 256; ++d) {
+      const int64_t here = c[d];
+      c[d] = at;
+      at += here;
+    }
+    for (const W& w : word) scratch[c[(key_bits(w) >> (8 * b)) & 255]++] = w;
+    word.swap(scratch);
+  }
+}
+
+// A 32-bit key and its position packed in one word (one store per element and pass; rows of up
+// to 2^32 elements); a 64-bit key beside its position.
+template <class T>
+using RadixWord = std::conditional_t<sizeof(T) <= 4, uint64_t, std::pair<RadixKey<T>, int64_t>>;
+
+// The first `keep` of a row of K elements `stride` apart, radix sorted, into val / idx (`stride`
+// apart too).
+template <class T>
+void radix_row(const T* row, int64_t stride, int64_t K, int64_t keep, bool descending, T* val,
+               int64_t* idx, std::vector<RadixWord<T>>& word, std::vector<RadixWord<T>>& scratch) {
+  if constexpr (sizeof(T) <= 4) {
+    for (int64_t k = 0; k < K; ++k)
+      word[k] = uint64_t{key_of(row[k * stride], descending)} << 32 | static_cast<uint64_t>(k);
+    radix_sort<4>(word, scratch, [](uint64_t w) { return w >> 32; });
+    for (int64_t k = 0; k < keep; ++k) {
+      const auto at = static_cast<int64_t>(word[k] & 0xffffffffu);
+      val[k * stride] = row[at * stride];
+      idx[k * stride] = at;
+    }
+  } else {
+    for (int64_t k = 0; k < K; ++k) word[k] = {key_of(row[k * stride], descending), k};
+    radix_sort<8>(word, scratch, [](const RadixWord<T>& w) { return w.first; });
+    for (int64_t k = 0; k < keep; ++k) {
+      val[k * stride] = row[word[k].second * stride];
+      idx[k * stride] = word[k].second;
+    }
+  }
+}
+
 // Each row's first `keep` elements in order (all of them: keep == K). A few of many (topk) are
-// selected by a scan (select_few, keep <= kScanKeep) or a partial sort (sort_pairs); either picks
-// exactly the stable sort's first `keep`, ties included.
+// selected by a scan (select_few, keep <= kScanKeep) or a partial sort (sort_pairs); whole rows of
+// kRadixFrom or more are radix sorted, shorter ones stable sorted (sort_pairs). Each gives exactly
+// the stable sort's first `keep`, ties included.
 template <class T>
 void sort_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t dim, bool descending,
                int64_t keep) {
@@ -131,9 +217,17 @@ void sort_rows(const Tensor& x, Tensor& values, Tensor& indices, int64_t dim, bo
     // (value, index) pairs side by side: the comparisons read the buffer, not the row through
     // its stride (sorting indices that read the row took 47 ns per element over rows of 256)
     using Pair = std::pair<T, int64_t>;
-    std::vector<Pair> buf(static_cast<size_t>(rows.K));
+    const bool radix =
+        !select && rows.K >= kRadixFrom && (sizeof(T) > 4 || rows.K <= int64_t{1} << 32);
+    std::vector<Pair> buf(radix ? 0 : static_cast<size_t>(rows.K));
+    std::vector<RadixWord<T>> word(radix ? rows.K : 0), scratch(word.size());
     for (int64_t r = begin; r < end; ++r) {
       const int64_t base = rows.base(r);
+      if (radix) {
+        radix_row(src + base, rows.inner, rows.K, keep, descending, val + out.base(r),
+                  idx + out.base(r), word, scratch);
+        continue;
+      }
       if (select && keep <= kScanKeep) {
         if (descending)  // (the order a constant in the scan's compares)
           select_few<T, true>(src + base, rows.inner, rows.K, keep, buf.data());
