@@ -120,7 +120,7 @@ void bind_sort(nb::module_& m, nb::class_<Tensor>& c) {
         (void)sorted;
         VK_CHECK(dim.is_none(), NotImplementedError,
                  "unique: dim is not supported by vkml (only the flattened tensor, dim=None)");
-        const vk::Unique r = vk::unique(x);
+        const vk::Unique r = vk::unique(x, return_inverse);
         if (!return_inverse && !return_counts) return nb::cast(r.values);
         if (return_inverse && return_counts) return nb::make_tuple(r.values, r.inverse, r.counts);
         return nb::make_tuple(r.values, return_inverse ? r.inverse : r.counts);

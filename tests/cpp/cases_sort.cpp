@@ -204,6 +204,11 @@ TEST(Sort, UniqueBincountArgwhereAsTorch) {
   EXPECT_TRUE(std::isnan(v[2]) && std::isnan(v[3]));
   expect_values(u.inverse, {1, 0, 2, 0, 3});
   expect_values(u.counts, {2, 1, 1, 1});
+  // without the inverse (torch's default): the same values and counts, no inverse made
+  const Unique lean = unique(values({3, 1, kNaN, 1, kNaN}, {5}, false), false);
+  EXPECT_FALSE(lean.inverse.defined());
+  EXPECT_EQ(to_vector(lean.counts), to_vector(u.counts));
+  EXPECT_EQ(to_vector(lean.values).size(), 4u);
   expect_values(bincount(ints({1, 3, 1, 0}, {4}), Tensor(), 6), {1, 2, 0, 1, 0, 0});
   const Tensor w = bincount(ints({2, 0, 2}, {3}), values({0.5, 1, 2}, {3}, false));
   EXPECT_EQ(w.dtype(), DType::Float64);

@@ -478,7 +478,7 @@ def stable_first(x, k, dim, largest):
             np.moveaxis(np.array(idxs).reshape(shape), -1, dim))
 
 
-@pytest.mark.parametrize("k", [0, 1, 5, 32, 33, 256])
+@pytest.mark.parametrize("k", [0, 1, 5, 32, 33, 256, 300, 1024])  # scan, partial sort, radix
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_selects_a_few_by_one_scan_regression(k, largest, threads):
     # (#18: a partial sort took 2.5 ns an element for the top 5 of rows of 1024, torch 1.9) the
@@ -550,6 +550,27 @@ def test_sort_rows_by_radix_is_the_stable_sort_regression(n, descending, threads
                 np.testing.assert_array_equal(np.signbit(got), np.signbit(np.take_along_axis(data, ti.numpy(), dim)))
             np.testing.assert_array_equal(to_np(vk.tensor(data).argsort(dim, descending=descending, stable=True)),
                                           ti.numpy())
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("counts", [False, True])
+def test_unique_makes_its_inverse_only_when_asked(inverse, counts):
+    # (torch's default leaves the inverse out: its scatter was a quarter of unique's time) every
+    # combination of the flags against torch, ints and floats with NaN (each NaN its own value)
+    rng = np.random.default_rng(11)
+    for x in (rng.integers(0, 50, (30, 40)), np.where(rng.uniform(size=500) < 0.05, np.nan,
+                                                      np.floor(rng.uniform(-5, 5, 500)))):
+        got = vk.unique(vk.tensor(x), return_inverse=inverse, return_counts=counts)
+        want = torch.unique(torch.from_numpy(x), return_inverse=inverse, return_counts=counts)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        assert len(got) == len(want)
+        np.testing.assert_array_equal(to_np(got[0]), want[0].numpy())
+        if counts:
+            np.testing.assert_array_equal(to_np(got[-1]), want[-1].numpy())
+        if inverse:  # torch's order among NaNs (each its own value) is its sort's: compare the rest
+            g, w, nan = to_np(got[1]), want[1].numpy(), np.isnan(x)
+            np.testing.assert_array_equal(g[~nan], w[~nan])
+            assert np.isnan(to_np(got[0])[g[nan]]).all() and len(set(g[nan].tolist())) == nan.sum()
 
 
 # ---- nonzero and boolean-mask indexing ----

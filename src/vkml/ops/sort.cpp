@@ -224,7 +224,7 @@ Tensor median(const Tensor& x) {
 
 namespace vk {
 
-Unique unique(const Tensor& x) {
+Unique unique(const Tensor& x, bool with_inverse) {
   const Tensor flat = reshape(x.detach(), {-1});
   const int64_t n = flat.numel();
   if (n == 0)
@@ -237,9 +237,11 @@ Unique unique(const Tensor& x) {
   const int64_t u = starts.numel();
   Unique r;
   r.values = index_select(s.values, 0, starts);
-  const Tensor run = cumsum(is_new, 0) - 1;  // the run of each sorted element
-  r.inverse =
-      reshape(scatter_add(zeros({n}, DType::Int64, x.device()), 0, s.indices, run), x.shape());
+  if (with_inverse) {
+    const Tensor run = cumsum(is_new, 0) - 1;  // the run of each sorted element
+    r.inverse =
+        reshape(scatter_add(zeros({n}, DType::Int64, x.device()), 0, s.indices, run), x.shape());
+  }
   const Tensor ends = cat({slice(starts, 0, 1, u), full({1}, n, DType::Int64, x.device())}, 0);
   r.counts = ends - starts;
   return r;

@@ -41,7 +41,8 @@ Tensor bucketize(const Tensor& values, const Tensor& boundaries, bool right = fa
 struct Unique {
   Tensor values, inverse, counts;
 };
-Unique unique(const Tensor& x);
+// with_inverse = false leaves `inverse` undefined (its scatter was a quarter of unique's time).
+Unique unique(const Tensor& x, bool with_inverse = true);
 // How often each value of a 1-D non-negative integer tensor occurs (bins 0..max(x), at least
 // minlength of them); with weights (x's length), their sums instead: the weights' floating dtype,
 // float64 for integer weights.
