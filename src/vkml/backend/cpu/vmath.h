@@ -1,6 +1,6 @@
 // Vectorisable elementary functions for the element-wise kernels: exp, expm1, log, log1p, tanh,
 // sigmoid, softplus, erf, erfc, both forms of gelu and gelu's derivative, for float and double;
-// cos(2 pi t) for randn, double. (float's trigonometric functions: vmath_trig.h.)
+// cos(2 pi t) and sin(2 pi t) for randn, double. (float's trigonometric functions: vmath_trig.h.)
 //
 // Each function is branch-free scalar code: no calls, no tables, no early returns; selects where
 // libm would branch, bit casts where it would call frexp/ldexp. Inlined into an element loop,
