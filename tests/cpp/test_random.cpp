@@ -456,6 +456,28 @@ TEST(Multinomial, WithoutReplacementTakesTheSmallestKeysRegression) {
   }
 }
 
+// randperm is Fisher-Yates from the top, position i swapping with r_i mod (i + 1), r_i the 64
+// bits of counter offset + i: against scalar Philox, for counts on both sides of the 64-counter
+// blocks, counters crossing 2^32 (the regression: a scalar Philox per position, 3.4x torch's time;
+// the draws now come 64 at a time).
+TEST(Randperm, IsFisherYatesOnItsCountersDrawsRegression) {
+  const uint64_t seed = 31337, offset = (uint64_t{1} << 32) - 100;
+  for (int64_t n : {1, 2, 63, 64, 65, 66, 129, 1000}) {
+    Generator g(kCPU, seed);
+    g.set_state({seed, offset});
+    const std::vector<double> got = to_vector(randperm(n, DType::Int64, kCPU, &g));
+    std::vector<double> want(static_cast<size_t>(n));
+    std::iota(want.begin(), want.end(), 0.0);
+    for (int64_t i = n - 1; i > 0; --i) {
+      uint32_t w[4];
+      cpu::philox(seed, offset + static_cast<uint64_t>(i), w);
+      const uint64_t r = (uint64_t{w[0]} << 32) | w[1];
+      std::swap(want[static_cast<size_t>(i)], want[r % static_cast<uint64_t>(i + 1)]);
+    }
+    EXPECT_EQ(got, want) << n;
+  }
+}
+
 TEST(RandomThreads, SameNumbersAtAnyThreadCount) {
   const int before = cpu::num_threads();
   cpu::set_num_threads(1);

@@ -21,12 +21,6 @@ namespace {
   return static_cast<double>((uint64_t{hi} << 21) ^ (lo >> 11)) * 0x1.0p-53;
 }
 
-uint64_t bits64(uint64_t seed, uint64_t ctr) {
-  uint32_t w[4];
-  philox(seed, ctr, w);
-  return (uint64_t{w[0]} << 32) | w[1];
-}
-
 double uniform_at(uint64_t seed, uint64_t ctr) {
   uint32_t w[4];
   philox(seed, ctr, w);
@@ -171,10 +165,19 @@ VK_KERNEL(randperm) {
   std::vector<int64_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), int64_t{0});
   // Fisher-Yates from the top: position i swaps with a uniform j in [0, i], drawn at counter
-  // offset + i (the modulo's bias is below n / 2^64).
-  for (int64_t i = n - 1; i > 0; --i) {
-    const uint64_t r = bits64(a.seed, a.offset + static_cast<uint64_t>(i));
-    std::swap(perm[static_cast<size_t>(i)], perm[r % static_cast<uint64_t>(i + 1)]);
+  // offset + i (the modulo's bias is below n / 2^64). The draws come kPhiloxLanes counters at a
+  // time (philox_lanes), then the block's swaps run from its top down: a scalar Philox per
+  // position made randperm(60000) 0.84 ms, 3.4x torch's.
+  uint32_t w[4][kPhiloxLanes];
+  for (int64_t top = n - 1; top > 0;) {
+    const int64_t base = std::max<int64_t>(1, top - kPhiloxLanes + 1);  // positions base..top
+    philox_lanes(a.seed, a.offset + static_cast<uint64_t>(base), w);
+    for (int64_t i = top; i >= base; --i) {
+      const auto j = static_cast<size_t>(i - base);
+      const uint64_t r = (uint64_t{w[0][j]} << 32) | w[1][j];
+      std::swap(perm[static_cast<size_t>(i)], perm[r % static_cast<uint64_t>(i + 1)]);
+    }
+    top = base - 1;
   }
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_NUMERIC(m.dtype, "randperm", {
