@@ -350,17 +350,12 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 
 namespace {
 
-// The difference of two broadcastable floating tensors of one dtype, for mse/l1.
+// mse / l1's operands: broadcastable floating tensors of one dtype (typed errors naming fn).
 void check_difference(const Tensor& input, const Tensor& target, const char* fn) {
   check_floating(input, fn, "input");
   check_floating(target, fn, "target");
   check_same_dtype(target, input, fn, "target");
   broadcast_shapes(input.shape(), target.shape(), fn);  // ShapeError naming fn
-}
-
-Tensor checked_difference(const Tensor& input, const Tensor& target, const char* fn) {
-  check_difference(input, target, fn);
-  return input - target;
 }
 
 // max(log_fn(t), -100), torch's clamp of the BCE logs, with a zero gradient where the clamp
@@ -403,7 +398,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
   Reduction r = parse_reduction(reduction, "l1_loss");
-  return reduce(abs(checked_difference(input, target, "l1_loss")), r);
+  check_difference(input, target, "l1_loss");
+  return reduce(abs(input - target), r);
 }
 
 Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, const Tensor& weight,
