@@ -185,6 +185,23 @@ RegisterOpCases reduction_cases({
        return V{leaf({3, 4})};
      },
      [](const V& x) { return var(x[0], {-1}, 1.0, true); }},
+    {OpKind::SumSquares, "sum_squares/all",
+     [] {
+       return V{leaf({2, 3})};
+     },
+     [](const V& x) { return sum_squares(x[0]); }},
+    {OpKind::SumSquares, "sum_squares/dims_keepdim",
+     [] {
+       return V{leaf({2, 3, 4})};
+     },
+     [](const V& x) {
+       return sum_squares(x[0], {0, 2}, true);
+     }},
+    {OpKind::SumSquares, "sum_squares/negative_dim",
+     [] {
+       return V{leaf({3, 4})};
+     },
+     [](const V& x) { return sum_squares(x[0], {-1}); }},
 
     {OpKind::Sum, "sum/all",
      [] {

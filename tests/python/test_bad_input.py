@@ -803,6 +803,7 @@ NANINF.update({
                           F.smooth_l1_loss(_f(3, 4), _f(4))),
     "squared_difference": lambda: (F.mse_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none"),
                                    F.mse_loss(_f(3, 4), _f(3, 4), reduction="sum")),
+    "sum_squares": lambda: (vk.linalg.vector_norm(_f(3, 4)), vk.linalg.vector_norm(_f(3, 4), dim=1, keepdim=True)),
     "huber": lambda: (F.huber_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none", delta=0.5),
                       F.huber_loss(_f(3, 4), _f(4), reduction="sum")),
     **{name + "_backward": (lambda name=name: (lambda x: _first_grad(

@@ -470,6 +470,11 @@ SPECS = {
                  label=f"dim={d},corr={c},keep={k}")
             for d in (None, 1, (0, 2)) for c in (0, 1) for k in (False, True) if not (d is None and k)] + [
         Case(lambda m, x: x.std(1), [F(3, 5)], label="std")],
+    # the 2-norm's sum of squares: through vector_norm and normalize, its callers
+    "sum_squares": [Case(lambda m, x, d=d, k=k: m.linalg.vector_norm(x, dim=d, keepdim=k), [F(3, 4, 2)],
+                         label=f"dim={d},keep={k}")
+                    for d in (None, 1, (0, 2)) for k in (False, True) if not (d is None and k)] + [
+        Case(lambda m, x: m.nn.functional.normalize(x, dim=1), [F(3, 4)], label="normalize")],
     "softmax": [Case(lambda m, x, d=d: m.softmax(x, d), [F(3, 4, 2, lo=-3, hi=3)], label=f"dim={d}")
                 for d in (0, 1, -1)],
     "log_softmax": [Case(lambda m, x, d=d: m.log_softmax(x, d), [F(3, 4, 2, lo=-3, hi=3)], label=f"dim={d}")

@@ -80,6 +80,8 @@ enum class OpKind : uint16_t {
   Lerp, Addcmul, Addcdiv,
   // mse_loss's element (a - b)^2 in one pass (was sub, then mul) (#18)
   SquaredDifference,
+  // the 2-norm's sum of squares in one pass (x * x was a pass and a tensor of its own) (#18)
+  SumSquares,
   kCount
 };
 // clang-format on

@@ -29,7 +29,7 @@ Tensor safe_sqrt(const Tensor& s) {
 
 // The p-norm of x along dim (p = inf: the largest |x|; p = 0: the count of non-zeros).
 Tensor norm_along(const Tensor& x, double p, int64_t dim, bool keepdim) {
-  if (p == 2.0) return safe_sqrt(sum(x * x, {dim}, keepdim));
+  if (p == 2.0) return safe_sqrt(sum_squares(x, {dim}, keepdim));
   if (p == 1.0) return sum(abs(x), {dim}, keepdim);
   if (std::isinf(p)) return p > 0 ? amax(abs(x), {dim}, keepdim) : amin(abs(x), {dim}, keepdim);
   if (p == 0.0) return sum(cast(ne(x, zero(x)), x.dtype()), {dim}, keepdim);
@@ -193,8 +193,8 @@ Tensor margin_ranking_loss(const Tensor& x1, const Tensor& x2, const Tensor& tar
   constexpr const char* fn = "margin_ranking_loss";
   breadth::check_reduction(reduction, fn);
   check_pair(x1, x2, fn, "input1", "input2");
-  check_companion(target, x1, fn, "target");
   check_ndims_equal({&x1, &x2, &target}, fn, "input1, input2 and target");
+  // any numeric target, as torch's: it promotes with the inputs (int64: theirs; float64: float64)
   return reduce_loss(positive_part(-target * (x1 - x2) + margin), reduction, fn);
 }
 
@@ -202,7 +202,7 @@ Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double ma
                             std::string_view reduction) {
   constexpr const char* fn = "hinge_embedding_loss";
   breadth::check_reduction(reduction, fn);
-  check_pair(input, target, fn, "input", "target");
+  check_float(input, fn, "input");  // the target, any dtype (torch's), is only compared to +-1
   broadcast_shapes(input.shape(), target.shape(), fn);
   Tensor margin_part = positive_part(margin - input);
   Tensor from_margin = where(ne(target, scalar_like(1.0, target)), margin_part, zero(margin_part));
@@ -214,8 +214,7 @@ Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& t
                              double margin, std::string_view reduction) {
   constexpr const char* fn = "cosine_embedding_loss";
   breadth::check_reduction(reduction, fn);
-  check_pair(x1, x2, fn, "input1", "input2");
-  check_companion(target, x1, fn, "target");
+  check_pair(x1, x2, fn, "input1", "input2");  // the target, any dtype, is only compared to +-1
   VK_CHECK(x1.shape() == x2.shape() && (x1.ndim() == 1 || x1.ndim() == 2), SizeError, fn,
            ": input1 of shape ", shape_str(x1.shape()), " and input2 of shape ",
            shape_str(x2.shape()), " must be equal 1-D or 2-D shapes");
@@ -225,7 +224,7 @@ Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& t
   constexpr double tiny = 1e-12;  // torch's epsilon inside the magnitudes
   const int64_t dim = x1.ndim() - 1;
   Tensor dot = sum(x1 * x2, {dim});
-  Tensor mag = sqrt((sum(x1 * x1, {dim}) + tiny) * (sum(x2 * x2, {dim}) + tiny));
+  Tensor mag = sqrt((sum_squares(x1, {dim}) + tiny) * (sum_squares(x2, {dim}) + tiny));
   Tensor cos = dot / mag;
   Tensor pos = where(eq(target, scalar_like(1.0, target)), 1.0 - cos, zero(cos));
   Tensor neg = where(eq(target, scalar_like(-1.0, target)), positive_part(cos - margin), zero(cos));

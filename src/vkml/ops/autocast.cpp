@@ -82,6 +82,7 @@ constexpr std::pair<OpKind, AutocastPolicy> kPolicies[] = {
     {OpKind::Sum, AutocastPolicy::Float32},
     {OpKind::Mean, AutocastPolicy::Float32},
     {OpKind::Var, AutocastPolicy::Float32},
+    {OpKind::SumSquares, AutocastPolicy::Float32},  // torch: norm
     {OpKind::Prod, AutocastPolicy::Float32},
     {OpKind::CumSum, AutocastPolicy::Float32},
     {OpKind::CumProd, AutocastPolicy::Float32},

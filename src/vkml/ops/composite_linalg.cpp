@@ -83,9 +83,9 @@ Tensor vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims
            " norm on an empty tensor because the operation does not have an "
            "identity");
   const std::vector<int64_t>& d = dims;  // empty = all, as sum/amax take it
-  // the 2-norm (the default, and clip_grad_norm_'s) squares x itself: |x| would be a pass of its
-  // own for nothing
-  if (ord == 2) return pow_zero_safe(sum(xx * xx, d, keepdim), 0.5);
+  // the 2-norm (the default, and clip_grad_norm_'s) in one pass over x: neither |x| nor x * x is
+  // made
+  if (ord == 2) return pow_zero_safe(sum_squares(xx, d, keepdim), 0.5);
   Tensor a = abs(xx);
   if (ord == kInf) return amax(a, d, keepdim);
   if (ord == -kInf) return amin(a, d, keepdim);
@@ -174,7 +174,7 @@ Tensor dist(const Tensor& a, const Tensor& b, double p) { return vector_norm(a -
 // round below 0; such a pair has distance 0 and gradient 0, as torch's backward masks it; NaN
 // passes). (P x R x M) differences were 28x slower than torch at 256 x 256 x 64.
 Tensor euclidean_by_product(const Tensor& x1, const Tensor& x2) {
-  Tensor n1 = sum(x1 * x1, {-1}, true), n2 = sum(x2 * x2, {-1}, true);
+  Tensor n1 = sum_squares(x1, {-1}, true), n2 = sum_squares(x2, {-1}, true);
   Tensor d2 = matmul(x1 * -2.0, transpose(x2, -1, -2)) + n1 + transpose(n2, -1, -2);
   Tensor zero = zeros({}, d2.dtype(), d2.device());
   Tensor none = le(d2, zero);

@@ -241,6 +241,18 @@ void add_reduction_ops(OpList& ops) {
                    return {unreduce(c.grad, x, c.attrs) * centered * (2.0 / denom)};
                  },
                  .grad_doc = "dx = g * 2 (x - mean) / (N - correction)"});
+  ops.push_back({.kind = OpKind::SumSquares,
+                 .name = "sum_squares",
+                 .arity = 1,
+                 .signature = "sum_squares(x, dims, keepdim)",
+                 .summary = "sum of x^2 over dims, the squares and their sum in double "
+                            "(floating dtypes only)",
+                 .infer = infer_reduce_float,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   // doubled before it is expanded: one multiplication per output
+                   return {unreduce(c.grad * 2.0, c.in[0], c.attrs) * c.in[0]};
+                 },
+                 .grad_doc = "dx = 2 g x"});
 }
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
@@ -300,5 +312,8 @@ Tensor var(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
   Attrs a = reduce_attrs(x, dims, keepdim, "var");
   a.var.correction = correction;
   return dispatch(OpKind::Var, {x}, a);
+}
+Tensor sum_squares(const Tensor& x, const Dims& dims, bool keepdim) {
+  return dispatch(OpKind::SumSquares, {x}, reduce_attrs(x, dims, keepdim, "sum_squares"));
 }
 }  // namespace vk

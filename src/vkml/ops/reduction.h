@@ -24,5 +24,7 @@ Tensor argmax(const Tensor& x);  // over the flattened tensor
 Tensor argmin(const Tensor& x);
 Tensor logsumexp(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1, bool keepdim = false);
+// sum(x * x) without x * x: the 2-norm's (vector_norm, clip_grad_norm_) in one pass.
+Tensor sum_squares(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 
 }  // namespace vk

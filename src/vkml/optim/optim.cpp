@@ -136,7 +136,7 @@ namespace {
 // torch.linalg.vector_norm of one tensor, as a 0-d tensor of its dtype.
 Tensor vector_norm(const Tensor& g, double norm_type) {
   if (std::isinf(norm_type)) return amax(abs(g));
-  if (norm_type == 2.0) return sqrt(sum(g * g));
+  if (norm_type == 2.0) return sqrt(sum_squares(g));
   if (norm_type == 1.0) return sum(abs(g));
   return pow(sum(pow(abs(g), norm_type)), 1.0 / norm_type);
 }

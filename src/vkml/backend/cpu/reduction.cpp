@@ -778,5 +778,16 @@ VK_KERNEL(var) {
   return out;
 }
 
+// The squared deviations from a mean of 0: v - 0 is exact, and so is the square of a float in
+// double, so float32 sums exactly the squares (torch squares in float).
+VK_KERNEL(sum_squares) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  VK_DISPATCH_FLOAT(in[0].dtype(), "sum_squares", {
+    const std::vector<double> zero(static_cast<size_t>(out.numel()), 0.0);
+    run_reduce(in[0], a.dims, SqDevR<T>{out.data<T>(), zero.data(), 1.0});
+  });
+  return out;
+}
+
 }  // namespace VKML_CPU_ISA
 }  // namespace vk::cpu

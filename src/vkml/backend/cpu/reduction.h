@@ -15,5 +15,6 @@ VK_KERNEL(argmax);
 VK_KERNEL(argmin);
 VK_KERNEL(logsumexp);
 VK_KERNEL(var);  // a.var
+VK_KERNEL(sum_squares);
 }  // namespace VKML_CPU_ISA
 }  // namespace vk::cpu

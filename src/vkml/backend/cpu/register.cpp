@@ -118,6 +118,7 @@ void register_kernels() {
       {OpKind::ArgMin, cpu::argmin},
       {OpKind::LogSumExp, cpu::logsumexp},
       {OpKind::Var, cpu::var},
+      {OpKind::SumSquares, cpu::sum_squares},
       {OpKind::Softmax, cpu::softmax},
       {OpKind::LogSoftmax, cpu::log_softmax},
       {OpKind::SoftmaxBackward, cpu::softmax_backward},

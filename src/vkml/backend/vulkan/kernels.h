@@ -145,6 +145,7 @@ VK_KERNEL(argmax);
 VK_KERNEL(argmin);
 VK_KERNEL(logsumexp);
 VK_KERNEL(var);
+VK_KERNEL(sum_squares);
 // softmax.cpp: float32 and float64, along a.dim (a.softmax: scale, causal)
 VK_KERNEL(softmax);
 VK_KERNEL(log_softmax);

@@ -327,4 +327,14 @@ VK_KERNEL(var) {
   return out;
 }
 
+// The squared deviations from a mean of 0, summed: the 2-norm's sum of squares.
+VK_KERNEL(sum_squares) {
+  Attrs zero;
+  zero.value = 0.0;
+  const Tensor mu = full({}, zero, m)[0];
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  run_scaled_sum(kSqDev, in[0], a.dims, out, mu, 1.0, "sum_squares");
+  return out;
+}
+
 }  // namespace vk::vulkan

@@ -79,6 +79,7 @@ void register_backend() {
       {OpKind::ArgMin, argmin},
       {OpKind::LogSumExp, logsumexp},
       {OpKind::Var, var},
+      {OpKind::SumSquares, sum_squares},
       {OpKind::Softmax, softmax},
       {OpKind::LogSoftmax, log_softmax},
       {OpKind::SoftmaxBackward, softmax_backward},
