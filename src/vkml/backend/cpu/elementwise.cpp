@@ -14,6 +14,7 @@
 
 #include "vkml/backend/cpu/checked_blocks.h"
 #include "vkml/backend/cpu/loops.h"
+#include "vkml/backend/cpu/rounding.h"
 #include "vkml/backend/cpu/vmath.h"
 #include "vkml/backend/cpu/vmath_trig.h"
 
@@ -399,20 +400,6 @@ VK_KERNEL(relu) {  // NaN stays NaN
   (void)a;
   return unary_numeric(in[0], m, "relu", [](auto v) { return v < 0 ? decltype(v)(0) : v; });
 }
-// floor, ceil and trunc from n = nearbyint(x), which GCC vectorises where it keeps std::floor
-// and std::ceil scalar (-ftrapping-math): 3-6x faster. Exact: n is an integer within 1/2 of x,
-// so one step toward the side wanted is exact (x is an integer already from 2^23 (float) or 2^52
-// up). copysign gives a zero x's sign (ceil(-0.5) = -0, as libm); NaN and inf pass.
-template <class T>
-inline T floor_step(T x) {
-  const T n = std::nearbyint(x);
-  return std::copysign(n > x ? n - T(1) : n, x);
-}
-template <class T>
-inline T ceil_step(T x) {
-  const T n = std::nearbyint(x);
-  return std::copysign(n < x ? n + T(1) : n, x);
-}
 template <class F>
 Tensor rounding(const Tensor& x, const Meta& m, const char* name, F f) {
   return unary_numeric(x, m, name, [f](auto v) {
@@ -432,13 +419,11 @@ VK_KERNEL(ceil) {
 }
 VK_KERNEL(trunc) {
   (void)a;
-  return rounding(in[0], m, "trunc",
-                  [](auto v) { return std::copysign(floor_step(std::fabs(v)), v); });
+  return rounding(in[0], m, "trunc", [](auto v) { return trunc_step(v); });
 }
 VK_KERNEL(frac) {  // x - trunc(x) is exact; +-inf give NaN (as torch: inf - inf)
   (void)a;
-  return rounding(in[0], m, "frac",
-                  [](auto v) { return v - std::copysign(floor_step(std::fabs(v)), v); });
+  return rounding(in[0], m, "frac", [](auto v) { return v - trunc_step(v); });
 }
 VK_KERNEL(round) {  // nearbyint in the default rounding mode: halves go to the even neighbour
   (void)a;
@@ -555,41 +540,44 @@ void pow_f32_blocks(const Tensor& x, const Tensor& y, Tensor& out) {
     }
   });
 }
+
+// x ** e by the products, roots and reciprocals PyTorch uses for these exponents (its bits:
+// 1 / sqrt(x), 1 / (x * x)), several times faster than pow() and vectorised; false for another e.
+template <class T>
+bool small_power(const Tensor& x, T e, const Tensor& out) {
+  const auto run = [&](auto f) {
+    map_elements<T, T>(out, {&x}, f, kElementwiseGrain, ElementCost::cheap);
+    return true;
+  };
+  if (e == T(2)) return run([](T v) { return v * v; });
+  if (e == T(3)) return run([](T v) { return v * v * v; });
+  if (e == T(1)) return run([](T v) { return v; });
+  if (e == T(0.5)) return run([](T v) { return std::sqrt(v); });
+  if (e == T(-0.5)) return run([](T v) { return T(1) / std::sqrt(v); });
+  if (e == T(-1)) return run([](T v) { return T(1) / v; });
+  if (e == T(-2)) return run([](T v) { return T(1) / (v * v); });
+  return false;
+}
 }  // namespace
 
 VK_KERNEL(pow) {
   (void)a;
-  // One exponent for every element (x ** 2.0: a broadcast scalar). The usual small powers are
-  // products or roots, several times faster than pow() and vectorised, as PyTorch does.
+  // One exponent for every element (x ** 2.0: a broadcast scalar).
   if (is_floating(m.dtype) && is_uniform(in[1]) && in[1].numel() > 0) {
     Tensor out = Tensor::empty(m.shape, m.dtype);
     VK_DISPATCH_FLOAT(m.dtype, "pow", {
       const T e = *in[1].data<T>();
-      const std::array<const Tensor*, 1> x{&in[0]};
-      if (e == T(2))
-        map_elements<T, T>(
-            out, x, [](T v) { return v * v; }, kElementwiseGrain, ElementCost::cheap);
-      else if (e == T(3))
-        map_elements<T, T>(
-            out, x, [](T v) { return v * v * v; }, kElementwiseGrain, ElementCost::cheap);
-      else if (e == T(1))
-        map_elements<T, T>(
-            out, x, [](T v) { return v; }, kElementwiseGrain, ElementCost::cheap);
-      else if (e == T(0.5))
-        map_elements<T, T>(
-            out, x, [](T v) { return std::sqrt(v); }, kElementwiseGrain, ElementCost::cheap);
-      else if (e == T(-1))
-        map_elements<T, T>(
-            out, x, [](T v) { return T(1) / v; }, kElementwiseGrain, ElementCost::cheap);
-      else if (pow_f32_by_blocks(in[0], in[1], m.dtype, out.numel()))
-        pow_f32_blocks(in[0], in[1], out);
-      else
-        map_elements<T, T>(out, x, [e](T v) {
-          if constexpr (std::is_same_v<T, float>)
-            return pow_element(v, e);
-          else
-            return std::pow(v, e);
-        });
+      if (!small_power(in[0], e, out)) {
+        if (pow_f32_by_blocks(in[0], in[1], m.dtype, out.numel()))
+          pow_f32_blocks(in[0], in[1], out);
+        else
+          map_elements<T, T>(out, {&in[0]}, [e](T v) {
+            if constexpr (std::is_same_v<T, float>)
+              return pow_element(v, e);
+            else
+              return std::pow(v, e);
+          });
+      }
     });
     return out;
   }

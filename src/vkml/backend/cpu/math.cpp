@@ -1,11 +1,10 @@
-// The math family's CPU kernels. The functions C++ has (tan, asin, ..., lgamma, atan2, fmod) are
+// The math family's CPU kernels. The functions C++ has (tan, asin, ..., lgamma, atan2) are
 // libm's, as PyTorch's CPU kernels, but for float32 asin, acos, atan, atan2, sinh, cosh and atanh,
 // which run in double through vmath (vectorised, rounded once); digamma, polygamma and erfinv are
 // computed here in double (float32 rounded from the double result), with the algorithms the
 // Vulkan shader uses (shaders/math.comp), so both devices agree to rounding.
 #include "vkml/backend/cpu/math.h"
 
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -407,32 +406,6 @@ VK_KERNEL(atan2) {
         },
         kGrain);
   });
-  return out;
-}
-
-// Floats: C's fmod, exact. Integers: C++'s %, the sign of a (the minimum value % -1 is 0, not a
-// trap); a zero divisor raises after the loop, as torch.
-template <class T>
-void fmod_into(const Tensor& out, const std::vector<Tensor>& in, std::atomic<bool>& by_zero) {
-  if constexpr (std::is_floating_point_v<T>) {
-    map_elements<T, T, T>(out, {&in[0], &in[1]}, [](T x, T y) -> T { return std::fmod(x, y); });
-  } else {
-    map_elements<T, T, T>(out, {&in[0], &in[1]}, [&](T x, T y) -> T {
-      if (y == T(0)) {
-        by_zero.store(true, std::memory_order_relaxed);
-        return T(0);
-      }
-      return y == T(-1) ? T(0) : T(x % y);
-    });
-  }
-}
-
-VK_KERNEL(fmod) {
-  (void)a;
-  Tensor out = Tensor::empty(m.shape, m.dtype);
-  std::atomic<bool> by_zero{false};
-  VK_DISPATCH_NUMERIC(in[0].dtype(), "fmod", fmod_into<T>(out, in, by_zero));
-  VK_CHECK(!by_zero.load(), RuntimeError, "fmod: ZeroDivisionError (integer division by zero)");
   return out;
 }
 

@@ -21,7 +21,6 @@ VK_KERNEL(log2);
 VK_KERNEL(log10);
 VK_KERNEL(exp2);
 VK_KERNEL(atan2);
-VK_KERNEL(fmod);                // every numeric dtype; an integer division by zero raises
 VK_KERNEL(bitwise_left_shift);  // int32, int64
 VK_KERNEL(bitwise_right_shift);
 VK_KERNEL(gcd);
