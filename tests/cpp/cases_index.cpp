@@ -29,6 +29,20 @@ RegisterOpCases index_cases({
        return V{leaf({3, 4}), ints({2, 2, 0}, {3})};
      },
      [](const V& x) { return sq(index_select(transpose(x[0], 0, 1), 1, x[1])); }},
+    {OpKind::InterpolateDim, "interpolate_dim/middle_dim_repeated",
+     [] {
+       return V{leaf({2, 3, 4}), ints({0, 0, 1, 2, 2}, {5}), ints({1, 1, 2, 2, 0}, {5}), leaf({5}),
+                leaf({5})};
+     },
+     [](const V& x) { return sq(interpolate_dim(x[0], 1, x[1], x[2], x[3], x[4])); }},
+    {OpKind::InterpolateDim, "interpolate_dim/last_dim_strided_input",
+     [] {
+       return V{leaf({3, 4}), ints({2, 1, 0}, {3}), cast(ints({2, 2, 1}, {3}), DType::Int32),
+                leaf({3}), leaf({3})};
+     },
+     [](const V& x) {
+       return sq(interpolate_dim(transpose(x[0], 0, 1), -1, x[1], x[2], x[3], x[4]));
+     }},
     {OpKind::Gather, "gather/last_dim_repeated",
      [] {
        return V{leaf({3, 4}), ints({0, 1, 1, 3, 0, 2, 2, 2, 2}, {3, 3})};

@@ -72,6 +72,19 @@ TEST(Indexing, Errors) {
   VK_EXPECT_ERROR(index(x, {I::of(values({0.0}, {1}, false))}), DTypeError, "float64");
 }
 
+// interpolate_dim's rule names what is wrong: an index past the dim (the kernel's check), weights
+// of another dtype or length, a non-floating input.
+TEST(Indexing, InterpolateDimErrors) {
+  const Tensor x = ones({2, 3}), i = ints({0, 2}, {2}), w = values({0.5, 0.5}, {2}, false);
+  const Tensor wf = cast(w, DType::Float32);
+  VK_EXPECT_ERROR(interpolate_dim(cast(x, DType::Float64), 1, i, ints({0, 3}, {2}), w, w),
+                  IndexError, "interpolate_dim", "3", "size 3");
+  VK_EXPECT_ERROR(interpolate_dim(x, 1, i, i, w, wf), DTypeError, "interpolate_dim", "float64");
+  VK_EXPECT_ERROR(interpolate_dim(x, 1, i, i, wf, cast(values({0.5}, {1}, false), DType::Float32)),
+                  ShapeError, "1-D", "length 2");
+  VK_EXPECT_ERROR(interpolate_dim(cast(x, DType::Int64), 1, i, i, w, w), DTypeError, "floating");
+}
+
 TEST(Indexing, SetItem) {
   Tensor x = values({0, 0, 0, 0, 0, 0}, {2, 3}, false);
   uint32_t v0 = x.version();

@@ -804,6 +804,8 @@ NANINF.update({
     "squared_difference": lambda: (F.mse_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none"),
                                    F.mse_loss(_f(3, 4), _f(3, 4), reduction="sum")),
     "sum_squares": lambda: (vk.linalg.vector_norm(_f(3, 4)), vk.linalg.vector_norm(_f(3, 4), dim=1, keepdim=True)),
+    "interpolate_dim": lambda: (F.interpolate(_f(1, 2, 3, 4), scale_factor=2, mode="bilinear"),
+                                F.interpolate(_f(1, 2, 5), size=3, mode="linear", align_corners=True)),
     "huber": lambda: (F.huber_loss(_f(3, 4), vk.flip(_f(3, 4), [1]), reduction="none", delta=0.5),
                       F.huber_loss(_f(3, 4), _f(4), reduction="sum")),
     **{name + "_backward": (lambda name=name: (lambda x: _first_grad(

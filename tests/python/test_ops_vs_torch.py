@@ -1283,6 +1283,14 @@ SPECS.update({
                                 [F(3, 4), F(3, 4)]),
                            Case(lambda m, x, y: (_VF if m is vk else TF).mse_loss(x, y),
                                 [F(3, 4), F(3, 4)], label="mean")],
+    # interpolate's linear step along a dim: through F.interpolate's linear modes
+    "interpolate_dim": [Case(lambda m, x, kw=kw: (_VF if m is vk else TF).interpolate(x, **kw), [F(*shape)],
+                             label=label)
+                        for label, shape, kw in (
+                            ("bilinear", (1, 2, 3, 4), dict(scale_factor=2, mode="bilinear")),
+                            ("corners", (1, 2, 3, 4), dict(size=(5, 2), mode="bilinear", align_corners=True)),
+                            ("linear_down", (2, 1, 7), dict(size=3, mode="linear")),
+                            ("trilinear", (1, 1, 2, 3, 2), dict(scale_factor=(1.5, 2, 1), mode="trilinear")))],
     "huber": [Case(lambda m, x: _loss_piece(m, "huber_loss", x, m.zeros_like(x), delta=0.6),
                    [F(3, 4, lo=-2, hi=2, avoid=(-0.6, 0.6))]),
               Case(lambda m, x, y: (_VF if m is vk else TF).huber_loss(x, y, delta=2.5),

@@ -82,6 +82,8 @@ enum class OpKind : uint16_t {
   SquaredDifference,
   // the 2-norm's sum of squares in one pass (x * x was a pass and a tensor of its own) (#18)
   SumSquares,
+  // interpolate's linear step along one dim in one pass (two gathers, two products and a sum) (#18)
+  InterpolateDim,
   kCount
 };
 // clang-format on

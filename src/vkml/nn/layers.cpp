@@ -268,8 +268,8 @@ double source_coord(int64_t j, int64_t in, int64_t out, double scale, bool align
 
 // One interpolated dim along d: each output j reads input i0[j] (nearest) or lerps between
 // i0[j] and i0[j] + 1 (linear, clamped at the edge) by weight frac[j]; torch's coordinate maps.
-// Gathers (index_select: a scatter-add backward) rather than an (in, out) matrix: a matrix costs
-// in products per output (upsampling 256 -> 512 by two: 5-13x slower than torch).
+// Gathers (index_select, interpolate_dim: a scatter-add backward) rather than an (in, out) matrix:
+// a matrix costs in products per output (upsampling 256 -> 512 by two: 5-13x slower than torch).
 Tensor interpolate_dim(const Tensor& x, int64_t d, int64_t out, double scale, std::string_view mode,
                        bool align_corners) {
   const int64_t in = x.size(d);
@@ -294,15 +294,12 @@ Tensor interpolate_dim(const Tensor& x, int64_t d, int64_t out, double scale, st
   auto index = [&](const std::vector<int64_t>& v) {
     return to_device(from_data(v.data(), {out}, DType::Int64), x.device());
   };
-  Tensor lo = index_select(x, d, index(i0));
-  if (nearest) return lo;
-  Shape along(static_cast<size_t>(x.ndim()), 1);  // the weights broadcast along d
-  along[static_cast<size_t>(d)] = out;
+  if (nearest) return index_select(x, d, index(i0));
   auto weights = [&](const std::vector<double>& v) {
-    return to_device(from_vector(v, along, x.dtype()), x.device());
+    return to_device(from_vector(v, {out}, x.dtype()), x.device());
   };
-  // as torch's sum of weighted neighbours (a difference of the two could overflow)
-  return lo * weights(keep) + index_select(x, d, index(i1)) * weights(frac);
+  // as torch's sum of weighted neighbours (a difference of the two could overflow), in one pass
+  return interpolate_dim(x, d, index(i0), index(i1), weights(keep), weights(frac));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
+#include "vkml/ops/reduction.h"
 #include "vkml/ops/shape.h"
 
 namespace vk {
@@ -89,9 +90,63 @@ Tensor index_along(const Tensor& index, int64_t dim, int64_t ndim, const Shape& 
 // scatter_add's copy of its base reads one element instead of a freshly zeroed buffer.
 Tensor zero_base(const Tensor& x) { return expand(zeros({}, x.dtype(), x.device()), x.shape()); }
 
+// interpolate_dim(x, lo, hi, w_lo, w_hi): indices and weights 1-D of one length k, the weights in
+// x's floating dtype; the output is x with k positions along dim.
+Meta infer_interpolate_dim(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor& x = in[0];
+  VK_CHECK(is_floating(x.dtype()) && x.ndim() > 0, DTypeError, op,
+           ": expected a floating tensor of at least 1 dim, got ", x.describe());
+  check_dim(a.dim, x, op);
+  const int64_t k = in[1].numel();
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (i <= 2) check_index_dtype(in[i], op);
+    VK_CHECK(i <= 2 || in[i].dtype() == x.dtype(), DTypeError, op, ": weights ", in[i].describe(),
+             " must have the input's dtype ", dtype_name(x.dtype()));
+    VK_CHECK(in[i].ndim() == 1 && in[i].numel() == k, ShapeError, op, ": input ", i, " of shape ",
+             shape_str(in[i].shape()), " must be 1-D of the index's length ", k);
+  }
+  Shape s = x.shape();
+  s[a.dim] = k;
+  return {s, x.dtype()};
+}
+
+// dx: g times each weight, scattered back to its index; dw: the sum of g times the slices each
+// weight multiplied (the indices are constants).
+Grads interpolate_dim_grad(const GradCtx& c) {
+  const Tensor &x = c.in[0], &g = c.grad;
+  const int64_t d = c.attrs.dim;
+  Shape along(static_cast<size_t>(x.ndim()), 1);
+  along[static_cast<size_t>(d)] = g.size(d);
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (i != d) others.push_back(i);
+  Grads out(5);
+  if (c.needs[0]) {
+    out[0] = scatter_add(zero_base(x), d, index_along(c.in[1], d, x.ndim(), g.shape()),
+                         g * reshape(c.in[3], along));
+    out[0] = scatter_add(out[0], d, index_along(c.in[2], d, x.ndim(), g.shape()),
+                         g * reshape(c.in[4], along));
+  }
+  for (size_t w = 3; w <= 4; ++w)
+    if (c.needs[w]) out[w] = reshape(sum(g * index_select(x, d, c.in[w - 2]), others), {g.size(d)});
+  return out;
+}
+
 }  // namespace
 
 void add_index_ops(OpList& ops) {
+  ops.push_back({.kind = OpKind::InterpolateDim,
+                 .name = "interpolate_dim",
+                 .arity = 5,
+                 .signature = "interpolate_dim(x, dim, lo, hi, w_lo, w_hi)",
+                 .summary = "x[lo[j]] * w_lo[j] + x[hi[j]] * w_hi[j] at position j along dim, "
+                            "the products and the sum each rounded (interpolate's linear step)",
+                 .infer = infer_interpolate_dim,
+                 .grad = interpolate_dim_grad,
+                 .grad_doc = "dx = scatter_add(scatter_add(zeros_like(x), dim, lo, g w_lo), dim, "
+                             "hi, g w_hi) (indices broadcast along dim); dw_lo = sum of g * "
+                             "index_select(x, dim, lo) over the other dims, dw_hi alike; lo, hi: "
+                             "none"});
   ops.push_back({.kind = OpKind::IndexSelect,
                  .name = "index_select",
                  .arity = 2,
@@ -178,4 +233,10 @@ Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Ten
   return scatter_add(base, d, index_along(index, d, base.ndim(), src.shape()), src);
 }
 
+Tensor interpolate_dim(const Tensor& x, int64_t dim, const Tensor& lo, const Tensor& hi,
+                       const Tensor& w_lo, const Tensor& w_hi) {
+  Attrs a;
+  a.dim = wrap_dim(dim, x.ndim(), "interpolate_dim");
+  return dispatch(OpKind::InterpolateDim, {x, lo, hi, w_lo, w_hi}, a);
+}
 }  // namespace vk

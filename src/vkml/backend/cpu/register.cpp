@@ -11,6 +11,7 @@
 #include "vkml/backend/cpu/divmod.h"
 #include "vkml/backend/cpu/elementwise.h"
 #include "vkml/backend/cpu/index.h"
+#include "vkml/backend/cpu/interpolate.h"
 #include "vkml/backend/cpu/linalg.h"
 #include "vkml/backend/cpu/math.h"  // math ops (#15)
 #include "vkml/backend/cpu/norm.h"
@@ -181,6 +182,7 @@ void register_kernels() {
       {OpKind::Exp2, cpu::exp2},
       {OpKind::Frac, cpu::frac},
       {OpKind::SquaredDifference, cpu::squared_difference},
+      {OpKind::InterpolateDim, cpu::interpolate_dim},
       {OpKind::Lerp, cpu::lerp},
       {OpKind::Addcmul, cpu::addcmul},
       {OpKind::Addcdiv, cpu::addcdiv},

@@ -195,6 +195,21 @@ VK_KERNEL(index_select) {
   return out;
 }
 
+// interpolate_dim: the two gathers, then lo * w_lo + hi * w_hi by the element-wise kernels (each
+// product and the sum rounded, as on the CPU), the weights broadcast along dim.
+VK_KERNEL(interpolate_dim) {
+  Attrs along_dim;
+  along_dim.dim = a.dim;
+  const Meta sliced{m.shape, m.dtype, m.device};
+  auto weighted = [&](const Tensor& index, const Tensor& w) {
+    Strides spread(m.shape.size(), 0);
+    spread[static_cast<size_t>(a.dim)] = w.strides()[0];
+    const Tensor slices = index_select({in[0], index}, along_dim, sliced)[0];
+    return mul({slices, w.alias(m.shape, spread, w.offset())}, no_attrs(), sliced)[0];
+  };
+  return add({weighted(in[1], in[3]), weighted(in[2], in[4])}, no_attrs(), sliced);
+}
+
 VK_KERNEL(gather) {
   const int64_t dim = in[0].ndim() == 0 ? 0 : a.dim;
   Tensor out = Tensor::empty(m.shape, m.dtype, m.device);

@@ -109,6 +109,7 @@ VK_KERNEL(pad);
 VK_KERNEL(flip);
 VK_KERNEL(index_select);
 VK_KERNEL(gather);
+VK_KERNEL(interpolate_dim);  // two gathers, weighted and summed by the element-wise kernels
 VK_KERNEL(scatter_add);
 VK_KERNEL(arange);
 VK_KERNEL(rand);

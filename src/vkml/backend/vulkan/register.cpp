@@ -46,6 +46,7 @@ void register_backend() {
       {OpKind::Pad, pad},
       {OpKind::Flip, flip},
       {OpKind::IndexSelect, index_select},
+      {OpKind::InterpolateDim, interpolate_dim},
       {OpKind::Gather, gather},
       {OpKind::ScatterAdd, scatter_add},
       {OpKind::Arange, arange},
