@@ -25,6 +25,8 @@ NAMESPACES = [
     ("torch.utils.data", "vkml.utils.data", "torch.utils.data.__all__"),
     ("torch.linalg", "vkml.linalg", "public callables"),
     ("torch.special", "vkml.special", "torch.special.__all__"),
+    ("torch.distributions", "vkml.distributions", "torch.distributions.__all__"),
+    ("torch.autograd.functional", "vkml.autograd.functional", "torch.autograd.functional.__all__"),
 ]
 
 # Why a name is missing, by the first rule that matches (a regular expression over the name).
@@ -97,6 +99,17 @@ NAMESPACE_REASONS = {
                      (r"^ldl_", "LDL^T with Bunch-Kaufman pivoting (LAPACK sytrf's packed 1 x 1 and "
                       "2 x 2 blocks): not planned; `solve`, `cholesky` and `eigh` cover symmetric "
                       "systems")],
+    "torch.distributions": [
+        (r"Transform$|^TransformedDistribution$|^biject_to$|^transform_to$|^identity_transform$"
+         r"|^(LogNormal|HalfNormal|HalfCauchy|Gumbel|Weibull|Pareto|GeneralizedPareto|Kumaraswamy"
+         r"|LogisticNormal|RelaxedBernoulli|RelaxedOneHotCategorical)$",
+         "transforms and the families torch builds on them (TransformedDistribution): not yet"),
+        (r"^(Gamma|Beta|Chi2|Dirichlet|StudentT|FisherSnedecor|InverseGamma|Wishart|LKJCholesky"
+         r"|NegativeBinomial)$",
+         "families sampled through gamma variates: vkml has no gamma sampler yet"),
+        (r"^(LowRankMultivariateNormal|ContinuousBernoulli|VonMises)$",
+         "less used families, each with machinery of its own (a Woodbury capacitance matrix, a "
+         "normalizer with a Taylor branch near 1/2, a rejection sampler): not yet")],
     # torch-namespace nn aliases (#15)
     "torch": [(r"^embedding_bag$",
                "returns ATen's internal buffers (offset2bag, bag_size, max_indices) beside the result: "

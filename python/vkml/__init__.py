@@ -481,3 +481,8 @@ from . import _porting_last  # noqa: E402
 if not _os.environ.get("VKML_STUBGEN"):
     _porting_last.install(globals())
 # ---- end of the last Python-level torch names ----
+
+# ---- vk.distributions (vkml/distributions): torch.distributions' common families, kl_divergence
+# and constraints, composed of vkml's ops ----
+from . import distributions  # noqa: E402
+# ---- end of vk.distributions ----

@@ -1,12 +1,13 @@
-"""vkml.autograd: grad, backward, custom functions, gradient checks and anomaly mode.
+"""vkml.autograd: grad, backward, custom functions, gradient checks, anomaly mode, and
+vkml.autograd.functional (jacobian, hessian, vjp, jvp, vhp, hvp).
 
 Everything here forwards to the C++ engine (vk::autograd); Function is a thin layer over
 vk::autograd::from_op, the same seam every user-defined op uses.
 """
 
-from . import _C
-from ._C import Tensor
-from ._grad_mode import (detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled,
+from .. import _C
+from .._C import Tensor
+from .._grad_mode import (detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled,
                          no_grad, set_detect_anomaly, set_grad_enabled)
 
 __all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
@@ -203,3 +204,5 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
             raise GradcheckError("gradgradcheck failed:\n" + err)
         return False
     return True
+
+from . import functional  # noqa: E402  (torch.autograd.functional: built on grad above)

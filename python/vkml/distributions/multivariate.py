@@ -1,0 +1,157 @@
+"""MultivariateNormal, and Independent (a batch's rightmost dims reinterpreted as an event)."""
+
+import math
+
+import vkml as _vk
+from . import constraints
+from .distribution import Distribution, sum_rightmost
+
+__all__ = ["Independent", "MultivariateNormal"]
+
+
+class MultivariateNormal(Distribution):
+    """MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None):
+    exactly one of the three matrices; computations go through the lower Cholesky factor L of the
+    covariance (L L^T), by triangular solves."""
+    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
+        if len(given) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        matrix = given[0]
+        if matrix.dim() < 2:
+            raise ValueError("scale_tril, covariance_matrix or precision_matrix must be at least "
+                             "two-dimensional, with optional leading batch dimensions")
+        batch_shape = _vk.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1]))
+        event = (loc.shape[-1],)
+        if scale_tril is not None:
+            self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
+        elif covariance_matrix is not None:
+            self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
+        else:
+            self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
+        self.loc = loc.expand(tuple(batch_shape) + (-1,))
+        super().__init__(batch_shape, event, validate_args=validate_args)
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = _vk.linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _vk.linalg.cholesky(_vk.linalg.inv(precision_matrix))
+
+    def __getattr__(self, name):  # the matrices not given, derived from L on first use
+        if name in ("scale_tril", "covariance_matrix", "precision_matrix"):
+            L = self.__dict__["_unbroadcasted_scale_tril"]
+            shape = tuple(self._batch_shape) + tuple(self._event_shape) * 2
+            if name == "scale_tril":
+                value = L.expand(shape)
+            elif name == "covariance_matrix":
+                value = (L @ L.transpose(-1, -2)).expand(shape)
+            else:
+                eye = _vk.eye(L.shape[-1], dtype=L.dtype).to(L.device).expand(L.shape)
+                inv_l = _vk.linalg.solve_triangular(L, eye, upper=False)
+                value = (inv_l.transpose(-1, -2) @ inv_l).expand(shape)
+            self.__dict__[name] = value
+            return value
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        L = self._unbroadcasted_scale_tril
+        return L.pow(2).sum(-1).expand(tuple(self._batch_shape) + tuple(self._event_shape))
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        eps = _vk.randn(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
+
+    def _half_log_det(self):
+        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        diff = value - self.loc
+        L = self._unbroadcasted_scale_tril
+        shape = _vk.broadcast_shapes(tuple(L.shape[:-2]), tuple(diff.shape[:-1]))
+        L = L.expand(tuple(shape) + tuple(L.shape[-2:]))
+        diff = diff.expand(tuple(shape) + (diff.shape[-1],))
+        # |L^-1 (x - loc)|^2, the Mahalanobis distance, by one triangular solve
+        m = _vk.linalg.solve_triangular(L, diff.unsqueeze(-1), upper=False).squeeze(-1).pow(2).sum(-1)
+        k = self._event_shape[0]
+        return -0.5 * (k * math.log(2 * math.pi) + m) - self._half_log_det()
+
+    def entropy(self):
+        k = self._event_shape[0]
+        h = 0.5 * k * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
+        return h.expand(self._batch_shape) if len(self._batch_shape) else h
+
+
+class Independent(Distribution):
+    """The last reinterpreted_batch_ndims dims of base_distribution's batch taken as event dims:
+    log_prob and entropy sum over them (a diagonal Normal over vectors: Independent(Normal, 1))."""
+    arg_constraints = {}
+
+    def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
+        n = reinterpreted_batch_ndims
+        shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
+        event_dim = n + len(base_distribution.event_shape)
+        if n > len(base_distribution.batch_shape):
+            raise ValueError(f"Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), "
+                             f"actual {n} vs {len(base_distribution.batch_shape)}")
+        self.base_dist, self.reinterpreted_batch_ndims = base_distribution, n
+        super().__init__(shape[:len(shape) - event_dim], shape[len(shape) - event_dim:], validate_args=validate_args)
+
+    @property
+    def has_rsample(self):
+        return self.base_dist.has_rsample
+
+    @property
+    def has_enumerate_support(self):
+        return False if self.reinterpreted_batch_ndims else self.base_dist.has_enumerate_support
+
+    @property
+    def support(self):
+        base = self.base_dist.support
+        return constraints.independent(base, self.reinterpreted_batch_ndims) if self.reinterpreted_batch_ndims else base
+
+    @property
+    def mean(self):
+        return self.base_dist.mean
+
+    @property
+    def mode(self):
+        return self.base_dist.mode
+
+    @property
+    def variance(self):
+        return self.base_dist.variance
+
+    def sample(self, sample_shape=()):
+        return self.base_dist.sample(sample_shape)
+
+    def rsample(self, sample_shape=()):
+        return self.base_dist.rsample(sample_shape)
+
+    def log_prob(self, value):
+        return sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
+
+    def entropy(self):
+        return sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
