@@ -3,7 +3,8 @@ x[lo] * w_lo + x[hi] * w_hi, is one op (interpolate_dim) where it was two index_
 products and a sum (bilinear upsampling of 4 x 512 x 512 floats by two: 2.42 ms, torch 1.47). The
 values keep their bits -- each product and the sum rounded, no FMA in any kernel copy -- checked
 against that composite written in numpy; against torch (values, float64 gradients); on strided
-inputs, at one and two threads, and on Vulkan where there is a device."""
+inputs, at one and two threads, and on Vulkan where there is a device. mode="bicubic" (it raised
+NotImplementedError) is two interpolate_dim steps a dim, four neighbours each, against torch."""
 
 import numpy as np
 import pytest
@@ -98,3 +99,39 @@ def test_interpolate_linear_one_pass_per_dim_regression(shape, mode, size, facto
     (F.interpolate(v, **kw) * vk.tensor(up).to(device)).sum().backward()
     (TF.interpolate(t, **kw) * torch.tensor(up)).sum().backward()
     assert_close(v.grad.cpu(), t.grad, what="d input")
+
+
+BICUBIC = [  # (input shape, size, scale_factor, align_corners)
+    ((2, 3, 9, 7), None, 2, False),
+    ((2, 3, 9, 7), (5, 13), None, True),
+    ((1, 2, 16, 12), None, 0.5, False),
+    ((1, 1, 3, 2), (8, 1), None, False),
+    ((1, 1, 1, 4), (3, 9), None, True),
+]
+
+
+@pytest.mark.parametrize("shape,size,factor,corners", BICUBIC)
+def test_interpolate_bicubic_as_torch(shape, size, factor, corners, device):
+    """mode="bicubic" (it raised NotImplementedError): torch's cubic convolution (A = -0.75) over
+    four neighbours clamped at the edges, as two interpolate_dim steps a dim; values and float64
+    gradients against torch, strided inputs, and torch's error for input that is not 4-D."""
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal(shape).astype(np.float32)
+    F, TF = vk.nn.functional, torch.nn.functional
+    kw = dict(size=size, scale_factor=factor, mode="bicubic", align_corners=corners)
+    assert_close(F.interpolate(vk.tensor(x).to(device), **kw).cpu(), TF.interpolate(torch.tensor(x), **kw),
+                 "float32", what="values")
+    view = x[:, :, ::-1]
+    assert_close(F.interpolate(vk.tensor(view).to(device), **kw).cpu(),
+                 TF.interpolate(torch.tensor(view.copy()), **kw), "float32", what="strided")
+    x64 = rng.standard_normal(shape)
+    v = vk.tensor(x64).to(device).requires_grad_()
+    t = torch.tensor(x64, requires_grad=True)
+    yv, yt = F.interpolate(v, **kw), TF.interpolate(t, **kw)
+    assert_close(yv.cpu(), yt, what="float64 values")
+    up = rng.standard_normal(tuple(yt.shape))
+    (yv * vk.tensor(up).to(device)).sum().backward()
+    (yt * torch.tensor(up)).sum().backward()
+    assert_close(v.grad.cpu(), t.grad, what="d input")
+    with pytest.raises(NotImplementedError, match="4D"):
+        F.interpolate(vk.tensor(x[0]).to(device), scale_factor=2, mode="bicubic")

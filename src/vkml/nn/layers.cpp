@@ -2,6 +2,7 @@
 // (issue #16), composed from ops so every gradient comes from the ops' rules. Resampling along a
 // dim is a product with a fixed (in, out) matrix built on the host: exact, one matmul per dim.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -266,40 +267,64 @@ double source_coord(int64_t j, int64_t in, int64_t out, double scale, bool align
   return std::max(0.0, (static_cast<double>(j) + 0.5) * scale - 0.5);
 }
 
-// One interpolated dim along d: each output j reads input i0[j] (nearest) or lerps between
-// i0[j] and i0[j] + 1 (linear, clamped at the edge) by weight frac[j]; torch's coordinate maps.
-// Gathers (index_select, interpolate_dim: a scatter-add backward) rather than an (in, out) matrix:
-// a matrix costs in products per output (upsampling 256 -> 512 by two: 5-13x slower than torch).
-Tensor interpolate_dim(const Tensor& x, int64_t d, int64_t out, double scale, std::string_view mode,
-                       bool align_corners) {
+// torch's cubic convolution weights (A = -0.75) of the 4 neighbours floor(src) - 1 .. floor(src) +
+// 2, at their distances 1 + t, t, 1 - t and 2 - t from src (t = src - floor(src)).
+std::array<double, 4> cubic_weights(double t) {
+  constexpr double A = -0.75;
+  auto near = [](double x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };       // |x| <= 1
+  auto far = [](double x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+// One interpolated dim along d: each output j reads input i0[j] (nearest), lerps between i0[j]
+// and i0[j] + 1 (linear, clamped at the edge) by weight frac[j], or weighs four neighbours
+// (cubic: two interpolate_dim steps, each neighbour clamped into the input as torch's); torch's
+// coordinate maps. Gathers (index_select, interpolate_dim: a scatter-add backward) rather than an
+// (in, out) matrix: a matrix costs in products per output (upsampling 256 -> 512 by two: 5-13x
+// slower than torch).
+Tensor resample_dim(const Tensor& x, int64_t d, int64_t out, double scale, std::string_view mode,
+                    bool align_corners) {
   const int64_t in = x.size(d);
-  std::vector<int64_t> i0(static_cast<size_t>(out)), i1(i0.size());
-  std::vector<double> frac(i0.size()), keep(i0.size());  // weights of i1 and i0
-  const bool nearest = mode == "nearest" || mode == "nearest-exact";
+  const bool nearest = mode == "nearest" || mode == "nearest-exact", cubic = mode == "bicubic";
+  const size_t taps = nearest ? 1 : cubic ? 4 : 2;
+  std::vector<std::vector<int64_t>> index(taps, std::vector<int64_t>(static_cast<size_t>(out)));
+  std::vector<std::vector<double>> weight(taps, std::vector<double>(static_cast<size_t>(out)));
   for (int64_t j = 0; j < out; ++j) {
     const double jd = static_cast<double>(j);
     const auto u = static_cast<size_t>(j);
     if (nearest) {
       const double src =
           mode == "nearest" ? std::floor(jd * scale) : std::floor((jd + 0.5) * scale);
-      i0[u] = std::min(static_cast<int64_t>(src), in - 1);
-      continue;
+      index[0][u] = std::min(static_cast<int64_t>(src), in - 1);
+    } else if (cubic) {  // the source coordinate is not clamped at 0 here (torch's cubic map)
+      const double src =
+          align_corners ? source_coord(j, in, out, scale, true) : (jd + 0.5) * scale - 0.5;
+      const int64_t i0 = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
+      const std::array<double, 4> w =
+          cubic_weights(std::clamp(src - static_cast<double>(i0), 0.0, 1.0));
+      for (size_t k = 0; k < 4; ++k) {
+        index[k][u] = std::clamp<int64_t>(i0 - 1 + static_cast<int64_t>(k), 0, in - 1);
+        weight[k][u] = w[k];
+      }
+    } else {
+      const double src = source_coord(j, in, out, scale, align_corners);
+      index[0][u] = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
+      index[1][u] = std::min(index[0][u] + 1, in - 1);
+      weight[1][u] = src - static_cast<double>(index[0][u]);
+      weight[0][u] = 1.0 - weight[1][u];
     }
-    const double src = source_coord(j, in, out, scale, align_corners);
-    i0[u] = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
-    i1[u] = std::min(i0[u] + 1, in - 1);
-    frac[u] = src - static_cast<double>(i0[u]);
-    keep[u] = 1.0 - frac[u];
   }
-  auto index = [&](const std::vector<int64_t>& v) {
-    return to_device(from_data(v.data(), {out}, DType::Int64), x.device());
+  auto at = [&](size_t k) {
+    return to_device(from_data(index[k].data(), {out}, DType::Int64), x.device());
   };
-  if (nearest) return index_select(x, d, index(i0));
-  auto weights = [&](const std::vector<double>& v) {
-    return to_device(from_vector(v, {out}, x.dtype()), x.device());
+  if (nearest) return index_select(x, d, at(0));
+  auto w = [&](size_t k) {
+    return to_device(from_vector(weight[k], {out}, x.dtype()), x.device());
   };
-  // as torch's sum of weighted neighbours (a difference of the two could overflow), in one pass
-  return interpolate_dim(x, d, index(i0), index(i1), weights(keep), weights(frac));
+  // as torch's sums of weighted neighbours (a difference of two could overflow), a pass per pair
+  Tensor y = interpolate_dim(x, d, at(0), at(1), w(0), w(1));
+  if (cubic) y = y + interpolate_dim(x, d, at(2), at(3), w(2), w(3));
+  return y;
 }
 
 }  // namespace
@@ -313,9 +338,13 @@ Tensor interpolate(const Tensor& x, const std::vector<int64_t>& size,
            " must be (N, C, ", k, " spatial dims) for an output size of ", k, " dims");
   if (mode == "area") return adaptive_avg_pool(x, size);
   const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
-  VK_CHECK(linear || mode == "nearest" || mode == "nearest-exact", NotImplementedError, fn,
-           ": mode '", mode,
-           "' is not supported (nearest, nearest-exact, linear, bilinear, trilinear, area)");
+  const bool cubic = mode == "bicubic";
+  VK_CHECK(
+      linear || cubic || mode == "nearest" || mode == "nearest-exact", NotImplementedError, fn,
+      ": mode '", mode,
+      "' is not supported (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area)");
+  VK_CHECK(!cubic || k == 2, NotImplementedError, fn, ": got ", x.ndim(),
+           "D input, but bicubic mode needs 4D input (N, C, H, W)");
   Tensor y = x;
   for (int64_t i = 0; i < k; ++i) {
     const int64_t d = 2 + i, in = x.size(d), out = size[i];
@@ -324,7 +353,7 @@ Tensor interpolate(const Tensor& x, const std::vector<int64_t>& size,
     const double scale = scales.empty() || scales[i] <= 0.0
                              ? static_cast<double>(in) / static_cast<double>(out)
                              : 1.0 / scales[i];
-    y = interpolate_dim(y, d, out, scale, mode, linear && align_corners);
+    y = resample_dim(y, d, out, scale, mode, (linear || cubic) && align_corners);
   }
   return y;
 }
