@@ -22,6 +22,7 @@ NAMESPACES = [
     ("torch.nn.init", "vkml.nn.init", "functions"),
     ("torch.optim", "vkml.optim", "torch.optim.__all__"),
     ("torch.optim.lr_scheduler", "vkml.optim.lr_scheduler", "classes"),
+    ("torch.optim.swa_utils", "vkml.optim.swa_utils", "torch.optim.swa_utils.__all__"),
     ("torch.utils.data", "vkml.utils.data", "torch.utils.data.__all__"),
     ("torch.linalg", "vkml.linalg", "public callables"),
     ("torch.special", "vkml.special", "torch.special.__all__"),

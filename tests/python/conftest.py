@@ -7,6 +7,7 @@ are also checked against central finite differences computed here in Python.
 import os
 
 import numpy as np
+import pytest
 import torch  # the oracle: a test dependency (pyproject's [test] extra), never vkml's
 
 import vkml as vk
@@ -23,6 +24,25 @@ def devices():
     elif os.environ.get("VKML_REQUIRE_VULKAN") == "1":
         raise RuntimeError("VKML_REQUIRE_VULKAN=1 but the vulkan device is not available")
     return out
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    """Runs a test at one and at two threads of vkml's pool (restored after)."""
+    before = vk.get_num_threads()
+    vk.set_num_threads(request.param)
+    yield request.param
+    vk.set_num_threads(before)
+
+
+def same_bits(a, b, what):
+    """Equal values (vkml / torch tensors or numpy arrays), NaN where NaN, zeros of the same sign."""
+    a, b = (x if isinstance(x, np.ndarray) else to_np(x) for x in (a, b))
+    assert a.dtype == b.dtype and a.shape == b.shape, f"{what}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=what)
+    ok = ~np.isnan(a)
+    np.testing.assert_array_equal(a[ok], b[ok], err_msg=what)
+    np.testing.assert_array_equal(np.signbit(a[ok]), np.signbit(b[ok]), err_msg=what + " (zero signs)")
 
 
 def to_np(t):

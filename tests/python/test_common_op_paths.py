@@ -16,25 +16,7 @@ import pytest
 import torch
 
 import vkml as vk
-from conftest import assert_close, devices, to_np
-
-
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    before = vk.get_num_threads()
-    vk.set_num_threads(request.param)
-    yield request.param
-    vk.set_num_threads(before)
-
-
-def same_bits(a, b, what):
-    """Equal values, NaN where NaN, and zeros of the same sign."""
-    a, b = to_np(a), to_np(b)
-    assert a.dtype == b.dtype and a.shape == b.shape, what
-    np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=what)
-    ok = ~np.isnan(a)
-    np.testing.assert_array_equal(a[ok], b[ok], err_msg=what)
-    np.testing.assert_array_equal(np.signbit(a[ok]), np.signbit(b[ok]), err_msg=what + " (zero signs)")
+from conftest import assert_close, devices, same_bits, to_np
 
 
 def rounding_inputs(dtype):

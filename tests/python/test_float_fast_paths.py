@@ -15,24 +15,7 @@ import pytest
 import torch
 
 import vkml as vk
-from conftest import to_np
-
-
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    before = vk.get_num_threads()
-    vk.set_num_threads(request.param)
-    yield request.param
-    vk.set_num_threads(before)
-
-
-def same_bits(a, b, what):
-    a, b = (x if isinstance(x, np.ndarray) else to_np(x) for x in (a, b))
-    assert a.dtype == b.dtype and a.shape == b.shape, what
-    np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=what)
-    ok = ~np.isnan(a)
-    bad = np.flatnonzero((a[ok] != b[ok]) | (np.signbit(a[ok]) != np.signbit(b[ok])))
-    assert bad.size == 0, f"{what}: {bad.size} differ, first {a[ok][bad[:5]]} vs {b[ok][bad[:5]]}"
+from conftest import same_bits, to_np
 
 
 def hard_pairs(rng, n=60000):

@@ -19,14 +19,6 @@ def device(request):
     return request.param
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    before = vk.get_num_threads()
-    vk.set_num_threads(request.param)
-    yield request.param
-    vk.set_num_threads(before)
-
-
 def composite(x, size, scales, align_corners):
     """The per-dim composite in numpy: torch's source coordinates in double, the weights rounded to
     x's dtype, then x[lo] * keep + x[hi] * frac with each operation rounded in that dtype."""

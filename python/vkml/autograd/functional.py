@@ -229,32 +229,33 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
                     vectorize=vectorize, strategy=outer_jacobian_strategy)
 
 
+def _gradient_at(func, inputs, v, create_graph, strict, fn):
+    """A scalar func's value and gradient at inputs, recorded (vhp and hvp differentiate it again),
+    with the leaves, whether inputs was a tuple, and v checked against them."""
+    scalar = _scalar_func(func, fn)
+    ins, in_tuple = _as_tuple(inputs, "inputs", fn)
+    ins = _prepare(ins, create_graph)
+    vs = _default_v(v, ins, "input", fn)
+    out = scalar(*ins)
+    g = _grads((out,), ins, (out.new_ones(out.shape),), True, strict, fn)
+    return out, ins, in_tuple, vs, g
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H) for a scalar func."""
-    fn = "vhp"
-    scalar = _scalar_func(func, fn)
     with enable_grad():
-        ins, in_tuple = _as_tuple(inputs, "inputs", fn)
-        ins = _prepare(ins, create_graph)
-        vs = _default_v(v, ins, "input", fn)
-        out = scalar(*ins)
-        g = _grads((out,), ins, (out.new_ones(out.shape),), True, strict, fn)
-        res = _grads(g, ins, vs, create_graph, strict, fn)
+        out, ins, in_tuple, vs, g = _gradient_at(func, inputs, v, create_graph, strict, "vhp")
+        res = _grads(g, ins, vs, create_graph, strict, "vhp")
     return (out if create_graph else out.detach()), _result(res, in_tuple, create_graph)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), H v) for a scalar func (H is symmetric: the same values as vhp's)."""
-    fn = "hvp"
-    scalar = _scalar_func(func, fn)
+    """(func(inputs), H v) for a scalar func, by double backward: with u a free vector, H^T u is
+    the gradient of <g(x), u> and H v the gradient of <H^T u, v> in u (the same values as vhp's,
+    H being symmetric)."""
     with enable_grad():
-        ins, in_tuple = _as_tuple(inputs, "inputs", fn)
-        ins = _prepare(ins, create_graph)
-        vs = _default_v(v, ins, "input", fn)
-        out = scalar(*ins)
-        g = _grads((out,), ins, (out.new_ones(out.shape),), True, strict, fn)
-        # H v as the gradient of <H u, v> ... via <g(x), u> then its gradient in u along v
+        out, ins, in_tuple, vs, g = _gradient_at(func, inputs, v, create_graph, strict, "hvp")
         us = tuple(x.new_zeros(x.shape).requires_grad_(True) for x in ins)
-        gu = _grads(g, ins, us, True, strict, fn)
-        res = _grads(gu, us, vs, create_graph, strict, fn, what="input")
+        hu = _grads(g, ins, us, True, strict, "hvp")
+        res = _grads(hu, us, vs, create_graph, strict, "hvp")
     return (out if create_graph else out.detach()), _result(res, in_tuple, create_graph)

@@ -7,7 +7,7 @@ import vkml as _vk
 from . import constraints
 from .distribution import Distribution, logits_to_probs, probs_to_logits
 
-__all__ = ["Categorical", "OneHotCategorical"]
+__all__ = ["Categorical", "OneHotCategorical", "OverCategories"]
 
 
 class Categorical(Distribution):
@@ -69,8 +69,7 @@ class Categorical(Distribution):
             return draws[:sample_shape.numel()].reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         value = value.long().unsqueeze(-1)
         value, log_pmf = _vk.broadcast_tensors(value, self.logits)
         return log_pmf.gather(-1, value[..., :1]).squeeze(-1)
@@ -86,19 +85,15 @@ class Categorical(Distribution):
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
 
-class OneHotCategorical(Distribution):
-    """OneHotCategorical(probs=None, logits=None): Categorical's samples as one-hot vectors."""
+class OverCategories(Distribution):
+    """A family of vectors over a Categorical's categories (OneHotCategorical, Multinomial): the
+    Categorical holds probs / logits (validated there); batch and event shapes follow from it."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
-    has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
         param = self._categorical._param
         super().__init__(param.shape[:-1], param.shape[-1:], validate_args=validate_args)
-
-    @property
-    def support(self):
-        return constraints.independent(constraints.boolean, 1)  # one-hot: checked in log_prob's max
 
     @property
     def probs(self):
@@ -111,6 +106,15 @@ class OneHotCategorical(Distribution):
     @property
     def param_shape(self):
         return self._categorical.param_shape
+
+
+class OneHotCategorical(OverCategories):
+    """OneHotCategorical(probs=None, logits=None): Categorical's samples as one-hot vectors."""
+    has_enumerate_support = True
+
+    @property
+    def support(self):
+        return constraints.independent(constraints.boolean, 1)  # one-hot: checked in log_prob's max
 
     @property
     def mean(self):
@@ -132,8 +136,7 @@ class OneHotCategorical(Distribution):
         return _vk.nn.functional.one_hot(indices, probs.shape[-1]).to(probs.dtype)
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return self._categorical.log_prob(value.max(-1)[1])
 
     def entropy(self):

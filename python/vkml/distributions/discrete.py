@@ -3,39 +3,22 @@ and MixtureSameFamily; and Cauchy (heavy-tailed, no moments)."""
 
 import math
 import numbers
-from functools import cached_property
 
 import vkml as _vk
 from . import constraints
-from .categorical import Categorical, OneHotCategorical
-from .distribution import Distribution, broadcast_all, logits_to_probs, probs_to_logits
+from .categorical import Categorical, OneHotCategorical, OverCategories
+from .distribution import BinaryTrial, Distribution, LocationScale
 
 __all__ = ["Binomial", "Cauchy", "Geometric", "MixtureSameFamily", "Multinomial",
            "OneHotCategoricalStraightThrough"]
 
 
-def _one_parameterisation(probs, logits):
-    if (probs is None) == (logits is None):
-        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-
-
-class Cauchy(Distribution):
+class Cauchy(LocationScale):
     """Cauchy(loc, scale): density 1 / (pi scale (1 + ((x - loc) / scale)^2)); no mean or variance."""
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
     def mean(self):
         return _vk.full_like(self.loc, float("nan"))
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -47,13 +30,11 @@ class Cauchy(Distribution):
         return self.loc + self.scale * _vk.tan(math.pi * (u - 0.5))
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return -math.log(math.pi) - self.scale.log() - (((value - self.loc) / self.scale) ** 2).log1p()
 
     def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return _vk.atan((value - self.loc) / self.scale) / math.pi + 0.5
 
     def icdf(self, value):
@@ -63,32 +44,18 @@ class Cauchy(Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-class Geometric(Distribution):
+class Geometric(BinaryTrial, Distribution):
     """Geometric(probs=None, logits=None): the number of failures before the first success of
     trials that succeed with probability probs."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_parameterisation(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            param = self.probs
-        else:
-            (self.logits,) = broadcast_all(logits)
-            param = self.logits
-        super().__init__(param.shape, validate_args=validate_args)
+        self._set_trial(probs, logits)
+        super().__init__(self._param.shape, validate_args=validate_args)
         if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
             raise ValueError(f"Expected parameter probs of distribution {self!r} to be positive: a "
                              "geometric distribution needs trials that can succeed")
-
-    @cached_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @cached_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
 
     @property
     def mean(self):
@@ -110,8 +77,7 @@ class Geometric(Distribution):
             return (u.log() / (-self.probs).log1p()).floor()
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         value, probs = _vk.broadcast_tensors(value.to(self.probs.dtype), self.probs)
         # p = 1 and no failures: log 1 = 0, not 0 * -inf
         certain = (probs == 1) & (value == 0)
@@ -123,32 +89,16 @@ class Geometric(Distribution):
         return bce / self.probs
 
 
-class Binomial(Distribution):
+class Binomial(BinaryTrial, Distribution):
     """Binomial(total_count=1, probs=None, logits=None): successes among total_count trials."""
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        _one_parameterisation(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-            param = self.probs
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-            param = self.logits
-        self._param = param
-        super().__init__(param.shape, validate_args=validate_args)
-
-    @cached_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @cached_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
+        (count,) = self._set_trial(probs, logits, total_count)
+        self.total_count = count.type_as(self._param)
+        super().__init__(self._param.shape, validate_args=validate_args)
 
     @property
     def support(self):
@@ -172,8 +122,7 @@ class Binomial(Distribution):
             return _vk.binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         n, k = self.total_count, value.to(self._param.dtype)
         # k log p + (n - k) log(1 - p) = k logits - n softplus(logits): stable for large |logits|
         log_choose = _vk.lgamma(n + 1) - _vk.lgamma(k + 1) - _vk.lgamma(n - k + 1)
@@ -205,30 +154,19 @@ class _MultinomialSupport(constraints.Constraint):
         return (value >= 0).all(-1) & (value % 1 == 0).all(-1) & (value.sum(-1) <= self.total_count)
 
 
-class Multinomial(Distribution):
+class Multinomial(OverCategories):
     """Multinomial(total_count=1, probs=None, logits=None): counts of each category among
     total_count draws of a Categorical."""
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         if not isinstance(total_count, numbers.Number):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = int(total_count)
-        self._categorical = Categorical(probs=probs, logits=logits)
-        param = self._categorical._param
-        super().__init__(param.shape[:-1], param.shape[-1:], validate_args=validate_args)
+        super().__init__(probs, logits, validate_args=validate_args)
 
     @property
     def support(self):
         return _MultinomialSupport(self.total_count)
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
 
     @property
     def mean(self):
@@ -245,8 +183,7 @@ class Multinomial(Distribution):
         return counts.to(self.probs.dtype)
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         logits, value = _vk.broadcast_tensors(self.logits, value.to(self.logits.dtype))
         # a category of probability 0 drawn 0 times adds 0 (not 0 * -inf)
         logits = _vk.where((value == 0) & (logits == -math.inf), _vk.zeros_like(logits), logits)
@@ -320,8 +257,7 @@ class MixtureSameFamily(Distribution):
         return within + between
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         x = value.unsqueeze(-1 - self._event_ndims)
         log_prob_x = self._component_distribution.log_prob(x)
         log_mix = _vk.log_softmax(self._mixture_distribution.logits, -1)

@@ -4,6 +4,7 @@ through autograd as any other expression."""
 
 import math
 import numbers
+from functools import cached_property
 
 import vkml as _vk
 from . import constraints
@@ -131,6 +132,11 @@ class Distribution:
     def _extended_shape(self, sample_shape=()):
         return _vk.Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
+    def _check(self, value):
+        """Validates a value passed to log_prob / cdf while validation is on."""
+        if self._validate_args:
+            self._validate_sample(value)
+
     def _validate_sample(self, value):
         """A value passed to log_prob: a tensor whose shape broadcasts with the batch and event
         shapes, inside the support."""
@@ -175,6 +181,52 @@ class ExponentialFamily(Distribution):
     @property
     def _mean_carrier_measure(self):
         raise NotImplementedError
+
+
+class LocationScale(Distribution):
+    """The families of a location and a scale on the real line (Normal, Laplace, Cauchy)."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+
+class BinaryTrial:
+    """The success probability of a trial given as probs or as logits (Bernoulli, Geometric,
+    Binomial): the one given is kept, the other derived on first use."""
+
+    def _set_trial(self, probs, logits, *others):
+        """Keeps probs or logits broadcast with `others` (numbers or tensors); returns those."""
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        *rest, param = broadcast_all(*others, value)
+        setattr(self, name, param)
+        self._param = param
+        return rest
+
+    @cached_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @cached_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.shape
 
 
 LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))

@@ -83,8 +83,7 @@ class MultivariateNormal(Distribution):
         return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         diff = value - self.loc
         L = self._unbroadcasted_scale_tril
         shape = _vk.broadcast_shapes(tuple(L.shape[:-2]), tuple(diff.shape[:-1]))

@@ -1,13 +1,11 @@
 """Families of one-dimensional values: Normal, Uniform, Laplace, Exponential, Bernoulli, Poisson."""
 
 import math
-import numbers
-from functools import cached_property
 
 import vkml as _vk
 from . import constraints
-from .distribution import (LOG_SQRT_2PI, Distribution, ExponentialFamily, broadcast_all,
-                           logits_to_probs, probs_to_logits)
+from .distribution import (LOG_SQRT_2PI, BinaryTrial, Distribution, ExponentialFamily, LocationScale,
+                           broadcast_all)
 
 __all__ = ["Bernoulli", "Exponential", "Laplace", "Normal", "Poisson", "Uniform"]
 
@@ -17,23 +15,8 @@ def _noise(sampler, shape, like):
     return sampler(tuple(shape), dtype=like.dtype, device=like.device)
 
 
-class Normal(ExponentialFamily):
+class Normal(LocationScale, ExponentialFamily):
     """Normal(loc, scale): mean loc, standard deviation scale."""
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):
@@ -43,22 +26,16 @@ class Normal(ExponentialFamily):
     def variance(self):
         return self.scale.pow(2)
 
-    def sample(self, sample_shape=()):
-        with _vk.no_grad():
-            return self.rsample(sample_shape)
-
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         return self.loc + _noise(_vk.randn, shape, self.loc) * self.scale
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return -((value - self.loc) ** 2) / (2 * self.variance) - self.scale.log() - LOG_SQRT_2PI
 
     def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return 0.5 * (1 + _vk.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value):
@@ -105,14 +82,12 @@ class Uniform(Distribution):
         return self.low + _noise(_vk.rand, shape, self.low) * (self.high - self.low)
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         inside = self.low.le(value).type_as(self.low) * self.high.gt(value).type_as(self.low)
         return inside.log() - (self.high - self.low).log()
 
     def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return ((value - self.low) / (self.high - self.low)).clamp(min=0, max=1)
 
     def icdf(self, value):
@@ -122,23 +97,8 @@ class Uniform(Distribution):
         return (self.high - self.low).log()
 
 
-class Laplace(Distribution):
+class Laplace(LocationScale):
     """Laplace(loc, scale): density exp(-|x - loc| / scale) / (2 scale)."""
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):
@@ -155,13 +115,11 @@ class Laplace(Distribution):
         return self.loc - self.scale * u.sign() * _vk.log1p(-u.abs())
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return -(2 * self.scale).log() - (value - self.loc).abs() / self.scale
 
     def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return 0.5 - 0.5 * (value - self.loc).sign() * _vk.expm1(-(value - self.loc).abs() / self.scale)
 
     def icdf(self, value):
@@ -204,13 +162,11 @@ class Exponential(ExponentialFamily):
         return -_vk.log1p(-u) / self.rate
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return self.rate.log() - self.rate * value
 
     def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         return 1 - _vk.exp(-self.rate * value)
 
     def icdf(self, value):
@@ -220,7 +176,7 @@ class Exponential(ExponentialFamily):
         return 1.0 - self.rate.log()
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(BinaryTrial, ExponentialFamily):
     """Bernoulli(probs=None, logits=None): 1 with probability probs (or sigmoid(logits)), else 0.
     Exactly one of the two is given; the other is derived on first use."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -228,30 +184,8 @@ class Bernoulli(ExponentialFamily):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, numbers.Number)
-            (self.probs,) = broadcast_all(probs)
-            param = self.probs
-        else:
-            is_scalar = isinstance(logits, numbers.Number)
-            (self.logits,) = broadcast_all(logits)
-            param = self.logits
-        self._param = param
-        super().__init__(() if is_scalar else param.shape, validate_args=validate_args)
-
-    @cached_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @cached_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.shape
+        self._set_trial(probs, logits)
+        super().__init__(self._param.shape, validate_args=validate_args)
 
     @property
     def mean(self):
@@ -272,8 +206,7 @@ class Bernoulli(ExponentialFamily):
             return _vk.bernoulli(self.probs.expand(shape))
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         logits, value = _vk.broadcast_tensors(self.logits, value.to(self.logits.dtype))
         return -_vk.nn.functional.binary_cross_entropy_with_logits(logits, value, reduction="none")
 
@@ -313,7 +246,6 @@ class Poisson(ExponentialFamily):
             return _vk.poisson(self.rate.expand(shape))
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
+        self._check(value)
         rate, value = _vk.broadcast_tensors(self.rate, value.to(self.rate.dtype))
         return _vk.special.xlogy(value, rate) - rate - _vk.lgamma(value + 1)

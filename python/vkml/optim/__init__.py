@@ -1,5 +1,5 @@
 """vk.optim: torch.optim's optimizers (SGD, Adam, AdamW over fused C++ updates; Adadelta, Adagrad, RMSprop,
-Adamax, NAdam, RAdam, LBFGS composed from vkml ops) and the lr schedulers."""
+Adamax, NAdam, RAdam, LBFGS composed from vkml ops), the lr schedulers and swa_utils."""
 
 from . import lr_scheduler
 from .adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
@@ -21,3 +21,7 @@ from .sparse_adam import SparseAdam
 from .swap_in import swap_in_optimizer_params_and_state
 
 __all__ += ["Muon", "SparseAdam", "swap_in_optimizer_params_and_state"]
+# stochastic weight averaging and EMA models (torch.optim.swa_utils): AveragedModel, SWALR, update_bn
+from . import swa_utils  # noqa: E402
+
+__all__ += ["swa_utils"]

@@ -1,6 +1,7 @@
 // Index ops. Index tensors (int64 or int32) are constants: no rule differentiates through them.
 // index_select and gather are adjoint to scatter_add, whose own rule is a gather, so every order
-// of derivative stays inside these three ops.
+// of derivative stays inside these three ops (interpolate_dim's rule is made of them, products and
+// a sum).
 #include "vkml/ops/index.h"
 
 #include <algorithm>

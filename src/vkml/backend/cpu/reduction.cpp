@@ -778,8 +778,8 @@ VK_KERNEL(var) {
   return out;
 }
 
-// The squared deviations from a mean of 0: v - 0 is exact, and so is the square of a float in
-// double, so float32 sums exactly the squares (torch squares in float).
+// The squared deviations from a mean of 0: v - 0 is exact, and so is a float's square in double,
+// so float32 inputs sum their exact squares (torch rounds each square to float first).
 VK_KERNEL(sum_squares) {
   Tensor out = Tensor::empty(m.shape, m.dtype);
   VK_DISPATCH_FLOAT(in[0].dtype(), "sum_squares", {
