@@ -243,6 +243,10 @@ DIFFERENCES = [
     "and exactly with a full-precision iteration. `optim.SparseAdam` is a refusal: vkml has no sparse "
     "gradients, and its step() raises torch's RuntimeError for a dense gradient (it constructs, "
     "checks its arguments and saves its state_dict as torch's).",
+    "`compile` has torch.compile's signature and returns its argument unchanged (vkml has no graph "
+    "compiler): the same results at eager speed, said once by a UserWarning; a compiled module's "
+    "state_dict keys keep their names (torch's gain an `_orig_mod.` prefix); a non-callable raises "
+    "TypeError (torch's an AssertionError).",
 ]
 
 

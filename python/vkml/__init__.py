@@ -486,3 +486,7 @@ if not _os.environ.get("VKML_STUBGEN"):
 # and constraints, composed of vkml's ops ----
 from . import distributions  # noqa: E402
 # ---- end of vk.distributions ----
+
+# ---- vk.compile (vkml/_compile.py): torch.compile's signature, returning its argument ----
+from ._compile import compile  # noqa: E402,A001
+# ---- end of vk.compile ----
