@@ -189,8 +189,6 @@ def test_independent_matches_torch():
 
 
 def _kl_pairs():
-    def norm(D, a, b):
-        return D.Normal(a, b)
     return [
         ("Normal", lambda D, p: D.Normal(p[0], p[1]), [(-1, 1), (0.5, 2)]),
         ("Bernoulli", lambda D, p: D.Bernoulli(probs=p[0]), [(0.05, 0.95)]),

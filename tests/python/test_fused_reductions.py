@@ -153,8 +153,8 @@ def test_clip_grad_norm_sums_squares_in_one_pass_regression(device):
 
 
 def test_sum_squares_rejects_integers_with_a_typed_error():
-    """Integer inputs of the 2-norm are an error, as torch's ("Expected a floating point tensor");
-    the fused op itself names its own dtype rule."""
+    """Integer inputs of the 2-norm are an error, as torch's ("Expected a floating point tensor"),
+    raised by vector_norm before the fused op (whose own rule, floating dtypes only, backs it)."""
     with pytest.raises(RuntimeError, match="floating point"):
         vk.linalg.vector_norm(vk.tensor([3, 4]))
 

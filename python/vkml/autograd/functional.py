@@ -5,7 +5,7 @@ reverse mode alone; jacobian takes one vjp per output element (or one jvp per in
 strategy="forward-mode"), with vectorize accepted and computing the same values."""
 
 from . import grad as _grad
-from .._C import Tensor
+from .._C import Tensor, stack
 from .._grad_mode import enable_grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
@@ -123,21 +123,23 @@ def _jacobian_rows(outs, ins, create_graph, strict, fn):
             g = _grads((o,), ins, (unit.reshape(o.shape),), create_graph, strict, fn)
             for j, gj in enumerate(g):
                 rows[j].append(gj)
-        blocks.append([_stack(r, o, x) for r, x in zip(rows, ins)])
+        blocks.append([_block(r, o, x, 0) for r, x in zip(rows, ins)])
     return blocks
 
 
-def _stack(rows, o, x):
-    from .. import stack
-    if not rows:
+def _block(parts, o, x, dim):
+    """The (output o, input x) block of shape o.shape + x.shape from its per-element parts: rows
+    (x-shaped, one per element of o) stacked along dim 0, or columns (o-shaped) along dim -1."""
+    if not parts:
         return o.new_zeros(tuple(o.shape) + tuple(x.shape))
-    return stack(rows, 0).reshape(tuple(o.shape) + tuple(x.shape))
+    return stack(parts, dim).reshape(tuple(o.shape) + tuple(x.shape))
 
 
 def _jacobian_columns(func, ins, in_tuple, create_graph, strict, fn):
-    """The same blocks from one jvp per input element (forward-mode strategy)."""
+    """Whether func returns a tuple, and the same blocks from one jvp per input element
+    (forward-mode strategy)."""
     with enable_grad():
-        outs, _ = _call(func, ins, in_tuple, fn)
+        outs, out_tuple = _call(func, ins, in_tuple, fn)
     cols = [[[] for _ in ins] for _ in outs]
     for j, x in enumerate(ins):
         for k in range(x.numel()):
@@ -150,17 +152,8 @@ def _jacobian_columns(func, ins, in_tuple, create_graph, strict, fn):
             jv = jv if isinstance(jv, tuple) else (jv,)
             for i, t in enumerate(jv):
                 cols[i][j].append(t)
-    from .. import stack
-    blocks = []
-    for i, o in enumerate(outs):
-        row = []
-        for j, x in enumerate(ins):
-            c = cols[i][j]
-            t = stack(c, -1).reshape(tuple(o.shape) + tuple(x.shape)) if c else \
-                o.new_zeros(tuple(o.shape) + tuple(x.shape))
-            row.append(t)
-        blocks.append(row)
-    return outs, blocks
+    blocks = [[_block(cols[i][j], o, x, -1) for j, x in enumerate(ins)] for i, o in enumerate(outs)]
+    return out_tuple, blocks
 
 
 def _shape_result(blocks, in_tuple, out_tuple):
@@ -187,8 +180,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         ins, in_tuple = _as_tuple(inputs, "inputs", fn)
         ins = _prepare(ins, create_graph)
         if strategy == "forward-mode":
-            outs, blocks = _jacobian_columns(func, ins, in_tuple, create_graph, strict, fn)
-            out_tuple = isinstance(func(*ins) if in_tuple else func(ins[0]), (tuple, list))
+            out_tuple, blocks = _jacobian_columns(func, ins, in_tuple, create_graph, strict, fn)
         else:
             outs, out_tuple = _call(func, ins, in_tuple, fn)
             blocks = _jacobian_rows(outs, ins, create_graph, strict, fn)

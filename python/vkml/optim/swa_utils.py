@@ -107,7 +107,7 @@ class AveragedModel(Module):
                     mine_g, theirs_g = groups.setdefault((str(p.device), p.dtype), ([], []))
                     mine_g.append(p)
                     theirs_g.append(q)
-                for (device, _), (mine_g, theirs_g) in groups.items():
+                for mine_g, theirs_g in groups.values():
                     update(mine_g, theirs_g, self.n_averaged.to(mine_g[0].device))
             if not self.use_buffers:  # buffers follow the model's, not averaged
                 for b, c in zip(self.module.buffers(), model.buffers()):
