@@ -298,7 +298,7 @@ foreach(op i0 i0e i1 i1e)
     "${op}_f64f64|special|NIN=1,${op_define},DTO=4"
     "${op}_nof64|special|NIN=1,${op_define},NO_FLOAT64")
 endforeach()
-foreach(op igamma igammac)
+foreach(op igamma igammac standard_gamma_grad)
   string(TOUPPER "OP_${op}" op_define)
   list(APPEND VKML_VULKAN_SHADERS "${op}|special|NIN=2,${op_define}"
     "${op}_f64f64f64|special|NIN=2,${op_define},DTO=4"

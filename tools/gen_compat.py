@@ -105,9 +105,9 @@ NAMESPACE_REASONS = {
          r"|^(LogNormal|HalfNormal|HalfCauchy|Gumbel|Weibull|Pareto|GeneralizedPareto|Kumaraswamy"
          r"|LogisticNormal|RelaxedBernoulli|RelaxedOneHotCategorical)$",
          "transforms and the families torch builds on them (TransformedDistribution): not yet"),
-        (r"^(Gamma|Beta|Chi2|Dirichlet|StudentT|FisherSnedecor|InverseGamma|Wishart|LKJCholesky"
-         r"|NegativeBinomial)$",
-         "families sampled through gamma variates: vkml has no gamma sampler yet"),
+        (r"^(InverseGamma|Wishart|LKJCholesky)$",
+         "families over Gamma, Chi2 and Beta draws with machinery of their own (a power transform, "
+         "Bartlett's decomposition, the onion method): not yet"),
         (r"^(LowRankMultivariateNormal|ContinuousBernoulli|VonMises)$",
          "less used families, each with machinery of its own (a Woodbury capacitance matrix, a "
          "normalizer with a Taylor branch near 1/2, a rejection sampler): not yet")],

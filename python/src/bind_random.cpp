@@ -1,6 +1,7 @@
 // Bindings: random sampling (issue 15 item 3). vk.Generator as torch.Generator, the default
 // generator's functions (manual_seed, seed, initial_seed, get_rng_state, set_rng_state), and
-// randperm, multinomial, bernoulli, normal, poisson with torch's signatures (generator= keyword).
+// randperm, multinomial, bernoulli, normal, poisson, _standard_gamma with torch's signatures
+// (generator= keyword).
 // A generator's state is an int64 tensor [seed, offset] (the seed's 64 bits as int64): vkml has no
 // uint8 dtype for torch's byte state, and the two numbers are all a counter-based stream needs.
 #include <cmath>
@@ -290,6 +291,13 @@ void bind_random(nb::module_& m) {
         return vk::poisson(input, generator_arg(generator, "poisson"));
       },
       "input"_a, "generator"_a = nb::none(), "Poisson samples with rates input.");
+  m.def(
+      "_standard_gamma",
+      [](const Tensor& input, nb::handle generator) {
+        return vk::standard_gamma(input, generator_arg(generator, "_standard_gamma"));
+      },
+      "input"_a, "generator"_a = nb::none(),
+      "Gamma(input, 1) samples, differentiable in input (torch._standard_gamma).");
 
   // Tensor methods (torch's in-place fills and the method forms); uniform_ and normal_ are in
   // tensor.cpp.

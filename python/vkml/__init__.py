@@ -58,6 +58,8 @@ for _name in ("backward", "grad", "gradcheck", "gradgradcheck", "checkpoint", "N
               "RemovableHandle"):
     globals().pop(_name, None)
 from ._C import from_op  # noqa: E402  (vk.from_op is part of the API)
+# torch's gamma sampler and its derivative (underscored there too): vk.distributions' Gamma family
+from ._C import _standard_gamma, _standard_gamma_grad  # noqa: E402,F401
 
 _C._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))
 

@@ -54,6 +54,21 @@ RegisterOpCases random_cases({
        Generator g(x[0].device(), 9);
        return poisson(x[0], &g);
      }},
+    // standard_gamma's rule is the implicit derivative of the sample at its quantile, which finite
+    // differences through the rejection sampler do not see (a draw accepted at alpha moves along
+    // Marsaglia and Tsang's transform instead): scaled by zero here, its values checked against
+    // standard_gamma_grad, mpmath and the moments' derivatives in test_random.cpp and
+    // tests/python/test_gamma_sampling.py. Second order off: it needs standard_gamma_grad's
+    // derivative in alpha, which has no rule (as torch).
+    {OpKind::StandardGamma, "standard_gamma/scaled_by_zero",
+     [] {
+       return V{values({0.3, 1, 2.5, 40}, {2, 2})};
+     },
+     [](const V& x) {
+       Generator g(x[0].device(), 10);
+       return standard_gamma(x[0], &g) * 0.0;
+     },
+     false},
 });
 
 }  // namespace

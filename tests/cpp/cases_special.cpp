@@ -43,6 +43,14 @@ RegisterOpCases special_cases({
        return V{igamma_a(), igamma_x()};
      },
      [](const V& x) { return igammac(x[0], x[1]); }},
+    // x only (alpha has no rule, as torch); both sides of the series / fraction switch at
+    // x = alpha + 1, and alpha >= 1e5 near its mean (the Cornish-Fisher expansion)
+    {OpKind::StandardGammaGrad, "standard_gamma_grad",
+     [] {
+       return V{values({0.05, 0.7, 2.5, 2.5, 30.0, 2e5}, {2, 3}, false),
+                values({0.01, 2.4, 1.2, 6.0, 26.0, 2.003e5}, {2, 3})};
+     },
+     [](const V& x) { return standard_gamma_grad(x[0], x[1]); }},
     {OpKind::Igamma, "igamma/broadcast",
      [] {
        return V{values({0.8, 4.0, 15.0}, {3}, false), leaf({2, 3}, 0.5, 6.0)};

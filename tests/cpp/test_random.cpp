@@ -8,12 +8,14 @@
 // make one flake, while a wrong distribution (a shifted mean, a wrong category weight) fails.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
 
 #include "test_util.h"
 #include "vkml/backend/cpu/creation.h"
+#include "vkml/ops/special.h"
 #include "vulkan_fixture.h"
 
 namespace vk::test {
@@ -334,6 +336,73 @@ TEST(Poisson, RaisesForBadRates) {
   VK_EXPECT_ERROR(randperm((int64_t{1} << 24) + 2, DType::Float32), RuntimeError, "randperm");
 }
 
+// Mean and variance are both alpha (scale 1), on both sides of the alpha < 1 boost and for large
+// alpha; the smallest normal stands in for a sample that underflows.
+TEST(StandardGamma, MeanAndVarianceAreTheConcentration) {
+  Generator g(kCPU, 14);
+  constexpr int64_t kN = 100000;
+  for (double alpha : {0.05, 0.5, 0.999, 1.0, 2.5, 40.0, 1e5}) {
+    const std::vector<double> v = to_vector(standard_gamma(full({kN}, alpha, DType::Float64), &g));
+    for (double x : v) ASSERT_TRUE(x > 0 && std::isfinite(x)) << alpha;
+    EXPECT_LE(std::abs(mean_of(v) - alpha), kZ * std::sqrt(alpha / kN)) << alpha;
+    // Var(sample variance) ~ (mu4 - sigma^4) / n, mu4 = 3 alpha^2 + 6 alpha for Gamma(alpha)
+    EXPECT_LE(std::abs(var_of(v) - alpha), kZ * std::sqrt((2 * alpha * alpha + 6 * alpha) / kN))
+        << alpha;
+  }
+  const std::vector<double> tiny = to_vector(standard_gamma(full({4}, 1e-3, DType::Float32), &g));
+  for (double x : tiny) EXPECT_GE(x, std::numeric_limits<float>::min());
+  EXPECT_EQ(to_vector(standard_gamma(full({2}, 0.0, DType::Float32), &g)),
+            std::vector<double>(2, std::numeric_limits<float>::min()));
+  EXPECT_EQ(to_vector(standard_gamma(full({1}, INFINITY), &g))[0], INFINITY);
+}
+
+// The distribution function by chi-square over 20 equiprobable bins (edges from the sample's own
+// igamma: P(alpha, x) of a Gamma(alpha) sample is uniform), for the boost and Marsaglia-Tsang.
+TEST(StandardGamma, FollowsTheDistributionFunction) {
+  Generator g(kCPU, 15);
+  constexpr int64_t kN = 200000;
+  for (double alpha : {0.3, 3.0}) {
+    const Tensor a = full({kN}, alpha, DType::Float64);
+    const std::vector<double> u = to_vector(igamma(a, standard_gamma(a, &g)));
+    std::vector<double> counts(20, 0.0), probs(20, 1.0 / 20);
+    for (double p : u) counts[static_cast<size_t>(std::min(p * 20, 19.0))] += 1;
+    EXPECT_LT(chi2(counts, probs, kN), chi2_bound(19)) << alpha;
+  }
+}
+
+// The sample's gradient is standard_gamma_grad at (alpha, sample), and on average it is the
+// derivative of the moments: dE[x]/dalpha = 1, dE[x^2]/dalpha = 2 alpha + 1.
+TEST(StandardGamma, GradientIsTheImplicitDerivative) {
+  constexpr int64_t kN = 100000;
+  for (double alpha : {0.4, 3.0}) {
+    Tensor a = leaf({kN}, alpha, alpha);
+    Generator g(kCPU, 16);
+    const Tensor x = standard_gamma(a, &g);
+    autograd::backward(sum(x));
+    EXPECT_EQ(to_vector(a.grad()), to_vector(standard_gamma_grad(a.detach(), x.detach())));
+    const std::vector<double> dx = to_vector(a.grad());
+    EXPECT_LE(std::abs(mean_of(dx) - 1), kZ * std::sqrt(var_of(dx) / kN)) << alpha;
+    Tensor b = leaf({kN}, alpha, alpha);
+    Generator g2(kCPU, 17);
+    const Tensor y = standard_gamma(b, &g2);
+    autograd::backward(sum(y * y));
+    const std::vector<double> d2 = to_vector(b.grad());
+    EXPECT_LE(std::abs(mean_of(d2) - (2 * alpha + 1)), kZ * std::sqrt(var_of(d2) / kN)) << alpha;
+  }
+}
+
+TEST(StandardGamma, RaisesForBadConcentrations) {
+  VK_EXPECT_ERROR(standard_gamma(from_vector({1, -1}, {2})), RuntimeError, "standard_gamma",
+                  "non-negative", "-1");
+  VK_EXPECT_ERROR(standard_gamma(from_vector({NAN}, {1})), RuntimeError, "standard_gamma");
+  VK_EXPECT_ERROR(standard_gamma(ints({1}, {1})), DTypeError, "standard_gamma");
+  VK_EXPECT_ERROR(standard_gamma_grad(ints({1}, {1}), ints({1}, {1})), NotImplementedError,
+                  "standard_gamma_grad");
+  Tensor a = leaf({2}, 1.0, 2.0);
+  Tensor x = standard_gamma_grad(a, from_vector({0.5, 1.5}, {2}));
+  VK_EXPECT_ERROR(autograd::backward(sum(x)), NotImplementedError, "standard_gamma_grad: alpha");
+}
+
 // ---- reproducibility ----
 
 std::vector<std::vector<double>> draw_all(Device d) {
@@ -345,6 +414,7 @@ std::vector<std::vector<double>> draw_all(Device d) {
           to_vector(multinomial(probs, 3, false, &g)),
           to_vector(multinomial(probs, 9, true, &g)),
           to_vector(poisson(rates, &g)),
+          to_vector(standard_gamma(rates, &g)),
           to_vector(bernoulli(p, &g)),
           to_vector(normal(rates, 2.0, &g)),
           to_vector(normal(p, p + 1.0, &g)),

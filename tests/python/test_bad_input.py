@@ -674,6 +674,7 @@ NANINF = {
     "bernoulli": lambda: vk.bernoulli(_f(3, 4)),
     "normal": lambda: vk.normal(_f(3, 4), _f(3, 4)),
     "poisson": lambda: vk.poisson(_f(3, 4)),
+    "standard_gamma": lambda: vk._standard_gamma(_f(3, 4)),
     **{u: (lambda u=u: getattr(_f(3, 4), u)())
        for u in ("neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "sin",
                  "cos", "tanh", "sigmoid", "relu", "erf", "erfc", "floor", "ceil", "round", "trunc")},
@@ -771,6 +772,7 @@ NANINF.update({
        for u in ("i0e", "i1", "i1e")},
     **{g: (lambda g=g: getattr(vk, g)(_f(3, 4, grad=False), _f(4)[[3, 2, 1, 0]]))
        for g in ("igamma", "igammac")},
+    "standard_gamma_grad": lambda: vk._standard_gamma_grad(_f(3, 4, grad=False), _f(4)[[3, 2, 1, 0]]),
 })
 # the activations with parameters and their fused gradients (#18)
 NANINF.update({

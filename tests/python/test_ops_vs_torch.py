@@ -308,6 +308,9 @@ SPECS = {
                Case(lambda m, mu: m.normal(mu, 0.0), [F(4)], forward_only=True, label="float-std"),
                Case(lambda m, s: m.normal(1.5, s * 0), [F(2, 2)], forward_only=True, label="float-mean")],
     "poisson": [Case(lambda m, r: m.poisson(r * 0), [F(2, 3, lo=0.5, hi=3)], forward_only=True)],
+    # Gamma(alpha) draws (no common stream with torch): dtype and shape here, the values' law and
+    # gradient in test_gamma_family.py
+    "standard_gamma": [Case(lambda m, a: m._standard_gamma(a) * 0, [F(2, 3, lo=0.5, hi=3)], forward_only=True)],
 
     # ---- unary ----
     "neg": unary("neg") + [Case(lambda m, x: -x, [F(2, 3)], label="operator"),
@@ -1101,6 +1104,12 @@ SPECS.update({
                                                        F(3, 4, lo=0.1, hi=15.0)]),
                 Case(lambda m, a, x: a.igammac(x), [F(4, lo=1.0, hi=5.0, grad=False),
                                                     F(2, 4, lo=0.1, hi=9.0)], label="broadcast")],
+    # torch's values are approximations within ~5e-3 (vkml's are mpmath's to 1e-8 and its
+    # x-derivative is checked by finite differences: test_gamma_family.py); torch has no derivative
+    "standard_gamma_grad": [Case(lambda m, a, x: m._standard_gamma_grad(a, x),
+                                 [F(3, 4, lo=0.3, hi=12.0, grad=False), F(3, 4, lo=0.1, hi=15.0)],
+                                 forward_only=True,
+                                 check=lambda v, t, dt: np.testing.assert_allclose(to_np(v), to_np(t), rtol=1e-2))],
 })
 # ---- end of special functions (#15) ----
 

@@ -1,7 +1,8 @@
 """vkml.distributions: torch.distributions' families most programs use, composed of vkml's ops
 (their log_prob, entropy and rsample differentiate through autograd): Normal, Uniform, Laplace,
 Exponential, Cauchy, Bernoulli, Poisson, Geometric, Binomial, Multinomial, Categorical,
-OneHotCategorical (and its StraightThrough form), MultivariateNormal, Independent,
+OneHotCategorical (and its StraightThrough form), the families sampled through gamma variates (Gamma,
+Chi2, Beta, Dirichlet, StudentT, FisherSnedecor, NegativeBinomial), MultivariateNormal, Independent,
 MixtureSameFamily, kl_divergence / register_kl, and the constraints that validate arguments (on by default, as
 torch's; Distribution.set_default_validate_args(False) turns it off)."""
 
@@ -10,11 +11,13 @@ from .categorical import Categorical, OneHotCategorical
 from .discrete import (Binomial, Cauchy, Geometric, MixtureSameFamily, Multinomial,
                        OneHotCategoricalStraightThrough)
 from .distribution import Distribution, ExponentialFamily
+from .gamma import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, NegativeBinomial, StudentT
 from .kl import kl_divergence, register_kl
 from .multivariate import Independent, MultivariateNormal
 from .univariate import Bernoulli, Exponential, Laplace, Normal, Poisson, Uniform
 
-__all__ = ["Bernoulli", "Binomial", "Categorical", "Cauchy", "Distribution", "Exponential",
-           "ExponentialFamily", "Geometric", "Independent", "Laplace", "MixtureSameFamily", "Multinomial",
-           "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
-           "Uniform", "constraints", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
+           "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric", "Independent", "Laplace",
+           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson", "StudentT", "Uniform",
+           "constraints", "kl_divergence", "register_kl"]

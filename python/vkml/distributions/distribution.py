@@ -67,8 +67,8 @@ class Distribution:
         if not self._validate_args:
             return
         for param, constraint in self.arg_constraints.items():
-            if constraints.is_dependent(constraint) or param not in self.__dict__:
-                continue  # a dependent constraint, or the parameterisation not given (probs / logits)
+            if constraints.is_dependent(constraint) or not self._given(param):
+                continue
             value = getattr(self, param)
             if not bool(constraint.check(value).all()):
                 raise ValueError(
@@ -160,10 +160,14 @@ class Distribution:
                              f"be within the support ({support!r}) of the distribution {self!r}, but found "
                              f"invalid values:\n{value}")
 
+    def _given(self, param):
+        """Whether param is an argument given or computed from one (Chi2's df, Beta's
+        concentrations), not the other parameterisation derived on first use (probs / logits)."""
+        return param in self.__dict__ or isinstance(getattr(type(self), param, None), property)
+
     def __repr__(self):
-        names = [k for k in self.arg_constraints if k in self.__dict__]
-        parts = [f"{k}: {self.__dict__[k] if self.__dict__[k].numel() == 1 else self.__dict__[k].size()}"
-                 for k in names]
+        values = [(k, getattr(self, k)) for k in self.arg_constraints if self._given(k)]
+        parts = [f"{k}: {v if v.numel() == 1 else v.size()}" for k, v in values]
         return f"{type(self).__name__}({', '.join(parts)})"
 
 

@@ -7,6 +7,7 @@ import vkml as _vk
 from .categorical import Categorical, OneHotCategorical
 from .distribution import sum_rightmost
 from .discrete import Binomial, Geometric
+from .gamma import Beta, Dirichlet, Gamma
 from .multivariate import Independent, MultivariateNormal
 from .univariate import Bernoulli, Exponential, Laplace, Normal, Poisson, Uniform
 
@@ -136,3 +137,36 @@ def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError("KL between Independents with different reinterpreted_batch_ndims")
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = _vk.lgamma(q.concentration) - _vk.lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * _vk.digamma(p.concentration)
+    return t1 + t2 + t3 + (q.rate - p.rate) * (p.concentration / p.rate)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    return _kl_dirichlet_dirichlet(p._dirichlet, q._dirichlet)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    total_p, total_q = p.concentration.sum(-1), q.concentration.sum(-1)
+    log_norms = _vk.lgamma(total_p) - _vk.lgamma(total_q) - (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1)
+    mean_logs = p.concentration.digamma() - total_p.digamma().unsqueeze(-1)  # E_p[log x_i]
+    return log_norms + ((p.concentration - q.concentration) * mean_logs).sum(-1)
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    ratio = q.rate / p.rate
+    euler = 0.5772156649015329
+    return -q.concentration * ratio.log() + ratio + q.concentration.lgamma() + q.concentration * euler - (1 + euler)
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate

@@ -84,6 +84,9 @@ enum class OpKind : uint16_t {
   SumSquares,
   // interpolate's linear step along one dim in one pass (two gathers, two products and a sum) (#18)
   InterpolateDim,
+  // Gamma(concentration, 1) samples and their reparameterisation derivative (torch's
+  // _standard_gamma and _standard_gamma_grad; vk.distributions' Gamma family) (#18)
+  StandardGamma, StandardGammaGrad,
   kCount
 };
 // clang-format on

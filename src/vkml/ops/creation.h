@@ -69,6 +69,10 @@ Tensor normal(double mean, double std, const Shape& shape, DType dtype = DType::
               Device device = kCPU, Generator* gen = nullptr);
 // Poisson samples with the given rates (>= 0, finite), in rates' dtype.
 Tensor poisson(const Tensor& rates, Generator* gen = nullptr);
+// Gamma(concentration, 1) samples (concentration >= 0, not NaN), in its dtype, at least the
+// dtype's smallest normal number (as torch, so their logs are finite). Reparameterised: the
+// gradient is g * standard_gamma_grad(concentration, sample) (torch._standard_gamma).
+Tensor standard_gamma(const Tensor& concentration, Generator* gen = nullptr);
 // Copies host data of the given dtype into a new tensor.
 Tensor from_data(const void* data, const Shape& shape, DType dtype);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape,

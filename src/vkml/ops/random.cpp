@@ -1,10 +1,12 @@
-// Random sampling ops (issue 15 item 3): randperm, multinomial, bernoulli, normal, poisson. Each
+// Random sampling ops (issue 15 item 3): randperm, multinomial, bernoulli, normal, poisson, and
+// standard_gamma (#18, for vk.distributions' Gamma family). Each
 // reserves its draws from a Generator (ops/creation.h) and keeps the (seed, offset) it got as its
 // attributes, so that the kernels of every device draw the same Philox stream and a seed gives the
 // same numbers on every device. bernoulli and normal are made of rand / randn and elementwise ops
 // (OpDef::any_device), so they run on every device that has those. As torch, the samples are not
 // reparameterised: bernoulli, normal and poisson give zero gradients to their inputs, and
-// randperm and multinomial (integer results) none.
+// randperm and multinomial (integer results) none. standard_gamma is, as torch's: its rule is the
+// implicit derivative of the sample at its quantile (ops/special.h: standard_gamma_grad).
 #include <cmath>
 #include <limits>
 
@@ -15,6 +17,7 @@
 #include "vkml/ops/op.h"
 #include "vkml/ops/reduction.h"
 #include "vkml/ops/shape.h"
+#include "vkml/ops/special.h"
 
 namespace vk {
 namespace {
@@ -71,6 +74,11 @@ Grads zero_grads(const GradCtx& c) {
   for (size_t i = 0; i < c.in.size(); ++i)
     if (c.needs[i]) g[i] = zeros_like(c.in[i]);
   return g;
+}
+
+// x = F^-1(u; alpha) with u held: dx/dalpha = -F_alpha / F_x, which standard_gamma_grad computes.
+Grads standard_gamma_grads(const GradCtx& c) {
+  return {c.grad * standard_gamma_grad(c.in[0], c.out)};
 }
 
 // The uniform / standard normal draws of the stream position an op reserved, on `device`.
@@ -159,6 +167,16 @@ void add_random_ops(OpList& ops) {
                  .infer = infer_float_sample,
                  .grad = zero_grads,
                  .grad_doc = kZeroGrad});
+  ops.push_back({.kind = OpKind::StandardGamma,
+                 .name = "standard_gamma",
+                 .arity = 1,
+                 .signature = "standard_gamma(concentration, generator)",
+                 .summary = "Gamma(concentration, 1) samples (Marsaglia and Tsang; below 1 by "
+                            "Gamma(alpha + 1) * U^(1 / alpha))",
+                 .infer = infer_float_sample,
+                 .grad = standard_gamma_grads,
+                 .grad_doc = "dconcentration = g * standard_gamma_grad(concentration, out) (the "
+                             "sample held at its quantile)"});
 }
 
 Tensor randperm(int64_t n, DType dtype, Device device, Generator* gen) {
@@ -226,6 +244,13 @@ Tensor poisson(const Tensor& rates, Generator* gen) {
   VK_CHECK(rates.defined(), RuntimeError, "poisson: rates is undefined");
   Attrs a = drawn(gen, rates.device(), static_cast<uint64_t>(rates.numel()), "poisson");
   return dispatch(OpKind::Poisson, {rates}, a);
+}
+
+Tensor standard_gamma(const Tensor& concentration, Generator* gen) {
+  VK_CHECK(concentration.defined(), RuntimeError, "standard_gamma: concentration is undefined");
+  Attrs a = drawn(gen, concentration.device(), static_cast<uint64_t>(concentration.numel()),
+                  "standard_gamma");
+  return dispatch(OpKind::StandardGamma, {concentration}, a);
 }
 
 }  // namespace vk

@@ -55,6 +55,19 @@ Grads igamma_grads(const GradCtx& c, std::string_view op, double sign) {
 Grads igamma_grad(const GradCtx& c) { return igamma_grads(c, "igamma", 1.0); }
 Grads igammac_grad(const GradCtx& c) { return igamma_grads(c, "igammac", -1.0); }
 
+// h(alpha, x) = dx/dalpha = -P_alpha / p, p = P_x. Its x-derivative from the ratio's:
+// h_x = -(P_alpha,x p - P_alpha p_x) / p^2, with P_alpha,x = p (log x - psi(alpha)) and
+// p_x = p ((alpha - 1) / x - 1), so h_x = psi(alpha) - log x - h ((alpha - 1) / x - 1). Its
+// alpha-derivative needs P_alpha,alpha, a series of its own, which torch has no rule for either.
+Grads standard_gamma_grad_grad(const GradCtx& c) {
+  VK_CHECK(!c.needs[0], NotImplementedError,
+           "the derivative for 'standard_gamma_grad: alpha' is not implemented (as in PyTorch)");
+  const Tensor& alpha = c.in[0];
+  const Tensor& x = c.in[1];
+  const Tensor slope = digamma(alpha) - log(x) - c.out * ((alpha - 1.0) / x - 1.0);
+  return {Tensor(), c.grad * slope};
+}
+
 OpDef igamma_op(OpKind kind, std::string_view name, std::string_view summary,
                 Grads (*grad)(const GradCtx&), std::string_view grad_doc) {
   return {.kind = kind,
@@ -94,6 +107,13 @@ void add_special_ops(OpList& ops) {
                           "the cancellation of 1 - P where P is near 1",
                           igammac_grad,
                           "dx = -g * exp(xlogy(a - 1, x) - x - lgamma(a)); none for a (as torch)"));
+  ops.push_back(igamma_op(OpKind::StandardGammaGrad, "standard_gamma_grad",
+                          "dx/dalpha of a Gamma(alpha, 1) sample x at its quantile, -P_alpha / "
+                          "P_x (series below x = alpha + 1, Legendre's fraction differentiated "
+                          "above, Cornish-Fisher's expansion for alpha >= 1e5 near the mean)",
+                          standard_gamma_grad_grad,
+                          "dx = g * (digamma(alpha) - log(x) - out * ((alpha - 1) / x - 1)); none "
+                          "for alpha (as torch)"));
 }
 
 Tensor i0(const Tensor& x) { return dispatch(OpKind::I0, {x}); }
@@ -102,5 +122,8 @@ Tensor i1(const Tensor& x) { return dispatch(OpKind::I1, {x}); }
 Tensor i1e(const Tensor& x) { return dispatch(OpKind::I1e, {x}); }
 Tensor igamma(const Tensor& a, const Tensor& x) { return dispatch(OpKind::Igamma, {a, x}); }
 Tensor igammac(const Tensor& a, const Tensor& x) { return dispatch(OpKind::Igammac, {a, x}); }
+Tensor standard_gamma_grad(const Tensor& alpha, const Tensor& x) {
+  return dispatch(OpKind::StandardGammaGrad, {alpha, x});
+}
 
 }  // namespace vk

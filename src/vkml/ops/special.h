@@ -1,6 +1,7 @@
 // Special functions (issue #15): the modified Bessel functions of the first kind of order 0 and 1
 // and their exponentially scaled forms (torch.i0, torch.special.i0e/i1/i1e), and the regularized
-// incomplete gamma functions (torch.igamma, torch.igammac). Table ops with kernels on both
+// incomplete gamma functions (torch.igamma, torch.igammac), and the derivative of a gamma sample
+// with respect to its concentration (torch._standard_gamma_grad). Table ops with kernels on both
 // devices (ops/special.cpp, backend/cpu/special.cpp, shaders/special.comp).
 #pragma once
 #include "vkml/core/tensor.h"
@@ -17,5 +18,9 @@ Tensor i1e(const Tensor& x);  // exp(-|x|) I1(x)
 // differentiable (torch has no derivative for a either).
 Tensor igamma(const Tensor& a, const Tensor& x);
 Tensor igammac(const Tensor& a, const Tensor& x);
+// dx/dalpha of a Gamma(alpha, 1) sample x held at its quantile, -(dP/dalpha) / (dP/dx) at
+// (alpha, x) (torch._standard_gamma_grad): the reparameterisation derivative of standard_gamma.
+// 0 at x = 0, NaN for alpha <= 0, x < 0 or x = inf. Differentiable in x only (as torch: none).
+Tensor standard_gamma_grad(const Tensor& alpha, const Tensor& x);
 
 }  // namespace vk

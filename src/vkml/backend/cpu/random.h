@@ -8,5 +8,6 @@ inline namespace VKML_CPU_ISA {
 VK_KERNEL(randperm);
 VK_KERNEL(multinomial);
 VK_KERNEL(poisson);
+VK_KERNEL(standard_gamma);
 }  // namespace VKML_CPU_ISA
 }  // namespace vk::cpu

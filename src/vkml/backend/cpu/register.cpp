@@ -43,6 +43,7 @@ void register_kernels() {
       {OpKind::Randperm, cpu::randperm},
       {OpKind::Multinomial, cpu::multinomial},
       {OpKind::Poisson, cpu::poisson},
+      {OpKind::StandardGamma, cpu::standard_gamma},
       {OpKind::Neg, cpu::neg},
       {OpKind::Exp, cpu::exp},
       {OpKind::Log, cpu::log},
@@ -208,6 +209,7 @@ void register_kernels() {
       {OpKind::I1e, cpu::i1e},
       {OpKind::Igamma, cpu::igamma},
       {OpKind::Igammac, cpu::igammac},
+      {OpKind::StandardGammaGrad, cpu::standard_gamma_grad},
       // scaled dot-product attention (#18)
       {OpKind::Attention, cpu::attention},
       {OpKind::AttentionBackward, cpu::attention_backward},

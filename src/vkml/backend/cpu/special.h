@@ -12,10 +12,12 @@ VK_KERNEL(i1);
 VK_KERNEL(i1e);
 VK_KERNEL(igamma);
 VK_KERNEL(igammac);
+VK_KERNEL(standard_gamma_grad);
 
 // The scalar functions, in double.
-double bessel_i0e_value(double x);                    // exp(-|x|) I0(x)
-double bessel_i1e_value(double x);                    // exp(-|x|) I1(x)
-double igamma_value(double a, double x, bool upper);  // P(a, x), or Q(a, x) when upper
+double bessel_i0e_value(double x);                         // exp(-|x|) I0(x)
+double bessel_i1e_value(double x);                         // exp(-|x|) I1(x)
+double igamma_value(double a, double x, bool upper);       // P(a, x), or Q(a, x) when upper
+double standard_gamma_grad_value(double alpha, double x);  // dx/dalpha at x's quantile
 }  // namespace VKML_CPU_ISA
 }  // namespace vk::cpu

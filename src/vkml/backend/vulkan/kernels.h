@@ -121,6 +121,7 @@ VK_KERNEL(randint);
 VK_KERNEL(randperm);
 VK_KERNEL(multinomial);
 VK_KERNEL(poisson);
+VK_KERNEL(standard_gamma);
 // linalg (linalg.cpp, conv.cpp): float32, and float64 where the device has it; matmul, im2col
 // and col2im int32 and int64 too (int64 with shaderInt64), as on the CPU
 VK_KERNEL(matmul);

@@ -1,7 +1,8 @@
-// Random sampling on the Vulkan device (issue 15 item 3): randperm, multinomial and poisson run
-// the CPU's kernels (backend/cpu/random.cpp) on the host and upload the result, so that a seed
-// gives the same numbers on both devices. multinomial and poisson first read their input (the
-// weights, the rates) back from the device. Why no shader yet: poisson's samplers and
+// Random sampling on the Vulkan device (issue 15 item 3): randperm, multinomial, poisson and
+// standard_gamma (#18) run the CPU's kernels (backend/cpu/random.cpp) on the host and upload the
+// result, so that a seed gives the same numbers on both devices. multinomial, poisson and
+// standard_gamma first read their input (the weights, the rates, the concentrations) back from
+// the device. Why no shader yet: poisson's and gamma's samplers and
 // multinomial's race without replacement compute exp, log and lgamma in double, which GLSL has
 // no float64 versions of (randn is uploaded for the same reason, creation.cpp), so a shader could
 // not give the CPU's bits; randperm's Fisher-Yates is sequential. bernoulli and normal need
@@ -50,5 +51,6 @@ Tensor on_host(OpKind kind, const std::vector<Tensor>& in, const Attrs& a, const
 VK_KERNEL(randperm) { return on_host(OpKind::Randperm, in, a, m, "randperm"); }
 VK_KERNEL(multinomial) { return on_host(OpKind::Multinomial, in, a, m, "multinomial"); }
 VK_KERNEL(poisson) { return on_host(OpKind::Poisson, in, a, m, "poisson"); }
+VK_KERNEL(standard_gamma) { return on_host(OpKind::StandardGamma, in, a, m, "standard_gamma"); }
 
 }  // namespace vk::vulkan

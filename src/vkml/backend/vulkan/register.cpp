@@ -57,6 +57,7 @@ void register_backend() {
       {OpKind::Randperm, randperm},
       {OpKind::Multinomial, multinomial},
       {OpKind::Poisson, poisson},
+      {OpKind::StandardGamma, standard_gamma},
       // End of the index family.
       // linalg
       {OpKind::Matmul, matmul},
@@ -199,6 +200,7 @@ void register_backend() {
       {OpKind::I1e, i1e},
       {OpKind::Igamma, igamma},
       {OpKind::Igammac, igammac},
+      {OpKind::StandardGammaGrad, standard_gamma_grad},
       // scaled dot-product attention (#18)
       {OpKind::Attention, attention},
       {OpKind::AttentionBackward, attention_backward},

@@ -35,6 +35,7 @@ VKML_VULKAN_SPECIAL_OP(i1)
 VKML_VULKAN_SPECIAL_OP(i1e)
 VKML_VULKAN_SPECIAL_OP(igamma)
 VKML_VULKAN_SPECIAL_OP(igammac)
+VKML_VULKAN_SPECIAL_OP(standard_gamma_grad)
 #undef VKML_VULKAN_SPECIAL_OP
 
 }  // namespace vk::vulkan

@@ -9,4 +9,5 @@ VK_KERNEL(i1);
 VK_KERNEL(i1e);
 VK_KERNEL(igamma);
 VK_KERNEL(igammac);
+VK_KERNEL(standard_gamma_grad);
 }  // namespace vk::vulkan

@@ -1,5 +1,5 @@
-// lgamma for positive arguments in the shaders' real type MR (math.comp's lgamma and digamma's
-// neighbours, special.comp's incomplete gamma): double where the device has float64, float alone
+// lgamma and digamma for positive arguments in the shaders' real type MR (math.comp's lgamma and
+// digamma, special.comp's incomplete gamma and gamma sample derivative): double where the device has float64, float alone
 // elsewhere. Needs vmath.glsl's vm_log and divmod.glsl's dm_log1p.
 
 // lgamma(2 + z) = (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) / k z^k for |z| <= 1/2: the terms
@@ -72,5 +72,25 @@ MR mt_lgamma_pos(MR x) {
     up *= y;
   }
   precise MR r = mt_lgamma2p(y - MR(2.0lf)) + vm_log(up);
+  return r;
+}
+
+// backend/cpu/math.cpp's digamma for x > 0: up to 10 steps psi(x) = psi(x + 1) - 1/x, then the
+// asymptotic series (math.comp's mt_digamma reflects the rest).
+MR mt_digamma_pos(MR x) {
+  precise MR result = MR(0.0lf);
+  precise MR y = x;
+  for (int k = 0; k < 12 && y < MR(10.0lf); ++k) {
+    result -= MR(1.0lf) / y;
+    y += MR(1.0lf);
+  }
+  precise MR z = MR(1.0lf) / (y * y);
+  precise MR tail =
+      z * (MR(1.0lf) / MR(12.0lf) -
+           z * (MR(1.0lf) / MR(120.0lf) -
+                z * (MR(1.0lf) / MR(252.0lf) -
+                     z * (MR(1.0lf) / MR(240.0lf) -
+                          z * (MR(1.0lf) / MR(132.0lf) - z * (MR(691.0lf) / MR(32760.0lf) - z / MR(12.0lf)))))));
+  precise MR r = result + vm_log(y) - MR(0.5lf) / y - tail;
   return r;
 }

@@ -279,7 +279,7 @@ MR mt_atanh(MR x) {
 
 // ---- gamma and its derivatives ----
 
-#include "gamma.glsl"  // mt_lgamma_pos, shared with special.comp
+#include "gamma.glsl"  // mt_lgamma_pos and mt_digamma_pos, shared with special.comp
 
 // inf at 0, the negative integers and +-inf; below 0 by reflection: lgamma(x) =
 // log(pi / |sin(pi x)|) - lgamma(1 - x).
@@ -288,26 +288,6 @@ MR mt_lgamma(MR x) {
   if (isinf(x) || (x <= MR(0.0lf) && x == floor(x))) return mt_inf();
   if (x > MR(0.0lf)) return mt_lgamma_pos(x);
   precise MR r = vm_log(MT_PI / abs(mt_sinpi(x))) - mt_lgamma_pos(MR(1.0lf) - x);
-  return r;
-}
-
-// backend/cpu/math.cpp's digamma: up to 10 steps psi(x) = psi(x + 1) - 1/x, then the asymptotic
-// series; below 0 by reflection.
-MR mt_digamma_pos(MR x) {
-  precise MR result = MR(0.0lf);
-  precise MR y = x;
-  for (int k = 0; k < 12 && y < MR(10.0lf); ++k) {
-    result -= MR(1.0lf) / y;
-    y += MR(1.0lf);
-  }
-  precise MR z = MR(1.0lf) / (y * y);
-  precise MR tail =
-      z * (MR(1.0lf) / MR(12.0lf) -
-           z * (MR(1.0lf) / MR(120.0lf) -
-                z * (MR(1.0lf) / MR(252.0lf) -
-                     z * (MR(1.0lf) / MR(240.0lf) -
-                          z * (MR(1.0lf) / MR(132.0lf) - z * (MR(691.0lf) / MR(32760.0lf) - z / MR(12.0lf)))))));
-  precise MR r = result + vm_log(y) - MR(0.5lf) / y - tail;
   return r;
 }
 

@@ -64,6 +64,7 @@ const MR SP_EPS = 1.1920929e-07;
 const MR SP_TINY = 1e-30;
 #endif
 const int SP_MAX_TERMS = 20000;  // the CPU's bound: a up to ~7e6 (NaN past it near x = a)
+const int SP_MAX_GRAD_TERMS = 100000;  // standard_gamma_grad's, the CPU's too
 
 MR sp_nan() { return VM_AS_T(kVmInfBits | (VU(1) << (kVmMantBits - 1u))); }
 
@@ -272,6 +273,78 @@ MR sp_igamma(MR a, MR x, bool upper) {
   return upper ? MR(1.0lf) - lower : lower;
 }
 
+// backend/cpu/special.cpp's standard_gamma_grad, step for step: dx/dalpha of a Gamma(alpha)
+// sample x at its quantile, by the series below x = alpha + 1, Legendre's fraction with its
+// alpha-derivatives (forward mode) above, Cornish-Fisher's expansion for alpha >= 1e5 near the mean.
+MR sp_gamma_grad_series(MR alpha, MR x) {
+  const MR log_x = vm_log(x);
+  precise MR c = MR(1.0lf) / alpha;
+  precise MR psi = mt_digamma_pos(alpha + MR(1.0lf));
+  precise MR sum = c * (log_x - psi);
+  int n = 1;
+  for (; n < SP_MAX_GRAD_TERMS; ++n) {
+    c *= x / (alpha + MR(n));
+    psi += MR(1.0lf) / (alpha + MR(n));
+    precise MR term = c * (log_x - psi);
+    sum += term;
+    if (abs(term) <= SP_EPS * MR(0.0625lf) * abs(sum)) break;
+  }
+  if (n == SP_MAX_GRAD_TERMS) return sp_nan();  // not converged
+  precise MR r = -x * sum;
+  return r;
+}
+
+MR sp_gamma_grad_fraction(MR alpha, MR x) {
+  const MR log_term = vm_log(x) - mt_digamma_pos(alpha);
+  // (value, d/dalpha) pairs: b, c, d, h as the CPU's Dual
+  precise MR b = x + MR(1.0lf) - alpha;
+  const MR db = MR(-1.0lf);
+  precise MR c = MR(1.0lf) / SP_TINY, dc = MR(0.0lf);
+  precise MR d = MR(1.0lf) / b, dd = -db / (b * b);
+  precise MR h = d, dh = dd;
+  int i = 1;
+  for (; i < SP_MAX_GRAD_TERMS; ++i) {
+    const MR an = -MR(i) * (MR(i) - alpha), dan = MR(i);
+    b += MR(2.0lf);
+    precise MR e = an * d + b, de = dan * d + an * dd + db;  // an d + b
+    d = MR(1.0lf) / e;
+    dd = -de / (e * e);
+    precise MR ic = MR(1.0lf) / c, dic = -dc / (c * c);  // c = b + an / c
+    c = b + an * ic;
+    dc = db + dan * ic + an * dic;
+    precise MR step = d * c, dstep = dd * c + d * dc;
+    dh = dh * step + h * dstep;
+    h = h * step;
+    if (abs(step - MR(1.0lf)) <= SP_EPS * MR(0.5lf) &&
+        abs(dstep) <= SP_EPS * MR(0.5lf) * (abs(dh / h) + abs(log_term)))
+      break;
+  }
+  if (i == SP_MAX_GRAD_TERMS) return sp_nan();
+  precise MR r = x * (log_term * h + dh);
+  return r;
+}
+
+MR sp_gamma_grad_large(MR alpha, MR x) {
+  const MR r = sqrt(alpha);
+  precise MR z = (vm_exp(vm_log(x / alpha) / MR(3.0lf)) - MR(1.0lf) + MR(1.0lf) / (MR(9.0lf) * alpha)) *
+                 MR(3.0lf) * r;
+  for (int i = 0; i < 3; ++i) {
+    precise MR quantile = alpha + r * z + (z * z - MR(1.0lf)) / MR(3.0lf) +
+                          (z * z * z - MR(7.0lf) * z) / (MR(36.0lf) * r);
+    z -= (quantile - x) / (r + MR(2.0lf) * z / MR(3.0lf) + (MR(3.0lf) * z * z - MR(7.0lf)) / (MR(36.0lf) * r));
+  }
+  precise MR v = MR(1.0lf) + z / (MR(2.0lf) * r) - (z * z * z - MR(7.0lf) * z) / (MR(72.0lf) * alpha * r);
+  return v;
+}
+
+MR sp_gamma_grad(MR alpha, MR x) {
+  if (isnan(alpha) || isnan(x) || !(alpha > MR(0.0lf)) || x < MR(0.0lf) || isinf(x) || isinf(alpha))
+    return sp_nan();
+  if (x == MR(0.0lf)) return MR(0.0lf);
+  if (alpha >= MR(1e5lf) && abs(x - alpha) < MR(6.0lf) * sqrt(alpha)) return sp_gamma_grad_large(alpha, x);
+  return x <= alpha + MR(1.0lf) ? sp_gamma_grad_series(alpha, x) : sp_gamma_grad_fraction(alpha, x);
+}
+
 TO compute(int ia, int ib) {
   const MR x = MR(a[ia]);
 #if NIN >= 2
@@ -289,6 +362,8 @@ TO compute(int ia, int ib) {
   return TO(sp_igamma(x, y, false));
 #elif defined(OP_IGAMMAC)
   return TO(sp_igamma(x, y, true));
+#elif defined(OP_STANDARD_GAMMA_GRAD)
+  return TO(sp_gamma_grad(x, y));
 #endif
 }
 
