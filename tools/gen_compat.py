@@ -28,6 +28,7 @@ NAMESPACES = [
     ("torch.special", "vkml.special", "torch.special.__all__"),
     ("torch.distributions", "vkml.distributions", "torch.distributions.__all__"),
     ("torch.autograd.functional", "vkml.autograd.functional", "torch.autograd.functional.__all__"),
+    ("torch.func", "vkml.func", "torch.func.__all__"),
 ]
 
 # Why a name is missing, by the first rule that matches (a regular expression over the name).
@@ -100,17 +101,20 @@ NAMESPACE_REASONS = {
                      (r"^ldl_", "LDL^T with Bunch-Kaufman pivoting (LAPACK sytrf's packed 1 x 1 and "
                       "2 x 2 blocks): not planned; `solve`, `cholesky` and `eigh` cover symmetric "
                       "systems")],
+    "torch.func": [(r"^(vmap|functionalize|rearrange|debug_unwrap|replace_all_batch_norm_modules_)$",
+                    "batching (vmap and what serves it) and functionalization: not planned; the "
+                    "transforms autograd gives are there")],
     "torch.distributions": [
-        (r"Transform$|^TransformedDistribution$|^biject_to$|^transform_to$|^identity_transform$"
-         r"|^(LogNormal|HalfNormal|HalfCauchy|Gumbel|Weibull|Pareto|GeneralizedPareto|Kumaraswamy"
-         r"|LogisticNormal|RelaxedBernoulli|RelaxedOneHotCategorical)$",
-         "transforms and the families torch builds on them (TransformedDistribution): not yet"),
-        (r"^(InverseGamma|Wishart|LKJCholesky)$",
-         "families over Gamma, Chi2 and Beta draws with machinery of their own (a power transform, "
-         "Bartlett's decomposition, the onion method): not yet"),
-        (r"^(LowRankMultivariateNormal|ContinuousBernoulli|VonMises)$",
+        (r"^(CatTransform|StackTransform|CorrCholeskyTransform|PositiveDefiniteTransform|biject_to"
+         r"|transform_to)$",
+         "transforms over slices of a tensor and of correlation factors, and the constraint registries "
+         "(biject_to / transform_to, for optimising constrained parameters): not yet"),
+        (r"^(Wishart|LKJCholesky)$",
+         "matrix families over Chi2 and Beta draws (Bartlett's decomposition, the onion method): not yet"),
+        (r"^(LowRankMultivariateNormal|ContinuousBernoulli|VonMises|Kumaraswamy|GeneralizedPareto)$",
          "less used families, each with machinery of its own (a Woodbury capacitance matrix, a "
-         "normalizer with a Taylor branch near 1/2, a rejection sampler): not yet")],
+         "normalizer with a Taylor branch near 1/2, a rejection sampler, moments through beta "
+         "functions, a shape-dependent support): not yet")],
     # torch-namespace nn aliases (#15)
     "torch": [(r"^embedding_bag$",
                "returns ATen's internal buffers (offset2bag, bag_size, max_indices) beside the result: "

@@ -308,3 +308,24 @@ def test_beta_policy_steps_as_torch():
     for step, (a, b) in enumerate(zip(run(vk, VD), run(torch, TD))):
         for x, y in zip(a, b):
             np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7, err_msg=f"step {step}")
+
+
+@pytest.mark.parametrize("device", devices())
+def test_gamma_families_on_every_device(device):
+    """One seed draws the same gammas on every device, so rsample's values and gradients (through
+    the shaders' element-wise ops and standard_gamma_grad's shader) are the CPU's."""
+    def draw(dev):
+        vk.manual_seed(11)
+        c = vk.tensor([[0.4, 2.0, 7.0]], dtype=vk.float64, device=dev).requires_grad_()
+        r = vk.tensor([1.5], dtype=vk.float64, device=dev).requires_grad_()
+        g = VD.Gamma(c[0], r).rsample((50,))
+        b = VD.Beta(c[0], c[0].flip(0)).rsample((50,))
+        d = VD.Dirichlet(c).rsample((50,))
+        t = VD.StudentT(c[0]).rsample((50,))
+        loss = (g.log() * 0.3).sum() + (b * b).sum() + d[..., 0].sum() + t.abs().sum() \
+            + VD.Gamma(c[0], r).log_prob(g.detach()).sum() + VD.Dirichlet(c).entropy().sum()
+        loss.backward()
+        return [to_np(x) for x in (g, b, d, t, c.grad, r.grad)]
+
+    for got, want in zip(draw(device), draw("cpu")):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

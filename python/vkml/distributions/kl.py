@@ -8,6 +8,7 @@ from .categorical import Categorical, OneHotCategorical
 from .distribution import sum_rightmost
 from .discrete import Binomial, Geometric
 from .gamma import Beta, Dirichlet, Gamma
+from .transformed import Gumbel, HalfNormal, Pareto, TransformedDistribution
 from .multivariate import Independent, MultivariateNormal
 from .univariate import Bernoulli, Exponential, Laplace, Normal, Poisson, Uniform
 
@@ -170,3 +171,32 @@ def _kl_exponential_gamma(p, q):
 @register_kl(Gamma, Exponential)
 def _kl_gamma_exponential(p, q):
     return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    """The same transforms on both sides: KL is invariant under a bijection, so the bases'."""
+    if p.transforms != q.transforms or tuple(p.event_shape) != tuple(q.event_shape):
+        raise NotImplementedError(f"No KL(p || q) is implemented for {type(p).__name__} and {type(q).__name__} "
+                                  "with different transforms or event shapes")
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    scale_ratio, q_loc, p_loc = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    euler = 0.5772156649015329
+    return (-scale_ratio.log() - q_loc + p_loc + scale_ratio * euler
+            + _vk.exp(q_loc + (1 + scale_ratio).lgamma() - p_loc) - (1 + euler))
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
+    return _vk.where(p.scale < q.scale, _vk.full_like(result, math.inf), result)  # p's support leaves q's
