@@ -66,24 +66,21 @@ class Transform:
     __hash__ = object.__hash__
 
     def __call__(self, x):
-        if not self._cache_size:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._cached(x, 0, self._call)
 
     def _inv_call(self, y):
+        return self._cached(y, 1, self._inverse)
+
+    def _cached(self, value, side, compute):
+        """compute(value), or the other half of the cached pair when value is its `side` (0: an x,
+        1: a y) -- the same tensor object, so t.inv(t(x)) is x itself."""
         if not self._cache_size:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+            return compute(value)
+        if self._cached_x_y[side] is value:
+            return self._cached_x_y[1 - side]
+        result = compute(value)
+        self._cached_x_y = (value, result) if side == 0 else (result, value)
+        return result
 
     def _call(self, x):
         raise NotImplementedError

@@ -186,8 +186,8 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` entries chosen at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes `amount` entries: those of the lowest scores (_scores)."""
 
     def __init__(self, amount):
         _check_amount(amount)
@@ -197,37 +197,34 @@ class RandomUnstructured(BasePruningMethod):
         k = _count_to_prune(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
-            drop = _vk.topk(_vk.rand(t.numel()).to(t.device), k).indices
-            mask.view(-1)[drop] = 0
+            mask.view(-1)[_vk.topk(self._scores(t).reshape(-1), k, largest=False).indices] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes `amount` entries chosen at random."""
+
+    def _scores(self, t):
+        return _vk.rand(t.numel()).to(t.device)
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the `amount` entries of smallest absolute value."""
 
-    def __init__(self, amount):
-        _check_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        k = _count_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            drop = _vk.topk(t.abs().reshape(-1), k, largest=False).indices
-            mask.view(-1)[drop] = 0
-        return mask
+    def _scores(self, t):
+        return t.abs()
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes `amount` slices along `dim` chosen at random (whole channels)."""
+class _Structured(BasePruningMethod):
+    """Prunes `amount` slices along `dim` (whole channels): those of the lowest scores (_scores)."""
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, dim=-1):
@@ -240,32 +237,30 @@ class RandomStructured(BasePruningMethod):
         keep = size - _count_to_prune(self.amount, size)
         mask = _vk.zeros_like(t)
         if keep:
-            kept = _vk.topk(_vk.rand(size).to(t.device), keep).indices
-            mask[_slice_at(t, self.dim, kept)] = 1
+            mask[_slice_at(t, self.dim, _vk.topk(self._scores(t), keep).indices)] = 1
         return mask * default_mask
+
+
+class RandomStructured(_Structured):
+    """Prunes `amount` slices along `dim` chosen at random."""
+
+    def _scores(self, t):
+        return _vk.rand(t.shape[self.dim]).to(t.device)
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
-    """Prunes the `amount` slices along `dim` of smallest n-norm (whole channels)."""
-    PRUNING_TYPE = "structured"
+class LnStructured(_Structured):
+    """Prunes the `amount` slices along `dim` of smallest n-norm."""
 
     def __init__(self, amount, n, dim=-1):
-        _check_amount(amount)
-        self.amount, self.n, self.dim = amount, n, dim
+        super().__init__(amount, dim)
+        self.n = n
 
-    def compute_mask(self, t, default_mask):
-        _check_dim(t, self.dim)
-        size = t.shape[self.dim]
-        keep = size - _count_to_prune(self.amount, size)
-        mask = _vk.zeros_like(t)
-        if keep:
-            kept = _vk.topk(_norm_over_others(t, self.n, self.dim), keep).indices
-            mask[_slice_at(t, self.dim, kept)] = 1
-        return mask * default_mask
+    def _scores(self, t):
+        return _norm_over_others(t, self.n, self.dim)
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):

@@ -242,51 +242,51 @@ VK_KERNEL(multinomial) {
   return out;
 }
 
-VK_KERNEL(poisson) {
-  const Tensor rates = as_f64(in[0]);
-  const double* r = rates.data<double>();
-  const int64_t n = rates.numel();
-  for (int64_t i = 0; i < n; ++i)  // torch raises for a negative or NaN rate; infinity too here
-    VK_CHECK(r[i] >= 0 && std::isfinite(r[i]), RuntimeError,
-             "poisson: invalid Poisson rate, expected rate to be non-negative and finite, got ",
-             r[i], " at element ", i);
+// One draw per element of in[0] (read in double), element i from its own stream at counter
+// offset + i: draw(parameter, stream). Every parameter is checked first (valid(p), else a
+// RuntimeError: `op: complaint, got p at element i`); at_least_min_normal raises a result that
+// underflowed to the dtype's smallest normal number.
+template <class Valid, class Draw>
+Tensor sample_each(const std::vector<Tensor>& in, const Attrs& a, const Meta& m, const char* op,
+                   Valid valid, const char* complaint, Draw draw, bool at_least_min_normal) {
+  const Tensor params = as_f64(in[0]);
+  const double* p = params.data<double>();
+  const int64_t n = params.numel();
+  for (int64_t i = 0; i < n; ++i)
+    VK_CHECK(valid(p[i]), RuntimeError, op, ": ", complaint, ", got ", p[i], " at element ", i);
   Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_FLOAT(m.dtype, "poisson", {
+  VK_DISPATCH_FLOAT(m.dtype, op, {
     T* o = out.data<T>();
+    const T floor =
+        at_least_min_normal ? std::numeric_limits<T>::min() : std::numeric_limits<T>::lowest();
     parallel_for(n, 1024, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         UniformStream s(a.seed, a.offset + static_cast<uint64_t>(i));
-        const double rate = r[i];
-        const double k = rate == 0   ? 0.0
-                         : rate < 10 ? static_cast<double>(poisson_small(rate, s))
-                                     : poisson_ptrs(rate, s);
-        o[i] = static_cast<T>(k);
+        o[i] = std::max(static_cast<T>(draw(p[i], s)), floor);
       }
     });
   });
   return out;
 }
 
+VK_KERNEL(poisson) {
+  // torch raises for a negative or NaN rate; infinity too here
+  return sample_each(
+      in, a, m, "poisson", [](double rate) { return rate >= 0 && std::isfinite(rate); },
+      "invalid Poisson rate, expected rate to be non-negative and finite",
+      [](double rate, UniformStream& s) {
+        return rate == 0   ? 0.0
+               : rate < 10 ? static_cast<double>(poisson_small(rate, s))
+                           : poisson_ptrs(rate, s);
+      },
+      false);
+}
+
 VK_KERNEL(standard_gamma) {
-  const Tensor alphas = as_f64(in[0]);
-  const double* al = alphas.data<double>();
-  const int64_t n = alphas.numel();
-  for (int64_t i = 0; i < n; ++i)  // torch returns its smallest value for these; an error here
-    VK_CHECK(al[i] >= 0, RuntimeError,
-             "standard_gamma: invalid concentration, expected it to be non-negative, got ", al[i],
-             " at element ", i);
-  Tensor out = Tensor::empty(m.shape, m.dtype);
-  VK_DISPATCH_FLOAT(m.dtype, "standard_gamma", {
-    T* o = out.data<T>();
-    parallel_for(n, 1024, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        UniformStream s(a.seed, a.offset + static_cast<uint64_t>(i));
-        const T x = static_cast<T>(standard_gamma_sample(al[i], s));
-        o[i] = std::max(x, std::numeric_limits<T>::min());
-      }
-    });
-  });
-  return out;
+  // torch returns its smallest value for a negative or NaN concentration; an error here
+  return sample_each(
+      in, a, m, "standard_gamma", [](double alpha) { return alpha >= 0; },
+      "invalid concentration, expected it to be non-negative", standard_gamma_sample, true);
 }
 
 }  // namespace VKML_CPU_ISA
