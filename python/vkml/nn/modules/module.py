@@ -68,14 +68,31 @@ def _addindent(s, n):
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
 
 
-def _tree(root, prefix):
-    """(key prefix, module) for root and everything below it, parents first, in the order a
-    recursive walk would give (shared modules once per path, as torch's state_dict)."""
-    stack = [(prefix, root)]
+def _walk(root, prefix):
+    """(key prefix, module, entering) for root and everything below it in the order a recursive
+    walk would give: each module entered (True) before its children and left (False) after them
+    (shared modules once per path, as torch's state_dict). An explicit stack, not recursion."""
+    stack = [(prefix, root, True)]
     while stack:
-        p, m = stack.pop()
-        yield p, m
-        stack.extend(reversed([(p + k + ".", c) for k, c in m._modules.items() if c is not None]))
+        p, m, entering = stack.pop()
+        yield p, m, entering
+        if entering:
+            stack.append((p, m, False))
+            stack.extend(reversed([(p + k + ".", c, True) for k, c in m._modules.items() if c is not None]))
+
+
+def _tree(root, prefix):
+    """(key prefix, module) for root and everything below it, parents first."""
+    return ((p, m) for p, m, entering in _walk(root, prefix) if entering)
+
+
+def _run_hooks(module, store, *args):
+    """Calls the hooks in module's `store` (state-dict hooks: they return None, as torch requires)."""
+    for hook in module.__dict__.get(store, {}).values():
+        result = hook(module, *args)
+        if result is not None:
+            raise RuntimeError(f"{type(module).__name__}: a state-dict hook ({store.strip('_')}) must return "
+                               f"None, got {type(result).__name__}")
 
 
 class Module:
@@ -301,8 +318,12 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
-        for module_prefix, m in _tree(self, prefix):
-            m._save_to_state_dict(destination, module_prefix, keep_vars)
+        for module_prefix, m, entering in _walk(self, prefix):
+            if entering:
+                _run_hooks(m, "_state_dict_pre_hooks", module_prefix, keep_vars)
+                m._save_to_state_dict(destination, module_prefix, keep_vars)
+            else:  # after its children, as torch's
+                _run_hooks(m, "_state_dict_hooks", destination, module_prefix, {})
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
@@ -342,8 +363,21 @@ class Module:
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
 
-        for prefix, module in _tree(self, ""):
-            module._load_from_state_dict(state_dict, prefix, True, missing, unexpected, errors)
+        keys = _IncompatibleKeys(missing, unexpected)  # the lists post-hooks may edit
+        # Each module sees its own copy of the entries under its prefix, as torch's: what its
+        # pre-hooks change there (renamed keys) is what it and its children load.
+        local = [OrderedDict(state_dict)]
+        for prefix, module, entering in _walk(self, ""):
+            if not entering:
+                local.pop()
+                _run_hooks(module, "_load_state_dict_post_hooks", keys)
+                continue
+            mine = local[-1] if len(local) == 1 and prefix == "" else \
+                OrderedDict((k, v) for k, v in local[-1].items() if k.startswith(prefix))
+            local.append(mine)
+            # strict=True here whatever the call's, as torch's (the call's strict applies at the end)
+            _run_hooks(module, "_load_state_dict_pre_hooks", mine, prefix, {}, True, missing, unexpected, errors)
+            module._load_from_state_dict(mine, prefix, True, missing, unexpected, errors)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -454,6 +488,26 @@ class Module:
         """hook(module, grad_output) runs when the gradients of the module's outputs are known; what it
         returns (not None, a tuple as long as grad_output) replaces them."""
         return _hooks.add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) runs before state_dict saves this module's tensors."""
+        return _hooks.add_hook(self.__dict__.setdefault("_state_dict_pre_hooks", OrderedDict()), hook, False)
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) runs after state_dict saved this module
+        and its children; it may edit state_dict in place and returns None."""
+        return _hooks.add_hook(self.__dict__.setdefault("_state_dict_hooks", OrderedDict()), hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs) runs before load_state_dict loads this module's tensors (it may edit
+        state_dict: renamed keys of an old checkpoint)."""
+        return _hooks.add_hook(self.__dict__.setdefault("_load_state_dict_pre_hooks", OrderedDict()), hook, False)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) runs after load_state_dict loaded this module and its
+        children; it may edit incompatible_keys' lists in place (strict then sees the edit)."""
+        return _hooks.add_hook(self.__dict__.setdefault("_load_state_dict_post_hooks", OrderedDict()), hook, False)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """hook(module, grad_input, grad_output) runs when the gradients of the module's inputs are
