@@ -52,6 +52,11 @@ class UniformStream {
     pos_ += 2;
     return u;
   }
+  // The next block's four words whole (what is left of the current one is skipped).
+  void block(uint32_t w[4]) {
+    philox(seed_, ctr_, w, block_++);
+    pos_ = 4;
+  }
 
  private:
   uint64_t seed_, ctr_;
@@ -91,21 +96,21 @@ double poisson_ptrs(double rate, UniformStream& s) {  // a double: huge rates ov
   }
 }
 
-// A standard normal from two uniforms (the cosine half of Box and Muller's pair).
-double standard_normal(UniformStream& s) {
-  const double radius = std::sqrt(-2 * std::log1p(-s.next()));  // 1 - u > 0
-  return radius * std::cos(2 * std::numbers::pi * s.next());
-}
-
-// Marsaglia and Tsang (2000) for alpha >= 1: d v with v = (1 + c z)^3, z normal, accepted by the
-// squeeze or the log test; about 1.02 to 1.05 normals (and uniforms) per sample.
+// Marsaglia and Tsang (2000) for alpha >= 1: d v with v = (1 + c z)^3, z standard normal, accepted
+// by the squeeze or the log test (1.02 to 1.05 attempts a sample). Each attempt takes one Philox
+// block: a 53-bit uniform for the normal's radius (the cosine half of Box and Muller's pair), a
+// 32-bit one for its angle and one in (0, 1) for the test (its log finite).
 double gamma_marsaglia_tsang(double alpha, UniformStream& s) {
   const double d = alpha - 1.0 / 3, c = 1 / std::sqrt(9 * d);
   for (;;) {
-    const double z = standard_normal(s);
+    uint32_t w[4];
+    s.block(w);
+    // 1 - u is exact and in (0, 1], and libm's log is several times faster than its log1p
+    const double radius = std::sqrt(-2 * std::log(1 - uniform53(w[0], w[1])));
+    const double z = radius * std::cos(2 * std::numbers::pi * (w[2] * 0x1p-32));
     const double t = 1 + c * z;
     if (t <= 0) continue;
-    const double v = t * t * t, u = s.next(), z2 = z * z;
+    const double v = t * t * t, u = (w[3] + 0.5) * 0x1p-32, z2 = z * z;
     if (u < 1 - 0.0331 * z2 * z2) return d * v;
     if (std::log(u) < 0.5 * z2 + d * (1 - v + std::log(v))) return d * v;
   }

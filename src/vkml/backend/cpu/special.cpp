@@ -200,8 +200,9 @@ double gamma_grad_series(double alpha, double x) {
   double sum = c * (log_x - psi);
   int n = 1;
   for (; n < kMaxGradTerms; ++n) {
-    c *= x / (alpha + n);
-    psi += 1 / (alpha + n);
+    const double inv = 1 / (alpha + n);  // one division a term
+    c *= x * inv;
+    psi += inv;
     const double term = c * (log_x - psi);
     sum += term;
     if (std::abs(term) <= 0x1p-56 * std::abs(sum)) break;

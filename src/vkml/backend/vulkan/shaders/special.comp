@@ -283,8 +283,9 @@ MR sp_gamma_grad_series(MR alpha, MR x) {
   precise MR sum = c * (log_x - psi);
   int n = 1;
   for (; n < SP_MAX_GRAD_TERMS; ++n) {
-    c *= x / (alpha + MR(n));
-    psi += MR(1.0lf) / (alpha + MR(n));
+    precise MR inv = MR(1.0lf) / (alpha + MR(n));
+    c *= x * inv;
+    psi += inv;
     precise MR term = c * (log_x - psi);
     sum += term;
     if (abs(term) <= SP_EPS * MR(0.0625lf) * abs(sum)) break;
