@@ -2,7 +2,7 @@
 register_load_state_dict_pre_hook / _post_hook) against torch's: the order they run in over a
 nested model (each module's post-hook after its children's), what they see, a pre-hook renaming
 an old checkpoint's keys, a post-hook clearing a missing key so strict loading passes, and a hook
-that returns a value refused."""
+that returns a value refused; and load_state_dict(assign=True) as torch's."""
 
 import numpy as np
 import pytest
@@ -71,3 +71,25 @@ def test_state_dict_hook_returning_a_value_is_refused():
         handle_model.state_dict()
     handle.remove()
     assert sorted(handle_model.state_dict()) == ["bias", "weight"]
+
+
+def test_load_state_dict_assign_takes_the_checkpoints_tensors_regression():
+    """assign=True was accepted and ignored (the values copied into the module's tensors): as
+    torch's, the module now holds the checkpoint's tensors themselves -- their memory and dtype --
+    parameters as Parameters keeping the requires_grad they had, buffers as they are."""
+    for lib in (vk, torch):
+        m = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.BatchNorm1d(2))
+        m[0].bias.requires_grad_(False)
+        sd = {k: v.detach().clone() + 1 for k, v in m.state_dict().items()}
+        sd["0.weight"] = sd["0.weight"].double()
+        m.load_state_dict(sd, assign=True)
+        assert m[0].weight.dtype == lib.float64 and isinstance(m[0].weight, lib.nn.Parameter)
+        assert m[0].weight.requires_grad and not m[0].bias.requires_grad
+        assert m[1].running_mean is sd["1.running_mean"]
+        sd["0.weight"].add_(10.0)  # the module's weight is that tensor
+        assert float(m[0].weight.detach().min()) >= 10.0
+        with pytest.raises(RuntimeError, match="size mismatch"):
+            m.load_state_dict({**sd, "0.bias": lib.zeros(3)}, assign=True)
+    lazy = vk.nn.LazyLinear(2)
+    lazy.load_state_dict({"weight": vk.ones(2, 3), "bias": vk.zeros(2)}, assign=True)
+    assert tuple(lazy.weight.shape) == (2, 3) and lazy.in_features == 3

@@ -67,7 +67,7 @@ class LazyModuleMixin:
                 if t is not None and name not in skip:
                     destination[prefix + name] = t if keep_vars or is_lazy(t) else t.detach()
 
-    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
+    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors, assign=False):
         """An uninitialized tensor takes the shape of the checkpoint's, then loads it as any other.
         An uninitialized one in the checkpoint as well leaves it as it is (nothing to copy)."""
         both_lazy = set()
@@ -84,7 +84,7 @@ class LazyModuleMixin:
                 _plain_buffer(self, name)
         if both_lazy:
             state_dict = {k: v for k, v in state_dict.items() if k not in both_lazy}
-        super()._load_from_state_dict(state_dict, prefix, strict, missing, unexpected, errors)
+        super()._load_from_state_dict(state_dict, prefix, strict, missing, unexpected, errors, assign)
         missing[:] = [k for k in missing if k not in both_lazy]
 
 
@@ -119,8 +119,8 @@ class _LazyLayer(LazyModuleMixin):
                 else:
                     self._buffers[name] = t.to(device)
 
-    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
-        super()._load_from_state_dict(state_dict, prefix, strict, missing, unexpected, errors)
+    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors, assign=False):
+        super()._load_from_state_dict(state_dict, prefix, strict, missing, unexpected, errors, assign)
         # the inferred size read from the checkpoint's shapes (torch's conv and norm layers leave it 0)
         size = self._inferred_from_tensors()
         if size is not None:

@@ -326,7 +326,7 @@ class Module:
                 _run_hooks(m, "_state_dict_hooks", destination, module_prefix, {})
         return destination
 
-    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
+    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors, assign=False):
         local = {k: v for k, v in self._parameters.items() if v is not None}
         local.update({k: v for k, v in self._buffers.items()
                       if v is not None and k not in self._non_persistent_buffers_set})
@@ -348,6 +348,9 @@ class Module:
                 errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
                               f"checkpoint, the shape in current model is {tuple(param.shape)}.")
                 continue
+            if assign:
+                self._take_loaded(name, param, value)
+                continue
             with no_grad():
                 param.copy_(value.to(param.dtype))
         if strict:
@@ -357,6 +360,18 @@ class Module:
                     head = rest.split(".", 1)[0]
                     if head not in self._modules and head not in local:
                         unexpected.append(key)
+
+    def _take_loaded(self, name, current, value):
+        """load_state_dict(assign=True): the module holds the checkpoint's tensor itself (its memory
+        and dtype, as torch's), a parameter as a Parameter with the current one's requires_grad."""
+        if name in self._parameters:
+            if isinstance(value, Parameter):
+                value.requires_grad_(current.requires_grad)
+            else:
+                value = Parameter(value, requires_grad=current.requires_grad)
+            self._parameters[name] = value
+        else:
+            self._buffers[name] = value
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         if not hasattr(state_dict, "keys"):
@@ -377,7 +392,7 @@ class Module:
             local.append(mine)
             # strict=True here whatever the call's, as torch's (the call's strict applies at the end)
             _run_hooks(module, "_load_state_dict_pre_hooks", mine, prefix, {}, True, missing, unexpected, errors)
-            module._load_from_state_dict(mine, prefix, True, missing, unexpected, errors)
+            module._load_from_state_dict(mine, prefix, True, missing, unexpected, errors, assign)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
