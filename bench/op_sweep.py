@@ -84,6 +84,8 @@ CASES = {
     "randn": lambda L: lambda: L.randn(1024, 1024),
     "randint": lambda L: lambda: L.randint(0, 10, (1024, 1024)),
     "multinomial.vocab": on(VOCAB, lambda L, p: L.multinomial(p, 1)),  # sampling a token: no replacement
+    "standard_gamma": on(P, lambda L, a: L._standard_gamma(a)),  # Gamma / Beta / Dirichlet draws
+    "standard_gamma_grad": on(P, lambda L, a, x: L._standard_gamma_grad(a, x), P * 1.1),  # their gradient
     "sort.vocab": on(VOCAB, lambda L, p: L.sort(p, -1, descending=True)),  # top-p sampling's sort
     "interpolate.nearest": on(M.reshape(16, 1, 256, 256)[:4], lambda L, x: L.nn.functional.interpolate(x, scale_factor=2)),
     "interpolate.bilinear": on(M.reshape(16, 1, 256, 256)[:4],

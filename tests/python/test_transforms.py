@@ -179,6 +179,8 @@ def test_transformed_distribution_composes_as_torchs():
     assert_close(v.log_prob(vk.tensor(x)), t.log_prob(torch.tensor(x)), what="stick-breaking normal")
     with pytest.raises(ValueError):
         VD.LogNormal(vk.tensor([0.0]), vk.tensor([1.0])).log_prob(vk.tensor([-1.0]))
+    with pytest.raises(ValueError, match="Transform"):
+        VD.TransformedDistribution(VD.Normal(0.0, 1.0), [lambda x: x])
 
 
 def test_transformed_families_draws_have_the_moments():

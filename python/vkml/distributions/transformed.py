@@ -13,7 +13,7 @@ from .distribution import (BinaryTrial, Distribution, broadcast_all, clamp_probs
 from .gamma import Gamma
 from .multivariate import Independent
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
-                         SigmoidTransform, StickBreakingTransform)
+                         SigmoidTransform, StickBreakingTransform, Transform)
 from .univariate import Exponential, Normal, Uniform
 
 __all__ = ["Gumbel", "HalfCauchy", "HalfNormal", "InverseGamma", "LogNormal", "LogisticNormal", "Pareto",
@@ -29,6 +29,8 @@ class TransformedDistribution(Distribution):
 
     def __init__(self, base_distribution, transforms, validate_args=None):
         self.transforms = [transforms] if not isinstance(transforms, (list, tuple)) else list(transforms)
+        if not all(isinstance(t, Transform) for t in self.transforms):
+            raise ValueError("transforms must be a Transform or a list of Transforms")
         transform = ComposeTransform(self.transforms)
         base_shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
         base_event_dim = len(base_distribution.event_shape)
