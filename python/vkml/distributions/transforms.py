@@ -101,6 +101,15 @@ class Transform:
         return type(self).__name__ + "()"
 
 
+class _Parameterless(Transform):
+    """A transform without parameters: every instance of its class is the same map."""
+
+    def __eq__(self, other):
+        return isinstance(other, type(self))
+
+    __hash__ = object.__hash__
+
+
 class _InverseTransform(Transform):
     """t.inv: the same map backwards, sharing t's cache."""
 
@@ -296,15 +305,10 @@ class ReshapeTransform(Transform):
         return tuple(shape[:len(shape) - len(self.out_shape)]) + tuple(self.in_shape)
 
 
-class ExpTransform(Transform):
+class ExpTransform(_Parameterless):
     """y = exp(x)."""
     codomain = constraints.positive
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -353,15 +357,10 @@ class PowerTransform(Transform):
     inverse_shape = forward_shape
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_Parameterless):
     """y = sigmoid(x), kept inside (0, 1)."""
     codomain = constraints.unit_interval
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -376,15 +375,10 @@ class SigmoidTransform(Transform):
         return -softplus(-x) - softplus(x)
 
 
-class SoftplusTransform(Transform):
+class SoftplusTransform(_Parameterless):
     """y = log(1 + exp(x))."""
     codomain = constraints.positive
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, SoftplusTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _vk.nn.functional.softplus(x)
@@ -396,16 +390,11 @@ class SoftplusTransform(Transform):
         return -_vk.nn.functional.softplus(-x)
 
 
-class TanhTransform(Transform):
+class TanhTransform(_Parameterless):
     """y = tanh(x) (squashed Gaussian policies: SAC); log |dy/dx| = 2 (log 2 - x - softplus(-2x)),
     which stays accurate where 1 - tanh(x)^2 rounds to 0."""
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -417,14 +406,9 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - _vk.nn.functional.softplus(-2.0 * x))
 
 
-class AbsTransform(Transform):
+class AbsTransform(_Parameterless):
     """y = |x| (not injective: its inverse picks the nonnegative root)."""
     codomain = constraints.nonnegative
-
-    def __eq__(self, other):
-        return isinstance(other, AbsTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.abs()
@@ -498,15 +482,10 @@ class AffineTransform(Transform):
     inverse_shape = forward_shape
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_Parameterless):
     """Real vectors to the simplex by softmax (not injective: the inverse is log)."""
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _vk.softmax(x, -1)
@@ -515,17 +494,12 @@ class SoftmaxTransform(Transform):
         return y.log()
 
 
-class StickBreakingTransform(Transform):
+class StickBreakingTransform(_Parameterless):
     """Real vectors of K - 1 to the K-simplex by breaking a stick: z_i = sigmoid(x_i - log(K - i))
     of what is left (x = 0 maps to the simplex's centre)."""
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
 
     @staticmethod
     def _log_offsets(n, like):
@@ -554,16 +528,11 @@ class StickBreakingTransform(Transform):
         return tuple(shape[:-1]) + (shape[-1] - 1,)
 
 
-class LowerCholeskyTransform(Transform):
+class LowerCholeskyTransform(_Parameterless):
     """Square matrices to lower-triangular ones with a positive diagonal: the strict lower part
     kept, the diagonal exponentiated."""
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
-
-    def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tril(-1) + _vk.diag_embed(x.diagonal(dim1=-2, dim2=-1).exp())
