@@ -1,5 +1,5 @@
 """vk.nn.utils: clip_grad_norm_ (fused in C++), the other clipping and vector helpers, weight and
-spectral norms, parametrize, prune."""
+spectral norms, parametrize, prune, fusion."""
 
 from ... import _C, Tensor
 from ..._grad_mode import no_grad
@@ -23,7 +23,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 # ---- init/utils/hooks (#16): the rest of torch.nn.utils ----------------------------------------
 from . import parametrizations, parametrize  # noqa: E402
-from . import prune  # noqa: E402  (torch needs `import torch.nn.utils.prune`; here it is loaded already)
+from . import fusion, prune  # noqa: E402  (torch needs `import torch.nn.utils.prune`; here it is loaded already)
 from . import rnn  # noqa: E402  (recurrent layers (issue #16): PackedSequence, pad/pack)
 from ._spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402
 from ._weight_norm import remove_weight_norm, weight_norm  # noqa: E402
