@@ -56,7 +56,7 @@ REASONS = [
     (r"float16|bfloat16|^half$|autocast|^amp$|GradScaler|^uint8$|^int8$|^int16$|^short$|^byte$"
      r"|^char$",
      "half precision and small integer dtypes: the half-precision issue (#19)"),
-    (r"^compile|^export|^jit|^fx$|^Sym|^sym_|^cond$|^vmap$|^func$|^library$|^compiler|^_dynamo"
+    (r"^compile|^export|^jit|^fx$|^Sym|^sym_|^cond$|^func$|^library$|^compiler|^_dynamo"
      r"|guard|^while_loop|^unravel|^Ignore|^fake|^is_inference_mode"
      # TorchScript's IR, schema and type-comment parsers, its futures (fork/wait),
      # functionalization's slice_inverse and functorch's first-class dims (Tensor.index)
@@ -101,9 +101,9 @@ NAMESPACE_REASONS = {
                      (r"^ldl_", "LDL^T with Bunch-Kaufman pivoting (LAPACK sytrf's packed 1 x 1 and "
                       "2 x 2 blocks): not planned; `solve`, `cholesky` and `eigh` cover symmetric "
                       "systems")],
-    "torch.func": [(r"^(vmap|functionalize|rearrange|debug_unwrap|replace_all_batch_norm_modules_)$",
-                    "batching (vmap and what serves it) and functionalization: not planned; the "
-                    "transforms autograd gives are there")],
+    "torch.func": [(r"^(functionalize|rearrange)$",
+                    "functionalization (a graph without mutations, for tracers) and functorch's "
+                    "first-class dimensions: not planned; vkml runs eagerly")],
     "torch.distributions": [
         (r"^(CatTransform|StackTransform|CorrCholeskyTransform|PositiveDefiniteTransform|biject_to"
          r"|transform_to)$",

@@ -41,7 +41,8 @@ from . import return_types
 from .serialization import load, save
 from . import nn
 from . import optim
-from . import func  # torch.func's transforms that autograd gives (no vmap)
+from . import func  # torch.func's transforms
+from ._vmap import vmap
 from . import vulkan
 # Convolution and pooling are bound once, as torch.nn.functional (3-D and 4-D inputs); the
 # top-level names are the same functions, as torch.conv2d and torch.max_pool2d are.

@@ -1,16 +1,20 @@
-"""vk.func: torch.func's function transforms that reverse- and forward-mode autograd can give
-directly -- functional_call (a module run with the parameters and buffers it is handed: MAML and
-hypernetworks), grad / grad_and_value, vjp, jvp, jacrev, jacfwd and hessian. They differentiate
-through vkml's autograd, so they nest (grad(grad(f))) and compose with functional_call; vmap,
-which needs batching rules for every op, is not here (docs/compat.md)."""
+"""vk.func: torch.func's function transforms -- functional_call (a module run with the parameters
+and buffers it is handed: MAML, hypernetworks, ensembles), grad / grad_and_value, vjp, jvp, jacrev,
+jacfwd, hessian and vmap. Arguments and results may be trees of tensors (vkml.utils._pytree: a dict
+of parameters in, a dict of gradients out). They differentiate through vkml's autograd, so they nest
+(grad(grad(f)), vmap(grad(f))) and compose with functional_call; vmap runs the function once per
+slice (vkml has no batching rules)."""
 
 import contextlib
 
 import vkml as _vk
+from ._vmap import vmap
 from .autograd import functional as _functional
+from .nn.modules.normalization import _BatchNorm, _InstanceNorm
+from .utils import _pytree
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize",
-           "stack_module_state", "vjp"]
+__all__ = ["debug_unwrap", "functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
 
 
 def _owner(module, dotted):
@@ -74,40 +78,83 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         return module(*args, **(kwargs or {}))
 
 
-def _as_inputs(args, argnums):
-    """args with those at argnums made differentiable leaves (a tensor that already requires grad,
-    as inside another transform, is used as it is so the outer one sees through); and whether a
-    graph must be kept for an outer transform."""
+def _tensor_leaves(tree):
+    """tree's leaves, each a Tensor, and its spec."""
+    leaves, spec = _pytree.tree_flatten(tree)
+    for leaf in leaves:
+        if not isinstance(leaf, _vk.Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(leaf)}")
+    return leaves, spec
+
+
+def _argnums(argnums, args, fn):
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    args = list(args)
-    nested = False
+    if not nums or not all(isinstance(i, int) for i in nums):
+        raise RuntimeError(f"{fn}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
     for i in nums:
-        x = args[i]
-        if not isinstance(x, _vk.Tensor):
-            raise TypeError(f"grad: argument {i} must be a Tensor, got {type(x).__name__}")
-        if x.requires_grad:
-            nested = True
-        else:
-            args[i] = x.detach().requires_grad_()
-    return args, nums, nested
+        if not -len(args) <= i < len(args):
+            raise RuntimeError(f"Got argnums={argnums}, but only {len(args)} positional inputs")
+    return tuple(i % len(args) for i in nums)
+
+
+class _Inputs:
+    """The arguments at argnums with every tensor in them made a differentiable leaf (one that
+    already requires grad, as inside another transform, is used as it is so the outer transform
+    sees through): `args` to call with, `leaves` to differentiate by, `nested` whether a graph must
+    be kept for an outer transform; `regroup` puts per-leaf results back into the arguments'
+    shapes."""
+
+    def __init__(self, args, argnums, fn):
+        self.args, self.leaves, self._specs, self.nested = list(args), [], [], False
+        self.single = isinstance(argnums, int)
+        for i in _argnums(argnums, args, fn):
+            leaves, spec = _tensor_leaves(self.args[i])
+            self.nested |= any(x.requires_grad for x in leaves)
+            leaves = [x if x.requires_grad else x.detach().requires_grad_() for x in leaves]
+            self.args[i] = spec.unflatten(leaves)
+            self.leaves += leaves
+            self._specs.append(spec)
+
+    def regroup(self, per_leaf):
+        """per_leaf (one item per leaf) as the selected arguments' trees: one tree for an int argnums,
+        a tuple of trees for a tuple."""
+        trees, at = [], 0
+        for spec in self._specs:
+            trees.append(spec.unflatten(per_leaf[at:at + spec.num_leaves]))
+            at += spec.num_leaves
+        return trees[0] if self.single else tuple(trees)
+
+
+def _detached(tree):
+    return _pytree.tree_map(lambda x: x.detach() if isinstance(x, _vk.Tensor) else x, tree)
+
+
+def _grads_or_zeros(outputs, inputs, grad_outputs, create_graph):
+    grads = _vk.autograd.grad(outputs, inputs, grad_outputs=grad_outputs, retain_graph=True,
+                              create_graph=create_graph, allow_unused=True)
+    return [g if g is not None else _vk.zeros_like(x) for g, x in zip(grads, inputs)]
 
 
 def grad_and_value(func, argnums=0, has_aux=False):
     """A function returning (d func / d args[argnums], func(*args)) for a func with one-element
-    output (and (output, aux) with has_aux)."""
+    output (and (output, aux) with has_aux). Each argument differentiated may be a tree of tensors
+    (a dict of parameters): its gradient has the same shape."""
     def wrapper(*args, **kwargs):
         with _vk.enable_grad():
-            inputs, nums, nested = _as_inputs(args, argnums)
-            out = func(*inputs, **kwargs)
+            inputs = _Inputs(args, argnums, "grad")
+            out = func(*inputs.args, **kwargs)
+            if has_aux and not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, aux) "
+                                   "if has_aux is True")
             value, aux = out if has_aux else (out, None)
             if not isinstance(value, _vk.Tensor) or value.numel() != 1:
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, "
                                    f"got {type(value).__name__}" + (
                                        f" of shape {tuple(value.shape)}" if isinstance(value, _vk.Tensor) else ""))
-            grads = _vk.autograd.grad(value, [inputs[i] for i in nums], create_graph=nested, allow_unused=True)
-            grads = tuple(g if g is not None else _vk.zeros_like(inputs[i]) for g, i in zip(grads, nums))
-        result = grads[0] if isinstance(argnums, int) else grads
-        value = value if nested else value.detach()
+            grads = _grads_or_zeros([value], inputs.leaves, None, inputs.nested)
+        if not inputs.nested:
+            value, aux = value.detach(), _detached(aux)
+        result = inputs.regroup(grads)
         return (result, (value, aux)) if has_aux else (result, value)
     return wrapper
 
@@ -123,53 +170,86 @@ def grad(func, argnums=0, has_aux=False):
 
 
 def vjp(func, *primals, has_aux=False):
-    """(func(*primals), vjp_fn) with vjp_fn(cotangent) the cotangent pulled back to each primal."""
+    """(func(*primals), vjp_fn) with vjp_fn(cotangents) -- a tree shaped as func's output -- pulled
+    back to each primal (a tuple of trees shaped as the primals)."""
     with _vk.enable_grad():
-        inputs, nums, nested = _as_inputs(primals, tuple(range(len(primals))))
-        out = func(*inputs)
+        inputs = _Inputs(primals, tuple(range(len(primals))), "vjp")
+        out = func(*inputs.args)
     value, aux = out if has_aux else (out, None)
-    outputs = value if isinstance(value, tuple) else (value,)
+    outputs, out_spec = _tensor_leaves(value)
 
-    def vjp_fn(*cotangents):
-        cot = cotangents[0] if len(cotangents) == 1 and isinstance(cotangents[0], tuple) else cotangents
-        grads = _vk.autograd.grad(outputs, inputs, grad_outputs=cot, retain_graph=True, create_graph=nested,
-                                  allow_unused=True)
-        return tuple(g if g is not None else _vk.zeros_like(x) for g, x in zip(grads, inputs))
+    def vjp_fn(cotangents, retain_graph=True, create_graph=None):
+        cots, spec = _tensor_leaves(cotangents)
+        if spec != out_spec:
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure of "
+                               f"outputs to the function. cotangents: {spec}, primal output: {out_spec}")
+        keep = inputs.nested if create_graph is None else create_graph
+        return inputs.regroup(_grads_or_zeros(outputs, inputs.leaves, cots, keep))
 
-    shown = value if nested else (tuple(o.detach() for o in outputs) if isinstance(value, tuple) else value.detach())
-    return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
+    if not inputs.nested:
+        value, aux = _detached(value), _detached(aux)
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+class _FlatFunction:
+    """func as a function of its arguments' tensor leaves returning a tuple of its output's tensor
+    leaves (what vk.autograd.functional takes); `out_spec` holds the output's shape once called."""
+
+    def __init__(self, func, args, argnums, fn):
+        self.func, self.args, self.out_spec, self.aux = func, list(args), None, None
+        self.nums = _argnums(argnums, args, fn)
+        self.specs, self.leaves = [], []
+        for i in self.nums:
+            leaves, spec = _tensor_leaves(self.args[i])
+            self.specs.append(spec)
+            self.leaves += leaves
+
+    def __call__(self, *leaves, has_aux=False):
+        args, at = list(self.args), 0
+        for i, spec in zip(self.nums, self.specs):
+            args[i] = spec.unflatten(list(leaves[at:at + spec.num_leaves]))
+            at += spec.num_leaves
+        out = self.func(*args)
+        if has_aux:
+            out, self.aux = out
+        outputs, self.out_spec = _tensor_leaves(out)
+        return tuple(outputs)
 
 
 def jvp(func, primals, tangents, *, has_aux=False):
-    """(func(*primals), the directional derivative along tangents)."""
+    """(func(*primals), the directional derivative along tangents); primals and tangents are
+    tuples of trees of the same shapes."""
     if has_aux:
         raise NotImplementedError("vk.func.jvp: has_aux is not supported")
-    primals, tangents = tuple(primals), tuple(tangents)
-    value, out = _functional.jvp(func, primals, tangents, create_graph=any(p.requires_grad for p in primals))
-    return value, out
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
+    flat = _FlatFunction(func, primals, tuple(range(len(primals))), "jvp")
+    tans, spec = _tensor_leaves(tuple(tangents))
+    if spec != _pytree.tree_structure(tuple(primals)):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+                           "structure")
+    value, out = _functional.jvp(flat, tuple(flat.leaves), tuple(tans),
+                                 create_graph=any(p.requires_grad for p in flat.leaves))
+    return flat.out_spec.unflatten(list(value)), flat.out_spec.unflatten(list(out))
 
 
 def _jacobian(func, argnums, has_aux, vectorize_mode):
     def wrapper(*args):
-        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        aux_box = []
-
-        def of_selected(*selected):
-            full = list(args)
-            for i, s in zip(nums, selected):
-                full[i] = s
-            out = func(*full)
-            if has_aux:
-                out, aux = out
-                aux_box.append(aux)
-            return out
-
-        nested = any(isinstance(args[i], _vk.Tensor) and args[i].requires_grad for i in nums)
-        # one tensor for an int argnums, a tuple for a tuple: the nesting torch.func gives
-        inputs = args[argnums] if isinstance(argnums, int) else tuple(args[i] for i in nums)
-        jac = _functional.jacobian(of_selected, inputs, create_graph=nested, vectorize=vectorize_mode == "forward-mode",
-                                   strategy=vectorize_mode)
-        return (jac, aux_box[0]) if has_aux else jac
+        flat = _FlatFunction(func, args, argnums, "jacrev" if vectorize_mode == "reverse-mode" else "jacfwd")
+        nested = any(x.requires_grad for x in flat.leaves)
+        blocks = _functional.jacobian(lambda *xs: flat(*xs, has_aux=has_aux), tuple(flat.leaves),
+                                      create_graph=nested, vectorize=vectorize_mode == "forward-mode",
+                                      strategy=vectorize_mode)
+        # blocks[i][j]: output leaf i by input leaf j; each output leaf holds the inputs' trees
+        per_output = []
+        for row in blocks:
+            trees, at = [], 0
+            for spec in flat.specs:
+                trees.append(spec.unflatten(list(row[at:at + spec.num_leaves])))
+                at += spec.num_leaves
+            per_output.append(trees[0] if isinstance(argnums, int) else tuple(trees))
+        jac = flat.out_spec.unflatten(per_output)
+        return (jac, flat.aux) if has_aux else jac
     return wrapper
 
 
@@ -217,3 +297,18 @@ def stack_module_state(models):
         return out
 
     return stacked(lambda m: m.named_parameters()), stacked(lambda m: m.named_buffers())
+
+
+def replace_all_batch_norm_modules_(root):
+    """Every batch norm in root stops tracking running statistics (they are dropped), so each call
+    normalises by its own batch's -- what vmap over a model with batch norm needs; returns root."""
+    for module in root.modules():
+        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm) and module.track_running_stats:
+            module.running_mean = module.running_var = module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
+
+
+def debug_unwrap(tensor, *, recurse=True):
+    """The plain tensor under a transform's wrapper: vkml's transforms wrap nothing, so tensor."""
+    return tensor
