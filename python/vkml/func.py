@@ -216,11 +216,9 @@ class _FlatFunction:
         return tuple(outputs)
 
 
-def jvp(func, primals, tangents, *, has_aux=False):
-    """(func(*primals), the directional derivative along tangents); primals and tangents are
-    tuples of trees of the same shapes."""
-    if has_aux:
-        raise NotImplementedError("vk.func.jvp: has_aux is not supported")
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), the directional derivative along tangents[, func's aux output]); primals
+    and tangents are tuples of trees of the same shapes."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
     flat = _FlatFunction(func, primals, tuple(range(len(primals))), "jvp")
@@ -228,9 +226,11 @@ def jvp(func, primals, tangents, *, has_aux=False):
     if spec != _pytree.tree_structure(tuple(primals)):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
                            "structure")
-    value, out = _functional.jvp(flat, tuple(flat.leaves), tuple(tans),
-                                 create_graph=any(p.requires_grad for p in flat.leaves))
-    return flat.out_spec.unflatten(list(value)), flat.out_spec.unflatten(list(out))
+    nested = any(p.requires_grad for p in flat.leaves)
+    value, out = _functional.jvp(lambda *xs: flat(*xs, has_aux=has_aux), tuple(flat.leaves), tuple(tans),
+                                 create_graph=nested)
+    value, out = flat.out_spec.unflatten(list(value)), flat.out_spec.unflatten(list(out))
+    return (value, out, flat.aux if nested else _detached(flat.aux)) if has_aux else (value, out)
 
 
 def _jacobian(func, argnums, has_aux, vectorize_mode):
@@ -253,13 +253,19 @@ def _jacobian(func, argnums, has_aux, vectorize_mode):
     return wrapper
 
 
-def jacrev(func, argnums=0, *, has_aux=False):
-    """The Jacobian of func with respect to args[argnums], by reverse mode (a vjp per output)."""
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """The Jacobian of func with respect to args[argnums], by reverse mode (a vjp per output;
+    chunk_size, torch's memory knob for its batched vjps, changes nothing here)."""
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
     return _jacobian(func, argnums, has_aux, "reverse-mode")
 
 
-def jacfwd(func, argnums=0, has_aux=False):
-    """The Jacobian of func with respect to args[argnums], by forward mode (a jvp per input)."""
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of func with respect to args[argnums], by forward mode (a jvp per input;
+    randomness is vmap's, accepted: the jvps here are not batched)."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
     return _jacobian(func, argnums, has_aux, "forward-mode")
 
 

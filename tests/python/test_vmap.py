@@ -304,3 +304,21 @@ def test_replace_all_batch_norm_modules_matches_torch():
     x = RNG.standard_normal((2, 2, 6, 6)).astype(np.float32)
     assert_close(vm(vk.tensor(x)), tm(torch.tensor(x)), "float32", what="batch statistics in eval mode")
     assert VF.debug_unwrap(vk.ones(2)).shape == (2,)
+
+
+def test_jvp_has_aux_and_torchs_keywords():
+    va, ta = _pair(3)
+    tan = RNG.standard_normal(3)
+
+    def f(x):
+        return x.sin() * x.sum(), {"cos": x.cos()}
+
+    vo, vj, vaux = VF.jvp(f, (va,), (vk.tensor(tan),), has_aux=True)
+    to, tj, taux = TF.jvp(f, (ta,), (torch.tensor(tan),), has_aux=True)
+    _assert_trees_close((vo, vj, vaux), (to, tj, taux), "jvp with aux")
+    assert not vaux["cos"].requires_grad
+    g = lambda x: x.tanh() * x.prod()  # noqa: E731
+    assert_close(VF.jacrev(g, chunk_size=2)(va), TF.jacrev(g, chunk_size=2)(ta), what="jacrev chunk_size")
+    assert_close(VF.jacfwd(g, randomness="same")(va), TF.jacfwd(g, randomness="same")(ta), what="jacfwd randomness")
+    with pytest.raises(ValueError, match="chunk_size"):
+        VF.jacrev(g, chunk_size=0)

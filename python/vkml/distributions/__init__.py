@@ -5,11 +5,14 @@ OneHotCategorical (and its StraightThrough form), the families sampled through g
 Chi2, Beta, Dirichlet, StudentT, FisherSnedecor, NegativeBinomial), transforms and
 TransformedDistribution with the families built on them (LogNormal, HalfNormal, HalfCauchy, Gumbel,
 Weibull, Pareto, InverseGamma, LogisticNormal, RelaxedBernoulli, RelaxedOneHotCategorical),
-MultivariateNormal, Independent,
-MixtureSameFamily, kl_divergence / register_kl, and the constraints that validate arguments (on by default, as
-torch's; Distribution.set_default_validate_args(False) turns it off)."""
+MultivariateNormal, LowRankMultivariateNormal, Independent, ContinuousBernoulli, Kumaraswamy,
+GeneralizedPareto, VonMises, LKJCholesky, Wishart,
+MixtureSameFamily, kl_divergence / register_kl, the constraints that validate arguments (on by default, as
+torch's; Distribution.set_default_validate_args(False) turns it off) and biject_to / transform_to, the
+transforms onto them. Every family broadcasts to a larger batch with expand()."""
 
 from . import constraints
+from .constraint_registry import biject_to, transform_to
 from .categorical import Categorical, OneHotCategorical
 from .discrete import (Binomial, Cauchy, Geometric, MixtureSameFamily, Multinomial,
                        OneHotCategoricalStraightThrough)
@@ -20,7 +23,9 @@ from .transforms import *  # noqa: F401,F403  (torch.distributions exports them 
 from .kl import kl_divergence, register_kl
 from .transformed import (Gumbel, HalfCauchy, HalfNormal, InverseGamma, LogisticNormal, LogNormal, Pareto,
                           RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution, Weibull)
-from .multivariate import Independent, MultivariateNormal
+from .matrix_families import LKJCholesky, Wishart
+from .multivariate import Independent, LowRankMultivariateNormal, MultivariateNormal
+from .special_families import ContinuousBernoulli, GeneralizedPareto, Kumaraswamy, VonMises
 from .univariate import Bernoulli, Exponential, Laplace, Normal, Poisson, Uniform
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
@@ -29,4 +34,5 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Di
            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson", "StudentT", "Uniform",
            "constraints", "kl_divergence", "register_kl", "transforms", "TransformedDistribution", "LogNormal",
            "HalfNormal", "HalfCauchy", "Gumbel", "Weibull", "Pareto", "InverseGamma", "LogisticNormal",
-           "RelaxedBernoulli", "RelaxedOneHotCategorical"] + transforms.__all__
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "LowRankMultivariateNormal", "ContinuousBernoulli",
+           "GeneralizedPareto", "Kumaraswamy", "VonMises", "LKJCholesky", "Wishart", "biject_to", "transform_to"] + transforms.__all__

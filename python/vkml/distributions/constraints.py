@@ -5,10 +5,11 @@ log_prob when validation is on (Distribution.set_default_validate_args)."""
 
 import vkml as _vk
 
-__all__ = ["Constraint", "boolean", "dependent", "greater_than", "greater_than_eq", "half_open_interval",
-           "independent", "integer_interval", "interval", "is_dependent", "lower_cholesky", "nonnegative",
-           "nonnegative_integer", "positive", "positive_definite", "positive_integer", "real", "real_vector",
-           "simplex", "unit_interval"]
+__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
+           "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval", "is_dependent",
+           "less_than", "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot",
+           "positive", "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector",
+           "simplex", "square", "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -41,6 +42,18 @@ def is_dependent(constraint):
     return isinstance(constraint, _Dependent)
 
 
+class dependent_property(property, _Dependent):
+    """A property that is also a dependent constraint: a family's support computed from its
+    parameters (`@constraints.dependent_property(is_discrete=False, event_dim=0)`)."""
+
+    def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
+        super().__init__(fn)
+        self.is_discrete, self.event_dim = is_discrete, event_dim
+
+    def __call__(self, fn):
+        return dependent_property(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+
+
 class _Real(Constraint):
     def check(self, value):
         return value == value  # NaN is not real
@@ -63,6 +76,17 @@ class _GreaterThan(Constraint):
     def __repr__(self):
         name = "GreaterThanEq" if self.inclusive else "GreaterThan"
         return f"{name}(lower_bound={self.lower_bound})"
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self):
+        return f"LessThan(upper_bound={self.upper_bound})"
 
 
 class _Interval(Constraint):
@@ -138,13 +162,103 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
 
-class _PositiveDefinite(Constraint):
+def _all_of_matrix(ok):
+    return ok.reshape(tuple(ok.shape[:-2]) + (-1,)).all(-1)
+
+
+class _LowerTriangular(Constraint):
     event_dim = 2
 
     def check(self, value):
-        symmetric = (value - value.transpose(-1, -2)).abs() <= 1e-6 * value.abs().amax((-1, -2), keepdim=True)
-        symmetric = symmetric.reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
-        return symmetric & (_vk.linalg.eigvalsh(value) > 0).all(-1)
+        return _all_of_matrix(value.tril() == value)
+
+
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: rows of unit length."""
+    event_dim = 2
+
+    def check(self, value):
+        tol = _vk.finfo(value.dtype).eps * value.shape[-1] * 10
+        unit_rows = ((_vk.linalg.vector_norm(value.detach(), dim=-1) - 1).abs() <= tol).all(-1)
+        return lower_cholesky.check(value) & unit_rows
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return _vk.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=_vk.bool,
+                        device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return _all_of_matrix(_vk.isclose(value, value.transpose(-1, -2), atol=1e-6))
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        return (_vk.linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        return (_vk.linalg.eigvalsh(value) > 0).all(-1)
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        return ((value == 0) | (value == 1)).all(-1) & (value.sum(-1) == 1)
+
+
+class _Cat(Constraint):
+    """Constraints on consecutive slices of dim (of the given lengths, 1 each by default)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq, self.dim = list(cseq), dim
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"cat: {len(self.cseq)} constraints but {len(self.lengths)} lengths")
+
+    is_discrete = property(lambda self: any(c.is_discrete for c in self.cseq))
+    event_dim = property(lambda self: max(c.event_dim for c in self.cseq))
+
+    def check(self, value):
+        checks, start = [], 0
+        for c, length in zip(self.cseq, self.lengths):
+            checks.append(c.check(value.narrow(self.dim, start, length)))
+            start += length
+        return _vk.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """A constraint per index along dim."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq, self.dim = list(cseq), dim
+
+    is_discrete = property(lambda self: any(c.is_discrete for c in self.cseq))
+    @property
+    def event_dim(self):  # the stacked dim counts as an event dim when it lies among them
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        if value.shape[self.dim] != len(self.cseq):
+            raise ValueError(f"stack: {len(self.cseq)} constraints for a dim of size {value.shape[self.dim]}")
+        return _vk.stack([c.check(value.select(self.dim, i)) for i, c in enumerate(self.cseq)], self.dim)
 
 
 dependent = _Dependent()
@@ -158,7 +272,16 @@ nonnegative_integer = _IntegerGreaterThan(0)
 positive_integer = _IntegerGreaterThan(1)
 simplex = _Simplex()
 lower_cholesky = _LowerCholesky()
+lower_triangular = _LowerTriangular()
+corr_cholesky = _CorrCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+one_hot = _OneHot()
+less_than = _LessThan
+cat = _Cat
+stack = _Stack
 greater_than = _GreaterThan
 interval = _Interval
 integer_interval = _IntegerInterval

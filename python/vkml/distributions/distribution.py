@@ -129,6 +129,34 @@ class Distribution:
     def perplexity(self):
         return _vk.exp(self.entropy())
 
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution broadcast to batch_shape (no copy: parameters are expanded views).
+        Parameters are the tensors named in arg_constraints (the family's or a base class's) with
+        batch_shape leading, and the distributions a family is built of (expanded over their own
+        extra batch dims)."""
+        batch_shape = _vk.Size(batch_shape)
+        new = _instance if _instance is not None else type(self).__new__(type(self))
+        old = tuple(self._batch_shape)
+        names = set(self.arg_constraints)  # with a base class's (Chi2 keeps Gamma's concentration)
+        names.update(k for cls in type(self).__mro__ if isinstance(cls.__dict__.get("arg_constraints"), dict)
+                     for k in cls.__dict__["arg_constraints"])
+        params = {k: self.__dict__[k] for k in names if isinstance(self.__dict__.get(k), _vk.Tensor)}
+        expanded = {id(v): v.expand(tuple(batch_shape) + tuple(v.shape[len(old):])) for v in params.values()
+                    if tuple(v.shape[:len(old)]) == old}
+        for name, value in self.__dict__.items():
+            if isinstance(value, _vk.Tensor):
+                value = expanded.get(id(value), value)  # a parameter, or an alias of one (_param)
+            elif isinstance(value, Distribution):
+                inner = tuple(value.batch_shape)
+                if inner[:len(old)] != old:
+                    raise NotImplementedError(f"{type(self).__name__}.expand: its part {name} has batch shape "
+                                              f"{inner}, not one that starts with {old}")
+                value = value.expand(tuple(batch_shape) + inner[len(old):])
+            new.__dict__[name] = value
+        new._batch_shape, new._event_shape = batch_shape, self._event_shape
+        new._validate_args = self._validate_args
+        return new
+
     def _extended_shape(self, sample_shape=()):
         return _vk.Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 

@@ -9,7 +9,8 @@ from .distribution import sum_rightmost
 from .discrete import Binomial, Geometric
 from .gamma import Beta, Dirichlet, Gamma
 from .transformed import Gumbel, HalfNormal, Pareto, TransformedDistribution
-from .multivariate import Independent, MultivariateNormal
+from .multivariate import Independent, LowRankMultivariateNormal, MultivariateNormal
+from .special_families import ContinuousBernoulli
 from .univariate import Bernoulli, Exponential, Laplace, Normal, Poisson, Uniform
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -133,6 +134,18 @@ def _kl_mvn_mvn(p, q):
     return half_log_det(Lq) - half_log_det(Lp) + 0.5 * (trace + maha - n)
 
 
+def _dense(d):
+    return d if isinstance(d, MultivariateNormal) else MultivariateNormal(d.loc, scale_tril=d.scale_tril)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank(p, q):
+    """Through the dense factors (n x n; torch keeps q's low rank, the same value to rounding)."""
+    return _kl_mvn_mvn(_dense(p), _dense(q))
+
+
 @register_kl(Independent, Independent)
 def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
@@ -200,3 +213,9 @@ def _kl_pareto_pareto(p, q):
     alpha_ratio = q.alpha / p.alpha
     result = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
     return _vk.where(p.scale < q.scale, _vk.full_like(result, math.inf), result)  # p's support leaves q's
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli(p, q):
+    return (p.mean * (p.logits - q.logits) + p._log_norm() + (-p.probs).log1p()
+            - q._log_norm() - (-q.probs).log1p())

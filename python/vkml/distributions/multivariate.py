@@ -1,4 +1,5 @@
-"""MultivariateNormal, and Independent (a batch's rightmost dims reinterpreted as an event)."""
+"""MultivariateNormal, LowRankMultivariateNormal (covariance W W^T + D), and Independent (a
+batch's rightmost dims reinterpreted as an event)."""
 
 import math
 
@@ -6,7 +7,7 @@ import vkml as _vk
 from . import constraints
 from .distribution import Distribution, sum_rightmost
 
-__all__ = ["Independent", "MultivariateNormal"]
+__all__ = ["Independent", "LowRankMultivariateNormal", "MultivariateNormal"]
 
 
 class MultivariateNormal(Distribution):
@@ -97,6 +98,108 @@ class MultivariateNormal(Distribution):
     def entropy(self):
         k = self._event_shape[0]
         h = 0.5 * k * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
+        return h.expand(self._batch_shape) if len(self._batch_shape) else h
+
+
+class LowRankMultivariateNormal(Distribution):
+    """LowRankMultivariateNormal(loc, cov_factor, cov_diag): covariance W W^T + diag(D) for an
+    n x m factor W (m small). Densities go through the m x m capacitance matrix C = I + W^T D^-1 W
+    (Woodbury's identity and the matrix determinant lemma): no n x n matrix is factored."""
+    arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
+                       "cov_diag": constraints.independent(constraints.positive, 1)}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        n = loc.shape[-1]
+        if cov_factor.dim() < 2:
+            raise ValueError("cov_factor must be at least two-dimensional, with optional leading batch dimensions")
+        if cov_factor.shape[-2] != n:
+            raise ValueError(f"cov_factor must be a batch of matrices with shape {n} x m")
+        if cov_diag.shape[-1:] != (n,):
+            raise ValueError(f"cov_diag must be a batch of vectors with shape {(n,)}")
+        loc_, self.cov_factor, diag_ = _vk.broadcast_tensors(loc.unsqueeze(-1), cov_factor, cov_diag.unsqueeze(-1))
+        self.loc, self.cov_diag = loc_[..., 0], diag_[..., 0]
+        self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
+        self._capacitance_tril = _vk.linalg.cholesky(self._capacitance(cov_factor, cov_diag))
+        super().__init__(tuple(self.loc.shape[:-1]), (n,), validate_args=validate_args)
+
+    @staticmethod
+    def _capacitance(w, d):
+        """I + W^T D^-1 W."""
+        wt_dinv = w.transpose(-1, -2) / d.unsqueeze(-2)
+        eye = _vk.eye(w.shape[-1], dtype=w.dtype, device=w.device)
+        return wt_dinv @ w + eye
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        return (w.pow(2).sum(-1) + d).expand(tuple(self._batch_shape) + tuple(self._event_shape))
+
+    @property
+    def covariance_matrix(self):
+        w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        cov = w @ w.transpose(-1, -2) + _vk.diag_embed(d)
+        return cov.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+
+    @property
+    def precision_matrix(self):
+        """D^-1 - D^-1 W C^-1 W^T D^-1 (Woodbury), as D^-1 - A^T A with A = L_C^-1 W^T D^-1."""
+        w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        a = _vk.linalg.solve_triangular(self._capacitance_tril, w.transpose(-1, -2) / d.unsqueeze(-2), upper=False)
+        precision = _vk.diag_embed(d.reciprocal()) - a.transpose(-1, -2) @ a
+        return precision.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+
+    @property
+    def scale_tril(self):
+        """D^1/2 cholesky(I + D^-1/2 W W^T D^-1/2): the n x n factor, made only when asked for."""
+        w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        root = d.sqrt().unsqueeze(-1)
+        scaled = w / root
+        eye = _vk.eye(w.shape[-2], dtype=w.dtype, device=w.device)
+        tril = root * _vk.linalg.cholesky(scaled @ scaled.transpose(-1, -2) + eye)
+        return tril.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        w = self._unbroadcasted_cov_factor
+        eps_w = _vk.randn(tuple(shape[:-1]) + (w.shape[-1],), dtype=self.loc.dtype, device=self.loc.device)
+        eps_d = _vk.randn(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + (w @ eps_w.unsqueeze(-1)).squeeze(-1) + self._unbroadcasted_cov_diag.sqrt() * eps_d
+
+    def _log_det(self):
+        """log det(W W^T + D) = log det C + sum log D (the matrix determinant lemma)."""
+        return (2 * self._capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                + self._unbroadcasted_cov_diag.log().sum(-1))
+
+    def log_prob(self, value):
+        self._check(value)
+        diff = value - self.loc
+        w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        # x^T (W W^T + D)^-1 x = x^T D^-1 x - |L_C^-1 W^T D^-1 x|^2
+        wt_dinv_x = ((w.transpose(-1, -2) / d.unsqueeze(-2)) @ diff.unsqueeze(-1)).squeeze(-1)
+        tril = self._capacitance_tril
+        shape = _vk.broadcast_shapes(tuple(tril.shape[:-2]), tuple(wt_dinv_x.shape[:-1]))
+        solved = _vk.linalg.solve_triangular(tril.expand(tuple(shape) + tuple(tril.shape[-2:])),
+                                             wt_dinv_x.expand(tuple(shape) + (wt_dinv_x.shape[-1],)).unsqueeze(-1),
+                                             upper=False).squeeze(-1)
+        m = (diff.pow(2) / d).sum(-1) - solved.pow(2).sum(-1)
+        n = self._event_shape[0]
+        return -0.5 * (n * math.log(2 * math.pi) + self._log_det() + m)
+
+    def entropy(self):
+        n = self._event_shape[0]
+        h = 0.5 * (n * (1.0 + math.log(2 * math.pi)) + self._log_det())
         return h.expand(self._batch_shape) if len(self._batch_shape) else h
 
 

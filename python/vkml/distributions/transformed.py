@@ -38,16 +38,30 @@ class TransformedDistribution(Distribution):
             raise ValueError(f"base_distribution needs to have shape with size at least "
                              f"{transform.domain.event_dim}, but got {base_shape}.")
         forward_shape = tuple(transform.forward_shape(base_shape))
-        if tuple(transform.inverse_shape(forward_shape)) != base_shape:
-            raise NotImplementedError("TransformedDistribution: transforms that broadcast the base distribution's "
-                                      f"shape {base_shape} to {forward_shape} (Distribution.expand) are not "
-                                      "supported yet")
+        expanded_base = tuple(transform.inverse_shape(forward_shape))
+        if expanded_base != base_shape:  # the transforms broadcast: the base is expanded to match
+            base_distribution = base_distribution.expand(expanded_base[:len(expanded_base) - base_event_dim])
         extra = transform.domain.event_dim - base_event_dim
         self.base_dist = Independent(base_distribution, extra) if extra > 0 else base_distribution
         event_dim = max(transform.codomain.event_dim,
                         base_event_dim + transform.codomain.event_dim - transform.domain.event_dim)
         cut = len(forward_shape) - event_dim
         super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        """The base expanded to the shape the transforms map onto batch_shape + event_shape."""
+        new = _instance if _instance is not None else type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        shape = tuple(batch_shape) + tuple(self.event_shape)
+        for t in reversed(self.transforms):
+            shape = tuple(t.inverse_shape(shape))
+        new.base_dist = self.base_dist.expand(shape[:len(shape) - len(self.base_dist.event_shape)])
+        for name in self.arg_constraints:  # a family's own copies of its parameters (Gumbel's loc)
+            value = self.__dict__.get(name)
+            if isinstance(value, _vk.Tensor):
+                new.__dict__[name] = value.expand(tuple(batch_shape) + tuple(value.shape[len(self.batch_shape):]))
+        new._batch_shape = _vk.Size(batch_shape)
+        return new
 
     @property
     def support(self):

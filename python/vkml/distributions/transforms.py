@@ -10,10 +10,11 @@ import vkml as _vk
 from . import constraints
 from .distribution import sum_rightmost
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "CumulativeDistributionTransform",
-           "ExpTransform", "IndependentTransform", "LowerCholeskyTransform", "PowerTransform", "ReshapeTransform",
-           "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform",
-           "Transform", "identity_transform"]
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+           "PositiveDefiniteTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+           "identity_transform"]
 
 
 def _clipped_sigmoid(x):
@@ -567,3 +568,173 @@ class CumulativeDistributionTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return self.distribution.log_prob(x)
+
+
+class PositiveDefiniteTransform(_Parameterless):
+    """Square matrices to positive-definite ones: L L^T of the lower Cholesky factor
+    LowerCholeskyTransform makes; the inverse through cholesky."""
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def _call(self, x):
+        factor = LowerCholeskyTransform()(x)
+        return factor @ factor.transpose(-1, -2)
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(_vk.linalg.cholesky(y))
+
+
+def _strict_lower_positions(n, offset, device):
+    """Row-major flat positions of an n x n matrix's entries below diagonal `offset` (< 0)."""
+    rows, cols = _vk.tril_indices(n, n, offset, device=device)
+    return rows * n + cols
+
+
+class CorrCholeskyTransform(_Parameterless):
+    """Real vectors of D (D - 1) / 2 to Cholesky factors of D x D correlation matrices: the vector
+    fills the strict lower triangle row by row through tanh, and each row is made of unit length
+    by a signed stick breaking (y_ij = r_ij sqrt(1 - sum_{k<j} y_ik^2), the diagonal what is
+    left). log_abs_det_jacobian is that of x and y's strict lower triangle."""
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x):
+        eps = _vk.finfo(x.dtype).eps
+        r = _vk.tanh(x).clamp(min=-1 + eps, max=1 - eps)
+        d = self.forward_shape(tuple(x.shape))[-1]
+        # r into the strict lower triangle: gather from [0, r] with 0 wherever the triangle is not
+        where = _vk.zeros(d * d, dtype=_vk.int64, device=x.device)
+        where[_strict_lower_positions(d, -1, x.device)] = _vk.arange(1, r.shape[-1] + 1, device=x.device)
+        padded = _vk.nn.functional.pad(r, [1, 0])
+        r = padded.index_select(-1, where).reshape(tuple(x.shape[:-1]) + (d, d))
+        left = (1 - r * r).sqrt().cumprod(-1)  # sqrt of the stick left after each entry of a row
+        eye = _vk.eye(d, dtype=x.dtype, device=x.device)
+        return (r + eye) * _vk.nn.functional.pad(left[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        d = y.shape[-1]
+        left = _vk.nn.functional.pad((1 - (y * y).cumsum(-1))[..., :-1], [1, 0], value=1)
+        at = _strict_lower_positions(d, -1, y.device)
+        flat = tuple(y.shape[:-2]) + (d * d,)
+        t = y.reshape(flat).index_select(-1, at) / left.reshape(flat).index_select(-1, at).sqrt()
+        return _vk.atanh(t)
+
+    def log_abs_det_jacobian(self, x, y):
+        d = y.shape[-1]
+        stick_left = (1 - (y * y).cumsum(-1)).reshape(tuple(y.shape[:-2]) + (d * d,))
+        stick = 0.5 * stick_left.index_select(-1, _strict_lower_positions(d, -2, y.device)).log().sum(-1)
+        tanh = -2 * (x + _vk.nn.functional.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick + tanh
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
+
+
+class _Sliced(Transform):
+    """A transform per slice of dim (CatTransform: consecutive runs, StackTransform: single
+    indices); slices(z) cuts a tensor into them and join puts results back."""
+
+    def __init__(self, tseq, dim, cache_size):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("every element of tseq must be a Transform")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms, self.dim = list(tseq), dim
+
+    bijective = property(lambda self: all(t.bijective for t in self.transforms))
+
+    def _checked(self, z, what):
+        if not -z.dim() <= self.dim < z.dim():
+            raise IndexError(f"{type(self).__name__}: dim {self.dim} out of range for {what} with {z.dim()} dims")
+        if z.shape[self.dim] != self._extent():
+            raise ValueError(f"{type(self).__name__}: {what}.size({self.dim}) = {z.shape[self.dim]} must equal "
+                             f"{self._extent()}")
+        return self.slices(z)
+
+    def _call(self, x):
+        return self.join([t(part) for t, part in zip(self.transforms, self._checked(x, "x"))])
+
+    def _inverse(self, y):
+        return self.join([t.inv(part) for t, part in zip(self.transforms, self._checked(y, "y"))])
+
+
+class CatTransform(_Sliced):
+    """transforms applied to consecutive slices of dim (of the given lengths, 1 each by
+    default), as torch.cat joins them."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        super().__init__(tseq, dim, cache_size)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError(f"CatTransform: {len(self.transforms)} transforms but {len(self.lengths)} lengths")
+
+    def with_cache(self, cache_size=1):
+        return self if self._cache_size == cache_size else CatTransform(self.transforms, self.dim, self.lengths,
+                                                                        cache_size)
+
+    @property
+    def event_dim(self):
+        return max(t.event_dim for t in self.transforms)
+
+    domain = property(lambda self: constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths))
+    codomain = property(lambda self: constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths))
+
+    def _extent(self):
+        return sum(self.lengths)
+
+    def slices(self, z):
+        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
+        return [z.narrow(self.dim, s, n) for s, n in zip(starts, self.lengths)]
+
+    def join(self, parts):
+        return _vk.cat(parts, self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        terms = []
+        for t, xs, ys in zip(self.transforms, self._checked(x, "x"), self._checked(y, "y")):
+            terms.append(sum_rightmost(t.log_abs_det_jacobian(xs, ys), self.event_dim - t.event_dim))
+        # dim among the event dims: the slices' terms add up; else they sit along dim
+        dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
+        return _vk.cat(terms, dim) if dim < 0 else sum(terms)
+
+
+class StackTransform(_Sliced):
+    """transforms applied to the slices at each index of dim, as torch.stack joins them."""
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        super().__init__(tseq, dim, cache_size)
+
+    def with_cache(self, cache_size=1):
+        return self if self._cache_size == cache_size else StackTransform(self.transforms, self.dim, cache_size)
+
+    domain = property(lambda self: constraints.stack([t.domain for t in self.transforms], self.dim))
+    codomain = property(lambda self: constraints.stack([t.codomain for t in self.transforms], self.dim))
+
+    def _extent(self):
+        return len(self.transforms)
+
+    def slices(self, z):
+        return [z.select(self.dim, i) for i in range(z.shape[self.dim])]
+
+    def join(self, parts):
+        return _vk.stack(parts, self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        return _vk.stack([t.log_abs_det_jacobian(xs, ys) for t, xs, ys in
+                          zip(self.transforms, self._checked(x, "x"), self._checked(y, "y"))], self.dim)
