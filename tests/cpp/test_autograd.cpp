@@ -233,6 +233,21 @@ TEST(Autograd, InPlaceOnSavedTensorRaisesNamingOp) {
   VK_EXPECT_ERROR(backward(sum(y)), RuntimeError, "mul", "modified by an in-place");
 }
 
+// Defect: a write into an op's other output (max's indices) before backward went unnoticed, and
+// the rule sent the gradient where the new indices pointed (a silent wrong gradient; torch raises).
+TEST(Autograd, InPlaceOnOtherOutputRaisesRegression) {
+  Tensor a = values({1, 5, 2, 4, 0, 3}, {2, 3});
+  auto [vals, idx] = max(a, 0, false);
+  {
+    NoGradGuard ng;
+    fill_(idx, 0);
+  }
+  VK_EXPECT_ERROR(backward(sum(vals)), RuntimeError, "output 1", "modified by an in-place");
+  auto [vals2, idx2] = max(a, 0, false);
+  backward(sum(vals2));  // nothing written: the gradient goes to each column's maximum
+  expect_values(a.grad(), {0, 1, 0, 1, 0, 1});
+}
+
 TEST(Autograd, InPlaceOnRecordedOutputRaisesNamingOp) {
   // exp's rule is g * out: a write into its output after recording (under no_grad, or through
   // a detached alias) would change the gradient, so backward refuses.

@@ -207,6 +207,31 @@ def test_inplace_on_saved_tensor_raises():
         z.backward()
 
 
+def test_inplace_write_into_returned_indices_raises_regression():
+    """Defect: writing into the indices max / sort / max_pool2d returned, before backward, was
+    not noticed and the gradient went where the new indices pointed; now a RuntimeError, as
+    torch's (whose message says the same)."""
+    import torch
+    F = {vk: vk.nn.functional, torch: torch.nn.functional}
+    cases = [
+        lambda L, x: L.max(x, 0),
+        lambda L, x: x.sort(1),
+        lambda L, x: x.topk(2, 1),
+        lambda L, x: F[L].max_pool2d(x.reshape(1, 1, 2, 3), (2, 2), stride=1, return_indices=True),
+    ]
+    for i, op in enumerate(cases):
+        for L in (vk, torch):
+            x = L.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]], requires_grad=True)
+            values, indices = op(L, x)
+            indices.zero_()
+            with pytest.raises(RuntimeError, match="modified by an inplace operation|modified by an in-place"):
+                values.sum().backward()
+        x = vk.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]], requires_grad=True)
+        values, _ = op(vk, x)
+        values.sum().backward()  # untouched indices: backward runs
+        assert x.grad is not None, i
+
+
 def test_inplace_rules():
     w = vk.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(RuntimeError):

@@ -137,6 +137,15 @@ void check_versions(const Tensor& t) {
            "operation: the output (",
            t.describe(), ") of ", op_label(t), " is at version ", t.version(),
            "; expected version ", t.impl()->own_version);
+  // And its other outputs (max's indices, max_pool2d's argmax), which the user holds and may
+  // write into: the rule would send the gradient where the new values point.
+  const auto& others = t.impl()->other_outputs;
+  for (size_t i = 0; i < others.size() && parents.size() + i < saved.size(); ++i)
+    VK_CHECK(!others[i].defined() || others[i].version() == saved[parents.size() + i], RuntimeError,
+             "one of the tensors needed for gradient computation has been modified by an in-place "
+             "operation: output ",
+             i + 1, " (", others[i].describe(), ") of ", op_label(t), " is at version ",
+             others[i].version(), "; expected version ", saved[parents.size() + i]);
 }
 
 void check_finite(const Tensor& g, const Tensor& t, size_t input) {

@@ -142,7 +142,12 @@ void record(Outputs& outs, const OpDef& def, std::vector<Tensor>& in, const Attr
   impl->saved_versions.reserve(in.size());
   for (const auto& t : in) impl->saved_versions.push_back(t.version());
   impl->own_version = out.version();
-  for (size_t i = 1; i < outs.size(); ++i) impl->other_outputs.push_back(outs[i]);
+  // The op's other outputs (max's indices) are read by its rule too: their versions follow the
+  // parents' in saved_versions, so a write into them before backward is caught.
+  for (size_t i = 1; i < outs.size(); ++i) {
+    impl->other_outputs.push_back(outs[i]);
+    impl->saved_versions.push_back(outs[i].defined() ? outs[i].version() : 0);
+  }
   if (owned)
     impl->parents = std::move(in);
   else
