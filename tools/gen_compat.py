@@ -147,9 +147,13 @@ DIFFERENCES = [
     "`as_strided_` raise).",
     "Sorting is always stable (torch's `stable=False` may order ties differently); `topk` and "
     "`unique` return sorted results even with `sorted=False`.",
-    "In-place ops: the same version-counter rules as torch, but an in-place op on a tensor in the "
-    "middle of a graph that requires grad raises (torch rewires the graph); a layer's "
-    "`inplace=True` then computes out of place.",
+    "In-place ops: the same version-counter rules as torch (also for an op's other outputs, such as "
+    "max's indices, and a custom Function's saved tensors), but an in-place op on a tensor in the "
+    "middle of a graph that requires grad, or writing a value that requires grad in place "
+    "(`out[idx] = f(x)`, `out.index_add_(0, i, f(x))`, `scores.masked_fill_(m, v)` on a result), "
+    "raises a RuntimeError naming the op (torch rewires the graph): build such results out of "
+    "place (`index_put`, `index_add`, `masked_fill`, `where`, `torch.stack` of a list); a layer's "
+    "`inplace=True` computes out of place.",
     "Error types: mismatched shapes raise `vk.ShapeError` (a ValueError), too-large sizes "
     "`vk.SizeError` (a RuntimeError), where torch raises RuntimeError for both.",
     "Integer division by zero raises (torch's CPU gives undefined values or raises).",

@@ -503,3 +503,90 @@ def test_checkpoint_sequential_and_the_checkpoint_module_as_torchs():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="segments"):
         checkpoint_sequential(vk.nn.Sequential(vk.nn.Tanh()), 2, vk.ones(2))
+
+
+def test_variable_and_autograd_modules_as_torch():
+    """Old programs' `from torch.autograd import Variable` and custom-op code's
+    `from torch.autograd.function import once_differentiable`."""
+    import warnings
+
+    import torch
+    from vkml.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable  # noqa: F401
+    from vkml.autograd.grad_mode import no_grad as grad_mode_no_grad
+    from vkml.autograd.variable import Variable
+
+    for lib, V in ((vk, Variable), (torch, torch.autograd.Variable)):
+        t = lib.ones(2)
+        v = V(t)
+        assert v is not t and not v.requires_grad and isinstance(t, V)
+        v2 = V(t, requires_grad=True)
+        assert v2.requires_grad and not t.requires_grad
+        v2.sum().backward()
+        assert v2.grad.tolist() == [1.0, 1.0]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            V(t, volatile=True)
+        assert any("volatile" in str(w.message) for w in caught)
+        with pytest.raises(TypeError, match="Variable data has to be a tensor"):
+            V([1, 2])
+    assert Variable(vk.tensor([1, 2])).dtype == vk.int64
+
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = vk.tensor([1.0, 3.0], requires_grad=True)
+    Square.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 6.0]
+    assert InplaceFunction(inplace=True).inplace
+    with grad_mode_no_grad():
+        assert not (x * 2).requires_grad
+
+
+def test_custom_function_saved_tensor_written_in_place_raises_regression():
+    """Defect: a tensor a custom Function saved (not one of its inputs) and then written in place
+    before backward gave a gradient from its new values, silently (torch raises)."""
+    import torch
+    for lib in (vk, torch):
+        w = lib.tensor([2.0, 3.0])
+
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(w)
+                return x * w
+
+            @staticmethod
+            def backward(ctx, g):
+                (saved,) = ctx.saved_tensors
+                return g * saved
+
+        x = lib.tensor([1.0, 1.0], requires_grad=True)
+        y = Scale.apply(x)
+        w.mul_(10)
+        with pytest.raises(RuntimeError, match="modified by an in-?place"):
+            y.sum().backward()
+        w2 = lib.tensor([2.0, 3.0])  # untouched: backward runs
+
+        class Scale2(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(w2, None)
+                return x * w2
+
+            @staticmethod
+            def backward(ctx, g):
+                saved, _ = ctx.saved_tensors
+                return g * saved
+
+        x = lib.tensor([1.0, 1.0], requires_grad=True)
+        Scale2.apply(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 3.0]

@@ -170,7 +170,9 @@ def test_gamma_families_match_torch(name, build, ranges, sampler):
     if has_entropy:
         assert_close(v.entropy(), t.entropy(), what=name + " entropy")
     for a, b in zip(vp, tp):  # torch's trigamma (in the entropies' gradients) is within 5e-10
-        np.testing.assert_allclose(to_np(a.grad), to_np(b.grad), rtol=1e-8, atol=1e-10, err_msg=name)
+        want = to_np(b.grad)
+        np.testing.assert_allclose(to_np(a.grad), want, rtol=1e-8, atol=1e-9 * max(1.0, np.abs(want).max()),
+                                   err_msg=name)
     for sample_shape in ((), (4,), (2, 5)):
         assert tuple(v.sample(sample_shape).shape) == tuple(t.sample(sample_shape).shape), name
     assert repr(v).split("(")[0] == repr(t).split("(")[0]
@@ -186,7 +188,10 @@ def test_dirichlet_matches_torch():
         assert_close(getattr(v, stat), getattr(t, stat), what="Dirichlet " + stat)
     (v.log_prob(vk.tensor(x)) + v.entropy()).sum().backward()
     (t.log_prob(torch.tensor(x)) + t.entropy()).sum().backward()
-    np.testing.assert_allclose(to_np(vc.grad), to_np(tc.grad), rtol=1e-8, atol=1e-10)  # torch's trigamma
+    # torch's trigamma is within ~5e-10 (absolute): a near-zero component needs an absolute floor
+    # (this read 2.3e-10 off at -0.0107 beside 18.9 in one draw: flaky at atol 1e-10)
+    want = to_np(tc.grad)
+    np.testing.assert_allclose(to_np(vc.grad), want, rtol=1e-8, atol=1e-9 * max(1.0, np.abs(want).max()))
     assert tuple(v.sample((3,)).shape) == (3, 2, 4) and tuple(v.event_shape) == (4,)
 
 

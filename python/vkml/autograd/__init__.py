@@ -12,7 +12,8 @@ from .._grad_mode import (detect_anomaly, enable_grad, is_anomaly_enabled, is_gr
 
 __all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "detect_anomaly", "set_detect_anomaly",
-           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "is_anomaly_enabled"]
+           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "is_anomaly_enabled",
+           "Variable"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -43,7 +44,7 @@ class FunctionCtx:
 
     def __init__(self, fn_name="Function"):
         self._fn_name = fn_name  # the Function subclass, named in errors
-        self._saved = ()
+        self._saved = self._saved_versions = ()
         self._recorded = None  # (forward's output, the recorded output) while backward runs
         self.needs_input_grad = ()
         self.materialize_grads = True
@@ -54,11 +55,19 @@ class FunctionCtx:
                 raise TypeError(f"{self._fn_name}: save_for_backward can only save tensors (or None), "
                                 f"but argument {i} is of type {type(t).__name__}")
         self._saved = tensors
+        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
 
     @property
     def saved_tensors(self):
         """The saved tensors. An output of forward saved here is, during backward, the recorded
-        output itself, so a backward that uses it can be differentiated again (as in PyTorch)."""
+        output itself, so a backward that uses it can be differentiated again (as in PyTorch). A
+        saved tensor written in place since it was saved is refused, as torch refuses it: the
+        gradient would use its new values."""
+        for i, (t, version) in enumerate(zip(self._saved, self._saved_versions)):
+            if t is not None and t._version != version:
+                raise RuntimeError(f"{self._fn_name}: one of the tensors needed for gradient computation has been "
+                                   f"modified by an in-place operation: saved tensor {i} ({t.dtype} of shape "
+                                   f"{tuple(t.shape)}) is at version {t._version}; expected version {version}")
         if self._recorded is None:
             return self._saved
         fwd, rec = self._recorded
@@ -206,3 +215,23 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     return True
 
 from . import functional  # noqa: E402  (torch.autograd.functional: built on grad above)
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):  # every tensor is a Variable, as in torch
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """torch.autograd.Variable, kept by torch for old programs: Variable(t) is t's data as a new
+    tensor (t.detach()) that requires grad when asked; volatile only warns, as torch's."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        if volatile:
+            import warnings
+            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                          stacklevel=2)
+        out = data.detach()
+        return out.requires_grad_() if requires_grad else out

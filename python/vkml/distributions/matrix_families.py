@@ -9,6 +9,7 @@ import vkml as _vk
 from . import constraints
 from .distribution import Distribution, broadcast_all
 from .gamma import Beta, Chi2
+from .multivariate import ScaleTrilFamily, one_matrix
 
 __all__ = ["LKJCholesky", "Wishart"]
 
@@ -64,7 +65,7 @@ def _mvdigamma(x, p):
     return _vk.digamma(x.unsqueeze(-1) - halves).sum(-1)
 
 
-class Wishart(Distribution):
+class Wishart(ScaleTrilFamily):
     """Wishart(df, covariance_matrix=None, precision_matrix=None, scale_tril=None): sums of df
     outer products of normal vectors of covariance V = L L^T (df > p - 1; below p a draw is
     singular with positive probability). Exactly one of the three matrices."""
@@ -77,10 +78,7 @@ class Wishart(Distribution):
                 "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(self.event_shape[-1] - 1)}
 
     def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
-        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
-        if len(given) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        matrix = given[0]
+        matrix, name = one_matrix(covariance_matrix, precision_matrix, scale_tril)
         if matrix.dim() < 2:
             raise ValueError("scale_tril must be at least two-dimensional, with optional leading batch dimensions")
         p = matrix.shape[-1]
@@ -95,33 +93,14 @@ class Wishart(Distribution):
         if bool((self.df < p).any()):
             warnings.warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df < ndim.",
                           stacklevel=2)
-        name = "scale_tril" if scale_tril is not None else "covariance_matrix" if covariance_matrix is not None \
-            else "precision_matrix"
         setattr(self, name, matrix.expand(batch_shape + (p, p)))
         super().__init__(batch_shape, (p, p), validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = _vk.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _vk.linalg.cholesky(_vk.linalg.inv(precision_matrix))
+        self._set_scale_tril(matrix, name)
         steps = _vk.arange(p, dtype=matrix.dtype, device=matrix.device)
         self._chi2 = Chi2(self.df.unsqueeze(-1) - steps)  # Bartlett's diagonal: chi2(df - i)
 
-    def __getattr__(self, name):  # the matrices not given, derived from L on first use
-        if name in ("scale_tril", "covariance_matrix", "precision_matrix"):
-            L = self.__dict__["_unbroadcasted_scale_tril"]
-            shape = tuple(self._batch_shape) + tuple(self._event_shape)
-            if name == "scale_tril":
-                value = L.expand(shape)
-            elif name == "covariance_matrix":
-                value = (L @ L.transpose(-1, -2)).expand(shape)
-            else:
-                eye = _vk.eye(L.shape[-1], dtype=L.dtype, device=L.device)
-                value = _vk.cholesky_solve(eye, L).expand(shape)
-            self.__dict__[name] = value
-            return value
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    def _matrix_shape(self):
+        return tuple(self._batch_shape) + tuple(self._event_shape)
 
     def _df_as_matrix(self, value):
         return value.reshape(tuple(self._batch_shape) + (1, 1))

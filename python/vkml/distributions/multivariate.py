@@ -10,46 +10,35 @@ from .distribution import Distribution, sum_rightmost
 __all__ = ["Independent", "LowRankMultivariateNormal", "MultivariateNormal"]
 
 
-class MultivariateNormal(Distribution):
-    """MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None):
-    exactly one of the three matrices; computations go through the lower Cholesky factor L of the
-    covariance (L L^T), by triangular solves."""
-    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
-                       "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
-    support = constraints.real_vector
-    has_rsample = True
+def one_matrix(covariance_matrix, precision_matrix, scale_tril):
+    """The one of the three given (ValueError unless exactly one is), and its name."""
+    given = [(m, n) for m, n in ((covariance_matrix, "covariance_matrix"), (precision_matrix, "precision_matrix"),
+                                 (scale_tril, "scale_tril")) if m is not None]
+    if len(given) != 1:
+        raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+    return given[0]
 
-    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
-        if loc.dim() < 1:
-            raise ValueError("loc must be at least one-dimensional.")
-        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
-        if len(given) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        matrix = given[0]
-        if matrix.dim() < 2:
-            raise ValueError("scale_tril, covariance_matrix or precision_matrix must be at least "
-                             "two-dimensional, with optional leading batch dimensions")
-        batch_shape = _vk.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1]))
-        event = (loc.shape[-1],)
-        if scale_tril is not None:
-            self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
-        elif covariance_matrix is not None:
-            self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
-        else:
-            self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
-        self.loc = loc.expand(tuple(batch_shape) + (-1,))
-        super().__init__(batch_shape, event, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = _vk.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _vk.linalg.cholesky(_vk.linalg.inv(precision_matrix))
 
-    def __getattr__(self, name):  # the matrices not given, derived from L on first use
+class ScaleTrilFamily(Distribution):
+    """A family given a covariance, a precision or its lower Cholesky factor L (MultivariateNormal,
+    Wishart): it computes with L; the matrices not given are derived from L on first use, in
+    the shape _matrix_shape() gives."""
+
+    def _set_scale_tril(self, matrix, name):
+        if name == "scale_tril":
+            self._unbroadcasted_scale_tril = matrix
+        elif name == "covariance_matrix":
+            self._unbroadcasted_scale_tril = _vk.linalg.cholesky(matrix)
+        else:
+            self._unbroadcasted_scale_tril = _vk.linalg.cholesky(_vk.linalg.inv(matrix))
+
+    def _matrix_shape(self):
+        raise NotImplementedError
+
+    def __getattr__(self, name):
         if name in ("scale_tril", "covariance_matrix", "precision_matrix"):
             L = self.__dict__["_unbroadcasted_scale_tril"]
-            shape = tuple(self._batch_shape) + tuple(self._event_shape) * 2
+            shape = self._matrix_shape()
             if name == "scale_tril":
                 value = L.expand(shape)
             elif name == "covariance_matrix":
@@ -61,6 +50,33 @@ class MultivariateNormal(Distribution):
             self.__dict__[name] = value
             return value
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+class MultivariateNormal(ScaleTrilFamily):
+    """MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None):
+    exactly one of the three matrices; computations go through the lower Cholesky factor L of the
+    covariance (L L^T), by triangular solves."""
+    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        matrix, name = one_matrix(covariance_matrix, precision_matrix, scale_tril)
+        if matrix.dim() < 2:
+            raise ValueError("scale_tril, covariance_matrix or precision_matrix must be at least "
+                             "two-dimensional, with optional leading batch dimensions")
+        batch_shape = _vk.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1]))
+        event = (loc.shape[-1],)
+        setattr(self, name, matrix.expand(tuple(batch_shape) + (-1, -1)))
+        self.loc = loc.expand(tuple(batch_shape) + (-1,))
+        super().__init__(batch_shape, event, validate_args=validate_args)
+        self._set_scale_tril(matrix, name)
+
+    def _matrix_shape(self):
+        return tuple(self._batch_shape) + tuple(self._event_shape) * 2
 
     @property
     def mean(self):
