@@ -448,6 +448,31 @@ Tensor sqrt_by_bisection(const Tensor& c) {
       });
 }
 
+// Defect: a tensor saved by a custom function and then written in place before backward gave its
+// gradient from the new values (torch raises). Under ASAN it also checks that a backward that
+// throws lets its graph go (the context kept the output: a cycle, leaked).
+TEST(CustomFunction, SavedTensorWrittenInPlaceRaisesRegression) {
+  Tensor w = values({2, 3}, {2}, false);
+  auto scale = [&w](const Tensor& x) {
+    return autograd::apply_function(
+        "scale", {x},
+        [&w](autograd::FunctionCtx& ctx, const std::vector<Tensor>& in) {
+          ctx.save_for_backward({w});
+          return in[0] * w;
+        },
+        [](autograd::FunctionCtx& ctx, const Tensor& g) {
+          return std::vector<Tensor>{g * ctx.saved_tensors()[0]};
+        });
+  };
+  Tensor x = values({1, 1}, {2});
+  Tensor y = scale(x);
+  mul_(w, 10.0);
+  VK_EXPECT_ERROR(backward(sum(y)), RuntimeError, "saved tensor 0", "modified by an in-place");
+  Tensor x2 = values({1, 1}, {2});
+  backward(sum(scale(x2)));  // saved after the write: backward uses what forward used
+  expect_values(x2.grad(), {20, 30});
+}
+
 TEST(CustomFunction, BisectionSqrtImplicitGradient) {
   Tensor c = values({2}, {});
   Tensor x = sqrt_by_bisection(c);

@@ -34,6 +34,22 @@ Tensor record_custom(const Tensor& result, const std::vector<Tensor>& parents, s
 
 }  // namespace
 
+void FunctionCtx::save_for_backward(std::vector<Tensor> tensors) {
+  saved_ = std::move(tensors);
+  versions_.clear();
+  for (const Tensor& t : saved_) versions_.push_back(t.defined() ? t.version() : 0);
+}
+
+const std::vector<Tensor>& FunctionCtx::saved_tensors() const {
+  for (size_t i = 0; i < saved_.size(); ++i)
+    VK_CHECK(!saved_[i].defined() || saved_[i].version() == versions_[i], RuntimeError,
+             "one of the tensors needed for gradient computation has been modified by an in-place "
+             "operation: saved tensor ",
+             i, " (", saved_[i].describe(), ") is at version ", saved_[i].version(),
+             "; expected version ", versions_[i]);
+  return saved_;
+}
+
 Tensor from_op(const Tensor& result, const std::vector<Tensor>& parents, Vjp vjp,
                std::string name) {
   return record_custom(result, parents, std::move(name),
@@ -50,10 +66,15 @@ Tensor apply_function(const std::string& name, const std::vector<Tensor>& inputs
     result = forward(*ctx, inputs);
   }
   return record_custom(result, inputs, name, [ctx, backward](const GradCtx& c) {
+    // The context holds the node's output only while backward runs, and lets go of it however
+    // backward ends: held after a throw, node -> rule -> context -> output -> node would be a
+    // cycle, and the graph would never be freed.
+    struct Release {
+      FunctionCtx& ctx;
+      ~Release() { ctx.output = Tensor(); }
+    } release{*ctx};
     ctx->output = c.out;
-    std::vector<Tensor> grads = backward(*ctx, c.grad);
-    ctx->output = Tensor();  // no cycle through the context once backward is done
-    return grads;
+    return backward(*ctx, c.grad);
   });
 }
 

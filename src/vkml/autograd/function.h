@@ -18,13 +18,20 @@ Tensor from_op(const Tensor& result, const std::vector<Tensor>& parents, Vjp vjp
                std::string name = "custom");
 
 // A custom function with a context, as torch.autograd.Function: forward runs without recording.
-struct FunctionCtx {
-  std::vector<Tensor> saved;
+class FunctionCtx {
+ public:
   std::vector<bool> needs_input_grad;
   // The recorded output, set just before backward runs: a backward that uses it (rather than a
   // copy saved in forward) stays connected to the inputs, so it can be differentiated again.
   Tensor output;
-  void save_for_backward(std::vector<Tensor> tensors) { saved = std::move(tensors); }
+  void save_for_backward(std::vector<Tensor> tensors);
+  // The saved tensors; RuntimeError if one was written in place since it was saved (its new
+  // values would give a wrong gradient), as torch's.
+  const std::vector<Tensor>& saved_tensors() const;
+
+ private:
+  std::vector<Tensor> saved_;
+  std::vector<uint32_t> versions_;  // each saved tensor's version when saved
 };
 using ForwardFn = std::function<Tensor(FunctionCtx&, const std::vector<Tensor>&)>;
 using BackwardFn = std::function<std::vector<Tensor>(FunctionCtx&, const Tensor& grad)>;
