@@ -252,7 +252,8 @@ DIFFERENCES = [
     "validate_args is passed); `Wishart` given scale_tril gives the factor's unread upper triangle no "
     "gradient (as cholesky_solve); `GeneralizedPareto` takes float64 parameters (torch's log_prob raises "
     "for them); `Wishart.rsample` draws again only singular draws (torch's first check is inverted: it "
-    "warns and draws every valid sample again).",
+    "warns and draws every valid sample again); `Kumaraswamy.mode` is ((a - 1) / (a b - 1))^(1/a) "
+    "(torch's is NaN for every parameter).",
 ]
 
 

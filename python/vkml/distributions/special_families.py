@@ -133,9 +133,12 @@ class Kumaraswamy(TransformedDistribution):
 
     @property
     def mode(self):
+        """((a - 1) / (a b - 1))^(1/a), where the density's log derivative (a - 1) / x - a (b - 1)
+        x^(a-1) / (1 - x^a) vanishes; 0 at a = 1, 1 at b = 1; NaN below 1 (the density is
+        unbounded) and at a = b = 1 (uniform). torch 2.13 gives NaN for every parameter."""
         a, b = self.concentration1, self.concentration0
-        log_mode = b.reciprocal() * _vk.log1p(-b) - _vk.log1p(-b * a)
-        defined = (b >= 1) & (a >= 1)
+        log_mode = (_vk.log(a - 1) - _vk.log(a * b - 1)) / a
+        defined = (a >= 1) & (b >= 1) & ((a > 1) | (b > 1))
         return _vk.where(defined, log_mode, _vk.full_like(log_mode, math.nan)).exp()
 
     def entropy(self):

@@ -216,7 +216,7 @@ def _broadcast_to_and_flatten(prefix, spec):
     """The leaves of `prefix` -- a tree whose leaves stand for whole subtrees of spec's tree (an
     int for a dict of tensors) -- repeated over those subtrees' leaves, in spec's leaf order; None
     where prefix's shape does not fit spec's."""
-    out, stack = [], [(prefix, TreeSpec(spec._entries))]
+    out, stack = [], [(prefix, spec)]
     while stack:
         p, sub = stack.pop()
         node, kind = _node_of(p, None)
