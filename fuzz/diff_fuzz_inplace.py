@@ -20,6 +20,13 @@ class X:
 
     @staticmethod
     def iop(t, fn, o, alpha=None):
+        # An array operand: torch computes in the result dtype of both (a 0-d one joins t's
+        # dtype unless of a higher category), each cast to it first, then rounds into t.
+        if isinstance(o, np.ndarray) and fn is not np.true_divide:
+            rt = NP_DT[D.result_type((t.dtype.name, t.ndim), (o.dtype.name, o.ndim))]
+            o = o.astype(rt) if alpha is None else o.astype(rt) * np.asarray(alpha, dtype=rt)
+            X.write(t, fn(t.astype(rt), o))
+            return
         # a Python scalar stays one: numpy then computes in t's dtype, as vkml and torch do
         # (np.asarray(-1.95) would be a float64 array, and float32 - float64 is float64)
         if alpha is not None:
@@ -350,6 +357,17 @@ class InplaceGen:
         name = self.add_leaf(shape, dt, grad)
         return name, name, dt, len(shape), grad, name, False
 
+    @staticmethod
+    def recorded(inf, errs):
+        """A write while grad mode is on into a tensor that requires grad, or of a value that
+        does: into a leaf that requires grad it raises; anything else autograd records (a new
+        history for the target, views taken before it refused), which this model does not
+        follow: tests/python/test_inplace_autograd.py checks recorded writes against torch, and
+        the generator draws another step."""
+        if not (inf["rg"] and inf["leaf"]):
+            raise Invalid()
+        errs.append("RuntimeError")
+
     def step_write(self, nograd):
         rng = self.rng
         t = self.pick()
@@ -370,7 +388,7 @@ class InplaceGen:
         step = dict(op=opn, target=t, nograd=nograd, wroot=inf["root"])
         if opn in ("zero_", "clamp_", "fill_"):
             if grad_on and inf["rg"]:
-                errs.append("RuntimeError")
+                self.recorded(inf, errs)
             if opn == "zero_":
                 vsrc, nsrc = f"{t}.zero_()", f"X.write({t}, 0)"
             elif opn == "clamp_":
@@ -402,7 +420,9 @@ class InplaceGen:
                 if out_dt not in FLOATS:
                     raise Invalid()
                 onp_ = repr(float(osrc)) if scalar else onp
-                nsrc = f"{t} = ({t} {self.SYM[opn]} {onp_}).astype(np.{out_dt})"
+                # (computed in the result dtype, each operand cast to it first, as torch)
+                nsrc = (f"{t} = ({t}.astype(np.{out_dt}) {self.SYM[opn]} "
+                        f"np.asarray({onp_}, dtype=np.{out_dt}))")
                 root = f"{t}@{len(self.steps)}"
                 saved = _saved(opn[0], [inf["rg"], org])
                 step.update(new=t, rg={t: True}, root=root, wroot=None, rebind=True,
@@ -416,12 +436,12 @@ class InplaceGen:
             nsrc = f"X.iop({t}, {self.BIN[opn]}, {onp})"
         elif opn == "copy_":
             if grad_on and (inf["rg"] or org):
-                errs.append("RuntimeError")
+                self.recorded(inf, errs)
             vsrc, nsrc = f"{t}.copy_({osrc})", f"X.write({t}, {onp})"
             out_dt = tdt
         else:
             if grad_on and (inf["rg"] or org):
-                errs.append("RuntimeError")
+                self.recorded(inf, errs)
             alpha = None
             if opn == "add_" and rng.random() < 0.3 and out_dt in FLOATS and (scalar or odt in FLOATS):
                 alpha = float(rng.choice([2.0, -0.5, 1.5]))
@@ -473,7 +493,7 @@ class InplaceGen:
             org = vdt in FLOATS and rng.random() < 0.1
             vsrc = nsrc_v = self.add_leaf(shape, vdt, org)
         if grad_on and (inf["rg"] or org):
-            errs.append("RuntimeError")
+            self.recorded(inf, errs)
         if step["op"] == "setitem":
             vs = f"{t}[{vsrc_idx}] = {vsrc}"
             ns = f"X.setitem({t}, ({isrc},), {nsrc_v})"
@@ -526,7 +546,7 @@ class InplaceGen:
         out = self.new_name()
         rgs = [self.info[n]["rg"] for n in ins]
         rec = dict(ins=ins, parents=[self.info[n]["root"] for n in ins], saved=_saved(name, rgs), out=out,
-                   uses_out=name in ("exp", "tanh", "sigmoid"))
+                   uses_out=_uses_out(name))
         vsrc, nsrc = (src.format(*ins) for src in self.REC[name])
         self.emit(dict(vk=f"{out} = {vsrc}", np=f"{out} = {nsrc}", op=name, new=out, rg={out: True},
                        nograd=False, root=out, rec=rec))
@@ -580,7 +600,8 @@ class InplaceGen:
 
 
 def _saved(op, rgs):
-    """Which inputs torch saves for backward (a write to them after recording must raise)."""
+    """Which inputs the rule reads in backward (a write to them after recording must raise):
+    torch's saved tensors, which vkml's read sets (ops/reads.cpp) match."""
     if op in ("mul", "*"):
         return [rgs[1], rgs[0]]
     if op in ("div", "/"):
@@ -588,6 +609,11 @@ def _saved(op, rgs):
     if op == "sin":
         return [True]
     return [False] * len(rgs)
+
+
+def _uses_out(op):
+    """Whether the rule reads the op's output."""
+    return op in ("exp", "tanh", "sigmoid")
 
 
 def leaf_array(spec):
@@ -734,7 +760,7 @@ def check_version_backward(prog, ns, nodes, versions, outs_np, deltas):
         nd = strict[0]
         raise Failure("no-exception", nd["op"],
                       f"backward did not raise although a tensor that {nd['label']} (step {nd['k']}) "
-                      f"saved for backward was overwritten in place after it was recorded")
+                      f"reads in backward was overwritten in place after it was recorded")
     fd = _inplace_fd(prog, roots, weights, deltas, grad_leaves)
     for i, (g_fd, err) in zip(grad_leaves, fd):
         t = ns["leaves"][i]

@@ -147,13 +147,18 @@ DIFFERENCES = [
     "`as_strided_` raise).",
     "Sorting is always stable (torch's `stable=False` may order ties differently); `topk` and "
     "`unique` return sorted results even with `sorted=False`.",
-    "In-place ops: the same version-counter rules as torch (also for an op's other outputs, such as "
-    "max's indices, and a custom Function's saved tensors), but an in-place op on a tensor in the "
-    "middle of a graph that requires grad, or writing a value that requires grad in place "
-    "(`out[idx] = f(x)`, `out.index_add_(0, i, f(x))`, `scores.masked_fill_(m, v)` on a result), "
-    "raises a RuntimeError naming the op (torch rewires the graph): build such results out of "
-    "place (`index_put`, `index_add`, `masked_fill`, `where`, `torch.stack` of a list); a layer's "
-    "`inplace=True` computes out of place.",
+    "In-place ops while grad mode is on are recorded as torch's (`out[idx] = f(x)`, "
+    "`out.index_add_(0, i, f(x))`, `scores.masked_fill_(m, v)`, `h.relu_()` on a result): the "
+    "object written takes the write's history, and the same version-counter rules hold (also "
+    "for an op's other outputs, such as max's indices, and a custom Function's saved tensors). "
+    "Differences: a view taken before a recorded write into its memory (`v = y[:2]; y[2:] = 0; "
+    "v * 2`), and a tensor written through a view of it (`buf[0].copy_(f(x))`, then `buf`), "
+    "raise a RuntimeError when used while grad mode is on, where torch regenerates the view's "
+    "history from its base: take the view again after the write, or write through the base "
+    "(`buf[0] = f(x)`). `x += y` on a result computes out of place and rebinds `x` (the same "
+    "values and gradients; other names of that memory keep the old values). Of repeated "
+    "indices in `x[idx] = v`, the values written over get a zero gradient (torch gives each the "
+    "element's). A layer's `inplace=True` computes out of place.",
     "Error types: mismatched shapes raise `vk.ShapeError` (a ValueError), too-large sizes "
     "`vk.SizeError` (a RuntimeError), where torch raises RuntimeError for both.",
     "Integer division by zero raises (torch's CPU gives undefined values or raises).",

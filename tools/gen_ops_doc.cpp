@@ -2,8 +2,30 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <string>
+#include <vector>
 
 #include "vkml/vkml.h"
+
+namespace {
+
+// What the rule reads when every input wants a gradient (OpDef::reads, ops/reads.cpp): after an
+// in-place write into those values, backward refuses the node.
+std::string reads_doc(const vk::OpDef& def) {
+  if (!def.grad) return "";
+  if (!def.reads) return "- its rule reads: its inputs and its output (none declared)\n";
+  const size_t n = def.arity < 0 ? 1 : static_cast<size_t>(def.arity);
+  const vk::ReadSet r = def.reads(std::vector<bool>(n, true));
+  std::string parts;
+  for (size_t i = 0; i < n; ++i)
+    if (vk::reads_input(r, i)) parts += (parts.empty() ? "input " : ", input ") + std::to_string(i);
+  if (r & vk::kReadsOutput) parts += parts.empty() ? "the output" : ", the output";
+  if (def.arity < 0 && !parts.empty()) parts = "its inputs";
+  return "- its rule reads: " + (parts.empty() ? "nothing but the gradient" : parts) +
+         " (with every input wanting a gradient)\n";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace vk;
@@ -39,6 +61,7 @@ int main(int argc, char** argv) {
          << "- signature: `" << def.signature << "`\n"
          << "- computes: " << def.summary << "\n"
          << "- gradient: " << (def.grad ? "" : "none — ") << def.grad_doc << "\n"
+         << reads_doc(def)
          << "- inputs: " << (def.arity < 0 ? std::string("any number") : std::to_string(def.arity))
          << " tensors\n"
          << (def.outputs > 1 ? "- outputs: " + std::to_string(def.outputs) +

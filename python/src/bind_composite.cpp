@@ -363,7 +363,8 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& c) {
   bind_linalg_namespace(m);
   bind_where_one_arg(m);
   // _inplace(x, "exp_", fn, args, kwargs): x.exp_() as fn(x, *args, **kwargs) written into x by
-  // vk::inplace (its checks, no graph, the version counter). The GIL stays held: fn is Python.
+  // vk::inplace (its checks, its recording, the version counter). The GIL stays held: fn is
+  // Python.
   m.def(
       "_inplace",
       [](nb::handle self, const char* op, nb::callable fn, nb::tuple args, nb::dict kwargs) {
@@ -371,14 +372,14 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& c) {
         std::vector<Tensor> others;
         for (nb::handle a : args) collect_tensors(a, others);
         for (auto [k, v] : kwargs) collect_tensors(v, others);
-        vk::inplace(x, others, op, [&] {
-          nb::object r = fn(self, *args, **kwargs);
-          if (!nb::isinstance<Tensor>(r))
-            throw nb::type_error(
-                (std::string(op) + ": the out-of-place op returned no tensor").c_str());
-          return nb::cast<Tensor>(r);
-        });
-        return nb::borrow(self);
+        return rebind(
+            self, vk::inplace(x, others, op, [&] {
+              nb::object r = fn(self, *args, **kwargs);
+              if (!nb::isinstance<Tensor>(r))
+                throw nb::type_error(
+                    (std::string(op) + ": the out-of-place op returned no tensor").c_str());
+              return nb::cast<Tensor>(r);
+            }));
       },
       "self"_a, "op"_a, "fn"_a, "args"_a, "kwargs"_a);
 }

@@ -1,7 +1,7 @@
 // Bindings: the math family (ops/math.h; issue #15): inverse trigonometric and hyperbolic
 // functions, tan, lgamma/digamma/polygamma, erfinv, log2/log10/exp2/frac, atan2, fmod, and the
-// composites (hypot, logaddexp, nansum, ...), each as vk.<name> and Tensor.<name>. The in-place forms and the
-// Python-level names (aminmax, isin, aliases) are in vkml/_math.py.
+// composites (hypot, logaddexp, nansum, ...), each as vk.<name> and Tensor.<name>. The in-place
+// forms and the Python-level names (aminmax, isin, aliases) are in vkml/_math.py.
 #include "bind_ops.h"
 #include "vkml/ops/math.h"
 

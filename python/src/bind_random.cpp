@@ -171,8 +171,7 @@ Tensor uniform_like(const Tensor& x, vk::Generator* gen) {
 // Writes `v` (no graph) into x and returns x. As torch, a tensor that requires grad is refused
 // while grad mode is on (copy_'s check); nn.init's fills run under no_grad.
 nb::object fill_with(nb::handle self, const Tensor& v) {
-  vk::copy_(nb::cast<const Tensor&>(self), v);
-  return nb::borrow(self);
+  return rebind(self, vk::copy_(nb::cast<const Tensor&>(self), v));
 }
 
 // The largest value random_ draws by default in x's dtype, as torch: [0, 2^digits] for floating
@@ -321,9 +320,9 @@ void bind_random(nb::module_& m) {
         Tensor prob = nb::isinstance<Tensor>(p)
                           ? vk::cast(nb::cast<const Tensor&>(p), f)
                           : vk::full(x.shape(), scalar_value(p), f, x.device());
-        vk::inplace(x, {}, "bernoulli_",
-                    [&] { return vk::bernoulli(vk::expand(prob, x.shape()), gen); });
-        return nb::borrow(self);
+        return rebind(self, vk::inplace(x, {}, "bernoulli_", [&] {
+                        return vk::bernoulli(vk::expand(prob, x.shape()), gen);
+                      }));
       },
       nb::scope(cls), nb::name("bernoulli_"), nb::is_method(), "p"_a = 0.5, nb::kw_only(),
       "generator"_a = nb::none());

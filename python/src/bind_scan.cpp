@@ -19,8 +19,7 @@ Tensor maybe_cast(const Tensor& x, nb::handle dtype) {
 template <class F>
 nb::object in_place(nb::handle self, F f) {
   const Tensor& x = nb::cast<const Tensor&>(self);
-  vk::copy_(x, f(x));
-  return nb::borrow(self);
+  return rebind(self, vk::copy_(x, f(x)));
 }
 
 }  // namespace

@@ -138,6 +138,11 @@ auto without_gil(bool release, Fn&& fn) -> decltype(fn()) {
 // Runs `write` (holding the GIL) once no other thread is inside a section without the GIL.
 void exclusive(const std::function<void()>& write);
 
+// An in-place op's result is the tensor that now stands for the one written (a recorded write
+// gives a new node over its memory, ops/inplace.h): the object the user holds takes it, so every
+// name bound to that object sees the write and its history. Returns the object.
+nb::object rebind(nb::handle self, const Tensor& now);
+
 // ---- devices ----
 // A vk::Device from a vkml.device or a string ("cpu", "vulkan:0"); None -> if_none. Anything
 // else, or an unknown name: DeviceError.

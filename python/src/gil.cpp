@@ -58,4 +58,10 @@ void exclusive(const std::function<void()>& write) {
   write();
 }
 
+nb::object rebind(nb::handle self, const Tensor& now) {
+  Tensor& t = nb::cast<Tensor&>(self);
+  if (!t.same(now)) exclusive([&] { t = now; });
+  return nb::borrow(self);
+}
+
 }  // namespace vkpy

@@ -194,11 +194,13 @@ void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname, cons
       nb::is_operator());
 }
 
-// In-place operators (x += y). PyTorch writes into x; vkml's in-place ops refuse to overwrite
-// something the graph needs, so while recording: a leaf that requires grad raises (as in
-// PyTorch), and an intermediate result (or a value that requires grad) is computed out of place
-// and rebound (x = x + y), which gives the same values and gradients.
-template <BinFn F, void (*Inplace)(const Tensor&, const Tensor&)>
+// In-place operators (x += y). While recording, an intermediate result (or a value that requires
+// grad) is computed out of place and rebound (x = x + y), which gives the same values and
+// gradients and keeps y[i] += v working: Python runs it as t = y[i]; t += v; y[i] = t, and the
+// assignment records the write into y (t written in place would leave y's object with a history
+// that no longer explains its memory). A leaf that requires grad goes on to the write, which
+// refuses it, as PyTorch. The methods (x.add_(y)) record the write into x (ops/inplace.h).
+template <BinFn F, Tensor (*Inplace)(const Tensor&, const Tensor&)>
 void def_inplace_operator(nb::class_<Tensor>& c, const char* name, const char* op) {
   c.def(
       name,
@@ -206,22 +208,21 @@ void def_inplace_operator(nb::class_<Tensor>& c, const char* name, const char* o
         const Tensor& x = nb::cast<const Tensor&>(self);
         std::optional<Tensor> o = operand(other, x, op);
         if (!o) return not_implemented();
-        bool recording = vk::GradMode::is_enabled();
-        if (recording && ((x.requires_grad() && !x.is_leaf()) || o->requires_grad()))
+        if (vk::GradMode::is_enabled() &&
+            ((x.requires_grad() && !x.is_leaf()) || o->requires_grad()))
           return nb::cast(F(x, *o));
-        without_gil(heavy(x, *o), [&] { Inplace(x, *o); });
-        return nb::borrow(self);
+        return rebind(self, without_gil(heavy(x, *o), [&] { return Inplace(x, *o); }));
       },
       nb::is_operator());
 }
 
-void add_1(const Tensor& x, const Tensor& o) { vk::add_(x, o); }
-void sub_1(const Tensor& x, const Tensor& o) { vk::sub_(x, o); }
-void mul_1(const Tensor& x, const Tensor& o) { vk::mul_(x, o); }
-void div_1(const Tensor& x, const Tensor& o) { vk::div_(x, o); }
+Tensor add_1(const Tensor& x, const Tensor& o) { return vk::add_(x, o); }
+Tensor sub_1(const Tensor& x, const Tensor& o) { return vk::sub_(x, o); }
+Tensor mul_1(const Tensor& x, const Tensor& o) { return vk::mul_(x, o); }
+Tensor div_1(const Tensor& x, const Tensor& o) { return vk::div_(x, o); }
 
 // x.op_(other) returns x itself (the same Python object), as in PyTorch.
-template <void (*Inplace)(const Tensor&, const Tensor&)>
+template <Tensor (*Inplace)(const Tensor&, const Tensor&)>
 void def_inplace_method(nb::class_<Tensor>& c, const char* name) {
   c.def(
       name,
@@ -229,8 +230,7 @@ void def_inplace_method(nb::class_<Tensor>& c, const char* name) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         std::optional<Tensor> o = operand(other, x, name);
         if (!o) throw nb::type_error("expected a tensor, a number or array data");
-        without_gil(heavy(x, *o), [&] { Inplace(x, *o); });
-        return nb::borrow(self);
+        return rebind(self, without_gil(heavy(x, *o), [&] { return Inplace(x, *o); }));
       },
       "other"_a);
 }
@@ -392,6 +392,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
           impl->strides = v.strides();
           impl->offset = v.offset();
           impl->dtype = v.dtype();
+          impl->own_version = v.impl()->own_version;  // v's memory as v saw it
         });
       });
 
@@ -678,26 +679,21 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         std::optional<Tensor> o = operand(other, x, "add_");
         if (!o) throw nb::type_error("add_(): expected a tensor, a number or array data");
         Tensor y = scaled_by_alpha(x, *o, to_scalar(alpha, "add_"), "add_");
-        without_gil(heavy(x, y), [&] { vk::add_(x, y); });
-        return nb::borrow(self);
+        return rebind(self, without_gil(heavy(x, y), [&] { return vk::add_(x, y); }));
       },
       "other"_a, "alpha"_a = 1);
   def_inplace_method<sub_1>(c, "sub_");
   def_inplace_method<mul_1>(c, "mul_");
   def_inplace_method<div_1>(c, "div_");
-  c.def("zero_", [](nb::handle self) {
-    vk::zero_(nb::cast<const Tensor&>(self));
-    return nb::borrow(self);
-  });
+  c.def("zero_",
+        [](nb::handle self) { return rebind(self, vk::zero_(nb::cast<const Tensor&>(self))); });
   c.def(
       "fill_",
       [](nb::handle self, nb::handle value) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         if (nb::isinstance<Tensor>(value))
-          vk::copy_(x, nb::cast<const Tensor&>(value));
-        else
-          vk::fill_(x, to_scalar(value, "fill_"));
-        return nb::borrow(self);
+          return rebind(self, vk::copy_(x, nb::cast<const Tensor&>(value)));
+        return rebind(self, vk::fill_(x, to_scalar(value, "fill_")));
       },
       "value"_a);
   c.def(
@@ -705,8 +701,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       [](nb::handle self, nb::handle src) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         Tensor s = as_tensor(src);
-        without_gil(heavy(x, s), [&] { vk::copy_(x, s); });
-        return nb::borrow(self);
+        return rebind(self, without_gil(heavy(x, s), [&] { return vk::copy_(x, s); }));
       },
       "src"_a);
   c.def(
@@ -714,9 +709,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       [](nb::handle self, nb::handle min, nb::handle max) {
         VK_CHECK(!min.is_none() || !max.is_none(), RuntimeError,
                  "clamp_(): at least one of min and max must be given");
-        vk::clamp_(nb::cast<const Tensor&>(self), opt_scalar(min, "clamp_"),
-                   opt_scalar(max, "clamp_"));
-        return nb::borrow(self);
+        return rebind(self, vk::clamp_(nb::cast<const Tensor&>(self), opt_scalar(min, "clamp_"),
+                                       opt_scalar(max, "clamp_")));
       },
       "min"_a = nb::none(), "max"_a = nb::none());
   c.def(
@@ -735,10 +729,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         vk::Generator* gen = generator_arg(generator, "uniform_");
         // On x's device, from `generator` (issue 15 item 3); refused for a tensor that requires
         // grad while grad mode is on, as every in-place write.
-        vk::inplace(x, {}, "uniform_", [&] {
-          return vk::rand(x.shape(), x.dtype(), x.device(), gen) * (to - from) + from;
-        });
-        return nb::borrow(self);
+        return rebind(self, vk::inplace(x, {}, "uniform_", [&] {
+                        return vk::rand(x.shape(), x.dtype(), x.device(), gen) * (to - from) + from;
+                      }));
       },
       "from"_a = 0.0, "to"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(),
       "Fills with samples of U[from, to) (no graph).");
@@ -748,9 +741,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         const Tensor& x = nb::cast<const Tensor&>(self);
         VK_CHECK(std >= 0.0, RuntimeError, "normal_ expects std >= 0.0, but found std ", std);
         vk::Generator* gen = generator_arg(generator, "normal_");
-        vk::inplace(x, {}, "normal_",
-                    [&] { return vk::randn(x.shape(), x.dtype(), x.device(), gen) * std + mean; });
-        return nb::borrow(self);
+        return rebind(self, vk::inplace(x, {}, "normal_", [&] {
+                        return vk::randn(x.shape(), x.dtype(), x.device(), gen) * std + mean;
+                      }));
       },
       "mean"_a = 0.0, "std"_a = 1.0, nb::kw_only(), "generator"_a = nb::none(),
       "Fills with samples of N(mean, std^2) (no graph).");
@@ -770,14 +763,15 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       nb::arg("index").none());
   c.def(
       "__setitem__",
-      [](const Tensor& t, nb::handle idx, nb::handle value) {
+      [](nb::handle self, nb::handle idx, nb::handle value) {
+        const Tensor& t = nb::cast<const Tensor&>(self);
         std::vector<vk::IndexItem> items = parse_index(idx);
         // A number converts to t's dtype as fill_ does (2**40 into int32 raises, as in torch).
         std::optional<vk::Scalar> s = to_scalar_opt(value, "index assignment");
         std::optional<Tensor> v =
             s ? vk::scalar_tensor(*s, t.dtype(), "index assignment") : operand(value, t, "index");
         if (!v) throw nb::type_error("index assignment: expected a tensor, a number or array data");
-        without_gil(heavy(t), [&] { vk::index_put_(t, items, *v); });
+        rebind(self, without_gil(heavy(t), [&] { return vk::index_put_(t, items, *v); }));
       },
       nb::arg("index").none(), nb::arg("value"));
 }

@@ -68,7 +68,12 @@ TEST(Composite, GenericInPlaceChecksAndVersion) {
   EXPECT_GT(x.version(), v);
   Tensor w = values({1, 1}, {2});
   VK_EXPECT_ERROR(inplace(w, {}, "exp_", [&] { return exp(w); }), RuntimeError, "exp_");
-  VK_EXPECT_ERROR(inplace(x, {w}, "lerp_", [&] { return lerp(x, w, 0.5); }), RuntimeError, "lerp_");
+  // A value that requires grad is recorded: the returned tensor stands for x, over x's memory.
+  Tensor y = inplace(x, {w}, "lerp_", [&] { return lerp(x, w, 0.5); });
+  expect_values(x, {1, 1.5});
+  EXPECT_EQ(y.storage(), x.storage());
+  autograd::backward(sum(y));
+  expect_values(w.grad(), {0.5, 0.5});
   Tensor i = ints({1, 2}, {2});
   VK_EXPECT_ERROR(inplace(i, {}, "sqrt_", [&] { return sqrt(i); }), RuntimeError, "sqrt_");
 }

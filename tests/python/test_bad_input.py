@@ -59,9 +59,14 @@ def _inplace_on_saved_leaf():
     z.backward()
 
 
-def _inplace_on_grad_tensor():
+def _inplace_on_grad_leaf():
+    vk.ones(3, requires_grad=True).add_(1)
+
+
+def _inplace_on_exp_output():
     q = vk.ones(3, requires_grad=True).exp()
-    q.add_(1)
+    q.add_(1)  # recorded; exp's rule reads its output, which the write replaced
+    q.sum().backward()
 
 
 class _TwoGrads(vk.autograd.Function):
@@ -248,8 +253,10 @@ ROWS = [
     row("inplace-on-saved-nonleaf", _inplace_on_saved_nonleaf, RuntimeError, "in-place", "exp",
         "version 1", "float32[3]"),
     row("inplace-on-saved-leaf", _inplace_on_saved_leaf, RuntimeError, "in-place", "mul", "version 1"),
-    row("inplace-on-grad-tensor-grad-mode", _inplace_on_grad_tensor, RuntimeError, "add_", "in-place",
-        "float32[3]"),
+    row("inplace-on-grad-leaf-grad-mode", _inplace_on_grad_leaf, RuntimeError, "add_", "leaf",
+        "in-place", "float32[3]"),
+    row("inplace-on-read-output", _inplace_on_exp_output, RuntimeError, "in-place", "exp",
+        "version 1", "float32[3]"),
     row("Function-backward-wrong-count", _fn_wrong_count, RuntimeError, "_TwoGradsBackward", "2 gradients",
         "1 forward"),
     row("Function-backward-wrong-shape", _fn_wrong_shape, RuntimeError, "_WrongShapeGradBackward", "[5]", "[3]"),

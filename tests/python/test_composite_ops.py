@@ -552,10 +552,12 @@ def test_inplace_on_leaf_requiring_grad_raises(method, args):
         getattr(x, method)(*[fix(vk, a) for a in args])
 
 
-def test_inplace_with_a_value_requiring_grad_raises():
+def test_inplace_with_a_value_requiring_grad_is_recorded():
     w = vk.ones(3, requires_grad=True)
-    with pytest.raises(RuntimeError, match="lerp_"):
-        vk.zeros(3).lerp_(w, 0.5)
+    x = vk.zeros(3)
+    assert x.lerp_(w, 0.5) is x and x.requires_grad
+    x.sum().backward()
+    assert w.grad.tolist() == [0.5, 0.5, 0.5]
 
 
 def test_inplace_modifying_a_saved_tensor_raises_at_backward():

@@ -259,10 +259,18 @@ def test_backward_after_output_written_in_place_raises():
     y.detach().zero_()  # the same memory, through an alias that does not require grad
     with pytest.raises(RuntimeError, match="tanh"):
         vk.autograd.grad(y.sum(), x)
-    y = x / vk.tensor([2.0, 4.0], dtype=vk.float64)
+    # a rule that does not read what was overwritten still gives its gradient, as torch's:
+    # div's reads a and b, not its output
+    w = vk.tensor([2.0, 4.0], dtype=vk.float64, requires_grad=True)
+    y = x / w
     with vk.no_grad():
         y[0] = 7.0
-    with pytest.raises(RuntimeError, match="div"):
+    y.sum().backward()
+    assert x.grad.tolist() == [0.5, 0.25] and w.grad.tolist() == [-0.125, -0.0625]
+    y = x / w
+    with vk.no_grad():
+        w.mul_(2)  # ... and refuses once what it reads is overwritten
+    with pytest.raises(RuntimeError, match="input 1 .* of div is at version 1"):
         y.sum().backward()
     # untouched outputs are differentiated as before
     x.grad = None

@@ -121,18 +121,19 @@ std::string op_label(const Tensor& t) {
   return std::string(t.op()->name);
 }
 
-void check_versions(const Tensor& t) {
+// Refuses a node whose rule would read a value written in place since the node was recorded.
+void check_versions(const Tensor& t, ReadSet reads) {
   const auto& saved = t.impl()->saved_versions;
   const auto& parents = t.parents();
   for (size_t i = 0; i < parents.size(); ++i)
-    VK_CHECK(parents[i].version() == saved[i], RuntimeError,
+    VK_CHECK(!reads_input(reads, i) || parents[i].version() == saved[i], RuntimeError,
              "one of the tensors needed for gradient computation has been modified by an in-place "
              "operation: input ",
              i, " (", parents[i].describe(), ") of ", op_label(t), " is at version ",
              parents[i].version(), "; expected version ", saved[i]);
   // The rule may also read the node's own output (exp's is g * out), which a write under
   // no_grad() (or through a detached alias) changes behind its back.
-  VK_CHECK(t.version() == t.impl()->own_version, RuntimeError,
+  VK_CHECK(!(reads & kReadsOutput) || t.version() == t.impl()->own_version, RuntimeError,
            "one of the tensors needed for gradient computation has been modified by an in-place "
            "operation: the output (",
            t.describe(), ") of ", op_label(t), " is at version ", t.version(),
@@ -278,7 +279,8 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
   std::vector<Tensor> results(opt.capture ? opt.capture->size() : 0);
   std::vector<bool> needs;
   GradModeGuard mode(opt.create_graph);
-  NoAutocastGuard no_autocast;  // each rule in its forward's dtypes, as PyTorch
+  StaleInputsAllowed stale_allowed;  // the rules' reads are checked by version instead
+  NoAutocastGuard no_autocast;       // each rule in its forward's dtypes, as PyTorch
   for (size_t k = n; k-- > 0;) {
     Tensor g = std::move(pending[k]);
     if (!g.defined() || !wanted[k]) continue;
@@ -304,7 +306,6 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     VK_CHECK(!t.impl()->graph_freed, RuntimeError, "backward through ", op_label(t),
              " a second time: its saved tensors were freed after the first backward. Pass "
              "retain_graph=True to the first backward to differentiate twice.");
-    check_versions(t);
     const auto& parents = t.parents();
     needs.assign(parents.size(), false);
     bool any = false;
@@ -314,6 +315,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
       needs[i] = pk != WalkIndex::kNone && wanted[pk];
       any = any || needs[i];
     }
+    if (any) check_versions(t, def.reads ? def.reads(needs) : kReadsAll);
     if (any && !opt.create_graph && !AnomalyMode::is_enabled() && def.kind == OpKind::Slice &&
         add_slice_in_place(t, g, pending[index.find(parents[0])]))
       any = false;

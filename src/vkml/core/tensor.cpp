@@ -258,6 +258,7 @@ Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, Shape shape, Strid
   impl->strides = std::move(strides);
   impl->offset = offset;
   impl->dtype = dtype;
+  impl->own_version = impl->storage->version.load(std::memory_order_relaxed);
   return Tensor(std::move(impl));
 }
 

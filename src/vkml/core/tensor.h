@@ -25,7 +25,9 @@ namespace vk {
 struct OpDef;
 
 // A block of memory on a device. `version` counts in-place writes, so backward can tell that a
-// tensor it saved was modified after it was recorded.
+// tensor it saved was modified after it was recorded. `recorded_write` is the version after the
+// last write that autograd recorded (ops/inplace.cpp): a tensor over this memory made before it
+// shows the written values with a history that does not explain them.
 struct Storage {
   using Deleter = std::function<void(void*)>;
   // Owned and uninitialised: from the caching allocator, 64-byte aligned; up to kInlineBytes
@@ -45,6 +47,7 @@ struct Storage {
   Device device;
   bool host_addressable = true;  // data<T>() may read it (see DeviceMemory::host_addressable)
   std::atomic<uint32_t> version{0};
+  std::atomic<uint32_t> recorded_write{0};
 
  private:
   Deleter deleter_;                 // borrowed memory: how to give it back
@@ -74,8 +77,10 @@ struct TensorImpl {
   const OpDef* op = nullptr;
   std::vector<Tensor> parents;
   std::shared_ptr<const Attrs> attrs;
-  std::vector<uint32_t> saved_versions;  // parents' storage versions when recorded
-  uint32_t own_version = 0;  // this tensor's storage version when recorded (a rule may read it)
+  // The parents' storage versions when recorded, then those of the other outputs.
+  std::vector<uint32_t> saved_versions;
+  // The storage's version when this tensor was made, or recorded (a rule may read its values).
+  uint32_t own_version = 0;
   // Outputs 1, 2, ... of the op that made this node (max_pool2d's argmax), kept for its rule.
   std::vector<Tensor> other_outputs;
   std::shared_ptr<TensorImpl> grad;                   // under grad_mutex(): see Tensor::grad()
@@ -188,6 +193,13 @@ class Tensor {
   std::vector<Hook> post_accumulate_hooks() const;
 
   uint32_t version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
+  // Made before a recorded in-place write into its memory (a view taken before x[i] = v): its
+  // values may have changed under a history that does not know it. A leaf that requires grad has
+  // no history to contradict: p.data.copy_(f(w)) sets a parameter, as torch's does.
+  bool stale() const {
+    return impl_->own_version < impl_->storage->recorded_write.load(std::memory_order_relaxed) &&
+           !(impl_->op == nullptr && impl_->requires_grad);
+  }
   void bump_version() const { impl_->storage->version.fetch_add(1, std::memory_order_relaxed); }
 
   std::string describe() const;  // "float32[2, 3]"

@@ -257,8 +257,9 @@ void add_elementwise_ops(OpList& ops) {
                  .grad_doc = "dg = sigmoid_backward(gg, y); dy = gg g (1 - 2 y)"});
   ops.push_back(numeric_unary(
       OpKind::Relu, "relu", "relu(x)", "max(x, 0); integers stay integers",
-      [](const GradCtx& c) -> Grads { return {relu_backward(c.grad, c.in[0])}; },
-      "dx = relu_backward(g, x): g where x > 0, else 0 (0 at x = 0, as PyTorch)"));
+      // out > 0 exactly where x > 0: reading the output lets y.relu_() keep x's memory
+      [](const GradCtx& c) -> Grads { return {relu_backward(c.grad, c.out)}; },
+      "dx = relu_backward(g, out): g where out > 0 (x > 0), else 0 (0 at x = 0, as PyTorch)"));
   ops.push_back({.kind = OpKind::ReluBackward,
                  .name = "relu_backward",
                  .arity = 2,
@@ -369,10 +370,12 @@ void add_elementwise_ops(OpList& ops) {
                  .prepare = prepare_float_binary,
                  .infer = infer_same_as_first,
                  .grad = [](const GradCtx& c) -> Grads {
+                   // db from a, not from out: x.div_(w) keeps x's old values (ops/inplace.cpp)
+                   // and a later write into the quotient leaves the rule intact, as torch's
                    return {c.needs[0] ? c.grad / c.in[1] : Tensor(),
-                           c.needs[1] ? neg(c.grad * c.out / c.in[1]) : Tensor()};
+                           c.needs[1] ? neg(c.grad * c.in[0] / (c.in[1] * c.in[1])) : Tensor()};
                  },
-                 .grad_doc = "da = g / b, db = -g * a / b^2 = -g * out / b"});
+                 .grad_doc = "da = g / b, db = -g * a / b^2"});
   ops.push_back({.kind = OpKind::FloorDivide,
                  .name = "floor_divide",
                  .arity = 2,

@@ -221,19 +221,20 @@ std::vector<IndexItem> items_on(const std::vector<IndexItem>& items, Device devi
 
 }  // namespace
 
-// index_put_ on a device, without reading its memory on the host: the same indexing applied to
-// the flat positions of x says where each value goes; a stable sort by position keeps only the
-// last writer of a repeated position (the CPU's rule); scatter_add then places the values and
-// `where` keeps x's other elements. Costs O(x.numel()) where the CPU path costs what is written.
-static void put_on_device(const Tensor& x, const std::vector<IndexItem>& items,
-                          const Tensor& value) {
+// x[items] = value out of place, without reading memory on the host: the same indexing applied
+// to the flat positions of x says where each value goes; a stable sort by position keeps only the
+// last writer of a repeated position (the CPU's rule, which gets the gradient); scatter_add then
+// places the values and `where` keeps x's other elements. O(x.numel()) where the CPU's write
+// costs what is written.
+Tensor index_put(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
   const int64_t n = x.numel();
   Tensor positions = reshape(arange(0, n, 1, DType::Int64, x.device()), x.shape());
   Tensor pos = index(positions, items_on(items, x.device()));
-  Tensor vals = reshape(contiguous(fit_value(value, pos.shape())), {-1});
+  Tensor v = value.dtype() == x.dtype() ? value : cast(value, x.dtype());
+  Tensor vals = reshape(contiguous(fit_value(to_device(v, x.device()), pos.shape())), {-1});
   pos = reshape(contiguous(pos), {-1});
   const int64_t k = pos.numel();
-  if (k == 0) return;
+  if (k == 0) return x;
   Tensor order = argsort(pos, 0, false, /*stable=*/true);
   Tensor sorted_pos = gather(pos, 0, order);
   Tensor next_pos = cat({narrow(sorted_pos, 0, 1, k - 1), full({1}, -1, DType::Int64, x.device())});
@@ -246,8 +247,7 @@ static void put_on_device(const Tensor& x, const std::vector<IndexItem>& items,
   Tensor flat = reshape(contiguous(x), {-1});
   Tensor result =
       where(ne(hit, zeros({1}, DType::Int32, x.device())), cast(placed, x.dtype()), flat);
-  in_place::copy(x, reshape(result, x.shape()));
-  x.bump_version();
+  return reshape(result, x.shape());
 }
 
 Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
@@ -275,10 +275,7 @@ Tensor index(const Tensor& x, const std::vector<IndexItem>& items) {
   return place_index_dims(out, adv, static_cast<int64_t>(index_shape.size()));
 }
 
-void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
-  VK_CHECK(!GradMode::is_enabled() || (!x.requires_grad() && !value.requires_grad()), RuntimeError,
-           "index_put_: in-place assignment into a tensor that requires grad (or of a value that "
-           "requires grad) while grad mode is on; build the result out of place, or use no_grad()");
+void index_write(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
   NoGradGuard no_grad;
   // Writes in place, costing what is written: the basic items give a view of x; advanced ones
   // add the storage offsets of only the selected elements.
@@ -296,7 +293,8 @@ void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tens
     return;
   }
   if (!x.device().is_cpu()) {
-    put_on_device(x, items, v);
+    in_place::copy(x, index_put(x, items, v));
+    x.bump_version();
     return;
   }
   // The CPU writes through host pointers, costing what is written.

@@ -54,9 +54,13 @@ struct IndexItem {
 // x[items]. Advanced (tensor) indices: one tensor index, or several broadcast together as NumPy.
 Tensor index(const Tensor& x, const std::vector<IndexItem>& items);
 
-// x[items] = value, in place (bumps x's version counter); value broadcasts to the indexed shape.
-// A region of basic items in which elements share memory raises, as torch.
-void index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value);
+// x with x[items] = value, out of place (torch.index_put; recorded when grad mode is on); value
+// broadcasts to the indexed shape; of repeated positions the last written wins.
+Tensor index_put(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value);
+// x[items] = value written into x's memory, not recorded (bumps x's version counter): the
+// in-place form, index_put_ (ops/inplace.h), checks and records. A region of basic items in
+// which elements share memory raises, as torch.
+void index_write(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value);
 
 // RuntimeError naming `op` when two elements of x are one memory location (a dim of size > 1
 // and stride 0, as expand() makes): an element-wise write into x would have no defined result.

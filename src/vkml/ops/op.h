@@ -35,6 +35,16 @@ struct GradCtx {
 
 enum class Determinism { Bitwise, NotBitwise };
 
+// What a gradient rule reads besides the incoming gradient: bit i for input i's values (inputs 62
+// and later share bit 62), kReadsOutput for the output's. Backward refuses a node whose rule
+// reads a value written in place after the node was recorded; a write leaves every earlier node
+// over that memory holding values it did not see, and only the nodes that read them are wrong
+// (x[i] = v after y = x @ w: matmul's rule for w reads x, its rule for x does not).
+using ReadSet = uint64_t;
+inline constexpr ReadSet kReadsOutput = ReadSet{1} << 63;
+inline constexpr ReadSet kReadsAll = ~ReadSet{0};
+inline bool reads_input(ReadSet r, size_t i) { return (r >> (i < 62 ? i : 62)) & 1; }
+
 struct OpDef {
   OpKind kind;
   std::string_view name;
@@ -56,6 +66,9 @@ struct OpDef {
   Determinism determinism = Determinism::Bitwise;
   // What autocast does with its floating inputs (#19; set from the policy list in autocast.cpp).
   AutocastPolicy autocast = AutocastPolicy::Keep;
+  // What its rule reads, given which inputs want gradients (set from the list in reads.cpp,
+  // which the op sweep checks); null: everything, the output and other outputs included.
+  ReadSet (*reads)(const std::vector<bool>& needs) = nullptr;
 };
 
 const OpDef& op_def(OpKind kind);
@@ -85,6 +98,17 @@ Tensor dispatch(OpKind kind, V&& in, const Attrs& attrs = no_attrs()) {
 // outputs 1.. for the gradient rule.
 Outputs dispatch_outputs(OpKind kind, std::initializer_list<TensorRef> in,
                          const Attrs& attrs = no_attrs());
+
+// While one is open on a thread, ops there accept inputs made before a recorded in-place write
+// into their memory (Tensor::stale). Backward opens one around each rule: a rule reads only what
+// its read set declares, which the engine checked by version, and may pass the rest for shapes.
+class StaleInputsAllowed {
+ public:
+  StaleInputsAllowed();
+  ~StaleInputsAllowed();
+  StaleInputsAllowed(const StaleInputsAllowed&) = delete;
+  StaleInputsAllowed& operator=(const StaleInputsAllowed&) = delete;
+};
 
 // For checkpoint (autograd/function.cpp), which runs a function without recording and must still
 // give gradients to every tensor the function read, including those it closes over (a layer's
@@ -156,6 +180,7 @@ void add_attention_ops(OpList& ops);   // scaled dot-product attention, fused (#
 // Autocast (ops/autocast.cpp): the policy list applied to the table, and the inputs of an op
 // cast as its policy says inside a region of `type` (recorded casts: gradients flow back).
 void set_autocast_policies(std::vector<OpDef>& table);
+void set_read_sets(std::vector<OpDef>& table);  // ops/reads.cpp
 void autocast_inputs(const OpDef& def, std::vector<Tensor>& in, DeviceType type);
 
 // Shared building blocks for entries.

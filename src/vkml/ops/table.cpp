@@ -53,6 +53,7 @@ std::vector<OpDef> build_table() {
   for (size_t k = 0; k < kNumOps; ++k)
     if (!seen[k]) throw RuntimeError(detail::cat("op table: OpKind ", k, " has no entry"));
   set_autocast_policies(table);
+  set_read_sets(table);
   register_builtin_backends();  // before the first op looks up a kernel
   return table;
 }
@@ -82,6 +83,7 @@ struct OpThreadState {
   bool ended = false;           // the thread is ending: its stack is gone
   InputWatch* watch = nullptr;
   InputSubstitution* substitution = nullptr;
+  int stale_allowed = 0;  // open StaleInputsAllowed guards
 };
 thread_local OpThreadState t_ops;
 
@@ -240,6 +242,13 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
   InputSubstitution* const substitution = ts.substitution;
   InputWatch* const watch = ts.watch;
   if (substitution) substitution->apply(in);
+  if (GradMode::is_enabled() && ts.stale_allowed == 0)
+    for (size_t i = 0; i < in.size(); ++i)
+      VK_CHECK(!in[i].stale(), RuntimeError, def.name, ": input ", i, " (", in[i].describe(),
+               ") was made before an in-place write into its memory that autograd recorded (a "
+               "view taken before y[...] = v, or a tensor written through a view of it): its "
+               "history does not explain its values. Take it again from the tensor written "
+               "after the write, or use it under no_grad()");
   if (watch && !GradMode::is_enabled())
     for (const auto& t : in)
       if (t.requires_grad()) watch->note(t);
@@ -275,6 +284,9 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
 }
 
 }  // namespace
+
+StaleInputsAllowed::StaleInputsAllowed() { ++t_ops.stale_allowed; }
+StaleInputsAllowed::~StaleInputsAllowed() { --t_ops.stale_allowed; }
 
 InputWatch::InputWatch() : outer_(t_ops.watch) { t_ops.watch = this; }
 
