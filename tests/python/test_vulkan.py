@@ -402,3 +402,27 @@ def test_index_assignment_on_the_device_bool_and_int64_regression():
         t[vk.tensor(idx).to("vulkan")] = 1
         expected[torch.tensor(idx)] = 1
         np.testing.assert_array_equal(t.cpu().numpy(), expected.numpy())
+
+
+def test_recorded_inplace_writes_on_the_device():
+    # ops/inplace.cpp's recorded writes (setitem by slices and masks, masked_fill_, relu_,
+    # index_add_) on the device, against torch on the CPU
+    rng = np.random.default_rng(3)
+    xs, ws = rng.normal(size=(2, 4, 3)).astype(np.float32), rng.normal(size=(3, 3)).astype(np.float32)
+    grads = []
+    for lib, dev in ((torch, "cpu"), (vk, VK)):
+        x = lib.tensor(xs, device=dev, requires_grad=True)
+        w = lib.tensor(ws, device=dev, requires_grad=True)
+        out = lib.zeros(2, 4, 3, device=dev)
+        h = lib.zeros(2, 3, device=dev)
+        for t in range(4):
+            h = lib.tanh(x[:, t] + h @ w)
+            out[:, t] = h
+        out.masked_fill_(out > 0.5, 0.5)
+        out[out < -0.6] = 0.0
+        out.index_add_(1, lib.tensor([0, 2], device=dev), out[:, 1:3] * 0.5)
+        out.relu_()  # last: its rule reads its output
+        (out * out).sum().backward()
+        grads.append([out.detach().cpu().numpy(), x.grad.cpu().numpy(), w.grad.cpu().numpy()])
+    for got, want in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -235,16 +235,24 @@ Tensor index_put(const Tensor& x, const std::vector<IndexItem>& items, const Ten
   pos = reshape(contiguous(pos), {-1});
   const int64_t k = pos.numel();
   if (k == 0) return x;
+  const DType acc = x.dtype() == DType::Bool ? DType::Int32 : x.dtype();
+  Tensor flat = reshape(contiguous(x), {-1});
+  const bool basic = std::none_of(items.begin(), items.end(),
+                                  [](const IndexItem& it) { return it.kind == Kind::Tensor; });
+  if (basic) {  // a view holds each position once: no last writer to find (y[:, t] = h in a loop)
+    Tensor placed = scatter_add(zeros({n}, acc, x.device()), 0, pos, cast(vals, acc));
+    Tensor hit = zeros(x.shape(), DType::Bool, x.device());
+    index_write(hit, items, ones({}, DType::Bool, x.device()));
+    return reshape(where(reshape(hit, {-1}), cast(placed, x.dtype()), flat), x.shape());
+  }
   Tensor order = argsort(pos, 0, false, /*stable=*/true);
   Tensor sorted_pos = gather(pos, 0, order);
   Tensor next_pos = cat({narrow(sorted_pos, 0, 1, k - 1), full({1}, -1, DType::Int64, x.device())});
   Tensor last = ne(sorted_pos, next_pos);  // the last writer of each position
-  const DType acc = x.dtype() == DType::Bool ? DType::Int32 : x.dtype();
   Tensor src = where(last, cast(gather(vals, 0, order), acc), zeros({1}, acc, x.device()));
   Tensor placed = scatter_add(zeros({n}, acc, x.device()), 0, sorted_pos, src);
   Tensor hit =
       scatter_add(zeros({n}, DType::Int32, x.device()), 0, sorted_pos, cast(last, DType::Int32));
-  Tensor flat = reshape(contiguous(x), {-1});
   Tensor result =
       where(ne(hit, zeros({1}, DType::Int32, x.device())), cast(placed, x.dtype()), flat);
   return reshape(result, x.shape());
