@@ -79,6 +79,31 @@ def w_graph_backward(L, F, np):
     return {"fn": f}
 
 
+def w_inplace_relu(L, F, np):
+    """A recorded in-place write (ops/inplace.cpp) and its backward, on 2^20 floats."""
+    x = _randn(L, np, 1 << 20, grad=True)
+
+    def f():
+        y = x * 1.0
+        y.relu_()
+        y.sum().backward()
+    return {"fn": f}
+
+
+def w_setitem_loop(L, F, np):
+    """out[:, t] = h in a 50-step recurrent loop (16 x 50 x 64), forward and backward: a
+    recorded setitem per step."""
+    xs, w = _randn(L, np, 16, 50, 64, grad=True), _randn(L, np, 64, 64, grad=True)
+
+    def f():
+        out, h = L.zeros(16, 50, 64), L.zeros(16, 64)
+        for t in range(50):
+            h = L.tanh(xs[:, t] + h @ w)
+            out[:, t] = h
+        out.sum().backward()
+    return {"fn": f}
+
+
 def w_matmul(n, batch=None, dtype=None):
     def build(L, F, np):
         shape = (n, n) if batch is None else (batch, n, n)
@@ -233,6 +258,9 @@ WORKLOADS = {
     # sin of 16M floats: compute-bound (a ratio to torch, no STREAM share); NeRF's positional
     # encodings and SIREN's activations take it on every step
     "eltwise.sin": (w_unary("sin"), {}),
+    # in-place writes that autograd records (porting: h.relu_(), outputs[:, t] = h)
+    "inplace.relu_": (w_inplace_relu, {}),
+    "inplace.setitem_loop": (w_setitem_loop, {}),
 }
 RSS_WORKLOADS = ["rss.mlp", "rss.transformer"]
 ALL_IDS = list(WORKLOADS)[:22] + RSS_WORKLOADS + list(WORKLOADS)[22:]  # the issue's order
