@@ -243,7 +243,7 @@ Tensor inplace(const Tensor& x, const std::vector<Tensor>& others, const char* o
 
 Tensor index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
   check_target(x, "index_put_");
-  if (records(x, {value})) return rebase(x, index_put(x, items, value), "index_put_");
+  if (records(x, value)) return rebase(x, index_put(x, items, value), "index_put_");
   index_write(x, items, value);
   return x;
 }

@@ -242,14 +242,16 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
   InputSubstitution* const substitution = ts.substitution;
   InputWatch* const watch = ts.watch;
   if (substitution) substitution->apply(in);
-  if (GradMode::is_enabled() && ts.stale_allowed == 0)
+  // One thread-local read for the three uses below (kernels restore the mode they change).
+  const bool grad_mode = GradMode::is_enabled();
+  if (grad_mode && ts.stale_allowed == 0)
     for (size_t i = 0; i < in.size(); ++i)
       VK_CHECK(!in[i].stale(), RuntimeError, def.name, ": input ", i, " (", in[i].describe(),
                ") was made before an in-place write into its memory that autograd recorded (a "
                "view taken before y[...] = v, or a tensor written through a view of it): its "
                "history does not explain its values. Take it again from the tensor written "
                "after the write, or use it under no_grad()");
-  if (watch && !GradMode::is_enabled())
+  if (watch && !grad_mode)
     for (const auto& t : in)
       if (t.requires_grad()) watch->note(t);
   const Device device = op_device(def, in, attrs);
@@ -278,7 +280,7 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
   VK_CHECK(outs.size() == static_cast<size_t>(def.outputs), RuntimeError, def.name, ": the ",
            device_name(device), " kernel returned ", outs.size(), " outputs; the op has ",
            def.outputs);
-  if (GradMode::is_enabled() && is_floating(outs[0].dtype()) && any_requires_grad(in))
+  if (grad_mode && is_floating(outs[0].dtype()) && any_requires_grad(in))
     record(outs, def, in, attrs, owned);
   return outs;
 }
