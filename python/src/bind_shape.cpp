@@ -195,6 +195,21 @@ void bind_shape(nb::module_& m, nb::class_<Tensor>& c) {
         return vk::slice_backward(g, to_shape(input_shape), dim, start, stop, step);
       },
       "grad"_a, "input_shape"_a, "dim"_a, "start"_a, "stop"_a, "step"_a = 1);
+  // The table's region ops (the recorded x[...] = v is one strided_scatter node); the offset counts
+  // from the input's first element in row-major order. vk.as_strided (a copy, any overlap) and
+  // vk.as_strided_scatter keep torch's storage offsets (vkml/_torch_rest.py).
+  m.def(
+      "_as_strided_region",
+      [](const Tensor& x, nb::handle size, nb::handle stride, int64_t offset) {
+        return vk::as_strided(x, to_shape(size), to_shape(stride), offset);
+      },
+      "input"_a, "size"_a, "stride"_a, "offset"_a = 0);
+  m.def(
+      "_strided_scatter",
+      [](const Tensor& x, const Tensor& src, nb::handle size, nb::handle stride, int64_t offset) {
+        return vk::strided_scatter(x, src, to_shape(size), to_shape(stride), offset);
+      },
+      "input"_a, "src"_a, "size"_a, "stride"_a, "offset"_a = 0);
   bind_inplace_view(m);
 }
 

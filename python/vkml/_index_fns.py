@@ -379,13 +379,25 @@ def _view_scatter(input, src, view, op):
     return scatter(flat, 0, pos.reshape(-1), src.reshape(-1).to(input.dtype)).reshape(input.shape)
 
 
+def _region_scatter(input, src, view, op):
+    """input with src written into the region a basic view (select, slice) cuts from it: one
+    strided_scatter over input's row-major order (a copy of input, the region written)."""
+    base = input.contiguous()
+    region = view(base.detach())  # a view of base's memory: its strides and offset locate it
+    if list(src.shape) != list(region.shape):
+        raise ShapeError(f"{op}: expected src to have a size equal to the slice of self. src "
+                         f"size = {list(src.shape)}, slice size = {list(region.shape)}")
+    return _C._strided_scatter(base, src.to(input.dtype), list(region.shape), list(region.stride()),
+                               region.storage_offset() - base.storage_offset())
+
+
 def select_scatter(input, src, dim, index):
     d = _wrap_dim(dim, input.ndim, "select_scatter")
     n = input.shape[d]
     if not -n <= index < n:
         raise IndexError(f"select_scatter: index {index} out of range for tensor of size "
                          f"{list(input.shape)} at dimension {dim}")
-    return _view_scatter(input, src, lambda p: p.select(d, index), "select_scatter")
+    return _region_scatter(input, src, lambda p: p.select(d, index), "select_scatter")
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
@@ -394,7 +406,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
         raise ValueError("slice_scatter: slice step must be positive")
     sl = [slice(None)] * input.ndim
     sl[d] = slice(start, end, step)
-    return _view_scatter(input, src, lambda p: p[tuple(sl)], "slice_scatter")
+    return _region_scatter(input, src, lambda p: p[tuple(sl)], "slice_scatter")
 
 
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):

@@ -1,6 +1,7 @@
-// Op cases for slice, slice_backward, cat, stack, pad and flip. Each output is squared (y * y) so
-// the first derivative depends on the inputs: gradgradcheck then differentiates through the rule's
-// own ops (slice's rule is slice_backward, whose rule is slice, and so on).
+// Op cases for slice, slice_backward, cat, stack, pad, flip, as_strided and strided_scatter. Each
+// output is squared (y * y) so the first derivative depends on the inputs: gradgradcheck then
+// differentiates through the rule's own ops (slice's rule is slice_backward, whose rule is slice,
+// and so on).
 #include "op_cases.h"
 #include "test_util.h"
 
@@ -129,6 +130,33 @@ RegisterOpCases shape_cases({
      },
      [](const V& x) {
        return expand(x[0], {2, 3, 4}) * expand(x[0], {2, 3, 4});
+     }},
+    // as_strided over a (3, 4, 5) tensor: rows 1 and 2 of every other column block, a 3-d region
+    {OpKind::AsStrided, "as_strided/region",
+     [] {
+       return V{leaf({3, 4, 5})};
+     },
+     [](const V& x) {
+       return sq(as_strided(x[0], {2, 2, 3}, {20, 10, 2}, 6));
+     }},
+    {OpKind::AsStrided, "as_strided/of_transposed",  // the region is of the row-major copy
+     [] {
+       return V{leaf({4, 3})};
+     },
+     [](const V& x) {
+       return sq(as_strided(transpose(x[0], 0, 1), {3, 2}, {4, 1}, 1));
+     }},
+    {OpKind::StridedScatter, "strided_scatter/column",
+     [] {
+       return V{leaf({4, 5}), leaf({4})};
+     },
+     [](const V& x) { return sq(strided_scatter(x[0], x[1], {4}, {5}, 2)); }},
+    {OpKind::StridedScatter, "strided_scatter/broadcast_strided_input",
+     [] {
+       return V{leaf({3, 4}), leaf({2, 1})};
+     },
+     [](const V& x) {
+       return sq(strided_scatter(transpose(x[0], 0, 1), expand(x[1], {2, 2}), {2, 2}, {3, 1}, 4));
      }},
     {OpKind::Contiguous, "contiguous",
      [] {

@@ -718,6 +718,8 @@ NANINF = {
     "contiguous": lambda: _f(3, 4).transpose(0, 1).contiguous(),
     "slice": lambda: _f(3, 4)[1:, ::2],
     "slice_backward": lambda: vk.slice_backward(_f(3, 2), (3, 4), 1, 0, 4, 2),
+    "as_strided": lambda: vk._C._as_strided_region(_f(3, 4), (2, 2), (4, 2), 1),
+    "strided_scatter": lambda: vk._C._strided_scatter(_f(3, 4), _f(2, 2), (2, 2), (4, 2), 1),
     "cat": lambda: vk.cat([_f(2, 3), _f(1, 3)]),
     "stack": lambda: vk.stack([_f(2, 3), _f(2, 3)]),
     "pad": lambda: vk.pad(_f(2, 3), [1, 2], value=NAN),

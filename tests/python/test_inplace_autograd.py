@@ -4,6 +4,8 @@ programs write it and runs in both libraries on the same float64 inputs: the val
 gradients and the version counters must agree. Before the write was recorded, every program here
 raised in vkml ("writing a value that requires grad into a tensor in place would drop its
 graph")."""
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -244,3 +246,93 @@ def test_a_parameter_set_through_data_stays_usable_regression():
         (p * lib.tensor([3.0, 4.0])).sum().backward()
         results.append((p.tolist(), p.grad.tolist(), w.grad))
     assert results[0] == results[1]
+
+
+# ---- setitem by basic indices: one strided_scatter node that costs the region (#18) ----
+
+def test_recorded_setitem_is_one_region_node_regression():
+    # the recorded y[:, t] = h built and copied a tensor of y's size (positions, a scatter and a
+    # where over the whole buffer) at every step; now the value goes into the region and the node
+    # over y's memory is one strided_scatter whose parents are y's old history and the value
+    x = vk.ones(2, 3, requires_grad=True)
+    out = vk.zeros(2, 4, 3)
+    first = out
+    out[:, 1] = x * 2
+    assert out is first and out.grad_fn.op == "strided_scatter"
+    (old, _), (value, _) = out.grad_fn.next_functions
+    assert old is None and value.op == "mul"  # the buffer had no history
+    out[:, 2] = x.exp()
+    assert out.grad_fn.next_functions[0][0].op == "strided_scatter"
+
+
+@pytest.mark.parametrize("where", [
+    (slice(None), 2), (1,), (Ellipsis, slice(1, None, 2)), (None, 0, slice(None, None, 3)),
+    (-1, slice(-3, -1)), (slice(None), slice(None), slice(2, 3)), ()])
+def test_setitem_by_basic_indices_matches_torch(where):
+    # values, gradients of the buffer's old history and of the value; broadcast values, a value
+    # of another dtype (cast), a buffer that is a contiguous part of a bigger one
+    def program(lib, a, v):
+        big = a * 1.0
+        y = big[1]  # (3, 4, 5), contiguous, offset 60
+        width = tuple(y[where].shape[-1:])  # the value broadcasts over the region's other dims
+        y[where] = (v.sum() * lib.ones(width)).to(lib.float32) * 1.5  # cast to float64
+        return y * y
+    run_both(program, rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(2,)), tol=1e-6)
+
+
+def test_setitem_into_a_non_contiguous_tensor_and_from_its_own_memory():
+    def program(lib, a, v):
+        y = (a * 1).t()  # not contiguous: the general path
+        y[1:3, 0] = v
+        z = a * 2
+        z[1:] = z[:-1] * 3  # the value reads the memory it is written into
+        return y.sum(0) + z.sum(0)
+    run_both(program, rng.normal(size=(4, 4)), rng.normal(size=(2,)))
+
+
+def test_second_order_through_recorded_setitem():
+    for lib in (torch, vk):
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        y = lib.zeros(2, 3, dtype=lib.float64)
+        y[0] = x ** 3
+        y[1, 1:] = x[:2] * x[1:]
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        g.sum().backward()
+        xs = np.array([0.5, -1.0, 2.0])
+        assert_close(g.detach().numpy(), 3 * xs ** 2 + np.array([xs[1], xs[0] + xs[2], xs[1]]))
+        assert_close(x.grad.numpy(), 6 * xs + np.array([1.0, 2.0, 1.0]))
+
+
+def test_recorded_setitem_refuses_stale_targets_and_values():
+    x = vk.ones(4, requires_grad=True)
+    y = x * 1
+    v = y[:2]
+    y[2:] = x[2:] * 3
+    with pytest.raises(RuntimeError, match="index_put_: input 0 .*made before an in-place write"):
+        v[0] = x[0]  # v was taken before the write into y's memory
+    with pytest.raises(RuntimeError, match="index_put_: input 1 .*made before an in-place write"):
+        y[:2] = v
+    y[:1] = x[:1] * 5  # taken again after the writes: fine
+    y.sum().backward()
+    assert x.grad.tolist() == [5.0, 1.0, 3.0, 3.0]
+
+
+def test_setitem_of_a_value_requiring_grad_into_integers_is_a_plain_write():
+    for lib in (torch, vk):
+        x = lib.tensor([1.5, 2.5], requires_grad=True)
+        y = lib.zeros(3, dtype=lib.int64)
+        y[1:] = x * 2
+        assert y.tolist() == [0, 3, 5] and not y.requires_grad
+
+
+def test_detect_anomaly_names_the_line_of_a_recorded_setitem():
+    # the node a recorded setitem makes is not made by dispatch: it notes the forward's site itself
+    x = vk.ones(2, requires_grad=True)
+    y = vk.zeros(3)
+    with vk.autograd.detect_anomaly():
+        y[1:] = x * 2  # the line named in the error
+        line = inspect.currentframe().f_lineno - 1
+        with pytest.raises(RuntimeError) as info:
+            y.backward(vk.tensor([1.0, float("nan"), 1.0]))  # into the region
+    msg = str(info.value)
+    assert "strided_scatter" in msg and f"test_inplace_autograd.py:{line}" in msg, msg

@@ -216,6 +216,20 @@ def _slice_backward(m, g, shape, dim, start, stop, step):
     return torch.ops.aten.slice_backward(g, list(shape), dim, start, stop, step)
 
 
+def _as_strided_region(m, x, size, stride, offset):
+    if m is vk:
+        return vk._C._as_strided_region(x, size, stride, offset)
+    return torch.as_strided(x.contiguous(), size, stride, offset)
+
+
+def _strided_scatter(m, x, src, size, stride, offset):
+    if m is vk:
+        return vk._C._strided_scatter(x, src, size, stride, offset)
+    y = x.clone(memory_format=torch.contiguous_format)  # torch 2.13's as_strided_scatter has a
+    y.as_strided(size, stride, offset).copy_(src)          # wrong input gradient (test_torch_rest)
+    return y
+
+
 def _custom_square(m, x):
     if m is torch:
         return x * x
@@ -574,6 +588,12 @@ SPECS = {
               Case(lambda m, x: x[:, -3:-1], [F(4, 5)], label="negative-bounds")],
     "slice_backward": [Case(lambda m, g: _slice_backward(m, g, (4, 5), 1, 1, 5, 2), [F(4, 2)]),
                        Case(lambda m, g: _slice_backward(m, g, (6, 3), 0, 0, 6, 3), [F(2, 3)], label="dim0")],
+    "as_strided": [Case(lambda m, x: _as_strided_region(m, x, (2, 2, 3), (20, 10, 2), 6), [F(3, 4, 5)]),
+                   Case(lambda m, x: _as_strided_region(m, x.t(), (3, 2), (4, 1), 1), [F(4, 3)],
+                        label="of-transposed")],
+    "strided_scatter": [Case(lambda m, x, s: _strided_scatter(m, x, s, (4,), (5,), 2), [F(4, 5), F(4)]),
+                        Case(lambda m, x, s: _strided_scatter(m, x.t(), s, (2, 2), (3, 1), 4), [F(3, 4), F(2, 2)],
+                             label="of-transposed")],
     "cat": [Case(lambda m, a, b, c: m.cat([a, b, c], 1), [F(2, 1), F(2, 3), F(2, 2)]),
             Case(lambda m, a, b: m.cat([a, b]), [F(2, 3), F(1, 3)], label="dim0"),
             Case(lambda m, a, b: m.cat([a, b], -1), [F(2, 3), K(lambda r, d: np.ones((2, 2), dtype=d),

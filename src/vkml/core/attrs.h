@@ -97,6 +97,13 @@ struct SortAttrs {
   int64_t keep = -1;  // sort: only the first `keep` along dim come out (topk); -1: all
 };
 
+// as_strided and strided_scatter: a region of a row-major tensor, its shape in Attrs::shape and
+// its elements at offset + sum(i_k * strides[k]) of that tensor's elements in row-major order.
+struct StridedAttrs {
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
 // A user-defined op (custom functions, checkpoint): its gradient is a closure, not a table rule.
 struct TensorImpl;
 struct CustomOp {
@@ -138,6 +145,7 @@ struct Attrs {
   std::shared_ptr<const CustomOp> custom;
   int64_t order = 0;           // math ops (#15): polygamma's n (the derivative of digamma taken)
   TriangularAttrs triangular;  // triangular_solve (#15 linalg)
+  StridedAttrs strided;        // as_strided, strided_scatter (#18)
 };
 
 }  // namespace vk

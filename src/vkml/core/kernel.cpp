@@ -60,6 +60,8 @@ DTypeSet standard_kernel_dtypes(OpKind kind) {
     case OpKind::Expand:
     case OpKind::Slice:
     case OpKind::SliceBackward:
+    case OpKind::AsStrided:
+    case OpKind::StridedScatter:
     case OpKind::Contiguous:
     case OpKind::Cat:
     case OpKind::Stack:

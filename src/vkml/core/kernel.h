@@ -87,6 +87,9 @@ enum class OpKind : uint16_t {
   // Gamma(concentration, 1) samples and their reparameterisation derivative (torch's
   // _standard_gamma and _standard_gamma_grad; vk.distributions' Gamma family) (#18)
   StandardGamma, StandardGammaGrad,
+  // a region of a row-major tensor as a view, and a copy with the region written: a recorded
+  // setitem by basic indices (y[:, t] = h) as one node that costs the region (#18)
+  AsStrided, StridedScatter,
   kCount
 };
 // clang-format on

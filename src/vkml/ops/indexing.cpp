@@ -195,10 +195,18 @@ Tensor storage_positions(const Tensor& r, const std::vector<Advanced>& adv) {
   return place_index_dims(pos, adv, ni);
 }
 
-// `value` made to fill `region`: leading size-1 dims beyond the region's are dropped (as torch),
-// then it broadcasts; ShapeError when it cannot.
-Tensor fit_value(const Tensor& value, const Shape& region) {
-  Tensor v = value;
+// The items with their index tensors on `device` (an index may come from the CPU, as in torch).
+std::vector<IndexItem> items_on(const std::vector<IndexItem>& items, Device device) {
+  std::vector<IndexItem> moved = items;
+  for (auto& it : moved)
+    if (it.kind == Kind::Tensor) it.tensor = to_device(it.tensor, device);
+  return moved;
+}
+
+}  // namespace
+
+Tensor fit_setitem_value(const Tensor& value, const Tensor& x, const Shape& region) {
+  Tensor v = to_device(value.dtype() == x.dtype() ? value : cast(value, x.dtype()), x.device());
   const int64_t nr = static_cast<int64_t>(region.size());
   while (v.ndim() > nr && v.shape()[0] == 1) v = squeeze(v, 0);
   bool fits = v.ndim() <= nr;
@@ -211,40 +219,37 @@ Tensor fit_value(const Tensor& value, const Shape& region) {
   return expand(v, region);
 }
 
-// The items with their index tensors on `device` (an index may come from the CPU, as in torch).
-std::vector<IndexItem> items_on(const std::vector<IndexItem>& items, Device device) {
-  std::vector<IndexItem> moved = items;
-  for (auto& it : moved)
-    if (it.kind == Kind::Tensor) it.tensor = to_device(it.tensor, device);
-  return moved;
+bool all_basic(const std::vector<IndexItem>& items) {
+  return std::none_of(items.begin(), items.end(),
+                      [](const IndexItem& it) { return it.kind == Kind::Tensor; });
 }
 
-}  // namespace
-
-// x[items] = value out of place, without reading memory on the host: the same indexing applied
-// to the flat positions of x says where each value goes; a stable sort by position keeps only the
-// last writer of a repeated position (the CPU's rule, which gets the gradient); scatter_add then
-// places the values and `where` keeps x's other elements. O(x.numel()) where the CPU's write
-// costs what is written.
+// x[items] = value out of place. Basic items cut a region of x's row-major order: one copy of x
+// with the region written (strided_scatter). Index tensors and masks, without reading memory on
+// the host: the same indexing applied to the flat positions of x says where each value goes; a
+// stable sort by position keeps only the last writer of a repeated position (the CPU's rule, which
+// gets the gradient); scatter_add then places the values and `where` keeps x's other elements.
+// O(x.numel()) where the CPU's write costs what is written.
 Tensor index_put(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
+  if (all_basic(items)) {
+    Tensor c = contiguous(x);
+    Tensor region;
+    {
+      NoGradGuard no_grad;
+      region = index(c, items);
+    }
+    Tensor v = fit_setitem_value(value, x, region.shape());
+    return strided_scatter(c, v, region.shape(), region.strides(), region.offset() - c.offset());
+  }
   const int64_t n = x.numel();
   Tensor positions = reshape(arange(0, n, 1, DType::Int64, x.device()), x.shape());
   Tensor pos = index(positions, items_on(items, x.device()));
-  Tensor v = value.dtype() == x.dtype() ? value : cast(value, x.dtype());
-  Tensor vals = reshape(contiguous(fit_value(to_device(v, x.device()), pos.shape())), {-1});
+  Tensor vals = reshape(contiguous(fit_setitem_value(value, x, pos.shape())), {-1});
   pos = reshape(contiguous(pos), {-1});
   const int64_t k = pos.numel();
   if (k == 0) return x;
   const DType acc = x.dtype() == DType::Bool ? DType::Int32 : x.dtype();
   Tensor flat = reshape(contiguous(x), {-1});
-  const bool basic = std::none_of(items.begin(), items.end(),
-                                  [](const IndexItem& it) { return it.kind == Kind::Tensor; });
-  if (basic) {  // a view holds each position once: no last writer to find (y[:, t] = h in a loop)
-    Tensor placed = scatter_add(zeros({n}, acc, x.device()), 0, pos, cast(vals, acc));
-    Tensor hit = zeros(x.shape(), DType::Bool, x.device());
-    index_write(hit, items, ones({}, DType::Bool, x.device()));
-    return reshape(where(reshape(hit, {-1}), cast(placed, x.dtype()), flat), x.shape());
-  }
   Tensor order = argsort(pos, 0, false, /*stable=*/true);
   Tensor sorted_pos = gather(pos, 0, order);
   Tensor next_pos = cat({narrow(sorted_pos, 0, 1, k - 1), full({1}, -1, DType::Int64, x.device())});
@@ -296,7 +301,7 @@ void index_write(const Tensor& x, const std::vector<IndexItem>& items, const Ten
   v = to_device(v, x.device());
   if (adv.empty()) {
     check_no_internal_overlap(r, "index_put_");
-    in_place::copy(r, fit_value(v, r.shape()));
+    in_place::copy(r, fit_setitem_value(v, x, r.shape()));
     x.bump_version();
     return;
   }
@@ -307,7 +312,7 @@ void index_write(const Tensor& x, const std::vector<IndexItem>& items, const Ten
   }
   // The CPU writes through host pointers, costing what is written.
   Tensor where_to = contiguous(storage_positions(r, adv));
-  v = contiguous(fit_value(v, where_to.shape()));
+  v = contiguous(fit_setitem_value(v, x, where_to.shape()));
   const int64_t* pos = where_to.data<int64_t>();
   VK_DISPATCH_STORAGE(x.dtype(), "index_put_", {
     T* base = static_cast<T*>(x.storage()->data);

@@ -62,6 +62,13 @@ Tensor index_put(const Tensor& x, const std::vector<IndexItem>& items, const Ten
 // which elements share memory raises, as torch.
 void index_write(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value);
 
+// `value` made to fill a region of x of shape `region`, as x[...] = value does: in x's dtype, on
+// x's device, leading size-1 dims beyond the region's dropped (as torch), then broadcast;
+// ShapeError when it cannot. Recorded when grad mode is on.
+Tensor fit_setitem_value(const Tensor& value, const Tensor& x, const Shape& region);
+// Whether every item is basic (an int, a slice, None or Ellipsis): x[items] is a view.
+bool all_basic(const std::vector<IndexItem>& items);
+
 // RuntimeError naming `op` when two elements of x are one memory location (a dim of size > 1
 // and stride 0, as expand() makes): an element-wise write into x would have no defined result.
 void check_no_internal_overlap(const Tensor& x, const char* op);

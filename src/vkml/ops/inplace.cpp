@@ -11,6 +11,7 @@
 // so it refuses to be used while grad mode is on (Tensor::stale, checked by dispatch).
 #include "vkml/ops/inplace.h"
 
+#include <memory>
 #include <utility>
 
 #include "vkml/core/grad_mode.h"
@@ -138,6 +139,46 @@ Tensor rebase(const Tensor& x, Tensor result, const char* op) {
   return node;
 }
 
+// x[items] = value by basic items into a contiguous x, recorded: the value is written into the
+// region (a view of x) and the tensor over x's memory is one strided_scatter node whose parents are
+// x's old history and the value. The write costs the region (rebase of index_put's result built
+// and copied a tensor of x's size: a recurrent loop writing out[:, t] = h paid the whole buffer at
+// every step), and the rule reads neither parent, so nothing is kept.
+Tensor rebase_region(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
+  check_fresh(x, "index_put_", 0);  // no op is dispatched on x, nor maybe on the value
+  check_fresh(value, "index_put_", 1);
+  Tensor region;
+  {
+    NoGradGuard no_grad;
+    region = index(x, items);
+  }
+  Tensor v = fit_setitem_value(value, x, region.shape());
+  if (!v.requires_grad() && !x.requires_grad()) {  // a value cast to integers: nothing recorded
+    index_write(x, items, v);
+    return x;
+  }
+  Attrs a;
+  a.shape = region.shape();
+  a.strided = {region.strides(), region.offset() - x.offset()};  // x's row-major order: contiguous
+  Tensor node = x.alias(x.shape(), x.strides(), x.offset());
+  TensorImpl* n = node.impl();
+  n->op = &op_def(OpKind::StridedScatter);
+  n->attrs = std::make_shared<const Attrs>(std::move(a));
+  n->parents = {x, v};
+  n->saved_versions = {x.version(), v.version()};
+  n->requires_grad = true;
+  note_forward_site(*n);
+  {
+    NoGradGuard no_grad;
+    in_place::copy(region, v.storage() == x.storage() ? clone(v) : v);  // x[1:] = x[:-1] * 2
+    x.bump_version();
+  }
+  n->retains_grad = std::exchange(x.impl()->retains_grad, false);  // as rebase's
+  n->own_version = node.version();
+  x.storage()->recorded_write.store(n->own_version, std::memory_order_relaxed);
+  return node;
+}
+
 // Runs the out-of-place form: recorded and rebased, or under no_grad and written into x.
 template <class F>
 Tensor write(const Tensor& x, const std::vector<Tensor>& values, const char* op, F compute) {
@@ -243,9 +284,12 @@ Tensor inplace(const Tensor& x, const std::vector<Tensor>& others, const char* o
 
 Tensor index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
   check_target(x, "index_put_");
-  if (records(x, value)) return rebase(x, index_put(x, items, value), "index_put_");
-  index_write(x, items, value);
-  return x;
+  if (!records(x, value)) {
+    index_write(x, items, value);
+    return x;
+  }
+  if (all_basic(items) && x.is_contiguous()) return rebase_region(x, items, value);
+  return rebase(x, index_put(x, items, value), "index_put_");
 }
 
 }  // namespace vk

@@ -4,7 +4,7 @@
 //
 // While grad mode is on and x or a value written requires grad, the write is recorded, as
 // torch's: each returns the tensor that now stands for x, a new node over x's memory carrying the
-// write's history, and the caller takes it in place of x (x = relu_(x); the Python binding
+// write's history, and the caller takes it in place of x (x = mul_(x, w); the Python binding
 // rebinds the object). Otherwise each returns x. A leaf that requires grad, or a view of one,
 // cannot be written while grad mode is on (RuntimeError): use no_grad() for updates such as
 // optimizer steps. A tensor over x's memory made before a recorded write (a view taken earlier)

@@ -102,6 +102,14 @@ Outputs dispatch_outputs(OpKind kind, std::initializer_list<TensorRef> in,
 // While one is open on a thread, ops there accept inputs made before a recorded in-place write
 // into their memory (Tensor::stale). Backward opens one around each rule: a rule reads only what
 // its read set declares, which the engine checked by version, and may pass the rest for shapes.
+// In anomaly mode, where the forward ran (the Python line), for a node made without dispatch.
+void note_forward_site(TensorImpl& node);
+
+// RuntimeError naming `op` and input i when t is stale (Tensor::stale) and grad mode is on
+// outside backward. Dispatch checks every input; a write recorded without dispatch checks its own.
+void check_fresh(const Tensor& t, std::string_view op, size_t i);
+[[noreturn, gnu::cold]] void throw_stale(const Tensor& t, std::string_view op, size_t i);
+
 class StaleInputsAllowed {
  public:
   StaleInputsAllowed();

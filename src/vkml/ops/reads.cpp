@@ -43,6 +43,8 @@ constexpr std::pair<OpKind, ReadSet (*)(const Needs&)> kReadSets[] = {
     {OpKind::Contiguous, nothing},
     {OpKind::Slice, nothing},
     {OpKind::SliceBackward, nothing},
+    {OpKind::AsStrided, nothing},
+    {OpKind::StridedScatter, nothing},
     {OpKind::Cat, nothing},
     {OpKind::Stack, nothing},
     {OpKind::Pad, nothing},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "vkml/core/geometry.h"
 #include "vkml/ops/creation.h"
@@ -75,6 +76,49 @@ Meta infer_slice_backward(const std::vector<Tensor>& in, const Attrs& a, std::st
            " does not match the slice [", a.start, ":", a.stop, ":", a.step, "] of dim ", a.dim,
            " of shape ", shape_str(a.shape), ", which has shape ", shape_str(expected));
   return {a.shape, g.dtype()};
+}
+
+// A region (Attrs::shape, ::strided) of a row-major tensor of n elements must lie inside it and
+// hold each element at most once: the rules place gradients without summing them. With its dims
+// sorted by stride, each stride must pass the span of those before it (every region a basic index
+// cuts from a contiguous tensor does).
+void check_region(int64_t n, const Attrs& a, std::string_view op) {
+  const Shape& sizes = a.shape;
+  const std::vector<int64_t>& strides = a.strided.strides;
+  VK_CHECK(strides.size() == sizes.size(), ShapeError, op, ": ", sizes.size(), " sizes and ",
+           strides.size(), " strides");
+  VK_CHECK(a.strided.offset >= 0, ShapeError, op, ": negative offset ", a.strided.offset);
+  if (numel_of(sizes, op) == 0) return;
+  std::vector<std::pair<int64_t, int64_t>> steps;  // (stride, size) of the dims that step
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    VK_CHECK(strides[k] >= 0, ShapeError, op, ": negative stride ", strides[k]);
+    if (sizes[k] > 1) steps.emplace_back(strides[k], sizes[k]);
+  }
+  std::sort(steps.begin(), steps.end());
+  int64_t span = 0;  // the furthest element the dims so far reach from the offset
+  for (const auto& [stride, size] : steps) {
+    VK_CHECK(stride > span, ShapeError, op, ": the region of sizes ", shape_str(sizes),
+             " and strides ", shape_str(strides), " holds an element more than once");
+    span = checked_add(span, checked_mul(stride, size - 1, op), op);
+  }
+  VK_CHECK(checked_add(a.strided.offset, span, op) < n, ShapeError, op, ": the region of sizes ",
+           shape_str(sizes), ", strides ", shape_str(strides), " and offset ", a.strided.offset,
+           " reaches past the ", n, " elements of its tensor");
+}
+
+Meta infer_as_strided(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  check_region(in[0].numel(), a, op);
+  return {a.shape, in[0].dtype()};
+}
+
+Meta infer_strided_scatter(const std::vector<Tensor>& in, const Attrs& a, std::string_view op) {
+  const Tensor &x = in[0], &value = in[1];
+  check_region(x.numel(), a, op);
+  VK_CHECK(value.shape() == a.shape, ShapeError, op, ": a value of shape ",
+           shape_str(value.shape()), " for a region of shape ", shape_str(a.shape));
+  VK_CHECK(value.dtype() == x.dtype(), DTypeError, op, ": a ", dtype_name(value.dtype()),
+           " value for a ", dtype_name(x.dtype()), " tensor");
+  return {x.shape(), x.dtype()};
 }
 
 // cat/stack: every input takes the common dtype of all of them (torch's promotion).
@@ -286,6 +330,40 @@ void add_shape_ops(OpList& ops) {
                  .infer = infer_flip,
                  .grad = [](const GradCtx& c) -> Grads { return {flip(c.grad, c.attrs.dims)}; },
                  .grad_doc = "dx = flip(g, dims)"});
+  ops.push_back(
+      {.kind = OpKind::AsStrided,
+       .name = "as_strided",
+       .arity = 1,
+       .signature = "as_strided(x, shape, strides, offset)",
+       .summary = "a view of a region of x's elements in row-major order: element i is "
+                  "element offset + sum(i_k strides_k); the region holds each at most once",
+       .infer = infer_as_strided,
+       .grad = [](const GradCtx& c) -> Grads {
+         const Attrs& a = c.attrs;
+         Tensor zero = zeros(c.in[0].shape(), c.grad.dtype(), c.grad.device());
+         return {strided_scatter(zero, c.grad, a.shape, a.strided.strides, a.strided.offset)};
+       },
+       .grad_doc = "dx = strided_scatter(zeros(x.shape), g, shape, strides, offset)"});
+  ops.push_back({.kind = OpKind::StridedScatter,
+                 .name = "strided_scatter",
+                 .arity = 2,
+                 .signature = "strided_scatter(x, value, shape, strides, offset)",
+                 .summary =
+                     "a row-major copy of x with as_strided(x, shape, strides, offset)'s region "
+                     "holding value (torch's as_strided_scatter; the recorded y[:, t] = h)",
+                 .infer = infer_strided_scatter,
+                 .grad = [](const GradCtx& c) -> Grads {
+                   const Attrs& a = c.attrs;
+                   const auto& [strides, offset] = a.strided;
+                   Grads d(2);
+                   if (c.needs[0])
+                     d[0] = strided_scatter(c.grad, zeros(a.shape, c.grad.dtype(), c.grad.device()),
+                                            a.shape, strides, offset);
+                   if (c.needs[1]) d[1] = as_strided(c.grad, a.shape, strides, offset);
+                   return d;
+                 },
+                 .grad_doc = "dx = strided_scatter(g, zeros(shape), shape, strides, offset); "
+                             "dvalue = as_strided(g, shape, strides, offset)"});
 }
 
 namespace {
@@ -491,5 +569,21 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
 
 Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
 Tensor clone(const Tensor& x) { return dispatch(OpKind::Contiguous, {x}); }
+
+Tensor as_strided(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides,
+                  int64_t offset) {
+  Attrs a;
+  a.shape = shape;
+  a.strided = {strides, offset};
+  return dispatch(OpKind::AsStrided, {x}, a);
+}
+
+Tensor strided_scatter(const Tensor& x, const Tensor& value, const Shape& shape,
+                       const std::vector<int64_t>& strides, int64_t offset) {
+  Attrs a;
+  a.shape = shape;
+  a.strided = {strides, offset};
+  return dispatch(OpKind::StridedScatter, {x, value}, a);
+}
 
 }  // namespace vk

@@ -34,5 +34,16 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
 // Constant padding; `pad` lists (before, after) pairs starting from the LAST dim, as torch.
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, double value = 0.0);
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims);
+// A region of x's elements in row-major order: element i is element offset + sum(i_k strides_k)
+// (torch.as_strided over a contiguous x). A view when x is contiguous, of a row-major copy
+// otherwise. The region must hold each element at most once (ShapeError): its rule places the
+// gradient without summing.
+Tensor as_strided(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides,
+                  int64_t offset);
+// A row-major copy of x with as_strided(x, shape, strides, offset)'s region holding `value` (of
+// that shape and x's dtype): torch.as_strided_scatter. Its rule reads nothing (a recorded
+// setitem by basic indices is one such node: ops/inplace.cpp).
+Tensor strided_scatter(const Tensor& x, const Tensor& value, const Shape& shape,
+                       const std::vector<int64_t>& strides, int64_t offset);
 
 }  // namespace vk

@@ -154,7 +154,7 @@ void record(Outputs& outs, const OpDef& def, std::vector<Tensor>& in, const Attr
     impl->parents = std::move(in);
   else
     impl->parents.assign(in.begin(), in.end());
-  if (AnomalyMode::is_enabled() && g_anomaly_context) impl->anomaly_trace = g_anomaly_context();
+  note_forward_site(*impl);
 }
 
 // Inputs on several devices: each 0-d CPU tensor joins the others' device (a number made into a
@@ -246,11 +246,7 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
   const bool grad_mode = GradMode::is_enabled();
   if (grad_mode && ts.stale_allowed == 0)
     for (size_t i = 0; i < in.size(); ++i)
-      VK_CHECK(!in[i].stale(), RuntimeError, def.name, ": input ", i, " (", in[i].describe(),
-               ") was made before an in-place write into its memory that autograd recorded (a "
-               "view taken before y[...] = v, or a tensor written through a view of it): its "
-               "history does not explain its values. Take it again from the tensor written "
-               "after the write, or use it under no_grad()");
+      if (in[i].stale()) throw_stale(in[i], def.name, i);
   if (watch && !grad_mode)
     for (const auto& t : in)
       if (t.requires_grad()) watch->note(t);
@@ -286,6 +282,23 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
 }
 
 }  // namespace
+
+void note_forward_site(TensorImpl& node) {
+  if (AnomalyMode::is_enabled() && g_anomaly_context) node.anomaly_trace = g_anomaly_context();
+}
+
+void throw_stale(const Tensor& t, std::string_view op, size_t i) {
+  throw RuntimeError(detail::cat(
+      op, ": input ", i, " (", t.describe(),
+      ") was made before an in-place write into its memory that autograd recorded (a view "
+      "taken before y[...] = v, or a tensor written through a view of it): its history does "
+      "not explain its values. Take it again from the tensor written after the write, or use "
+      "it under no_grad()"));
+}
+
+void check_fresh(const Tensor& t, std::string_view op, size_t i) {
+  if (GradMode::is_enabled() && t_ops.stale_allowed == 0 && t.stale()) throw_stale(t, op, i);
+}
 
 StaleInputsAllowed::StaleInputsAllowed() { ++t_ops.stale_allowed; }
 StaleInputsAllowed::~StaleInputsAllowed() { --t_ops.stale_allowed; }

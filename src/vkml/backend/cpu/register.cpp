@@ -137,6 +137,8 @@ void register_kernels() {
       {OpKind::Contiguous, cpu::contiguous},
       {OpKind::Slice, cpu::slice},
       {OpKind::SliceBackward, cpu::slice_backward},
+      {OpKind::AsStrided, cpu::as_strided},
+      {OpKind::StridedScatter, cpu::strided_scatter},
       {OpKind::Cat, cpu::cat},
       {OpKind::Stack, cpu::stack},
       {OpKind::Pad, cpu::pad},

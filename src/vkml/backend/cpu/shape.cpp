@@ -76,6 +76,24 @@ VK_KERNEL(slice_backward) {
   return out;
 }
 
+VK_KERNEL(as_strided) {
+  Tensor x = in[0];
+  if (!x.is_contiguous()) {  // the region is of the row-major order
+    x = Tensor::empty(x.shape(), x.dtype());
+    copy_into(x, in[0]);
+  }
+  return x.alias(m.shape, a.strided.strides, x.offset() + a.strided.offset);
+}
+
+VK_KERNEL(strided_scatter) {
+  Tensor out = Tensor::empty(m.shape, m.dtype);
+  copy_into(out, in[0]);
+  const Tensor& value = in[1];
+  if (value.numel() > 0)
+    copy_into(out.alias(value.shape(), a.strided.strides, a.strided.offset), value);
+  return out;
+}
+
 namespace {
 
 // Writes the parts one after another along `dim` of the fresh contiguous `out`. Every part has

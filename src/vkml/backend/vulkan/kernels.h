@@ -103,6 +103,8 @@ VK_KERNEL(slice);
 // Shape copies, index and creation (index family): shape.cpp, index.cpp, creation.cpp; every
 // dtype moves (bool needs 8-bit storage), scatter_add adds int32/int64/float32/float64.
 VK_KERNEL(slice_backward);
+VK_KERNEL(as_strided);
+VK_KERNEL(strided_scatter);
 VK_KERNEL(cat);
 VK_KERNEL(stack);
 VK_KERNEL(pad);

@@ -41,6 +41,8 @@ void register_backend() {
       {OpKind::Slice, slice},
       // Shape copies, index and creation (index family).
       {OpKind::SliceBackward, slice_backward},
+      {OpKind::AsStrided, as_strided},
+      {OpKind::StridedScatter, strided_scatter},
       {OpKind::Cat, cat},
       {OpKind::Stack, stack},
       {OpKind::Pad, pad},

@@ -64,6 +64,25 @@ VK_KERNEL(slice_backward) {
   return out;
 }
 
+VK_KERNEL(as_strided) {
+  Tensor x = in[0];
+  if (!x.is_contiguous()) {  // the region is of the row-major order
+    x = Tensor::empty(x.shape(), x.dtype(), m.device);
+    copy_strided(x, in[0], "as_strided");
+  }
+  return x.alias(m.shape, a.strided.strides, x.offset() + a.strided.offset);
+}
+
+VK_KERNEL(strided_scatter) {
+  Tensor out = Tensor::empty(m.shape, m.dtype, m.device);
+  copy_strided(out, in[0], "strided_scatter");
+  const Tensor& value = in[1];
+  if (value.numel() > 0)
+    copy_strided(out.alias(value.shape(), a.strided.strides, a.strided.offset), value,
+                 "strided_scatter");
+  return out;
+}
+
 namespace {
 
 // Writes the parts one after another along `dim` of the fresh contiguous `out` (one strided copy
