@@ -29,6 +29,7 @@ NAMESPACES = [
     ("torch.distributions", "vkml.distributions", "torch.distributions.__all__"),
     ("torch.autograd.functional", "vkml.autograd.functional", "torch.autograd.functional.__all__"),
     ("torch.func", "vkml.func", "torch.func.__all__"),
+    ("torch.profiler", "vkml.profiler", "torch.profiler.__all__"),
 ]
 
 # Why a name is missing, by the first rule that matches (a regular expression over the name).
@@ -61,7 +62,9 @@ REASONS = [
      # TorchScript's IR, schema and type-comment parsers, its futures (fork/wait),
      # functionalization's slice_inverse and functorch's first-class dims (Tensor.index)
      r"|^parse_ir$|^parse_schema$|^parse_type_comment$|^merge_type_from_type_comment$"
-     r"|^unify_type_list$|^import_ir_module|^fork$|^wait$|^slice_inverse$|^index$",
+     r"|^unify_type_list$|^import_ir_module|^fork$|^wait$|^slice_inverse$|^index$"
+     # the profiler's execution trace (the operator graph recorded for replay tools)
+     r"|^ExecutionTraceObserver$",
      "compilation, tracing and export: not planned"),
     (r"^share_memory|^is_shared$",
      "memory shared between processes (torch.multiprocessing): not planned; vk.distributed's "

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "common.h"
+#include "vkml/ops/profile.h"
 // after Python.h (included by nanobind)
 #include <frameobject.h>
 
@@ -111,6 +112,22 @@ void bind_autograd(nb::module_& m) {
       "is_grad_enabled", []() { return vk::GradMode::is_enabled(); },
       "Whether ops record graph on this thread.");
   m.def("_set_grad_enabled", [](bool b) { vk::GradMode::set_enabled(b); });
+  // The op-level profiler (vk.profiler, ops/profile.h): events come back as tuples (name, start
+  // ns, end ns, thread, is a range, input shapes).
+  m.def("_profiler_start", [](bool record_shapes) { vk::profile::start(record_shapes); });
+  m.def("_profiler_stop", [] {
+    nb::list out;
+    for (vk::profile::Event& e : vk::profile::stop()) {
+      nb::list shapes;
+      for (const vk::Shape& s : e.shapes) shapes.append(nb::cast(s));
+      out.append(nb::make_tuple(e.name, e.start_ns, e.end_ns, e.thread, e.range, shapes));
+    }
+    return out;
+  });
+  m.def("_profiler_on", [] { return vk::profile::on(); });
+  m.def("_profiler_now", [] { return vk::profile::now_ns(); });
+  m.def("_profiler_add_range",
+        [](const std::string& name, int64_t start_ns) { vk::profile::add(name, start_ns, true); });
   // Autocast (#19): the state of one device type on this thread; vkml.amp.autocast saves it on
   // entry and puts it back on exit, as a guard does in C++.
   m.def("_autocast_state", [](const std::string& device_type) {

@@ -45,6 +45,7 @@ from . import func  # torch.func's transforms
 from ._vmap import vmap
 from . import random  # torch.random: seeding, state, fork_rng
 from . import testing  # torch.testing: assert_close, make_tensor
+from . import profiler  # torch.profiler: op times, record_function, schedules, traces
 from . import vulkan
 # Convolution and pooling are bound once, as torch.nn.functional (3-D and 4-D inputs); the
 # top-level names are the same functions, as torch.conv2d and torch.max_pool2d are.

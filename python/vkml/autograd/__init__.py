@@ -215,6 +215,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     return True
 
 from . import functional  # noqa: E402  (torch.autograd.functional: built on grad above)
+from . import profiler  # noqa: E402  (torch.autograd.profiler: vk.profiler's older names)
 
 
 class _VariableMeta(type):

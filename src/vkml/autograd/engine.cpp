@@ -16,6 +16,7 @@
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
+#include "vkml/ops/profile.h"
 #include "vkml/ops/reduction.h"
 #include "vkml/ops/shape.h"
 
@@ -322,7 +323,10 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     if (any) {
       VK_CHECK(def.grad != nullptr, NotImplementedError, "backward through ", op_label(t),
                ": no gradient rule (", def.grad_doc, ")");
+      const int64_t profiled_from = profile::on() ? profile::now_ns() : -1;
       Grads grads = def.grad(GradCtx{t, g, parents, t.attrs(), needs});
+      if (profiled_from >= 0)
+        profile::add(detail::cat("backward: ", op_label(t)), profiled_from, true);
       VK_CHECK(grads.size() == parents.size(), RuntimeError, op_label(t),
                ": the gradient rule returned ", grads.size(), " gradients for ", parents.size(),
                " inputs");

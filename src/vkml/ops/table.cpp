@@ -8,6 +8,7 @@
 #include "vkml/ops/device_ops.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/op.h"
+#include "vkml/ops/profile.h"
 #include "vkml/ops/shape.h"
 
 namespace vk {
@@ -232,8 +233,18 @@ Outputs run_in_compute_dtype(Kernel kernel, DTypeSet takes, const OpDef& def,
   return outs;
 }
 
+// The op's time in the profile (ops/profile.h), with its inputs' shapes when they are recorded.
+[[gnu::noinline]] void note_profiled(const OpDef& def, const std::vector<Tensor>& in,
+                                     int64_t from_ns) {
+  std::vector<Shape> shapes;
+  if (profile::records_shapes())
+    for (const Tensor& t : in) shapes.push_back(t.shape());
+  profile::add(def.name, from_ns, false, std::move(shapes));
+}
+
 Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs& attrs,
             bool owned) {
+  const int64_t profiled_from = profile::on() ? profile::now_ns() : -1;
   const OpDef& def = op_def(kind);
   VK_CHECK(def.arity < 0 || static_cast<int>(in.size()) == def.arity, RuntimeError, def.name,
            ": expected ", def.arity, " tensor inputs, got ", in.size());
@@ -278,6 +289,7 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
            def.outputs);
   if (grad_mode && is_floating(outs[0].dtype()) && any_requires_grad(in))
     record(outs, def, in, attrs, owned);
+  if (profiled_from >= 0) note_profiled(def, in, profiled_from);
   return outs;
 }
 
