@@ -39,7 +39,7 @@ import sys
 import threading
 from collections.abc import Mapping
 
-from . import _C
+from . import _C, _torch_format
 from ._C import Tensor
 
 __all__ = ["save", "load"]
@@ -423,8 +423,8 @@ def save(obj, f, metadata=None):
 # ---- init/utils/hooks (#16): torch.save's files are named, not misread ----------------------------
 
 def _refuse_torch_pickle(path):
-    """torch.save writes a zip archive of pickles (or, before torch 1.6, a bare pickle); vkml reads
-    safetensors only (a pickle runs code when loaded), so such a file is a clear error."""
+    """A bare pickle (torch.save before torch 1.6, or with _use_new_zipfile_serialization=False)
+    is a clear error: vkml reads safetensors and torch's zip archives (vkml/_torch_format.py)."""
     if not os.path.isfile(path):  # (opening a FIFO would block) the safetensors reader says what it is
         return
     try:
@@ -434,19 +434,23 @@ def _refuse_torch_pickle(path):
         return  # the safetensors reader reports why the file cannot be read
     if len(head) == 9 and head[8:] == b"{":  # a safetensors header (its length may start with 0x80)
         return
-    if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80":
-        kind = "a zip archive of pickles" if head.startswith(b"PK") else "a pickle"
-        raise ValueError(f"vk.load({path!r}): the file is {kind}, the format torch.save writes; vkml reads "
-                         "safetensors files only. Write the state_dict with "
-                         "safetensors.torch.save_file(model.state_dict(), path) and load that file with "
-                         "vk.load(path).")
+    if head[:1] == b"\x80":
+        raise ValueError(f"vk.load({path!r}): the file is a bare pickle, torch.save's format before torch "
+                         "1.6 (or with _use_new_zipfile_serialization=False); vkml reads torch's zip archives "
+                         "and safetensors files. Save it again with torch.save's default, or write the "
+                         "state_dict with safetensors.torch.save_file(model.state_dict(), path).")
 
 
 def load(f, map_location=None, weights_only=True):
-    """Reads a file written by vk.save (or any safetensors file, as {name: Tensor}: a state_dict
-    that torch wrote with safetensors.torch.save_file loads with model.load_state_dict(vk.load(path))).
-    A file written by torch.save (zip or pickle) is a ValueError that says so."""
+    """Reads a file written by vk.save, any safetensors file (as {name: Tensor}: a state_dict that
+    torch wrote with safetensors.torch.save_file loads with model.load_state_dict(vk.load(path))),
+    or a file torch.save wrote (its zip archive: checkpoints and pretrained weights), whose pickle
+    is read without running code from it, as torch.load(weights_only=True) reads it
+    (vkml/_torch_format.py; weights_only=False reads no more). A bare pickle is a ValueError that
+    says so. map_location: a device to put the tensors on."""
     path = _fspath(f, "vk.load")
+    if os.path.isfile(path) and _torch_format.is_torch_zip(path):
+        return _torch_format.load(path, map_location)
     _refuse_torch_pickle(path)
     named, meta = _C._io.load_safetensors(path)
     if _META_KEY not in meta:

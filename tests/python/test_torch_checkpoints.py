@@ -1,8 +1,15 @@
 """Issue #16 item 7: torch checkpoints load into the same vkml model. For every layer type of vk.nn
 (a table: one line per layer), torch builds the module, trains it a step (so running statistics
-move), saves its state_dict with safetensors.torch.save_file; model.load_state_dict(vk.load(path))
-loads it into the vkml module, whose outputs (training and eval mode) then equal torch's. A file
-written by torch.save is refused with an error that names the format and the alternative."""
+move), saves its state_dict with safetensors.torch.save_file and with torch.save;
+model.load_state_dict(vk.load(path)) loads either into the vkml module, whose outputs (training and
+eval mode) then equal torch's. torch.save's zip archives are read without running code from them
+(vkml/_torch_format.py): a pickle naming anything but tensors, containers and torch's small value
+types is refused, as torch.load(weights_only=True) refuses it; a bare (pre-1.6) pickle is refused
+with an error that names the format."""
+
+import os
+import pickle
+import zipfile
 
 import numpy as np
 import pytest
@@ -119,12 +126,16 @@ def _torch_model(make, shapes, call, rng):
     return tm
 
 
+@pytest.mark.parametrize("fmt", ["safetensors", "torch.save"])
 @pytest.mark.parametrize("name,make,shapes,call", LAYERS, ids=[row[0] for row in LAYERS])
-def test_torch_safetensors_checkpoint_loads(name, make, shapes, call, tmp_path):
+def test_torch_safetensors_checkpoint_loads(name, make, shapes, call, fmt, tmp_path):
     rng = np.random.default_rng(0)
     tm = _torch_model(make, shapes, call, rng)
-    path = tmp_path / f"{name}.safetensors"
-    save_file({k: v.contiguous() for k, v in tm.state_dict().items()}, str(path))
+    path = tmp_path / f"{name}.{fmt}"
+    if fmt == "torch.save":
+        torch.save(tm.state_dict(), path)  # views and all, as programs save them
+    else:
+        save_file({k: v.contiguous() for k, v in tm.state_dict().items()}, str(path))
     vm = make(nn)
     assert list(vm.state_dict()) == list(tm.state_dict()), "state_dict keys differ from torch's"
     result = vm.load_state_dict(vk.load(path))
@@ -177,15 +188,76 @@ def _has_state(cls):
     return False
 
 
-def test_torch_save_file_is_refused_clearly(tmp_path):
-    path = tmp_path / "model.pt"
-    torch.save(TN.Linear(2, 2).state_dict(), path)
-    with pytest.raises(ValueError, match=r"zip archive of pickles, the format torch.save writes; vkml reads "
-                                         r"safetensors files only.*safetensors.torch.save_file"):
+def test_a_torch_save_checkpoint_of_every_kind_loads_regression(tmp_path):
+    # vk.load refused every file torch.save writes: pretrained weights and checkpoints had to be
+    # converted to safetensors with torch installed
+    torch.manual_seed(0)
+    model = TN.Sequential(TN.Linear(3, 4), TN.BatchNorm1d(4))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model(torch.randn(5, 3)).square().sum().backward()
+    opt.step()
+    base = torch.arange(12.0).reshape(3, 4)
+    tensors = {"t": base.t(), "row": base[1], "strided": base[:, ::2], "f16": torch.randn(3).half(),
+               "bf16": torch.randn(3).bfloat16(), "i8": torch.tensor([-3, 7], dtype=torch.int8),
+               "u8": torch.tensor([200, 1], dtype=torch.uint8), "i16": torch.tensor([-300], dtype=torch.int16),
+               "i32": torch.tensor([1 << 20], dtype=torch.int32), "b": torch.tensor([True, False]),
+               "f64": torch.randn(2, 2, dtype=torch.float64), "empty": torch.zeros(0, 3), "scalar": torch.tensor(2.5),
+               "grad": torch.ones(2, requires_grad=True), "param": TN.Parameter(torch.ones(2))}
+    ckpt = {"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3, "lr": 0.1,
+            "name": "run-1", "pair": (1, [2.0, None]), "size": torch.Size([2, 3]), "device": torch.device("cpu"),
+            "dtype": torch.float16, "tags": {"a", "b"}, "tensors": tensors}
+    path = tmp_path / "ckpt.pt"
+    torch.save(ckpt, path)
+    got = vk.load(path)
+    assert got["epoch"] == 3 and got["lr"] == 0.1 and got["name"] == "run-1" and got["pair"] == (1, [2.0, None])
+    assert got["size"] == vk.Size([2, 3]) and isinstance(got["size"], vk.Size)
+    assert got["device"] == vk.device("cpu") and got["dtype"] == vk.float16 and got["tags"] == {"a", "b"}
+    for k, v in tensors.items():
+        w = got["tensors"][k]
+        assert w.dtype == getattr(vk, str(v.dtype).split(".")[1]) and list(w.shape) == list(v.shape), k
+        if v.dtype == torch.bfloat16:  # numpy has no bfloat16: compared widened, exactly
+            w, v = w.float(), v.float()
+        np.testing.assert_array_equal(to_np(w), v.detach().numpy(), err_msg=k)
+        assert w.requires_grad == v.requires_grad, k
+    assert isinstance(got["tensors"]["param"], nn.Parameter)
+    vm = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    vm.load_state_dict(got["model"])
+    vopt = vk.optim.Adam(vm.parameters(), lr=1e-3)
+    vopt.load_state_dict(got["optimizer"])  # the Adam moments and steps as torch saved them
+    state = vopt.state_dict()["state"]
+    for i, s in opt.state_dict()["state"].items():
+        np.testing.assert_array_equal(to_np(state[i]["exp_avg"]), s["exp_avg"].numpy())
+    assert vk.load(path, map_location="cpu")["tensors"]["t"].device == vk.device("cpu")
+    assert vk.load(path, map_location=vk.device("cpu"))["epoch"] == 3
+
+
+def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+    path = tmp_path / "evil.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    with zipfile.ZipFile(path) as z:  # the same archive with its pickle replaced
+        members = {n: z.read(n) for n in z.namelist()}
+    pkl = [n for n in members if n.endswith("data.pkl")][0]
+    members[pkl] = pickle.dumps({"w": Evil()}, protocol=2)
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    with pytest.raises(pickle.UnpicklingError, match=r"names posix.system, which vkml does not build"):
         vk.load(path)
+    assert not marker.exists()
+    with pytest.raises(pickle.UnpicklingError):  # torch's default refuses it too
+        torch.load(path)
+    assert not marker.exists()
+
+
+def test_a_bare_torch_pickle_is_refused_clearly(tmp_path):
     legacy = tmp_path / "legacy.pt"
     torch.save(TN.Linear(2, 2).state_dict(), legacy, _use_new_zipfile_serialization=False)
-    with pytest.raises(ValueError, match="is a pickle, the format torch.save writes"):
+    with pytest.raises(ValueError, match="is a bare pickle, torch.save's format before torch 1.6"):
         vk.load(legacy)
 
 
