@@ -46,6 +46,7 @@ from ._vmap import vmap
 from . import random  # torch.random: seeding, state, fork_rng
 from . import testing  # torch.testing: assert_close, make_tensor
 from . import profiler  # torch.profiler: op times, record_function, schedules, traces
+from . import jit  # torch.jit's names: script / trace return their argument (no TorchScript)
 from . import vulkan
 # Convolution and pooling are bound once, as torch.nn.functional (3-D and 4-D inputs); the
 # top-level names are the same functions, as torch.conv2d and torch.max_pool2d are.
@@ -497,3 +498,8 @@ from . import distributions  # noqa: E402
 # ---- vk.compile (vkml/_compile.py): torch.compile's signature, returning its argument ----
 from ._compile import compile  # noqa: E402,A001
 # ---- end of vk.compile ----
+
+
+def _assert(condition, message):
+    """torch._assert: Python's assert as a function (layers call it where tracers need one)."""
+    assert condition, message

@@ -1,6 +1,6 @@
-"""vkml.utils: gradient checkpointing (`vkml.utils.checkpoint`, also callable itself) and data
-loading (`vkml.utils.data`)."""
+"""vkml.utils: gradient checkpointing (`vkml.utils.checkpoint`, also callable itself), data
+loading (`vkml.utils.data`) and timing (`vkml.utils.benchmark`)."""
 
-from . import checkpoint
+from . import benchmark, checkpoint
 
-__all__ = ["checkpoint"]
+__all__ = ["benchmark", "checkpoint"]
