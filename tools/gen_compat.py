@@ -162,6 +162,12 @@ DIFFERENCES = [
     "values and gradients; other names of that memory keep the old values). Of repeated "
     "indices in `x[idx] = v`, the values written over get a zero gradient (torch gives each the "
     "element's). A layer's `inplace=True` computes out of place.",
+    "Saving and loading: `vk.save` writes safetensors (vkml's metadata describes the containers "
+    "around the tensors), not torch's zip archive; `vk.load` reads those, any safetensors file, and "
+    "the zip archives torch.save writes, as torch.load(weights_only=True) reads them (tensors, "
+    "parameters, containers, numbers, strings, device, dtype, Size; any other class is an "
+    "UnpicklingError), where tensors that shared a storage come back as separate tensors; a bare "
+    "pre-1.6 pickle is a ValueError.",
     "Error types: mismatched shapes raise `vk.ShapeError` (a ValueError), too-large sizes "
     "`vk.SizeError` (a RuntimeError), where torch raises RuntimeError for both.",
     "Integer division by zero raises (torch's CPU gives undefined values or raises).",

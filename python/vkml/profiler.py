@@ -359,15 +359,16 @@ class record_function(contextlib.ContextDecorator):
 
     def __init__(self, name, args=None):
         self.name = name
-        self._start = None
+        self._starts = []  # one per open entry: a decorated function may recurse
 
     def __enter__(self):
-        self._start = _C._profiler_now() if _C._profiler_on() else None
+        self._starts.append(_C._profiler_now() if _C._profiler_on() else None)
         return self
 
     def __exit__(self, *exc):
-        if self._start is not None:
-            _C._profiler_add_range(self.name, self._start)
+        start = self._starts.pop()
+        if start is not None:
+            _C._profiler_add_range(self.name, start)
         return False
 
 

@@ -86,6 +86,23 @@ def test_table_and_key_averages_as_torch_prints_them():
         prof.key_averages().table(sort_by="no_such_column")
 
 
+def test_a_decorated_function_that_recurses_gets_a_range_per_call():
+    counts = []
+    for lib in (torch, vk):
+        @lib.profiler.record_function("fact")
+        def fact(n, x):
+            return x if n == 0 else fact(n - 1, x * n)
+        with lib.profiler.profile() as prof:
+            fact(3, lib.ones(2))
+        ranges = [e for e in prof.events() if e.name == "fact"]
+        counts.append(len(ranges))
+    assert counts == [4, 4]
+    ranges.sort(key=lambda e: e.start_ns)
+    for outer, inner in zip(ranges, ranges[1:]):  # each call's range holds the next one
+        assert outer.start_ns < inner.start_ns and inner.end_ns < outer.end_ns
+        assert inner.cpu_parent is outer
+
+
 def test_the_chrome_trace_holds_every_event(tmp_path):
     with profile() as prof:
         with record_function("block"):
