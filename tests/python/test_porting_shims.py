@@ -1,6 +1,6 @@
 """Names real programs import beside the ops, each against torch: vk.jit (TorchScript's names, run
-eagerly), vk._assert, vk.nn.modules.utils (_pair and its kin) and vk.utils.benchmark (Timer,
-Measurement, Compare)."""
+eagerly), vk._assert, vk.nn.modules.utils (_pair and its kin), vk.utils.benchmark (Timer,
+Measurement, Compare), vk.nn.attention (sdpa_kernel) and vk.nn.utils.stateless."""
 import collections
 import typing
 import warnings
@@ -128,3 +128,22 @@ def test_benchmark_timer_runs_the_statement_as_asked():
         warnings.simplefilter("error")
         with pytest.raises(NotImplementedError):
             t.repeat()
+
+
+def test_sdpa_kernel_and_stateless_functional_call_as_torch():
+    import numpy as np
+    q = np.random.default_rng(0).standard_normal((1, 2, 4, 8)).astype(np.float32)
+    outs = []
+    for lib in (torch, vk):
+        from_lib = __import__(lib.__name__ + ".nn.attention", fromlist=["sdpa_kernel"])
+        with from_lib.sdpa_kernel([from_lib.SDPBackend.MATH, from_lib.SDPBackend.FLASH_ATTENTION]):
+            t = lib.tensor(q)
+            outs.append(lib.nn.functional.scaled_dot_product_attention(t, t, t, is_causal=True).numpy())
+        with pytest.raises(AssertionError, match="SDPBackend or a list of SDPBackend instances, got str"):
+            with from_lib.sdpa_kernel("math"):
+                pass
+        m = lib.nn.Linear(2, 1)
+        w = {"weight": lib.ones(1, 2), "bias": lib.zeros(1)}
+        assert lib.nn.utils.stateless.functional_call(m, w, (lib.tensor([[1.0, 2.0]]),)).item() == 3.0
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+    assert [b.name for b in vk.nn.attention.SDPBackend] == list(torch.nn.attention.SDPBackend.__members__)

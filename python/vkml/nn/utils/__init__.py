@@ -25,6 +25,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 from . import parametrizations, parametrize  # noqa: E402
 from . import fusion, prune  # noqa: E402  (torch needs `import torch.nn.utils.prune`; here it is loaded already)
 from . import rnn  # noqa: E402  (recurrent layers (issue #16): PackedSequence, pad/pack)
+from . import stateless  # noqa: E402  (torch.nn.utils.stateless.functional_call)
 from ._spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402
 from ._weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 
