@@ -322,7 +322,13 @@ class InplaceGen:
                if rg and not alias else None)
         self.emit(dict(vk=f"{name} = {vsrc}", np=f"{name} = {nsrc}", op=opname, new=name, rg={name: rg},
                        nograd=nograd, root=inf["root"], rec=rec))
-        self.info[name] = dict(root=inf["root"], rg=rg, leaf=inf["leaf"] if alias else not rg, dtype=inf["dtype"])
+        # whether the tensor this view's chain starts from required grad when the view was taken
+        # (detach() starts a chain of its own): a write with grad on into a view that does not
+        # require grad of one that does raises, in vkml as in torch (a view made under no_grad)
+        vb_rg = inf.get("vb_rg")
+        vb_rg = None if opname == "detach" else vb_rg if alias or vb_rg is not None else inf["rg"]
+        self.info[name] = dict(root=inf["root"], rg=rg, leaf=inf["leaf"] if alias else not rg,
+                               dtype=inf["dtype"], vb_rg=vb_rg)
 
     def step_fresh(self, nograd):
         b = self.pick()
@@ -386,6 +392,8 @@ class InplaceGen:
             # location" (one value, fill_ and zero_, is fine)
             errs.append("RuntimeError")
         step = dict(op=opn, target=t, nograd=nograd, wroot=inf["root"])
+        if grad_on and not inf["rg"] and inf.get("vb_rg"):
+            errs.append("RuntimeError")  # a view made under no_grad of a tensor requiring grad
         if opn in ("zero_", "clamp_", "fill_"):
             if grad_on and inf["rg"]:
                 self.recorded(inf, errs)
@@ -416,6 +424,7 @@ class InplaceGen:
         if opn in ("+=", "-=", "*=", "/="):
             rebind = grad_on and ((inf["rg"] and not inf["leaf"]) or org)
             if rebind:  # python/README.md: computed out of place and rebound
+                need(not (not inf["rg"] and inf.get("vb_rg")))  # refused (errs), not rebound
                 need(scalar or D._bcast_ok(ob.shape, a.shape))
                 if out_dt not in FLOATS:
                     raise Invalid()

@@ -20,6 +20,24 @@
 
 namespace nb = nanobind;
 
+namespace nanobind::detail {
+// A Tensor argument (self included) notes the object that holds its node
+// (vk::TensorImpl::handle): a recorded write through a view of that node rebinds that object to
+// the node standing for its memory since (vkpy::rebind).
+template <>
+struct type_caster<vk::Tensor> : type_caster_base<vk::Tensor> {
+  bool from_python(handle src, uint32_t flags, cleanup_list* cleanup) noexcept {
+    if (!type_caster_base<vk::Tensor>::from_python(src, flags, cleanup)) return false;
+    vk::Tensor* held = *this;
+    if (held && held->defined()) {
+      std::atomic<vk::Tensor*>& h = held->impl()->handle;
+      if (h.load(std::memory_order_relaxed) == nullptr) h.store(held, std::memory_order_relaxed);
+    }
+    return true;
+  }
+};
+}  // namespace nanobind::detail
+
 namespace vkpy {
 
 using namespace nb::literals;
@@ -140,8 +158,14 @@ void exclusive(const std::function<void()>& write);
 
 // An in-place op's result is the tensor that now stands for the one written (a recorded write
 // gives a new node over its memory, ops/inplace.h): the object the user holds takes it, so every
-// name bound to that object sees the write and its history. Returns the object.
+// name bound to that object sees the write and its history. After a write through a view
+// (y[0].mul_(2)), the base's object takes the node that stands for the base's memory since.
+// Returns the object.
 nb::object rebind(nb::handle self, const Tensor& now);
+// The tensor `self` holds, taken again first when a recorded write into its memory made it stale
+// (a view taken before the write: vk::regenerated), so that its autograd attributes describe its
+// values. Ops do this for their inputs themselves.
+Tensor& refreshed(nb::handle self);
 
 // ---- devices ----
 // A vk::Device from a vkml.device or a string ("cpu", "vulkan:0"); None -> if_none. Anything

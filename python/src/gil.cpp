@@ -58,10 +58,40 @@ void exclusive(const std::function<void()>& write) {
   write();
 }
 
+namespace {
+
+// `held` (the Tensor inside a Python object) takes `now`, and the object becomes now's handle
+// when it has none.
+void take(Tensor& held, const Tensor& now) {
+  exclusive([&] { held = now; });
+  Tensor* none = nullptr;
+  now.impl()->handle.compare_exchange_strong(none, &held, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 nb::object rebind(nb::handle self, const Tensor& now) {
   Tensor& t = nb::cast<Tensor&>(self);
-  if (!t.same(now)) exclusive([&] { t = now; });
+  if (!t.same(now)) take(t, now);
+  const auto [before, after] = vk::base_rebinding(now);
+  if (after.defined()) {
+    Tensor* base = before.impl()->handle.load(std::memory_order_relaxed);
+    if (base && base->same(before)) take(*base, after);
+  }
   return nb::borrow(self);
+}
+
+Tensor& refreshed(nb::handle self) {
+  Tensor& t = nb::cast<Tensor&>(self);
+  if (t.stale()) {
+    Tensor now;
+    {
+      vk::EnableGradGuard recording;  // its history, whatever the caller's mode
+      now = vk::regenerated(t);
+    }
+    if (now.defined()) take(t, now);
+  }
+  return t;
 }
 
 }  // namespace vkpy

@@ -353,7 +353,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
     return nb::int_(t.numel()) * nb::int_(vk::dtype_size(t.dtype()));
   });
   c.def_prop_rw(
-      "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+      "requires_grad", [](nb::handle self) { return refreshed(self).requires_grad(); },
       [](Tensor& t, bool v) { exclusive([&] { t.set_requires_grad(v); }); });
   c.def_prop_rw(
       "grad",
@@ -376,8 +376,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         t.set_grad(v);
       },
       nb::arg("value").none());
-  c.def_prop_ro("is_leaf", [](const Tensor& t) { return t.is_leaf(); });
-  c.def_prop_ro("grad_fn", [](const Tensor& t) { return grad_fn_of(t); });
+  c.def_prop_ro("is_leaf", [](nb::handle self) { return refreshed(self).is_leaf(); });
+  c.def_prop_ro("grad_fn", [](nb::handle self) { return grad_fn_of(refreshed(self)); });
   c.def_prop_ro("retains_grad", [](const Tensor& t) { return t.retains_grad(); });
   c.def_prop_ro("_version", [](const Tensor& t) { return t.version(); });
   c.def_prop_rw(
@@ -559,8 +559,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   // ---- autograd ----
   c.def(
       "backward",
-      [](const Tensor& t, nb::handle gradient, std::optional<bool> retain_graph, bool create_graph,
+      [](nb::handle self, nb::handle gradient, std::optional<bool> retain_graph, bool create_graph,
          nb::handle inputs) {
+        const Tensor& t = refreshed(self);
         Tensor g;
         if (!gradient.is_none()) {
           std::optional<Tensor> o = operand(gradient, t, "backward");
@@ -604,10 +605,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
         return nb::borrow(self);
       },
       "requires_grad"_a = true);
-  c.def("retain_grad", [](Tensor& t) { exclusive([&] { t.retain_grad(); }); });
+  c.def("retain_grad", [](nb::handle self) {
+    Tensor& t = refreshed(self);
+    exclusive([&] { t.retain_grad(); });
+  });
   c.def(
       "register_hook",
-      [](Tensor& t, nb::handle fn) {
+      [](nb::handle self, nb::handle fn) {
+        Tensor& t = refreshed(self);
         PyRef f(fn);
         DType dt = t.dtype();
         uint64_t id = t.register_hook([f, dt](const Tensor& g) -> Tensor {

@@ -1,11 +1,12 @@
 """Random programs of recorded in-place writes (ops/inplace.h), run in torch and vkml on the same
 float64 inputs: a program is a chain of writes into intermediates (the arithmetic methods,
 unary ones, clamp_, setitem with slices, masks and index tensors, masked_fill_, index_add_,
-copy_), out-of-place steps between them, and views taken along the way and used later. Both
-libraries must agree: the same values and gradients, or both refuse. Where only vkml refuses,
-its message must be the documented difference (a view taken before a recorded write into its
-memory, docs/compat.md); where only torch refuses, vkml's gradients must be the central finite
-differences of its own forward (a rule that does not read what was overwritten)."""
+copy_, and writes through views taken then or earlier), out-of-place steps between them, and
+views taken along the way and used later. Both libraries must agree: the same values and
+gradients, or both refuse. Where only vkml refuses, its message must be the documented difference
+(a view taken before a recorded write that cannot be taken again from it, docs/compat.md); where
+only torch refuses, vkml's gradients must be the central finite differences of its own forward (a
+rule that does not read what was overwritten)."""
 import numpy as np
 import pytest
 import torch
@@ -22,7 +23,7 @@ def draw_program(seed):
         kind = str(rng.choice([
             "add", "add_leaf", "mul_leaf", "mul_num", "div_leaf", "clamp", "unary", "set_row",
             "set_col", "set_mask", "set_index", "masked_fill", "index_add", "copy", "view",
-            "use_view", "out_of_place", "matmul"]))
+            "use_view", "out_of_place", "matmul", "write_view", "write_old_view"]))
         steps.append((kind, int(rng.integers(0, 1 << 30))))
     start = str(rng.choice(["scale", "matmul", "sum", "sin"]))
     return start, steps
@@ -70,6 +71,18 @@ def run(lib, leaves, program, weights):
             views.append(t[i % 2: i % 2 + 2])
         elif kind == "use_view" and views:
             t = t + views[-1].sum()
+        elif kind == "write_view":  # through a view taken now: its base takes the write
+            how = int(r.integers(0, 4))
+            if how == 0:
+                t[i].mul_(b[i])
+            elif how == 1:
+                t[:, j].copy_(a[:, j] * 0.5)
+            elif how == 2:
+                t.view(-1)[i: i + 5].add_(b.reshape(-1)[:5])
+            else:
+                t.t()[j].sigmoid_()
+        elif kind == "write_old_view" and views:  # through one taken before other writes
+            views[-1].mul_(float(r.uniform(-1, 1)))
         elif kind == "out_of_place":
             t = t * 2.0 + a
         elif kind == "matmul":

@@ -426,3 +426,24 @@ def test_recorded_inplace_writes_on_the_device():
         grads.append([out.detach().cpu().numpy(), x.grad.cpu().numpy(), w.grad.cpu().numpy()])
     for got, want in zip(grads[1], grads[0]):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_writes_through_views_on_the_device():
+    # ops/inplace.cpp's writes through views (the base's strided_scatter node, a view taken
+    # before a write regenerated) on the device, against torch on the CPU
+    rng = np.random.default_rng(4)
+    xs = rng.normal(size=(3, 4)).astype(np.float32)
+    grads = []
+    for lib, dev in ((torch, "cpu"), (vk, VK)):
+        x = lib.tensor(xs, device=dev, requires_grad=True)
+        y = x * 2
+        early = y[1]  # taken before the writes
+        y[:, 0].fill_(0.5)
+        y.view(-1)[2:6].mul_(x.view(-1)[:4])
+        buf = lib.zeros(3, 4, device=dev)
+        for t in range(4):
+            buf[:, t].copy_(y[:, t].tanh())
+        ((buf * y).sum() + (early * early).sum()).backward()
+        grads.append([buf.detach().cpu().numpy(), x.grad.cpu().numpy()])
+    for got, want in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

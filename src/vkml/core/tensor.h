@@ -88,6 +88,19 @@ struct TensorImpl {
   std::vector<std::pair<uint64_t, Hook>> post_hooks;  // leaves: after .grad is accumulated
   std::atomic<bool> has_hooks{false};                 // either list, told without the lock
   std::string anomaly_trace;  // where the forward ran, filled only in anomaly mode
+  // Views (ops/table.cpp: an op's output over an input's memory) hold the tensor they are a view
+  // of -- the root of the chain, never another view -- so that a recorded write through one
+  // reaches its base (ops/inplace.cpp). Null for a tensor that is no view.
+  std::shared_ptr<TensorImpl> view_base;
+  // A base that was written through a view: the node standing for its memory since the last such
+  // write (a strided_scatter of the write into the base's history). A tensor over that memory
+  // made before it is regenerated from it when used (ops/table.cpp). Weak: that node holds the
+  // base among its parents; what keeps it alive is the tensor returned for the written view and
+  // the base's object in a binding, which the binding rebinds to it.
+  std::weak_ptr<TensorImpl> successor;
+  // The Tensor inside the binding's object (Python's) that holds this node, set by the binding
+  // and cleared by that Tensor's destructor: how a write through a view finds its base's object.
+  std::atomic<Tensor*> handle{nullptr};
   // Scratch for a backward walk (autograd/engine.cpp): the walk's id and this node's position
   // in its order, so lookups need no hash map. 0 when no walk holds the node.
   std::atomic<uint64_t> walk_mark{0};
@@ -102,6 +115,22 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&& o) noexcept : impl_(std::move(o.impl_)) { forget_handle(o); }
+  // The Tensor a binding's object holds lets go of its node (TensorImpl::handle) when it dies or
+  // takes another node.
+  Tensor& operator=(const Tensor& o) {
+    if (impl_ != o.impl_) release_handle();
+    impl_ = o.impl_;
+    return *this;
+  }
+  Tensor& operator=(Tensor&& o) noexcept {
+    if (impl_ != o.impl_) release_handle();
+    impl_ = std::move(o.impl_);
+    forget_handle(o);
+    return *this;
+  }
+  ~Tensor() { release_handle(); }
 
   // A fresh contiguous tensor; contents are uninitialised.
   static Tensor empty(const Shape& shape, DType dtype, Device device = kCPU);
@@ -196,6 +225,8 @@ class Tensor {
   // Made before a recorded in-place write into its memory (a view taken before x[i] = v): its
   // values may have changed under a history that does not know it. A leaf that requires grad has
   // no history to contradict: p.data.copy_(f(w)) sets a parameter, as torch's does.
+  // The tensor this is a view of (TensorImpl::view_base); undefined when it is no view.
+  Tensor view_base() const { return Tensor(impl_->view_base); }
   bool stale() const {
     return impl_->own_version < impl_->storage->recorded_write.load(std::memory_order_relaxed) &&
            !(impl_->op == nullptr && impl_->requires_grad);
@@ -206,6 +237,11 @@ class Tensor {
 
  private:
   [[noreturn, gnu::cold, gnu::noinline]] void throw_not_on_host(const char* what) const;
+  void release_handle() noexcept { forget_handle(*this); }
+  void forget_handle(const Tensor& holder) noexcept {  // holder held impl_ until now
+    if (impl_ && impl_->handle.load(std::memory_order_relaxed) == &holder) [[unlikely]]
+      impl_->handle.store(nullptr, std::memory_order_relaxed);
+  }
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -6,9 +6,14 @@
 // memory, and a new tensor over that memory takes the result's history (rebase). It is returned
 // and stands for x from then on (the Python binding rebinds the object the user holds). The nodes
 // recorded before over x's memory keep their history: those whose rules read the old values
-// refuse in backward (OpDef::reads), the others still give their gradients. A tensor over that
-// memory made before the write (a view taken earlier) shows the new values with the old history,
-// so it refuses to be used while grad mode is on (Tensor::stale, checked by dispatch).
+// refuse in backward (OpDef::reads), the others still give their gradients.
+//
+// When x is a view (y[0].mul_(2), buf[:, t].copy_(h)), its base's memory takes a node too, as
+// torch's CopySlices: strided_scatter(the base's node before, x's new node, x's region), which the
+// base (TensorImpl::successor) and every tensor over its memory made before the write are
+// regenerated from when used (dispatch; the binding rebinds the base's object at once); x itself
+// becomes that node's view. A tensor over memory written otherwise (a base that is no contiguous
+// tensor) refuses to be used while grad mode is on (Tensor::stale).
 #include "vkml/ops/inplace.h"
 
 #include <memory>
@@ -29,7 +34,9 @@ namespace {
 // Whether writing into x changes a leaf that requires grad: x itself, or the tensor x is a view
 // of (the nodes over x's memory lead to it). Its .grad would answer for values it no longer holds.
 bool writes_leaf_requiring_grad(const Tensor& x, bool& through_view) {
-  through_view = false;
+  const Tensor base = x.view_base();
+  through_view = base.defined();
+  if (base.defined() && base.is_leaf() && base.requires_grad()) return true;
   for (const Tensor* t = &x;;) {
     if (t->is_leaf()) return t->requires_grad();
     const auto& parents = t->parents();
@@ -39,14 +46,52 @@ bool writes_leaf_requiring_grad(const Tensor& x, bool& through_view) {
   }
 }
 
-void check_target(const Tensor& x, const char* op) {
-  if (!GradMode::is_enabled()) return;
+// The node standing for base's memory now: base itself, or after a recorded write into that
+// memory the node it made (TensorImpl::successor). Undefined when that node is gone or was written
+// over otherwise.
+Tensor current_of(const Tensor& base) {
+  if (!base.stale()) return base;
+  Tensor now(base.impl()->successor.lock());
+  return now.defined() && !now.stale() ? now : Tensor();
+}
+
+// The tensor whose memory a recorded write into x changes, when its node can follow the write: x
+// itself, or the base x is a view of when x's region lies in the base's row-major order (a
+// contiguous base over the same memory, of x's dtype). Undefined otherwise.
+Tensor writable_base(const Tensor& x) {
+  Tensor base = x.view_base();
+  if (!base.defined()) return x;
+  if (base.storage() != x.storage() || base.dtype() != x.dtype() || !base.is_contiguous())
+    return Tensor();
+  return base;
+}
+
+bool same_geometry(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.strides() == b.strides() && a.offset() == b.offset();
+}
+
+// x, or the tensor standing for it since a recorded write into its memory (a view taken before
+// y[0] = v, y after y[:, 0].fill_(0)): a write into it continues that history.
+Tensor target(const Tensor& x, const char* op) {
+  if (!GradMode::is_enabled()) return x;
+  Tensor t = x.stale() ? regenerated(x) : x;
+  if (!t.defined()) throw_stale(x, op, 0);
   bool view = false;
-  VK_CHECK(!writes_leaf_requiring_grad(x, view), RuntimeError, op, ": a ",
-           view ? "view of a leaf" : "leaf", " (", x.describe(),
+  VK_CHECK(!writes_leaf_requiring_grad(t, view), RuntimeError, op, ": a ",
+           view ? "view of a leaf" : "leaf", " (", t.describe(),
            ") that requires grad is being used in an in-place operation while grad mode is on; "
            "use the out-of-place op, or no_grad() for updates such as optimizer steps");
+  // As torch: a view made under no_grad of a tensor that requires grad has no history linking
+  // it to its base, so a recorded write through it could not reach the base's gradient.
+  if (view && !t.requires_grad()) {
+    const Tensor base = current_of(t.view_base());
+    VK_CHECK(!base.defined() || !base.requires_grad(), RuntimeError, op, ": a view (", t.describe(),
+             ") made under no_grad of a tensor that requires grad is being written in place "
+             "with grad mode on; take the view with grad mode on, or write under no_grad()");
+  }
+  return t;
 }
+void check_target(const Tensor& x, const char* op) { (void)target(x, op); }
 
 // The write must be recorded: a gradient flows through x's old values or into the new ones.
 bool records(const Tensor& x, const std::vector<Tensor>& values) {
@@ -102,8 +147,11 @@ void keep_read_values(TensorImpl& n, const Tensor& x) {
 }
 
 // The recorded write: `result` (computed from x and the values with grad mode on) into x's
-// memory, and the tensor over it that carries result's history.
-Tensor rebase(const Tensor& x, Tensor result, const char* op) {
+// memory, and the tensor over it that carries result's history. Into a view (`into_view`, whose
+// base's node takes what is returned: write_through_view), the result itself, with its own buffer:
+// a rule that reads its output (sigmoid_'s) then reads values that a later write through another
+// view cannot overwrite.
+Tensor rebase(const Tensor& x, Tensor result, const char* op, bool into_view) {
   Tensor r = fit_result(x, std::move(result), op);
   // x's old history still flows (with zeros) where the result does not depend on it: x.zero_()
   // keeps requiring grad, as torch's.
@@ -111,6 +159,12 @@ Tensor rebase(const Tensor& x, Tensor result, const char* op) {
   if (!r.requires_grad()) {  // nothing to record after all (a value cast to integers)
     write_back(x, r, op);
     return x;
+  }
+  if (into_view) {
+    if (r.storage() == x.storage()) r = clone(r);
+    if (!r.is_leaf() && r.impl_ptr().use_count() == 1) keep_read_values(*r.impl(), x);
+    write_back(x, r, op);
+    return r;
   }
   Tensor node = x.alias(x.shape(), x.strides(), x.offset());
   TensorImpl* n = node.impl();
@@ -145,8 +199,6 @@ Tensor rebase(const Tensor& x, Tensor result, const char* op) {
 // and copied a tensor of x's size: a recurrent loop writing out[:, t] = h paid the whole buffer at
 // every step), and the rule reads neither parent, so nothing is kept.
 Tensor rebase_region(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
-  check_fresh(x, "index_put_", 0);  // no op is dispatched on x, nor maybe on the value
-  check_fresh(value, "index_put_", 1);
   Tensor region;
   {
     NoGradGuard no_grad;
@@ -179,11 +231,60 @@ Tensor rebase_region(const Tensor& x, const std::vector<IndexItem>& items, const
   return node;
 }
 
+// After a recorded write into view x (n: the node over x's memory that carries it), the base's
+// memory takes a node for it: strided_scatter(before, n, x's region), `before` being the node that
+// stood for the base until now. Returns the tensor that stands for x: that node's view, as torch
+// regenerates a written view (its later uses reach the base's history).
+Tensor write_through_view(const Tensor& base, const Tensor& before, const Tensor& x,
+                          const Tensor& n) {
+  Attrs a;
+  a.shape = x.shape();
+  a.strided = {x.strides(), x.offset() - base.offset()};  // the base's row-major order
+  Tensor node = base.alias(base.shape(), base.strides(), base.offset());
+  TensorImpl* b = node.impl();
+  b->op = &op_def(OpKind::StridedScatter);
+  b->attrs = std::make_shared<const Attrs>(a);
+  b->parents = {before, n};
+  b->saved_versions = {before.version(), n.version()};
+  b->requires_grad = true;
+  b->view_base = base.impl_ptr();
+  b->own_version = node.version();  // after the write: the tensors over the memory made before
+  base.storage()->recorded_write.store(b->own_version, std::memory_order_relaxed);  // are stale
+  note_forward_site(*b);
+  base.impl()->successor = node.impl_ptr();
+  Tensor view = as_strided(node, x.shape(), x.strides(), x.offset() - base.offset());
+  // x.retain_grad() asked for the gradient of the view the user holds: after the write, of its new
+  // values (a node over x's memory took the flag from x; a result rebase kept is the caller's)
+  TensorImpl* asked = n.storage() == x.storage() ? n.impl() : x.impl();
+  view.impl()->retains_grad = std::exchange(asked->retains_grad, false);
+  return view;
+}
+
+// A recorded write into x: `write_node(into_view)` writes and returns the node that carries it
+// (x itself when nothing was recorded after all); then x's base follows (write_through_view), or
+// x, when it is the base, becomes the node its earlier views are regenerated from. Without the
+// base's current node (gone, or written over by other means) the base stays stale.
+template <class F>
+Tensor recorded_write(const Tensor& x, F write_node) {
+  const Tensor base = writable_base(x);
+  const Tensor before = base.defined() ? current_of(base) : Tensor();
+  const bool into_view = before.defined() && !same_geometry(x, base);
+  Tensor n = write_node(into_view);
+  if (n.same(x) || !base.defined()) return n;
+  if (into_view) return write_through_view(base, before, x, n);
+  if (same_geometry(x, base)) {
+    if (!n.same(base)) n.impl()->view_base = base.impl_ptr();
+    base.impl()->successor = n.impl_ptr();
+  }
+  return n;
+}
+
 // Runs the out-of-place form: recorded and rebased, or under no_grad and written into x.
 template <class F>
-Tensor write(const Tensor& x, const std::vector<Tensor>& values, const char* op, F compute) {
-  check_target(x, op);
-  if (records(x, values)) return rebase(x, compute(), op);
+Tensor write(const Tensor& x_in, const std::vector<Tensor>& values, const char* op, F compute) {
+  const Tensor x = target(x_in, op);
+  if (records(x, values))
+    return recorded_write(x, [&](bool into_view) { return rebase(x, compute(), op, into_view); });
   NoGradGuard no_grad;
   write_back(x, compute(), op);
   return x;
@@ -211,6 +312,7 @@ bool direct(const Tensor& x, const Tensor& other, InPlaceOp kind, const char* op
   const bool is_x =
       other.offset() == x.offset() && other.shape() == x.shape() && other.strides() == x.strides();
   if (other.storage() == x.storage() && !is_x) return false;
+  if (GradMode::is_enabled() && x.stale()) return false;  // write() takes it again first
   check_target(x, op);
   if (x.ndim() > 0) check_no_internal_overlap(x, op);
   NoGradGuard no_grad;
@@ -282,14 +384,39 @@ Tensor inplace(const Tensor& x, const std::vector<Tensor>& others, const char* o
   return write(x, others, op, compute);
 }
 
-Tensor index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value) {
-  check_target(x, "index_put_");
+Tensor index_put_(const Tensor& x_in, const std::vector<IndexItem>& items, const Tensor& value_in) {
+  const Tensor x = target(x_in, "index_put_");
+  const Tensor value = fresh(value_in, "index_put_", 1);  // no op may be dispatched on it
   if (!records(x, value)) {
     index_write(x, items, value);
     return x;
   }
-  if (all_basic(items) && x.is_contiguous()) return rebase_region(x, items, value);
-  return rebase(x, index_put(x, items, value), "index_put_");
+  return recorded_write(x, [&](bool into_view) {
+    if (all_basic(items) && x.is_contiguous()) return rebase_region(x, items, value);
+    return rebase(x, index_put(x, items, value), "index_put_", into_view);
+  });
+}
+
+Tensor regenerated(const Tensor& t) {
+  const Tensor base = writable_base(t);
+  const Tensor now = base.defined() ? current_of(base) : Tensor();
+  if (!now.defined() || now.same(t)) return Tensor();
+  if (same_geometry(t, base)) return now;
+  try {
+    return as_strided(now, t.shape(), t.strides(), t.offset() - base.offset());
+  } catch (const ShapeError&) {  // a region holding an element twice (an expanded view)
+    return Tensor();
+  }
+}
+
+std::pair<Tensor, Tensor> base_rebinding(const Tensor& view) {
+  const Tensor base = view.view_base();
+  if (!base.defined() || view.op() != &op_def(OpKind::AsStrided)) return {};
+  Tensor after(base.impl()->successor.lock());
+  if (!after.defined() || !view.parents()[0].same(after) ||
+      after.op() != &op_def(OpKind::StridedScatter))
+    return {};
+  return {after.parents()[0], after};
 }
 
 }  // namespace vk

@@ -12,6 +12,7 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "vkml/core/scalar.h"
@@ -32,6 +33,12 @@ Tensor copy_(const Tensor& x, const Tensor& src);  // src broadcasts to x's shap
 Tensor clamp_(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 // x[items] = value; value broadcasts to the indexed shape (ops/indexing.h).
 Tensor index_put_(const Tensor& x, const std::vector<IndexItem>& items, const Tensor& value);
+
+// After a recorded write through a view (`view`: the tensor the write returned for it, as
+// y[0].mul_(2) gives): the node that stood for the view's base before the write and the one that
+// stands for the base's memory now, for a binding to move the base's object from one to the other.
+// Both undefined when the write went through no view.
+std::pair<Tensor, Tensor> base_rebinding(const Tensor& view);
 
 // ---- every other in-place op (issue #15, composite ops): one mechanism ----
 // x.<op>_(...) for any out-of-place op: `compute` returns the result (from x and the tensors in

@@ -105,10 +105,16 @@ Outputs dispatch_outputs(OpKind kind, std::initializer_list<TensorRef> in,
 // In anomaly mode, where the forward ran (the Python line), for a node made without dispatch.
 void note_forward_site(TensorImpl& node);
 
-// RuntimeError naming `op` and input i when t is stale (Tensor::stale) and grad mode is on
-// outside backward. Dispatch checks every input; a write recorded without dispatch checks its own.
-void check_fresh(const Tensor& t, std::string_view op, size_t i);
+// t, or when it is stale (Tensor::stale) and grad mode is on outside backward, t taken again from
+// the node that stands for its memory since the recorded write (regenerated); RuntimeError naming
+// `op` and input i when there is none. Dispatch does this for every input; a write recorded
+// without dispatch does it for its own.
+Tensor fresh(const Tensor& t, std::string_view op, size_t i);
 [[noreturn, gnu::cold]] void throw_stale(const Tensor& t, std::string_view op, size_t i);
+// A stale tensor (a view taken before y[0] = v, a base written through a view of it) as the view
+// of the node that stands for its base's memory since the write, as torch regenerates a view's
+// history (ops/inplace.cpp). Undefined when that node is gone or the region is none of its.
+Tensor regenerated(const Tensor& t);
 
 class StaleInputsAllowed {
  public:

@@ -233,6 +233,28 @@ Outputs run_in_compute_dtype(Kernel kernel, DTypeSet takes, const OpDef& def,
   return outs;
 }
 
+[[gnu::noinline, gnu::cold]] Tensor regenerate_or_throw(const Tensor& t, std::string_view op,
+                                                        size_t i) {
+  Tensor now = regenerated(t);
+  if (!now.defined()) throw_stale(t, op, i);
+  return now;
+}
+
+// An output over an input's memory is a view of it: it holds the input's base (or the input, when
+// that is no view), which a recorded write through it reaches (ops/inplace.cpp).
+void note_views(Outputs& outs, const std::vector<Tensor>& in) {
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Tensor& o = outs[k];
+    if (!o.defined() || o.impl()->view_base) continue;
+    for (const Tensor& t : in)
+      if (o.storage() == t.storage() && !o.same(t)) {
+        const auto& base = t.impl()->view_base;
+        o.impl()->view_base = base ? base : t.impl_ptr();
+        break;
+      }
+  }
+}
+
 // The op's time in the profile (ops/profile.h), with its inputs' shapes when they are recorded.
 [[gnu::noinline]] void note_profiled(const OpDef& def, const std::vector<Tensor>& in,
                                      int64_t from_ns) {
@@ -257,7 +279,7 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
   const bool grad_mode = GradMode::is_enabled();
   if (grad_mode && ts.stale_allowed == 0)
     for (size_t i = 0; i < in.size(); ++i)
-      if (in[i].stale()) throw_stale(in[i], def.name, i);
+      if (in[i].stale()) in[i] = regenerate_or_throw(in[i], def.name, i);
   if (watch && !grad_mode)
     for (const auto& t : in)
       if (t.requires_grad()) watch->note(t);
@@ -287,6 +309,7 @@ Outputs run(OpThreadState& ts, OpKind kind, std::vector<Tensor>& in, const Attrs
   VK_CHECK(outs.size() == static_cast<size_t>(def.outputs), RuntimeError, def.name, ": the ",
            device_name(device), " kernel returned ", outs.size(), " outputs; the op has ",
            def.outputs);
+  note_views(outs, in);
   if (grad_mode && is_floating(outs[0].dtype()) && any_requires_grad(in))
     record(outs, def, in, attrs, owned);
   if (profiled_from >= 0) note_profiled(def, in, profiled_from);
@@ -302,14 +325,15 @@ void note_forward_site(TensorImpl& node) {
 void throw_stale(const Tensor& t, std::string_view op, size_t i) {
   throw RuntimeError(detail::cat(
       op, ": input ", i, " (", t.describe(),
-      ") was made before an in-place write into its memory that autograd recorded (a view "
-      "taken before y[...] = v, or a tensor written through a view of it): its history does "
-      "not explain its values. Take it again from the tensor written after the write, or use "
-      "it under no_grad()"));
+      ") was made before an in-place write into its memory that autograd recorded, and its "
+      "history cannot be taken again from the write's (its base is not contiguous, or no "
+      "tensor holds the write's result any more): its history does not explain its values. "
+      "Take it again from the tensor written after the write, or use it under no_grad()"));
 }
 
-void check_fresh(const Tensor& t, std::string_view op, size_t i) {
-  if (GradMode::is_enabled() && t_ops.stale_allowed == 0 && t.stale()) throw_stale(t, op, i);
+Tensor fresh(const Tensor& t, std::string_view op, size_t i) {
+  if (!GradMode::is_enabled() || t_ops.stale_allowed != 0 || !t.stale()) return t;
+  return regenerate_or_throw(t, op, i);
 }
 
 StaleInputsAllowed::StaleInputsAllowed() { ++t_ops.stale_allowed; }
