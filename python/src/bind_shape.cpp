@@ -11,32 +11,37 @@ namespace {
 
 // ---- shape/index breadth (#15): in-place view ops (t_, transpose_, squeeze_, ...) ----
 // _inplace_view(x, "t_", fn, args): x takes the geometry of the view fn(x, *args) over its own
-// storage, as torch's in-place metadata ops. Refused while grad mode is on and x requires grad
-// (vkml's in-place rule; torch refuses a leaf too); the version counter is bumped, so a graph
-// that saved x raises in backward instead of reading the new shape. The GIL stays held: fn is
-// Python.
+// storage, as torch's in-place metadata ops. While grad mode is on and x requires grad, x's object
+// takes the recorded view instead (its history is the view's, as torch's TBackward), and a leaf is
+// refused, as torch's. The version counter is bumped, as torch's, so a graph that saved x raises in
+// backward instead of reading the new shape. The GIL stays held: fn is Python.
 void bind_inplace_view(nb::module_& m) {
   m.def(
       "_inplace_view",
       [](nb::handle self, const char* op, nb::callable fn, nb::tuple args) {
         const Tensor& x = nb::cast<const Tensor&>(self);
-        VK_CHECK(!vk::GradMode::is_enabled() || !x.requires_grad(), RuntimeError, op,
-                 ": in-place change of the shape of a tensor that requires grad while grad "
+        const bool records = vk::GradMode::is_enabled() && x.requires_grad();
+        VK_CHECK(!records || !x.is_leaf(), RuntimeError, op,
+                 ": a leaf that requires grad is being used in an in-place operation while grad "
                  "mode is on; use the out-of-place op, or no_grad()");
         Tensor v;
         {
-          vk::NoGradGuard no_grad;
-          v = nb::cast<Tensor>(fn(x.detach(), *args));
+          vk::GradModeGuard mode(records);
+          v = nb::cast<Tensor>(fn(records ? x : x.detach(), *args));
         }
         VK_CHECK(v.storage() == x.storage(), RuntimeError, op,
                  ": the view does not share the tensor's memory");
+        x.bump_version();
+        if (records) {
+          if (!v.same(x)) v.impl()->own_version = v.version();
+          return rebind(self, v);
+        }
         exclusive([&] {
           vk::TensorImpl* impl = x.impl();
           impl->shape = v.shape();
           impl->strides = v.strides();
           impl->offset = v.offset();
         });
-        x.bump_version();
         return nb::borrow(self);
       },
       "self"_a, "op"_a, "fn"_a, "args"_a);

@@ -65,6 +65,10 @@ const Attrs& no_attrs();
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
+  // The Tensor inside the binding's object (Python's) that holds this node, set by the binding
+  // and cleared by that Tensor's destructor and assignments: how a write through a view finds its
+  // base's object. Next to the storage: every Tensor's destructor reads it.
+  std::atomic<Tensor*> handle{nullptr};
   Shape shape;
   Strides strides;     // in elements
   int64_t offset = 0;  // in elements
@@ -98,9 +102,6 @@ struct TensorImpl {
   // base among its parents; what keeps it alive is the tensor returned for the written view and
   // the base's object in a binding, which the binding rebinds to it.
   std::weak_ptr<TensorImpl> successor;
-  // The Tensor inside the binding's object (Python's) that holds this node, set by the binding
-  // and cleared by that Tensor's destructor: how a write through a view finds its base's object.
-  std::atomic<Tensor*> handle{nullptr};
   // Scratch for a backward walk (autograd/engine.cpp): the walk's id and this node's position
   // in its order, so lookups need no hash map. 0 when no walk holds the node.
   std::atomic<uint64_t> walk_mark{0};
