@@ -76,7 +76,10 @@ nb::object rebind(nb::handle self, const Tensor& now) {
   const auto [before, after] = vk::base_rebinding(now);
   if (after.defined()) {
     Tensor* base = before.impl()->handle.load(std::memory_order_relaxed);
-    if (base && base->same(before)) take(*base, after);
+    // The base's object, held while exclusive() may wait without the GIL (another thread could
+    // drop it meanwhile).
+    nb::object holder = base ? nb::find(*base) : nb::object();
+    if (holder.is_valid() && base->same(before)) take(*base, after);
   }
   return nb::borrow(self);
 }
