@@ -146,6 +146,13 @@ void keep_read_values(TensorImpl& n, const Tensor& x) {
     }
 }
 
+// `node`, over memory a recorded write has just changed, stands for it from now: the tensors over
+// that memory made before are stale (Tensor::stale).
+void mark_written(const Tensor& node) {
+  node.impl()->own_version = node.version();
+  node.storage()->recorded_write.store(node.impl()->own_version, std::memory_order_relaxed);
+}
+
 // The recorded write: `result` (computed from x and the values with grad mode on) into x's
 // memory, and the tensor over it that carries result's history. Into a view (`into_view`, whose
 // base's node takes what is returned: write_through_view), the result itself, with its own buffer:
@@ -188,8 +195,7 @@ Tensor rebase(const Tensor& x, Tensor result, const char* op, bool into_view) {
   // x.retain_grad() asked for the gradient of the tensor the user holds: after the write, of
   // its new values (as torch's); hooks stay with the old values, whose gradient they were for.
   n->retains_grad = std::exchange(x.impl()->retains_grad, false);
-  n->own_version = node.version();
-  x.storage()->recorded_write.store(n->own_version, std::memory_order_relaxed);
+  mark_written(node);
   return node;
 }
 
@@ -226,8 +232,7 @@ Tensor rebase_region(const Tensor& x, const std::vector<IndexItem>& items, const
     x.bump_version();
   }
   n->retains_grad = std::exchange(x.impl()->retains_grad, false);  // as rebase's
-  n->own_version = node.version();
-  x.storage()->recorded_write.store(n->own_version, std::memory_order_relaxed);
+  mark_written(node);
   return node;
 }
 
@@ -248,11 +253,10 @@ Tensor write_through_view(const Tensor& base, const Tensor& before, const Tensor
   b->saved_versions = {before.version(), n.version()};
   b->requires_grad = true;
   b->view_base = base.impl_ptr();
-  b->own_version = node.version();  // after the write: the tensors over the memory made before
-  base.storage()->recorded_write.store(b->own_version, std::memory_order_relaxed);  // are stale
+  mark_written(node);
   note_forward_site(*b);
   base.impl()->successor = node.impl_ptr();
-  Tensor view = as_strided(node, x.shape(), x.strides(), x.offset() - base.offset());
+  Tensor view = as_strided(node, a.shape, a.strided.strides, a.strided.offset);
   // x.retain_grad() asked for the gradient of the view the user holds: after the write, of its new
   // values (a node over x's memory took the flag from x; a result rebase kept is the caller's)
   TensorImpl* asked = n.storage() == x.storage() ? n.impl() : x.impl();
