@@ -22,12 +22,11 @@ from vkml itself:
            (self-overlapping) view, a float result into an integer tensor, a value that does
            not broadcast to the target, an index out of range, and (vkml's documented rule,
            ops/inplace.h) any in-place write into a tensor that requires grad, or of a value
-           that requires grad, while grad mode is on -- except the operators on a non-leaf,
-           which rebind (x = x + y; python/README.md). "version" programs (mode "grad") record
-           ops on float64 leaves that require grad and interleave writes (under no_grad into
-           leaves and results, into constants and their views, into unrelated tensors, and
-           rebinding operators); backward must then raise a RuntimeError naming a recorded op
-           when a tensor torch saves for backward was overwritten after it was recorded (the
+           that requires grad, while grad mode is on (the operators, x += y, as the methods).
+           "version" programs (mode "grad") record ops on float64 leaves that require grad and
+           interleave writes (under no_grad into leaves and results, into constants and their
+           views, into unrelated tensors); backward must then raise a RuntimeError naming a
+           recorded op when a tensor torch saves for backward was overwritten after it was recorded (the
            version counter), may raise (naming such an op) when another input or output of a
            recorded op was overwritten (vkml's counter is per storage and checks every
            input), and otherwise must give the finite-difference gradient of the numpy program.

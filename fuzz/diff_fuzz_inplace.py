@@ -242,7 +242,6 @@ class InplaceGen:
 
     BIN = {"add_": "np.add", "sub_": "np.subtract", "mul_": "np.multiply", "div_": "np.true_divide",
            "+=": "np.add", "-=": "np.subtract", "*=": "np.multiply", "/=": "np.true_divide"}
-    SYM = {"+=": "+", "-=": "-", "*=": "*", "/=": "/"}
 
     def __init__(self, seed):
         self.rng = np.random.default_rng([seed, 0x1A9])
@@ -421,26 +420,9 @@ class InplaceGen:
             out_dt = D.float_of(out_dt)
             need(scalar and abs(float(osrc)) >= 0.25 or not scalar and D.amin_abs(ob) >= 0.25)
         fits = scalar or D._bcast_into(ob.shape, a.shape)
-        if opn in ("+=", "-=", "*=", "/="):
-            rebind = grad_on and ((inf["rg"] and not inf["leaf"]) or org)
-            if rebind:  # python/README.md: computed out of place and rebound
-                need(not (not inf["rg"] and inf.get("vb_rg")))  # refused (errs), not rebound
-                need(scalar or D._bcast_ok(ob.shape, a.shape))
-                if out_dt not in FLOATS:
-                    raise Invalid()
-                onp_ = repr(float(osrc)) if scalar else onp
-                # (computed in the result dtype, each operand cast to it first, as torch)
-                nsrc = (f"{t} = ({t}.astype(np.{out_dt}) {self.SYM[opn]} "
-                        f"np.asarray({onp_}, dtype=np.{out_dt}))")
-                root = f"{t}@{len(self.steps)}"
-                saved = _saved(opn[0], [inf["rg"], org])
-                step.update(new=t, rg={t: True}, root=root, wroot=None, rebind=True,
-                            rec=dict(ins=[t, None if scalar else onp], parents=[inf["root"], oroot], saved=saved,
-                                     out=root, uses_out=False))
-                self.info[t] = dict(root=root, rg=True, leaf=False, dtype=out_dt)
-                return self.finish(step, f"{t} {opn} {osrc}", nsrc, [], None)  # nothing is written
-            if grad_on and inf["rg"]:
-                errs.append("RuntimeError")
+        if opn in ("+=", "-=", "*=", "/="):  # the methods' writes, as torch's
+            if grad_on and (inf["rg"] or org):
+                self.recorded(inf, errs)
             vsrc = f"{t} {opn} {osrc}"
             nsrc = f"X.iop({t}, {self.BIN[opn]}, {onp})"
         elif opn == "copy_":

@@ -161,8 +161,7 @@ DIFFERENCES = [
     "after its own `t_()`), or no tensor holds the write's result any more, a view taken "
     "before the write raises a RuntimeError when used while grad mode is on: take it again "
     "after the write. A write into an output of `unbind` / `split` / `chunk` is recorded (torch "
-    "refuses it). `x += y` on a result computes out of place and rebinds `x` (the same "
-    "values and gradients; other names of that memory keep the old values). Of repeated "
+    "refuses it). Of repeated "
     "indices in `x[idx] = v`, the values written over get a zero gradient (torch gives each the "
     "element's). A layer's `inplace=True` computes out of place.",
     "Saving and loading: `vk.save` writes safetensors (vkml's metadata describes the containers "

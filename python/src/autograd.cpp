@@ -211,6 +211,7 @@ void bind_autograd(nb::module_& m) {
         auto custom = std::make_shared<vk::CustomOp>();
         custom->name = name;
         custom->result = result.detach().impl_ptr();
+        custom->checks_own_reads = true;  // FunctionCtx.saved_tensors checks their versions
         custom->grad = [f, dtypes, name](const vk::GradCtx& c) {
           nb::gil_scoped_acquire gil;
           nb::object r = f.get()(c.grad, c.out);
@@ -224,7 +225,8 @@ void bind_autograd(nb::module_& m) {
       "The lowest-level custom op: `data` (computed by the caller) becomes the output of an op "
       "named `op` with inputs `parents`; vjp(grad) returns one gradient per parent (None for "
       "none). Written with vkml ops, the vjp is differentiable again. With pass_output, the rule "
-      "is called as vjp(grad, out) with the recorded output.");
+      "is called as vjp(grad, out) with the recorded output, and checks the versions of what it "
+      "reads itself (autograd.Function's saved tensors), so backward checks none for it.");
 
   m.def(
       "checkpoint",

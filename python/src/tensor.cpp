@@ -194,13 +194,11 @@ void def_binary(nb::class_<Tensor>& c, const char* name, const char* rname, cons
       nb::is_operator());
 }
 
-// In-place operators (x += y). While recording, an intermediate result (or a value that requires
-// grad) is computed out of place and rebound (x = x + y), which gives the same values and
-// gradients and keeps y[i] += v working: Python runs it as t = y[i]; t += v; y[i] = t, and the
-// assignment records the write into y (t written in place would leave y's object with a history
-// that no longer explains its memory). A leaf that requires grad goes on to the write, which
-// refuses it, as PyTorch. The methods (x.add_(y)) record the write into x (ops/inplace.h).
-template <BinFn F, Tensor (*Inplace)(const Tensor&, const Tensor&)>
+// In-place operators (x += y) write into x, as the methods (x.add_(y)) and PyTorch do: views of x
+// see the new values, and a write into a view reaches its base (ops/inplace.h). y[i] += v runs as
+// t = y[i]; t += v; y[i] = t: the write into t already reached y, and the assignment writes the
+// same values again, as in PyTorch.
+template <Tensor (*Inplace)(const Tensor&, const Tensor&)>
 void def_inplace_operator(nb::class_<Tensor>& c, const char* name, const char* op) {
   c.def(
       name,
@@ -208,9 +206,6 @@ void def_inplace_operator(nb::class_<Tensor>& c, const char* name, const char* o
         const Tensor& x = nb::cast<const Tensor&>(self);
         std::optional<Tensor> o = operand(other, x, op);
         if (!o) return not_implemented();
-        if (vk::GradMode::is_enabled() &&
-            ((x.requires_grad() && !x.is_leaf()) || o->requires_grad()))
-          return nb::cast(F(x, *o));
         return rebind(self, without_gil(heavy(x, *o), [&] { return Inplace(x, *o); }));
       },
       nb::is_operator());
@@ -671,10 +666,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
              vk::dtype_name(a.dtype()));
     return vk::eq(a, vk::zeros({}, DType::Bool));
   });
-  def_inplace_operator<f_add, add_1>(c, "__iadd__", "add_");
-  def_inplace_operator<f_sub, sub_1>(c, "__isub__", "sub_");
-  def_inplace_operator<f_mul, mul_1>(c, "__imul__", "mul_");
-  def_inplace_operator<f_div, div_1>(c, "__itruediv__", "div_");
+  def_inplace_operator<add_1>(c, "__iadd__", "add_");
+  def_inplace_operator<sub_1>(c, "__isub__", "sub_");
+  def_inplace_operator<mul_1>(c, "__imul__", "mul_");
+  def_inplace_operator<div_1>(c, "__itruediv__", "div_");
 
   // ---- in-place methods ----
   c.def(

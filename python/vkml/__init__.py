@@ -203,6 +203,23 @@ Tensor.fill_diagonal_ = lambda self, fill_value, wrap=False: _C._inplace(
 Tensor.sub_ = _inplace_method("sub")
 Tensor.div_ = _inplace_method("div")
 Tensor.clamp_ = _inplace_method("clamp")  # tensor bounds too
+
+
+# x **= y, x //= y, x &= y, ...: written into x, as torch's (without these Python would rebind x to
+# x ** y, and views of x would keep the old values). += -= *= /= are bound in the core module.
+def _inplace_operator(name, method_name):
+    def operator(self, other):
+        return getattr(self, method_name)(other)
+    operator.__name__ = operator.__qualname__ = name
+    return operator
+
+
+for _dunder, _method in (("__ipow__", "pow_"), ("__ifloordiv__", "floor_divide_"),
+                         ("__imod__", "remainder_"), ("__iand__", "bitwise_and_"),
+                         ("__ior__", "bitwise_or_"), ("__ixor__", "bitwise_xor_"),
+                         ("__ilshift__", "bitwise_left_shift_"),
+                         ("__irshift__", "bitwise_right_shift_")):
+    setattr(Tensor, _dunder, _inplace_operator(_dunder, _method))
 Tensor.clip_ = _inplace_method("clip")
 # ---- end of composite ops ----
 

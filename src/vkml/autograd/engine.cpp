@@ -316,7 +316,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
       needs[i] = pk != WalkIndex::kNone && wanted[pk];
       any = any || needs[i];
     }
-    if (any) check_versions(t, def.reads ? def.reads(needs) : kReadsAll);
+    if (any) check_versions(t, rule_reads(def, t.attrs(), needs));
     if (any && !opt.create_graph && !AnomalyMode::is_enabled() && def.kind == OpKind::Slice &&
         add_slice_in_place(t, g, pending[index.find(parents[0])]))
       any = false;

@@ -110,6 +110,9 @@ struct CustomOp {
   std::string name;                                         // named in errors as the op
   std::shared_ptr<TensorImpl> result;                       // what user code computed (no history)
   std::function<std::vector<Tensor>(const GradCtx&)> grad;  // one gradient per input
+  // The rule checks the versions of what it reads itself (autograd.Function's saved tensors), as
+  // torch's: backward then checks nothing of the node's inputs and output for it.
+  bool checks_own_reads = false;
 };
 
 // triangular_solve (#15 linalg): A is upper (else lower) triangular; unitriangular: its diagonal

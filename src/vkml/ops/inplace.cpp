@@ -138,7 +138,7 @@ void write_back(const Tensor& x, const Tensor& result, const char* op) {
 void keep_read_values(TensorImpl& n, const Tensor& x) {
   std::vector<bool> needs(n.parents.size());
   for (size_t i = 0; i < needs.size(); ++i) needs[i] = n.parents[i].requires_grad();
-  const ReadSet reads = n.op->reads ? n.op->reads(needs) : kReadsAll;
+  const ReadSet reads = rule_reads(*n.op, n.attrs ? *n.attrs : no_attrs(), needs);
   for (size_t i = 0; i < n.parents.size(); ++i)
     if (reads_input(reads, i) && n.parents[i].storage() == x.storage()) {
       n.parents[i] = clone(n.parents[i]);

@@ -44,6 +44,10 @@ using ReadSet = uint64_t;
 inline constexpr ReadSet kReadsOutput = ReadSet{1} << 63;
 inline constexpr ReadSet kReadsAll = ~ReadSet{0};
 inline bool reads_input(ReadSet r, size_t i) { return (r >> (i < 62 ? i : 62)) & 1; }
+struct OpDef;
+// What the rule of a node of `def` reads for the inputs `needs` wants: the op's declaration
+// (ops/reads.cpp), nothing for a custom rule that checks its own reads, everything otherwise.
+ReadSet rule_reads(const OpDef& def, const Attrs& attrs, const std::vector<bool>& needs);
 
 struct OpDef {
   OpKind kind;

@@ -54,6 +54,17 @@ constexpr std::pair<OpKind, ReadSet (*)(const Needs&)> kReadSets[] = {
     {OpKind::AvgPool2d, nothing},
     {OpKind::Im2Col, nothing},
     {OpKind::Col2Im, nothing},
+    {OpKind::Frac, nothing},
+    // step functions: a zero gradient of the input's shape
+    {OpKind::Sign, nothing},
+    {OpKind::Floor, nothing},
+    {OpKind::Ceil, nothing},
+    {OpKind::Round, nothing},
+    {OpKind::Trunc, nothing},
+    // the indices (another output, which backward checks whatever the op declares)
+    {OpKind::Sort, nothing},
+    {OpKind::CumMax, nothing},
+    {OpKind::CumMin, nothing},
     // the output only
     {OpKind::Exp, output},
     {OpKind::Expm1, output},
@@ -126,9 +137,46 @@ constexpr std::pair<OpKind, ReadSet (*)(const Needs&)> kReadSets[] = {
     {OpKind::MinDim, inputs},
     {OpKind::Lgamma, inputs},
     {OpKind::Digamma, inputs},
+    {OpKind::Polygamma, inputs},
+    {OpKind::I0, inputs},
+    {OpKind::Igamma, inputs},
+    {OpKind::Igammac, inputs},
+    {OpKind::Elu, inputs},
+    {OpKind::Remainder, inputs},
+    {OpKind::Fmod, inputs},
+    // the fused gradients (their own rules serve second order)
+    {OpKind::ReluBackward, inputs},
+    {OpKind::GeluBackward, inputs},
+    {OpKind::TanhBackward, inputs},
+    {OpKind::SigmoidBackward, inputs},
+    {OpKind::SiluBackward, inputs},
+    {OpKind::EluBackward, inputs},
+    {OpKind::HardtanhBackward, inputs},
+    {OpKind::LeakyReluBackward, inputs},
+    {OpKind::SoftplusBackward, inputs},
+    {OpKind::HardsigmoidBackward, inputs},
+    {OpKind::HardswishBackward, inputs},
+    {OpKind::SmoothL1Backward, inputs},
+    {OpKind::HuberBackward, inputs},
+    {OpKind::SoftmaxBackward, inputs},
+    {OpKind::LogSoftmaxBackward, inputs},
+    {OpKind::MaxPool2dBackward, inputs},
+    {OpKind::Conv2dBackwardInput, inputs},
+    {OpKind::Conv2dBackwardWeight, inputs},
+    {OpKind::LayerNormBackward, inputs},
+    {OpKind::LayerNormParamGrad, inputs},
+    {OpKind::BatchNormBackward, inputs},
+    {OpKind::BatchNormParamGrad, inputs},
+    {OpKind::AttentionBackward, inputs},
+    {OpKind::LstmCellBackward, inputs},
 };
 
 }  // namespace
+
+ReadSet rule_reads(const OpDef& def, const Attrs& attrs, const std::vector<bool>& needs) {
+  if (attrs.custom && attrs.custom->checks_own_reads) return 0;
+  return def.reads ? def.reads(needs) : kReadsAll;
+}
 
 void set_read_sets(std::vector<OpDef>& table) {
   for (const auto& [kind, reads] : kReadSets) table[static_cast<size_t>(kind)].reads = reads;
