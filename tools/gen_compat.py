@@ -131,8 +131,10 @@ DIFFERENCES = [
     "at the call, results when read; an index out of range (index_select, gather, scatter_add, "
     "embedding, cross_entropy) is an IndexError raised at the next read or synchronize().",
     "Dtypes: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64 "
-    "(docs/precision.md): 16-bit ops compute in float32 and round once, narrow integers wrap as "
-    "torch's; `autocast` applies torch's CUDA policy on every device (softmax and layer_norm in "
+    "(docs/precision.md), no complex ones: the names generic code asks of every tensor answer "
+    "as torch's do for a real one (`x.real` and `x.conj()` are `x`, `x.imag` raises, "
+    "`x.is_complex()` is False, `angle` is 0 or pi); 16-bit ops compute in float32 and round "
+    "once, narrow integers wrap as torch's; `autocast` applies torch's CUDA policy on every device (softmax and layer_norm in "
     "float32 where torch's CPU policy keeps bfloat16); the Vulkan device stores them as "
     "themselves (16- and 8-bit storage) and computes them as the CPU does.",
     "Layouts and memory formats: `vk.strided` only (another layout is NotImplementedError); "

@@ -507,6 +507,14 @@ if not _os.environ.get("VKML_STUBGEN"):
     _porting_last.install(globals())
 # ---- end of the last Python-level torch names ----
 
+# ---- the complex- and storage-kind names asked of every tensor (vkml/_real_tensors.py): x.real,
+# x.conj(), x.is_complex(), torch.angle, x.is_sparse, ... with torch's answers for real tensors ----
+from . import _real_tensors  # noqa: E402
+
+if not _os.environ.get("VKML_STUBGEN"):
+    _real_tensors.install(globals())
+# ---- end of the complex- and storage-kind names ----
+
 # ---- vk.distributions (vkml/distributions): torch.distributions' common families, kl_divergence
 # and constraints, composed of vkml's ops ----
 from . import distributions  # noqa: E402
