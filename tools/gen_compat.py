@@ -153,7 +153,8 @@ DIFFERENCES = [
     "Sorting is always stable (torch's `stable=False` may order ties differently); `topk` and "
     "`unique` return sorted results even with `sorted=False`.",
     "In-place ops while grad mode is on are recorded as torch's (`out[idx] = f(x)`, "
-    "`out.index_add_(0, i, f(x))`, `scores.masked_fill_(m, v)`, `h.relu_()` on a result): the "
+    "`out.index_add_(0, i, f(x))`, `scores.masked_fill_(m, v)`, `h.relu_()`, `h += b` and "
+    "`nn.ReLU(inplace=True)(h)` on a result): the "
     "object written takes the write's history, and the same version-counter rules hold (also "
     "for an op's other outputs, such as max's indices, and a custom Function's saved tensors). "
     "A write through a view reaches its base as torch's (`y[:, 0].fill_(0)`, "
@@ -165,7 +166,7 @@ DIFFERENCES = [
     "after the write. A write into an output of `unbind` / `split` / `chunk` is recorded (torch "
     "refuses it). Of repeated "
     "indices in `x[idx] = v`, the values written over get a zero gradient (torch gives each the "
-    "element's). A layer's `inplace=True` computes out of place.",
+    "element's).",
     "Saving and loading: `vk.save` writes safetensors (vkml's metadata describes the containers "
     "around the tensors), not torch's zip archive; `vk.load` reads those, any safetensors file, and "
     "the zip archives torch.save writes, as torch.load(weights_only=True) reads them (tensors, "

@@ -18,10 +18,10 @@ def _reduction(op, reduction):
     return _REDUCTION[reduction]
 
 
-def _strict(input, out):
-    """An ATen in-place op (torch.dropout_, ...): out written into input, refused where autograd would
-    need the in-place write (F's strict rule)."""
-    return F._inplace(input, out, True, True)
+def _strict(fn, input, *args):
+    """An ATen in-place op (torch.dropout_, ...): fn(input, *args) written into input (F's
+    inplace=True)."""
+    return F._inplace(fn, input, *args, inplace=True)
 
 
 def _check_p(p):
@@ -36,7 +36,7 @@ def dropout(input, p, train):
 
 
 def dropout_(input, p, train):
-    return _strict(input, dropout(input, p, train))
+    return _strict(dropout, input, p, train)
 
 
 def alpha_dropout(input, p, train):
@@ -45,7 +45,7 @@ def alpha_dropout(input, p, train):
 
 
 def alpha_dropout_(input, p, train):
-    return _strict(input, alpha_dropout(input, p, train))
+    return _strict(alpha_dropout, input, p, train)
 
 
 def feature_dropout(input, p, train):
@@ -57,7 +57,7 @@ def feature_dropout(input, p, train):
 
 
 def feature_dropout_(input, p, train):
-    return _strict(input, feature_dropout(input, p, train))
+    return _strict(feature_dropout, input, p, train)
 
 
 def feature_alpha_dropout(input, p, train):
@@ -66,7 +66,7 @@ def feature_alpha_dropout(input, p, train):
 
 
 def feature_alpha_dropout_(input, p, train):
-    return _strict(input, feature_alpha_dropout(input, p, train))
+    return _strict(feature_alpha_dropout, input, p, train)
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):

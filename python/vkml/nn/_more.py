@@ -65,14 +65,14 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
                            f"got {input.ndim}")
     if not training or p == 0:
         return input
-    out = input * 0.0 if p == 1 else _alpha_feature_noise(input, p)
-    return F._inplace(input, out, inplace)
+    noised = (lambda x: x * 0.0) if p == 1 else (lambda x: _alpha_feature_noise(x, p))
+    return F._inplace(noised, input, inplace=inplace, name="feature_alpha_dropout_")
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     F._check_p(p)
     # a 4-D input is one unbatched (C, D, H, W) sample: one draw per channel, as torch's
-    return F._inplace(input, F._nn.feature_dropout(input, p, training, 5), inplace)
+    return F._inplace(F._nn.feature_dropout, input, p, training, 5, inplace=inplace, name="dropout3d_")
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, generator=None):
@@ -82,15 +82,15 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, ge
         raise RuntimeError(f"rrelu: Lower bound should be less than or equal to the upper bound, got lower={lower} "
                            f"upper={upper}")
     if not training:
-        return F._inplace(input, F._nn.leaky_relu(input, (lower + upper) / 2), inplace)
+        return F._inplace(F._nn.leaky_relu, input, (lower + upper) / 2, inplace=inplace, name="rrelu_")
     u = _C.rand(tuple(input.shape), dtype=input.dtype, device=input.device, generator=generator)
     slope = u * (upper - lower) + lower
     noise = _C.where(input <= 0, slope, _C.ones_like(slope))
-    return F._inplace(input, input * noise, inplace)
+    return F._inplace(lambda x: x * noise, input, inplace=inplace, name="rrelu_")
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
-    return F._inplace(input, rrelu(input, lower, upper, training, False, generator), True, True)
+    return rrelu(input, lower, upper, training, True, generator)
 
 
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n):

@@ -27,7 +27,7 @@ def linear(input, weight, bias=None):
 
 
 def relu(input, inplace=False):
-    return _nn.relu(input)
+    return _inplace(_nn.relu, input, inplace=inplace)
 
 
 def gelu(input, approximate="none"):
@@ -35,7 +35,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    return _nn.silu(input)
+    return _inplace(_nn.silu, input, inplace=inplace)
 
 
 def sigmoid(input):
@@ -106,7 +106,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def dropout(input, p=0.5, training=True, inplace=False):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    return _nn.dropout(input, p, training)
+    return _inplace(_nn.dropout, input, p, training, inplace=inplace)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
@@ -186,69 +186,73 @@ def _red(size_average, reduce, reduction, batchmean=False):
     return reduction
 
 
-def _inplace(input, out, inplace, strict=False):
-    """torch's inplace=True: the result is computed out of place and copied into input. vkml records
-    no in-place write, so where autograd would have to (input requires grad, grad mode on) the
-    inplace=True flag of a layer returns the out-of-place result and leaves input as it is (models
-    use the returned value); the explicit F.*_ functions (strict) raise there instead."""
-    if not inplace or (not strict and input.requires_grad and _C.is_grad_enabled()):
-        return out
-    input.copy_(out)
-    return input
+def _inplace(fn, input, *args, inplace=False, name=None, composite=False):
+    """fn(input, *args); with torch's inplace=True (and the F.*_ forms) written into input by the
+    core's in-place path, as torch's in-place ops: views of input see it, a write into a view
+    reaches its base, and while grad mode is on the write is recorded (input's object takes its
+    history; a leaf that requires grad is refused). fn runs inside that path, so its result is
+    held by the write alone: the values its last op's rule reads of input (leaky_relu's) are kept.
+    A composite fn's inner ops read input too (selu's elu, mish's softplus): while recording it
+    runs on a copy, which the write leaves intact."""
+    if not inplace:
+        return fn(input, *args)
+    if composite and input.requires_grad and _C.is_grad_enabled():
+        return _C._inplace(input, name or fn.__name__ + "_", lambda x, *a: fn(x.clone(), *a), args, {})
+    return _C._inplace(input, name or fn.__name__ + "_", fn, args, {})
 
 
 def mish(input, inplace=False):
-    return _inplace(input, _nn.mish(input), inplace)
+    return _inplace(_nn.mish, input, inplace=inplace, composite=True)
 
 
 def hardswish(input, inplace=False):
-    return _inplace(input, _nn.hardswish(input), inplace)
+    return _inplace(_nn.hardswish, input, inplace=inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    return _inplace(input, _nn.hardsigmoid(input), inplace)
+    return _inplace(_nn.hardsigmoid, input, inplace=inplace)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _inplace(input, _nn.hardtanh(input, min_val, max_val), inplace)
+    return _inplace(_nn.hardtanh, input, min_val, max_val, inplace=inplace)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return _inplace(input, hardtanh(input, min_val, max_val), True, True)
+    return hardtanh(input, min_val, max_val, True)
 
 
 def relu6(input, inplace=False):
-    return _inplace(input, _nn.relu6(input), inplace)
+    return _inplace(_nn.relu6, input, inplace=inplace)
 
 
 def relu_(input):
-    return _inplace(input, _nn.relu(input), True, True)
+    return _inplace(_nn.relu, input, inplace=True)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _inplace(input, _nn.leaky_relu(input, negative_slope), inplace)
+    return _inplace(_nn.leaky_relu, input, negative_slope, inplace=inplace)
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return _inplace(input, leaky_relu(input, negative_slope), True, True)
+    return _inplace(_nn.leaky_relu, input, negative_slope, inplace=True)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _inplace(input, _nn.elu(input, alpha), inplace)
+    return _inplace(_nn.elu, input, alpha, inplace=inplace)
 
 
 def elu_(input, alpha=1.0):
-    return _inplace(input, elu(input, alpha), True, True)
+    return _inplace(_nn.elu, input, alpha, inplace=True)
 
 
 def selu(input, inplace=False):
-    return _inplace(input, _nn.selu(input), inplace)
+    return _inplace(_nn.selu, input, inplace=inplace, composite=True)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    return _inplace(input, _nn.celu(input, alpha), inplace)
+    return _inplace(_nn.celu, input, alpha, inplace=inplace, composite=True)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -268,11 +272,11 @@ def tanhshrink(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _inplace(input, _nn.threshold(input, threshold, value), inplace)
+    return _inplace(_nn.threshold, input, threshold, value, inplace=inplace)
 
 
 def threshold_(input, threshold, value):
-    return _inplace(input, _nn.threshold(input, threshold, value), True, True)
+    return _inplace(_nn.threshold, input, threshold, value, inplace=True)
 
 
 def glu(input, dim=-1):
@@ -468,18 +472,19 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     _check_p(p)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input")
-    return _inplace(input, _nn.feature_dropout(input, p, training, 3), inplace)
+    return _inplace(_nn.feature_dropout, input, p, training, 3, inplace=inplace, name="dropout1d_")
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
     _check_p(p)
     # torch reads a 3-D input as (N, C, L) here (with a warning): one draw per (N, C) either way
-    return _inplace(input, _nn.feature_dropout(input, p, training, max(input.ndim, 3)), inplace)
+    return _inplace(_nn.feature_dropout, input, p, training, max(input.ndim, 3), inplace=inplace,
+                    name="dropout2d_")
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
-    return _inplace(input, _nn.alpha_dropout(input, p, training), inplace)
+    return _inplace(_nn.alpha_dropout, input, p, training, inplace=inplace)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -515,11 +520,11 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     one = lambda v, what: None if v is None or v == [] else _tuple(v, 1, what)[0]  # noqa: E731
     return _nn.avg_pool1d(input, one(kernel_size, "kernel_size"), one(stride, "stride"), one(padding, "padding"))
 def selu_(input):
-    return _inplace(input, selu(input), True, True)
+    return _inplace(_nn.selu, input, inplace=True, composite=True)
 
 
 def celu_(input, alpha=1.0):
-    return _inplace(input, celu(input, alpha), True, True)
+    return _inplace(_nn.celu, input, alpha, inplace=True, composite=True)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):

@@ -11,7 +11,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F._inplace(input, F.relu(input), self.inplace)
+        return F.relu(input, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -45,8 +45,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        out = F.silu(input)
-        return F._inplace(input, out, self.inplace)
+        return F.silu(input, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
