@@ -166,7 +166,11 @@ DIFFERENCES = [
     "after the write. A write into an output of `unbind` / `split` / `chunk` is recorded (torch "
     "refuses it). Of repeated "
     "indices in `x[idx] = v`, the values written over get a zero gradient (torch gives each the "
-    "element's).",
+    "element's). A write through `.data` is counted as any write (torch's `.data` has a version "
+    "counter of its own): `y = w.exp(); y.data.mul_(2)` then backward raises where torch uses "
+    "the new values. A leaf's `.grad` accumulates in place as torch's (a reference to it sees "
+    "later sums), but each read of `p.grad` is a new Python object over the same memory "
+    "(`p.grad is p.grad` is False).",
     "Saving and loading: `vk.save` writes safetensors (vkml's metadata describes the containers "
     "around the tensors), not torch's zip archive; `vk.load` reads those, any safetensors file, and "
     "the zip archives torch.save writes, as torch.load(weights_only=True) reads them (tensors, "

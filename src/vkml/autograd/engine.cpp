@@ -197,11 +197,21 @@ bool add_slice_in_place(const Tensor& t, const Tensor& g, Tensor& acc) {
   return true;
 }
 
+// Whether g can be added into the memory of an existing .grad without create_graph: as torch's
+// first-order accumulation (variable.grad += new_grad), also where the user holds .grad or it is
+// a view of a larger buffer (gradients bucketed into one flat tensor), so that every name of it
+// sees the sum. Not where .grad carries history (a create_graph backward's), its elements share
+// memory, or g's memory is .grad's own.
+bool adds_into_grad(const Tensor& grad, const Tensor& g) {
+  return grad.dtype() == g.dtype() && grad.shape() == g.shape() && grad.device() == g.device() &&
+         !grad.requires_grad() && grad.is_contiguous() && grad.storage() != g.storage();
+}
+
 // Deposits g into t's .grad, which must own its memory (the arriving gradient may be a
-// broadcast view, the user's seed, or shared with other tensors). Without create_graph this
-// reuses memory where nobody else can see it: an existing .grad only it holds is added to in
-// place (as PyTorch does), and a fresh gradient only this walk holds becomes .grad as it is.
-// Holds t's grad lock throughout, so walks in several threads that reach the same leaf add up.
+// broadcast view, the user's seed, or shared with other tensors). Without create_graph an
+// existing .grad is added to in place (adds_into_grad), and a fresh gradient only this walk holds
+// becomes .grad as it is. Holds t's grad lock throughout, so walks in several threads that reach
+// the same leaf add up.
 void accumulate_into(const Tensor& t, Tensor g, bool create_graph) {
   std::shared_ptr<TensorImpl> replaced;  // released after the lock
   std::lock_guard<std::mutex> lock(t.grad_mutex());
@@ -217,8 +227,8 @@ void accumulate_into(const Tensor& t, Tensor g, bool create_graph) {
     slot = (sole_owner(g, 1) && whole ? g : clone(g.detach())).impl_ptr();
     return;
   }
-  Tensor old(slot);  // a second reference to .grad: sole_owner expects two
-  if (sole_owner(old, 2) && old.dtype() == g.dtype()) {
+  Tensor old(slot);
+  if (adds_into_grad(old, g)) {
     in_place::add(old, old, g);
     old.bump_version();
   } else {
